@@ -1,0 +1,55 @@
+"""The device protocol and registry: every realization of the accelerator runs a Program.
+
+Devices register under the `vta.devices` entry-point group (see pyproject.toml), so `vta` names
+them without importing the packages that implement them.
+"""
+
+from __future__ import annotations
+
+import abc
+from importlib.metadata import entry_points
+
+import numpy as np
+
+from .config import VTAConfig
+from .errors import DeviceError
+from .program import Program
+from .stats import Stats
+
+ENTRY_POINT_GROUP = "vta.devices"
+DEFAULT_DEVICE = "sim"
+
+
+class Device(abc.ABC):
+    """Runs Programs. `execute` works on a whole DRAM image; `run` on named buffers."""
+
+    name: str = "device"
+
+    @abc.abstractmethod
+    def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
+        """Run `program` on DRAM image `dram`; return the final image and the run's Stats."""
+
+    def run(
+        self, program: Program, buffers: dict[str, np.ndarray] | None = None
+    ) -> tuple[dict[str, np.ndarray], Stats]:
+        """Run with some input/weight buffers replaced; return the output buffers and Stats."""
+        final, stats = self.execute(program, program.dram_with(buffers))
+        return program.outputs(final), stats
+
+    def new_stats(self, config: VTAConfig) -> Stats:
+        return Stats(
+            device=self.name, clock_mhz=config.clock_mhz, macs_per_cycle=config.macs_per_cycle
+        )
+
+
+def device_names() -> list[str]:
+    """Names of every registered device."""
+    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+
+
+def get_device(name: str = DEFAULT_DEVICE, **options) -> Device:
+    """Instantiate a registered device by name (`sim`, `fsim`, `rtl`, `pynq`, ...)."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            return ep.load()(**options)
+    raise DeviceError(f"unknown device {name!r} (registered: {', '.join(device_names())})")

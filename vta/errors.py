@@ -1,0 +1,56 @@
+"""The toolkit's exception hierarchy: one root, one subclass per layer.
+
+Messages name the object at fault (instruction index and field, stage and axis, ...) and what
+would be valid, so a user can fix the input without reading our source.
+"""
+
+from __future__ import annotations
+
+
+class VTAError(Exception):
+    """Root of every error the toolkit raises on bad input or a failed run."""
+
+
+class ConfigError(VTAError):
+    """An accelerator configuration is invalid (names the field and the limit)."""
+
+
+class ISAError(VTAError):
+    """An instruction or micro-op field does not fit the ISA (names the field and the limit)."""
+
+
+class ProgramError(VTAError):
+    """A Program is malformed: bad file, bad manifest, or a validation failure."""
+
+
+class ValidationError(ProgramError):
+    """A Program breaks an ISA rule; `problems` lists every finding."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        head = f"{len(self.problems)} problem(s) in program:\n  " if len(problems) > 1 else ""
+        super().__init__(head + "\n  ".join(self.problems))
+
+
+class DeviceError(VTAError):
+    """A device failed to run a Program (unknown device, cycle limit, hardware error)."""
+
+
+class DeadlockError(DeviceError):
+    """The modules of a device wait on each other forever; names each blocked module."""
+
+
+class ScheduleError(VTAError):
+    """A schedule primitive was applied where it is not legal."""
+
+
+class LoweringError(VTAError):
+    """Lowering a schedule to loop IR (or to accelerator instructions) failed."""
+
+
+class CodegenError(VTAError):
+    """Generating or loading native code failed."""
+
+
+class TuningError(VTAError):
+    """The tuner, its measurements or its records failed."""

@@ -1,0 +1,395 @@
+"""Bit-exact VTA instructions and micro-ops (reference layout, HW_VER 0.0.2).
+
+An instruction is 128 bits, stored as 16 little-endian bytes; a micro-op is a 32-bit word. Field
+widths that depend on buffer depths are derived from the `VTAConfig`. Fields never straddle bit
+64 (the reference defines them as C bitfields over two uint64 words).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from functools import cache
+from typing import ClassVar
+
+import numpy as np
+
+from .config import (
+    ALU_IMM_WIDTH,
+    LOOP_ITER_WIDTH,
+    MEM_DRAM_BASE_WIDTH,
+    MEM_PAD_WIDTH,
+    MEM_SIZE_WIDTH,
+    MEM_SRAM_BASE_WIDTH,
+    VTAConfig,
+)
+from .errors import ISAError
+
+INSN_BYTES = 16
+
+
+class Opcode(enum.IntEnum):
+    LOAD = 0
+    STORE = 1
+    GEMM = 2
+    FINISH = 3
+    ALU = 4
+
+
+class MemType(enum.IntEnum):
+    UOP = 0
+    WGT = 1
+    INP = 2
+    ACC = 3
+    OUT = 4
+    ACC_8BIT = 5  # defined by the reference ISA, not supported by this toolkit's devices
+
+
+class AluOp(enum.IntEnum):
+    MIN = 0
+    MAX = 1
+    ADD = 2
+    SHR = 3
+    MUL = 4
+
+
+class Stage(enum.IntEnum):
+    """The three modules that execute instructions; order defines 'prev' and 'next'."""
+
+    LOAD = 1
+    COMPUTE = 2
+    STORE = 3
+
+
+DEP_FIELDS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Insn:
+    pop_prev_dep: bool = False
+    pop_next_dep: bool = False
+    push_prev_dep: bool = False
+    push_next_dep: bool = False
+
+    opcode: ClassVar[Opcode]
+
+    def replace(self, **changes) -> Insn:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """Reference field names; enums as names, flags as 0/1."""
+        out: dict = {"opcode": self.opcode.name}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, enum.Enum):
+                value = value.name
+            elif isinstance(value, bool):
+                value = int(value)
+            out[f.name] = value
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class MemInsn(_Insn):
+    """LOAD or STORE: a 2-D strided copy between DRAM and an SRAM buffer, with zero padding."""
+
+    is_store: bool = False
+    memory_type: MemType = MemType.INP
+    sram_base: int = 0
+    dram_base: int = 0
+    y_size: int = 0
+    x_size: int = 0
+    x_stride: int = 0
+    y_pad_0: int = 0
+    y_pad_1: int = 0
+    x_pad_0: int = 0
+    x_pad_1: int = 0
+
+    @property
+    def opcode(self) -> Opcode:  # type: ignore[override]
+        return Opcode.STORE if self.is_store else Opcode.LOAD
+
+    @property
+    def is_nop(self) -> bool:
+        """x_size == 0: only the dependence flags act."""
+        return self.x_size == 0
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        del out["is_store"]
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmInsn(_Insn):
+    """GEMM over a micro-op kernel with two affine loops (iter_out x iter_in)."""
+
+    reset_reg: bool = False
+    uop_bgn: int = 0
+    uop_end: int = 0
+    iter_out: int = 1
+    iter_in: int = 1
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+    opcode: ClassVar[Opcode] = Opcode.GEMM
+
+
+@dataclasses.dataclass(frozen=True)
+class AluInsn(_Insn):
+    """Vector ALU over a micro-op kernel: ACC[dst] = op(ACC[dst], imm or ACC[src])."""
+
+    reset_reg: bool = False
+    uop_bgn: int = 0
+    uop_end: int = 0
+    iter_out: int = 1
+    iter_in: int = 1
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    alu_opcode: AluOp = AluOp.MIN
+    use_imm: bool = False
+    imm: int = 0
+
+    opcode: ClassVar[Opcode] = Opcode.ALU
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishInsn(_Insn):
+    """Raise 'done' once the compute module reaches it."""
+
+    opcode: ClassVar[Opcode] = Opcode.FINISH
+
+
+Insn = MemInsn | GemmInsn | AluInsn | FinishInsn
+
+
+def insn_stage(insn: Insn) -> Stage:
+    """The module that executes `insn` (fetch routes on opcode and memory type only)."""
+    if isinstance(insn, MemInsn):
+        if insn.is_store:
+            return Stage.STORE
+        if insn.memory_type in (MemType.INP, MemType.WGT):
+            return Stage.LOAD
+        return Stage.COMPUTE
+    return Stage.COMPUTE
+
+
+# --------------------------------------------------------------------------------- layouts
+@dataclasses.dataclass(frozen=True)
+class Field:
+    name: str
+    lsb: int
+    width: int
+    signed: bool = False
+
+
+def _pack(fields: list[tuple[str, int, bool]], start: int = 0) -> list[Field]:
+    out, pos = [], start
+    for name, width, signed in fields:
+        if pos < 64 < pos + width:
+            pos = 64  # a C bitfield never straddles a 64-bit word
+        out.append(Field(name, pos, width, signed))
+        pos += width
+    return out
+
+
+_HEADER = [("opcode", 3, False)] + [(name, 1, False) for name in DEP_FIELDS]
+
+
+@cache
+def layouts(cfg: VTAConfig) -> dict[str, tuple[Field, ...]]:
+    """Bit layout of each instruction family for a configuration."""
+    ld = cfg.log_depth
+    mem = _pack(
+        _HEADER
+        + [
+            ("memory_type", 3, False),
+            ("sram_base", MEM_SRAM_BASE_WIDTH, False),
+            ("dram_base", MEM_DRAM_BASE_WIDTH, False),
+        ]
+    ) + _pack(
+        [
+            ("y_size", MEM_SIZE_WIDTH, False),
+            ("x_size", MEM_SIZE_WIDTH, False),
+            ("x_stride", MEM_SIZE_WIDTH, False),
+            ("y_pad_0", MEM_PAD_WIDTH, False),
+            ("y_pad_1", MEM_PAD_WIDTH, False),
+            ("x_pad_0", MEM_PAD_WIDTH, False),
+            ("x_pad_1", MEM_PAD_WIDTH, False),
+        ],
+        64,
+    )
+    word0 = _HEADER + [
+        ("reset_reg", 1, False),
+        ("uop_bgn", ld["uop"], False),
+        ("uop_end", ld["uop"] + 1, False),
+        ("iter_out", LOOP_ITER_WIDTH, False),
+        ("iter_in", LOOP_ITER_WIDTH, False),
+    ]
+    gemm = _pack(word0) + _pack(
+        [
+            ("dst_factor_out", ld["acc"], False),
+            ("dst_factor_in", ld["acc"], False),
+            ("src_factor_out", ld["inp"], False),
+            ("src_factor_in", ld["inp"], False),
+            ("wgt_factor_out", ld["wgt"], False),
+            ("wgt_factor_in", ld["wgt"], False),
+        ],
+        64,
+    )
+    alu = _pack(word0) + _pack(
+        [
+            ("dst_factor_out", ld["acc"], False),
+            ("dst_factor_in", ld["acc"], False),
+            ("src_factor_out", ld["acc"], False),
+            ("src_factor_in", ld["acc"], False),
+            ("alu_opcode", 3, False),
+            ("use_imm", 1, False),
+            ("imm", ALU_IMM_WIDTH, True),
+        ],
+        64,
+    )
+    finish = _pack(_HEADER)
+    return {"mem": tuple(mem), "gemm": tuple(gemm), "alu": tuple(alu), "finish": tuple(finish)}
+
+
+def _family(insn: Insn) -> str:
+    if isinstance(insn, MemInsn):
+        return "mem"
+    if isinstance(insn, GemmInsn):
+        return "gemm"
+    if isinstance(insn, AluInsn):
+        return "alu"
+    if isinstance(insn, FinishInsn):
+        return "finish"
+    raise ISAError(f"not an instruction: {insn!r}")
+
+
+def field_range(field: Field) -> tuple[int, int]:
+    """Inclusive [lo, hi] of the values a field can hold."""
+    if field.signed:
+        return -(1 << (field.width - 1)), (1 << (field.width - 1)) - 1
+    return 0, (1 << field.width) - 1
+
+
+def encode(insn: Insn, cfg: VTAConfig, index: int | None = None) -> bytes:
+    """Encode one instruction to its 16 bytes; a field out of range raises `ISAError`."""
+    word = 0
+    where = f"instruction {index}: " if index is not None else ""
+    for field in layouts(cfg)[_family(insn)]:
+        value = int(insn.opcode) if field.name == "opcode" else int(getattr(insn, field.name))
+        lo, hi = field_range(field)
+        if not lo <= value <= hi:
+            raise ISAError(
+                f"{where}{insn.opcode.name} field {field.name!r} = {value} does not fit "
+                f"{field.width} bits (valid: {lo}..{hi})"
+            )
+        word |= (value & ((1 << field.width) - 1)) << field.lsb
+    return word.to_bytes(INSN_BYTES, "little")
+
+
+def _field_value(word: int, field: Field) -> int:
+    value = (word >> field.lsb) & ((1 << field.width) - 1)
+    if field.signed and value >> (field.width - 1):
+        value -= 1 << field.width
+    return value
+
+
+def decode(data: bytes, cfg: VTAConfig, index: int | None = None) -> Insn:
+    """Decode 16 bytes into an instruction; an unknown opcode or memory type raises."""
+    if len(data) != INSN_BYTES:
+        raise ISAError(f"an instruction is {INSN_BYTES} bytes, got {len(data)}")
+    word = int.from_bytes(bytes(data), "little")
+    where = f"instruction {index}: " if index is not None else ""
+    code = word & 0x7
+    try:
+        opcode = Opcode(code)
+    except ValueError:
+        raise ISAError(f"{where}unknown opcode {code} (valid: 0..4)") from None
+    family = {Opcode.LOAD: "mem", Opcode.STORE: "mem", Opcode.GEMM: "gemm", Opcode.ALU: "alu"}
+    fam = family.get(opcode, "finish")
+    values = {f.name: _field_value(word, f) for f in layouts(cfg)[fam] if f.name != "opcode"}
+    for name in DEP_FIELDS:
+        values[name] = bool(values[name])
+    if fam == "mem":
+        try:
+            values["memory_type"] = MemType(values["memory_type"])
+        except ValueError:
+            raise ISAError(
+                f"{where}unknown memory_type {values['memory_type']} (valid: 0..5)"
+            ) from None
+        return MemInsn(is_store=opcode == Opcode.STORE, **values)
+    if fam in ("gemm", "alu"):
+        values["reset_reg"] = bool(values["reset_reg"])
+    if fam == "gemm":
+        return GemmInsn(**values)
+    if fam == "alu":
+        try:
+            values["alu_opcode"] = AluOp(values["alu_opcode"])
+        except ValueError:
+            raise ISAError(
+                f"{where}unknown alu_opcode {values['alu_opcode']} (valid: 0..4)"
+            ) from None
+        values["use_imm"] = bool(values["use_imm"])
+        return AluInsn(**values)
+    return FinishInsn(**values)
+
+
+def encode_stream(insns: list[Insn], cfg: VTAConfig) -> np.ndarray:
+    """Encode instructions to a uint8 array of 16 bytes each."""
+    raw = b"".join(encode(insn, cfg, i) for i, insn in enumerate(insns))
+    return np.frombuffer(raw, dtype=np.uint8).copy()
+
+
+def decode_stream(data: np.ndarray | bytes, cfg: VTAConfig) -> list[Insn]:
+    """Decode a byte stream of whole instructions."""
+    raw = bytes(np.asarray(data, dtype=np.uint8).tobytes()) if not isinstance(data, bytes) else data
+    if len(raw) % INSN_BYTES:
+        raise ISAError(
+            f"instruction stream of {len(raw)} bytes is not a multiple of {INSN_BYTES} "
+            "(truncated file?)"
+        )
+    return [
+        decode(raw[i : i + INSN_BYTES], cfg, i // INSN_BYTES)
+        for i in range(0, len(raw), INSN_BYTES)
+    ]
+
+
+# --------------------------------------------------------------------------------- micro-ops
+def uop_layout(cfg: VTAConfig) -> tuple[Field, Field, Field]:
+    w = cfg.uop_field_widths
+    return (
+        Field("dst_idx", 0, w["dst_idx"]),
+        Field("src_idx", w["dst_idx"], w["src_idx"]),
+        Field("wgt_idx", w["dst_idx"] + w["src_idx"], w["wgt_idx"]),
+    )
+
+
+def encode_uops(uops: np.ndarray | list, cfg: VTAConfig) -> np.ndarray:
+    """Encode an (n, 3) array of (dst_idx, src_idx, wgt_idx) to uint32 words."""
+    arr = np.asarray(uops, dtype=np.int64).reshape(-1, 3)
+    word = np.zeros(len(arr), dtype=np.uint64)
+    for col, field in enumerate(uop_layout(cfg)):
+        values = arr[:, col]
+        bad = np.flatnonzero((values < 0) | (values >= (1 << field.width)))
+        if bad.size:
+            k = int(bad[0])
+            raise ISAError(
+                f"micro-op {k}: field {field.name!r} = {int(values[k])} does not fit "
+                f"{field.width} bits (valid: 0..{(1 << field.width) - 1})"
+            )
+        word |= values.astype(np.uint64) << np.uint64(field.lsb)
+    return word.astype(np.uint32)
+
+
+def decode_uops(words: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """Decode uint32 micro-op words to an (n, 3) int64 array (dst_idx, src_idx, wgt_idx)."""
+    w = np.asarray(words, dtype=np.uint32).astype(np.int64)
+    cols = [(w >> f.lsb) & ((1 << f.width) - 1) for f in uop_layout(cfg)]
+    return np.stack(cols, axis=1) if len(w) else np.zeros((0, 3), dtype=np.int64)
