@@ -51,5 +51,9 @@ def get_device(name: str = DEFAULT_DEVICE, **options) -> Device:
     """Instantiate a registered device by name (`sim`, `fsim`, `rtl`, `pynq`, ...)."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
-            return ep.load()(**options)
+            try:
+                factory = ep.load()
+            except ImportError as err:
+                raise DeviceError(f"device {name!r} is not available here: {err}") from err
+            return factory(**options)
     raise DeviceError(f"unknown device {name!r} (registered: {', '.join(device_names())})")
