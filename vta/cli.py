@@ -1,0 +1,127 @@
+"""The `vta` command: thin subcommands over the Python API.
+
+Subcommands that need the compiler (tune, run, ...) register themselves under the `vta.commands`
+entry-point group as `register(subparsers)` functions, so `vta` never imports the compiler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+
+from .config import VTAConfig
+from .errors import VTAError
+from .isa import decode_stream
+
+COMMAND_GROUP = "vta.commands"
+
+
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from .device import get_device
+    from .program import Program
+
+    program = Program.load(args.program)
+    if args.config:
+        config = VTAConfig.load(args.config)
+        program = Program(config, program.insns, program.dram, program.buffers)
+    options = {}
+    if args.trace:
+        if args.device != "sim":
+            raise VTAError(f"--trace needs the cycle-level device 'sim', not {args.device!r}")
+        options["trace"] = args.trace
+    device = get_device(args.device, **options)
+    final, stats = device.execute(program, program.dram.copy())
+    if args.dump_dram:
+        Path(args.dump_dram).write_bytes(final.tobytes())
+    if args.json:
+        print(stats.to_json())
+    else:
+        print(
+            f"program         {args.program} ({len(program)} instructions, "
+            f"config {program.config.name})"
+        )
+        print(stats.report())
+    return 0
+
+
+def _cmd_disasm(args: argparse.Namespace) -> int:
+    from .disasm import disassemble, insn_json
+    from .program import Program
+
+    if args.raw:
+        config = VTAConfig.load(args.config)
+        insns = decode_stream(np.fromfile(args.file, dtype=np.uint8), config)
+        source = insns
+    else:
+        program = Program.load(args.file, validate=False)
+        config = VTAConfig.load(args.config) if args.config else program.config
+        insns = decode_stream(program.insns, config)
+        source = program
+    if args.json:
+        for index, insn in enumerate(insns):
+            print(json.dumps(insn_json(insn, index)))
+    else:
+        print(disassemble(source, config))
+    return 0
+
+
+def _cmd_hw_config(args: argparse.Namespace) -> int:
+    from .hwconfig import generate_header
+
+    text = generate_header(VTAConfig.load(args.config))
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vta", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("sim", help="run a Program file on a device and report")
+    p.add_argument("program", help="Program file (.npz)")
+    p.add_argument("--device", default="sim", help="sim (cycle-level, default), fsim, rtl, ...")
+    p.add_argument("--config", help="interpret the Program with this configuration")
+    p.add_argument("--trace", help="write a Chrome/Perfetto timeline (device sim)")
+    p.add_argument("--dump-dram", help="write the final DRAM image as raw bytes")
+    p.add_argument("--json", action="store_true", help="print the Stats as JSON")
+    p.set_defaults(func=_cmd_sim)
+
+    p = sub.add_parser("disasm", help="disassemble a Program file or a raw instruction stream")
+    p.add_argument("file")
+    p.add_argument("--raw", action="store_true", help="FILE is a bare instruction stream")
+    p.add_argument("--config", help="configuration (default: the Program's, or pynq for --raw)")
+    p.add_argument("--json", action="store_true", help="one JSON object per instruction")
+    p.set_defaults(func=_cmd_disasm)
+
+    p = sub.add_parser("hw-config", help="generate the RTL's Verilog configuration header")
+    p.add_argument("--config", help="configuration (default: pynq)")
+    p.add_argument("--out", help="output file (default: stdout)")
+    p.set_defaults(func=_cmd_hw_config)
+
+    for ep in entry_points(group=COMMAND_GROUP):
+        ep.load()(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except VTAError as err:
+        print(f"vta {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"vta {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
