@@ -1,0 +1,293 @@
+"""`fsim`: the functional, bit-exact simulator of a Program (no clock).
+
+Each instruction is applied whole, vectorized with numpy over its elements and micro-ops. The
+semantics are the toolkit's ISA decisions (ARCHITECTURE.md): STORE copies the OUT buffer, which
+only GEMM and ALU micro-ops write (OUT[d] = low 8 bits of the new ACC[d]); GEMM reset zeroes ACC
+and OUT; SHR takes a signed amount; MUL exists only if the configuration enables it.
+
+Dependence flags are ignored: a valid Program's tokens only order the load, compute and store
+modules so that running its single instruction stream in order gives the same result. A Program
+whose tokens allow a different outcome (a race) is invalid, and fsim reports the in-order one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vta.config import VTAConfig
+from vta.device import Device
+from vta.errors import DeviceError
+from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, decode_uops
+from vta.program import Program
+from vta.stats import Stats
+
+from ._alu import alu_apply
+
+# SRAM contents are undefined at reset; this byte makes reads of unwritten SRAM stand out in
+# differential tests (0xA5 = -91 as int8), where zeros would often hide them.
+UNDEFINED_BYTE = 0xA5
+
+_LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
+
+
+class FunctionalCore:
+    """Architectural state (SRAMs + DRAM image) and per-instruction semantics."""
+
+    def __init__(self, config: VTAConfig, dram: np.ndarray, stats: Stats):
+        if dram.dtype != np.uint8 or dram.ndim != 1:
+            raise DeviceError(
+                f"DRAM image must be a 1-D uint8 array, got {dram.dtype} {dram.shape}"
+            )
+        self.config = config
+        self.dram = dram
+        self.stats = stats
+        c = config
+        self.elem_bytes = {t: c.elem_bytes[t.name.lower()] for t in (*_LOADABLE, MemType.OUT)}
+        self.depth = {t: c.depth[t.name.lower()] for t in (*_LOADABLE, MemType.OUT)}
+        # Raw bytes per buffer, one row per element; typed views below alias them.
+        self.sram = {
+            t: np.full((self.depth[t], self.elem_bytes[t]), UNDEFINED_BYTE, dtype=np.uint8)
+            for t in self.depth
+        }
+        self.inp = self.sram[MemType.INP].view(np.int8).reshape(-1, c.batch, c.block_in)
+        self.wgt = self.sram[MemType.WGT].view(np.int8).reshape(-1, c.block_out, c.block_in)
+        self.acc = self.sram[MemType.ACC].view("<i4").reshape(-1, c.batch * c.block_out)
+        self.out = self.sram[MemType.OUT].view(np.int8).reshape(-1, c.batch * c.block_out)
+        self.uop_words = self.sram[MemType.UOP].view("<u4").reshape(-1)
+        self.uops = decode_uops(self.uop_words, c)  # (depth, 3): dst, src, wgt; kept in sync
+
+    # ------------------------------------------------------------------------------ dispatch
+    def execute(self, insn: Insn, index: int) -> None:
+        """Apply one instruction (number `index` in the stream) and update the stats counters."""
+        name = insn.opcode.name
+        self.stats.instructions[name] = self.stats.instructions.get(name, 0) + 1
+        if isinstance(insn, MemInsn):
+            if insn.is_nop:
+                return
+            if insn.is_store:
+                self._store(insn, index)
+            else:
+                self._load(insn, index)
+        elif isinstance(insn, GemmInsn):
+            self._gemm(insn, index)
+        elif isinstance(insn, AluInsn):
+            self._alu(insn, index)
+        elif not isinstance(insn, FinishInsn):
+            raise DeviceError(f"instruction {index}: not an instruction: {insn!r}")
+
+    # ------------------------------------------------------------------------------ memory
+    def _dram_rows(self, insn: MemInsn, index: int, elem_bytes: int) -> np.ndarray:
+        """A (y_size, x_size * elem_bytes) strided byte view of the DRAM rows `insn` touches."""
+        what = f"instruction {index}: {insn.opcode.name} {insn.memory_type.name}"
+        if insn.dram_base < 0 or insn.x_stride < 0 or insn.y_size < 0 or insn.x_size < 0:
+            raise DeviceError(f"{what}: dram_base, sizes and x_stride must be non-negative")
+        n_elems = self.dram.size // elem_bytes
+        end = insn.dram_base + max(insn.y_size - 1, 0) * insn.x_stride + insn.x_size
+        if insn.y_size and end > n_elems:
+            raise DeviceError(
+                f"{what}: field 'dram_base' = {insn.dram_base} with y_size {insn.y_size}, "
+                f"x_stride {insn.x_stride}, x_size {insn.x_size} reaches DRAM element {end - 1}; "
+                f"the {self.dram.size}-byte image holds {n_elems} elements of {elem_bytes} bytes"
+            )
+        return np.lib.stride_tricks.as_strided(
+            self.dram[insn.dram_base * elem_bytes :],
+            shape=(insn.y_size, insn.x_size * elem_bytes),
+            strides=(insn.x_stride * elem_bytes, 1),
+            writeable=insn.is_store,
+        )
+
+    def _sram_range(self, insn: MemInsn, index: int, mem: MemType, count: int) -> slice:
+        if insn.sram_base < 0 or insn.sram_base + count > self.depth[mem]:
+            raise DeviceError(
+                f"instruction {index}: {insn.opcode.name} {insn.memory_type.name} field "
+                f"'sram_base' = {insn.sram_base} with {count} elements ends at "
+                f"{insn.sram_base + count - 1}; the {mem.name} buffer has {self.depth[mem]} "
+                f"entries (valid: 0..{self.depth[mem] - 1})"
+            )
+        return slice(insn.sram_base, insn.sram_base + count)
+
+    def _check_unpadded(self, insn: MemInsn, index: int, reason: str) -> None:
+        for field in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+            if getattr(insn, field):
+                raise DeviceError(
+                    f"instruction {index}: {insn.opcode.name} {insn.memory_type.name} field "
+                    f"{field!r} = {getattr(insn, field)}: {reason} (valid: 0)"
+                )
+
+    def _load(self, insn: MemInsn, index: int) -> None:
+        mem = insn.memory_type
+        if mem not in _LOADABLE:
+            raise DeviceError(
+                f"instruction {index}: LOAD field 'memory_type' = {mem.name} is not loadable "
+                "(valid: UOP, WGT, INP, ACC)"
+            )
+        if mem == MemType.UOP:
+            self._check_unpadded(insn, index, "micro-op loads are contiguous")
+            if insn.y_size != 1:
+                raise DeviceError(
+                    f"instruction {index}: LOAD UOP field 'y_size' = {insn.y_size}: micro-op "
+                    "loads are contiguous (valid: 1)"
+                )
+        elif mem == MemType.WGT:
+            self._check_unpadded(insn, index, "weight loads take no padding")
+        eb = self.elem_bytes[mem]
+        rows = self._dram_rows(insn, index, eb)
+        width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+        height = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+        dest = self.sram[mem][self._sram_range(insn, index, mem, width * height)]
+        tile = dest.reshape(height, width * eb)
+        tile[...] = 0
+        x0 = insn.x_pad_0 * eb
+        tile[insn.y_pad_0 : insn.y_pad_0 + insn.y_size, x0 : x0 + insn.x_size * eb] = rows
+        if mem == MemType.UOP:
+            span = self._sram_range(insn, index, mem, width * height)
+            self.uops[span] = decode_uops(self.uop_words[span], self.config)
+        key = mem.name.lower()
+        self.stats.bytes_loaded[key] = self.stats.bytes_loaded.get(key, 0) + rows.size
+
+    def _store(self, insn: MemInsn, index: int) -> None:
+        if insn.memory_type != MemType.OUT:
+            raise DeviceError(
+                f"instruction {index}: STORE field 'memory_type' = {insn.memory_type.name} "
+                "(valid: OUT)"
+            )
+        self._check_unpadded(insn, index, "stores take no padding")
+        eb = self.elem_bytes[MemType.OUT]
+        span = self._sram_range(insn, index, MemType.OUT, insn.y_size * insn.x_size)
+        src = self.sram[MemType.OUT][span].reshape(insn.y_size, insn.x_size * eb)
+        rows = self._dram_rows(insn, index, eb)
+        if insn.x_stride < insn.x_size and insn.y_size > 1:
+            for y in range(insn.y_size):  # overlapping rows: the last row written wins
+                rows[y] = src[y]
+        else:
+            rows[...] = src
+        self.stats.bytes_stored += src.size
+
+    # ------------------------------------------------------------------------------ compute
+    def _uop_indices(self, insn: GemmInsn | AluInsn, index: int) -> tuple[np.ndarray, ...]:
+        """Flattened (i, j, k)-ordered dst, src (and wgt) SRAM indices of every micro-op."""
+        name = insn.opcode.name
+        depth_uop = self.depth[MemType.UOP]
+        if insn.uop_bgn < 0 or insn.uop_end > depth_uop:
+            raise DeviceError(
+                f"instruction {index}: {name} micro-op range [{insn.uop_bgn}, {insn.uop_end}) "
+                f"leaves the UOP buffer (valid: 0 <= uop_bgn, uop_end <= {depth_uop})"
+            )
+        kernel = self.uops[insn.uop_bgn : max(insn.uop_bgn, insn.uop_end)]
+        i = np.arange(max(insn.iter_out, 0), dtype=np.int64)[:, None, None]
+        j = np.arange(max(insn.iter_in, 0), dtype=np.int64)[None, :, None]
+        is_gemm = isinstance(insn, GemmInsn)
+        fields = [
+            ("dst", 0, insn.dst_factor_out, insn.dst_factor_in, MemType.ACC),
+            (
+                "src",
+                1,
+                insn.src_factor_out,
+                insn.src_factor_in,
+                MemType.INP if is_gemm else MemType.ACC,
+            ),
+        ]
+        if is_gemm:
+            fields.append(("wgt", 2, insn.wgt_factor_out, insn.wgt_factor_in, MemType.WGT))
+        out = []
+        for field, col, f_out, f_in, mem in fields:
+            idx = (kernel[None, None, :, col] + i * f_out + j * f_in).reshape(-1)
+            bad = np.flatnonzero((idx < 0) | (idx >= self.depth[mem]))
+            if bad.size:
+                n = int(bad[0])
+                k_count = kernel.shape[0]
+                it_i, rem = divmod(n, max(insn.iter_in, 1) * k_count)
+                it_j, k = divmod(rem, k_count)
+                raise DeviceError(
+                    f"instruction {index}: {name} {field} index uop[{insn.uop_bgn + k}]."
+                    f"{field}_idx + {it_i}*{field}_factor_out + {it_j}*{field}_factor_in = "
+                    f"{int(idx[n])} is outside the {mem.name} buffer "
+                    f"(valid: 0..{self.depth[mem] - 1})"
+                )
+            out.append(idx)
+        return tuple(out)
+
+    def _gemm(self, insn: GemmInsn, index: int) -> None:
+        dst, src, wgt = self._uop_indices(insn, index)
+        self.stats.gemm_uops += dst.size
+        if not dst.size:
+            return
+        if insn.reset_reg:
+            self.acc[dst] = 0
+            self.out[dst] = 0
+            return
+        self.stats.macs += dst.size * self.config.macs_per_cycle
+        # Exact in float32: |int8 * int8| <= 2**14 and block_in <= 64 terms keep every partial
+        # sum of one dot product within 2**20 < 2**24, so no rounding happens in any order.
+        x = self.inp[src].astype(np.float32)
+        w = self.wgt[wgt].astype(np.float32)
+        prod = np.matmul(x, w.transpose(0, 2, 1)).reshape(dst.size, -1)
+        self._accumulate(dst, prod)
+
+    def _accumulate(self, dst: np.ndarray, prod: np.ndarray) -> None:
+        """ACC[dst[n]] += prod[n] for every n (mod 2**32), then OUT of each touched row."""
+        lanes = prod.shape[1]
+        depth = self.acc.shape[0]
+        flat = (dst[:, None] * lanes + np.arange(lanes)).reshape(-1)
+        # float64 sums of integers are exact below 2**53: up to 2**33 products per row.
+        sums = np.bincount(flat, weights=prod.reshape(-1), minlength=depth * lanes)
+        touched = np.flatnonzero(np.bincount(dst, minlength=depth))
+        total = self.acc[touched].astype(np.int64) + sums.reshape(depth, lanes)[touched].astype(
+            np.int64
+        )
+        self.acc[touched] = total.astype(np.int32)
+        self.out[touched] = self.acc[touched].astype(np.int8)
+
+    def _alu(self, insn: AluInsn, index: int) -> None:
+        if insn.alu_opcode == AluOp.MUL and not self.config.alu_mul:
+            raise DeviceError(
+                f"instruction {index}: ALU field 'alu_opcode' = MUL is not available on "
+                f"configuration {self.config.name!r} (valid: MIN, MAX, ADD, SHR)"
+            )
+        dst, src = self._uop_indices(insn, index)
+        self.stats.alu_uops += dst.size
+        if not dst.size:
+            return
+        width = self.config.acc_width
+        if _hazard_free(dst, None if insn.use_imm else src, self.acc.shape[0]):
+            operand = insn.imm if insn.use_imm else self.acc[src]
+            self.acc[dst] = alu_apply(insn.alu_opcode, self.acc[dst], operand, width)
+            self.out[dst] = self.acc[dst].astype(np.int8)
+            return
+        for n in range(dst.size):  # read-after-write inside the kernel: run it in order
+            operand = insn.imm if insn.use_imm else self.acc[src[n]]
+            self.acc[dst[n]] = alu_apply(insn.alu_opcode, self.acc[dst[n]], operand, width)
+            self.out[dst[n]] = self.acc[dst[n]].astype(np.int8)
+
+
+def _hazard_free(dst: np.ndarray, src: np.ndarray | None, depth: int) -> bool:
+    """True when all micro-ops may read before any writes: distinct dst, no src written earlier."""
+    if np.unique(dst).size != dst.size:
+        return False
+    first_write = np.full(depth, dst.size, dtype=np.int64)
+    first_write[dst] = np.arange(dst.size)
+    return src is None or bool(np.all(first_write[src] >= np.arange(src.size)))
+
+
+class FunctionalSimulator(Device):
+    """The `fsim` device: runs a Program's instruction stream in order, bit-exact, no cycles."""
+
+    name = "fsim"
+
+    def __init__(self, **options):
+        if options:
+            raise DeviceError(f"device 'fsim' takes no options, got {sorted(options)}")
+
+    def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
+        """Run `program` until its FINISH on a copy of `dram`; return the final image and Stats."""
+        image = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
+        stats = self.new_stats(program.config)
+        core = FunctionalCore(program.config, image, stats)
+        for index, insn in enumerate(program.instructions):
+            core.execute(insn, index)
+            if isinstance(insn, FinishInsn):
+                return image, stats
+        raise DeviceError(
+            f"the {len(program)}-instruction stream ends without FINISH; the device would never "
+            "signal done (append a FINISH instruction)"
+        )
