@@ -1,0 +1,135 @@
+"""Generate the RTL's Verilog configuration header `vta_config.vh` from a `VTAConfig`.
+
+Every number the RTL uses (datapath shape, buffer geometry, ISA field positions from
+`vta.isa.layouts`, micro-op layout, queue depths, timing-model parameters, register map) comes
+from here, so the Verilog never holds a hand-edited constant. The header is a list of
+`localparam`s, included inside each module body.
+"""
+
+from __future__ import annotations
+
+from . import regmap
+from .config import INSN_BITS, UOP_BITS, VTAConfig
+from .errors import ConfigError
+from .isa import AluOp, MemType, Opcode, layouts, uop_layout
+
+AXI_ADDR_BITS = 32
+PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
+BUFFERS = ("uop", "inp", "wgt", "acc", "out")
+
+
+def _clog2(value: int) -> int:
+    return max(1, (value - 1).bit_length())
+
+
+def _write_tap(cfg: VTAConfig) -> int:
+    """Pipeline registers between the compute result stage and the ACC write (see compute.v)."""
+    gemm = cfg.gemm_pipeline_depth - 2
+    alu_tensor = cfg.alu_pipeline_depth + cfg.alu_ii_tensor - 4
+    alu_imm = cfg.alu_pipeline_depth + cfg.alu_ii_imm - 3
+    return max(gemm, alu_tensor, alu_imm)
+
+
+def _check(cfg: VTAConfig) -> None:
+    """Reject timing parameters the RTL pipeline cannot realize, naming the field."""
+
+    def need(cond: bool, field: str, msg: str) -> None:
+        if not cond:
+            raise ConfigError(f"config {cfg.name!r}: field {field!r} {msg} for the RTL")
+
+    need(cfg.gemm_pipeline_depth >= 3, "gemm_pipeline_depth", "must be >= 3")
+    need(cfg.alu_ii_tensor >= 2, "alu_ii_tensor", "must be >= 2 (two ACC reads per micro-op)")
+    need(
+        cfg.alu_pipeline_depth + min(cfg.alu_ii_imm, cfg.alu_ii_tensor - 1) >= 4,
+        "alu_pipeline_depth",
+        "plus the ALU issue interval (alu_ii_imm, alu_ii_tensor - 1) must be >= 4",
+    )
+    need(cfg.max_burst_beats <= 256, "max_burst_beats", "must be <= 256 (AXI4 burst limit)")
+    need(
+        cfg.max_burst_beats * cfg.bus_bytes <= PAGE_BYTES,
+        "max_burst_beats",
+        f"x bus bytes must be <= {PAGE_BYTES}",
+    )
+
+
+def header_params(cfg: VTAConfig) -> dict[str, int]:
+    """Name -> value of every parameter in the header (names without the `VTA_` prefix)."""
+    _check(cfg)
+    pairs: list[tuple[str, int]] = [
+        ("INSN_BITS", INSN_BITS),
+        ("UOP_BITS", UOP_BITS),
+        ("BATCH", cfg.batch),
+        ("BLOCK_IN", cfg.block_in),
+        ("BLOCK_OUT", cfg.block_out),
+        ("INP_WIDTH", cfg.inp_width),
+        ("WGT_WIDTH", cfg.wgt_width),
+        ("ACC_WIDTH", cfg.acc_width),
+        ("OUT_WIDTH", cfg.out_width),
+        ("ALU_MUL_ENABLED", int(cfg.alu_mul)),
+        ("BUS_BITS", cfg.bus_width),
+        ("BUS_BYTES", cfg.bus_bytes),
+        ("LOG_BUS_BYTES", cfg.bus_bytes.bit_length() - 1),
+        ("AXI_ADDR_BITS", AXI_ADDR_BITS),
+        ("PAGE_BYTES", PAGE_BYTES),
+        ("CMD_QUEUE_DEPTH", cfg.cmd_queue_depth),
+        ("LOG_CMD_QUEUE_DEPTH", cfg.cmd_queue_depth.bit_length() - 1),
+        ("TOKEN_QUEUE_DEPTH", cfg.token_queue_depth),
+        ("LOG_TOKEN_QUEUE_DEPTH", cfg.token_queue_depth.bit_length() - 1),
+        ("DRAM_LATENCY", cfg.dram_latency),
+        ("MAX_BURST_BEATS", cfg.max_burst_beats),
+        ("MAX_OUTSTANDING", cfg.max_outstanding),
+        ("LOG_MAX_OUTSTANDING", _clog2(cfg.max_outstanding + 1)),
+        ("GEMM_PIPE", cfg.gemm_pipeline_depth),
+        ("ALU_PIPE", cfg.alu_pipeline_depth),
+        ("ALU_II_TENSOR", cfg.alu_ii_tensor),
+        ("ALU_II_IMM", cfg.alu_ii_imm),
+        ("WRITE_TAPS", _write_tap(cfg)),
+    ]
+    for buf in BUFFERS:
+        key = buf.upper()
+        pairs.append((f"{key}_ELEM_BITS", cfg.elem_bits[buf]))
+        pairs.append((f"{key}_ELEM_BYTES", cfg.elem_bytes[buf]))
+        pairs.append((f"LOG_{key}_ELEM_BYTES", cfg.elem_bytes[buf].bit_length() - 1))
+        pairs.append((f"{key}_DEPTH", cfg.depth[buf]))
+        pairs.append((f"LOG_{key}_DEPTH", cfg.log_depth[buf]))
+    for field in uop_layout(cfg):
+        key = field.name.upper().removesuffix("_IDX")
+        pairs.append((f"UOP_{key}_LSB", field.lsb))
+        pairs.append((f"UOP_{key}_W", field.width))
+    for family, fields in layouts(cfg).items():
+        for field in fields:
+            name = f"{family.upper()}_{field.name.upper()}"
+            pairs.append((f"{name}_LSB", field.lsb))
+            pairs.append((f"{name}_W", field.width))
+    for enum in (Opcode, MemType, AluOp):
+        prefix = {"Opcode": "OP", "MemType": "MEM", "AluOp": "ALUOP"}[enum.__name__]
+        for member in enum:
+            pairs.append((f"{prefix}_{member.name}", int(member)))
+    for name, offset in regmap.REGISTERS.items():
+        pairs.append((f"REG_{name}", offset))
+    pairs.append(("REG_ADDR_BITS", regmap.ADDR_BITS))
+    pairs.append(("CONTROL_START_BIT", regmap.CONTROL_START.bit_length() - 1))
+    pairs.append(("CONTROL_DONE_BIT", regmap.CONTROL_DONE.bit_length() - 1))
+    pairs.append(("CONTROL_BUSY_BIT", regmap.CONTROL_BUSY.bit_length() - 1))
+    for name, bit in regmap.STATUS_BITS.items():
+        pairs.append((f"STATUS_{name}_BIT", bit.bit_length() - 1))
+    pairs.append(("STATUS_BITS", len(regmap.STATUS_BITS)))
+    pairs.append(("HW_ID_VALUE", regmap.HW_ID_VALUE))
+    out: dict[str, int] = {}
+    for name, value in pairs:
+        if name in out:
+            raise AssertionError(f"header parameter VTA_{name} is defined twice")
+        out[name] = value
+    return out
+
+
+def generate_header(cfg: VTAConfig) -> str:
+    """The text of `vta_config.vh` for `cfg` (deterministic: same config, same bytes)."""
+    lines = [
+        f"// vta_config.vh: generated by vta.hwconfig from config {cfg.name!r} "
+        f"({cfg.config_string}). Do not edit.",
+        "// Included inside module bodies: every line is a localparam.",
+    ]
+    for name, value in header_params(cfg).items():
+        lines.append(f"localparam integer VTA_{name} = {value};")
+    return "\n".join(lines) + "\n"
