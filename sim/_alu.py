@@ -1,14 +1,19 @@
-"""Lane-wise ALU semantics shared by every functional model of the accelerator.
+"""ALU micro-op semantics: lane-wise ops and in-order application of a micro-op batch.
 
-The ACC lanes are two's-complement `acc_width`-bit integers; operations are computed in int64
-and wrapped back to the lane width, which is exactly the hardware's modular arithmetic.
+ACC lanes are two's-complement int32; every op is computed in int64 and wrapped back, which is
+exactly the hardware's modular arithmetic.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from vta.isa import AluOp
+
+# Ops whose repeated application to one row numpy can apply in order with `ufunc.at`.
+_UFUNCS = {AluOp.MIN: np.minimum, AluOp.MAX: np.maximum, AluOp.ADD: np.add, AluOp.MUL: np.multiply}
 
 
 def shift(x: np.ndarray, amount: np.ndarray | int, acc_width: int) -> np.ndarray:
@@ -21,17 +26,65 @@ def shift(x: np.ndarray, amount: np.ndarray | int, acc_width: int) -> np.ndarray
 
 def alu_apply(op: AluOp, x: np.ndarray, y: np.ndarray | int, acc_width: int) -> np.ndarray:
     """`op(x, y)` on ACC lanes, wrapped to int32 (the only ACC width the configs allow)."""
-    x64 = x.astype(np.int64)
-    if op == AluOp.MIN:
-        out = np.minimum(x64, y)
-    elif op == AluOp.MAX:
-        out = np.maximum(x64, y)
-    elif op == AluOp.ADD:
-        out = x64 + y
-    elif op == AluOp.SHR:
-        out = shift(x64, y, acc_width)
-    elif op == AluOp.MUL:
-        out = x64 * np.asarray(y, dtype=np.int64)
-    else:  # pragma: no cover - AluOp is closed
-        raise ValueError(f"unknown ALU op {op!r}")
+    if op == AluOp.SHR:
+        out = shift(x, y, acc_width)
+    else:
+        out = _UFUNCS[op](x.astype(np.int64), np.asarray(y, dtype=np.int64))
     return out.astype(np.int32)
+
+
+def alu_update(
+    acc: np.ndarray, op: AluOp, dst: np.ndarray, src: np.ndarray | None, imm: int, acc_width: int
+) -> None:
+    """ACC[dst[n]] = op(ACC[dst[n]], imm if src is None else ACC[src[n]]), for n in order.
+
+    Runs of micro-ops in which no source reads a row written earlier in the run are applied at
+    once; a row written several times in a run is updated in order (`ufunc.at`, or rounds of
+    its successive writes for SHR). Only true read-after-write chains split the batch.
+    """
+    for start, stop in _independent_runs(dst, src):
+        rows = dst[start:stop]
+        operand = imm if src is None else acc[src[start:stop]].astype(np.int64)
+        touched, slot = np.unique(rows, return_inverse=True)
+        if touched.size == rows.size:
+            acc[rows] = alu_apply(op, acc[rows], operand, acc_width)
+        elif op in _UFUNCS:
+            work = acc[touched].astype(np.int64)
+            lanes = work.shape[1]
+            flat = (slot[:, None] * lanes + np.arange(lanes)).reshape(-1)
+            values = np.broadcast_to(operand, (rows.size, lanes)).reshape(-1)
+            _UFUNCS[op].at(work.reshape(-1), flat, values)
+            acc[touched] = work.astype(np.int32)
+        else:
+            for picks in _write_rounds(slot):
+                y = operand if src is None else operand[picks]
+                acc[rows[picks]] = alu_apply(op, acc[rows[picks]], y, acc_width)
+
+
+def _independent_runs(dst: np.ndarray, src: np.ndarray | None) -> list[tuple[int, int]]:
+    """Split [0, n) where micro-op k reads (src) a row written by an earlier one in its run."""
+    n = dst.size
+    if src is None:
+        return [(0, n)]
+    # writes sorted by (row, position); for each read, the latest earlier write to its row.
+    writes = np.sort(dst * n + np.arange(n))
+    before = np.searchsorted(writes, src * n + np.arange(n)) - 1
+    found = writes[np.maximum(before, 0)]
+    writer = np.where((before >= 0) & (found // n == src), found % n, -1)
+    bounds = [0]
+    for k in np.flatnonzero(writer >= 0).tolist():  # only the read-after-write hazards
+        if writer[k] >= bounds[-1]:
+            bounds.append(k)
+    bounds.append(n)
+    return list(itertools.pairwise(bounds))
+
+
+def _write_rounds(slot: np.ndarray) -> list[np.ndarray]:
+    """Positions grouped by how many earlier writes hit the same row: round r = r-th writes."""
+    order = np.argsort(slot, kind="stable")
+    counts = np.bincount(slot)
+    first = np.cumsum(counts) - counts
+    rank = np.empty_like(slot)
+    rank[order] = np.arange(slot.size) - first[slot[order]]
+    by_round = np.argsort(rank, kind="stable")
+    return np.split(by_round, np.cumsum(np.bincount(rank))[:-1])

@@ -12,6 +12,8 @@ whose tokens allow a different outcome (a race) is invalid, and fsim reports the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from vta.config import VTAConfig
@@ -21,11 +23,16 @@ from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType
 from vta.program import Program
 from vta.stats import Stats
 
-from ._alu import alu_apply
+from ._alu import alu_update
+from ._gemm import accumulate, tile_products
 
 # SRAM contents are undefined at reset; this byte makes reads of unwritten SRAM stand out in
 # differential tests (0xA5 = -91 as int8), where zeros would often hide them.
 UNDEFINED_BYTE = 0xA5
+
+# Micro-ops per vectorized batch: bounds the memory of one step (a GEMM instruction may hold up
+# to 2**41 micro-ops) while keeping numpy's per-call overhead negligible.
+BATCH_UOPS = 1 << 13
 
 _LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
 
@@ -164,79 +171,62 @@ class FunctionalCore:
         self.stats.bytes_stored += src.size
 
     # ------------------------------------------------------------------------------ compute
-    def _uop_indices(self, insn: GemmInsn | AluInsn, index: int) -> tuple[np.ndarray, ...]:
-        """Flattened (i, j, k)-ordered dst, src (and wgt) SRAM indices of every micro-op."""
+    def _uop_batches(
+        self, insn: GemmInsn | AluInsn, index: int, fields: tuple[tuple[str, int, MemType], ...]
+    ) -> Iterator[list[np.ndarray]]:
+        """SRAM indices of the instruction's micro-ops in (i, j, k) order, in bounded batches.
+
+        `fields` names (field, uop column, buffer) triples; each batch is a list of one index
+        array per field. Every index is range-checked before anything executes.
+        """
         name = insn.opcode.name
-        depth_uop = self.depth[MemType.UOP]
-        if insn.uop_bgn < 0 or insn.uop_end > depth_uop:
+        for field in ("uop_bgn", "iter_out", "iter_in") + tuple(
+            f"{f}_factor_{loop}" for f, _, _ in fields for loop in ("out", "in")
+        ):
+            if getattr(insn, field) < 0:
+                raise DeviceError(f"instruction {index}: {name} field {field!r} must be >= 0")
+        if insn.uop_end > self.depth[MemType.UOP]:
             raise DeviceError(
-                f"instruction {index}: {name} micro-op range [{insn.uop_bgn}, {insn.uop_end}) "
-                f"leaves the UOP buffer (valid: 0 <= uop_bgn, uop_end <= {depth_uop})"
+                f"instruction {index}: {name} field 'uop_end' = {insn.uop_end} exceeds the UOP "
+                f"buffer (valid: <= {self.depth[MemType.UOP]})"
             )
         kernel = self.uops[insn.uop_bgn : max(insn.uop_bgn, insn.uop_end)]
-        i = np.arange(max(insn.iter_out, 0), dtype=np.int64)[:, None, None]
-        j = np.arange(max(insn.iter_in, 0), dtype=np.int64)[None, :, None]
-        is_gemm = isinstance(insn, GemmInsn)
-        fields = [
-            ("dst", 0, insn.dst_factor_out, insn.dst_factor_in, MemType.ACC),
-            (
-                "src",
-                1,
-                insn.src_factor_out,
-                insn.src_factor_in,
-                MemType.INP if is_gemm else MemType.ACC,
-            ),
-        ]
-        if is_gemm:
-            fields.append(("wgt", 2, insn.wgt_factor_out, insn.wgt_factor_in, MemType.WGT))
-        out = []
-        for field, col, f_out, f_in, mem in fields:
-            idx = (kernel[None, None, :, col] + i * f_out + j * f_in).reshape(-1)
-            bad = np.flatnonzero((idx < 0) | (idx >= self.depth[mem]))
-            if bad.size:
-                n = int(bad[0])
-                k_count = kernel.shape[0]
-                it_i, rem = divmod(n, max(insn.iter_in, 1) * k_count)
-                it_j, k = divmod(rem, k_count)
+        n_iter = insn.iter_out * insn.iter_in
+        if not kernel.size or not n_iter:
+            return
+        offsets = []
+        for field, col, mem in fields:
+            f_out = getattr(insn, f"{field}_factor_out")
+            f_in = getattr(insn, f"{field}_factor_in")
+            k = int(kernel[:, col].argmax())
+            top = int(kernel[k, col]) + (insn.iter_out - 1) * f_out + (insn.iter_in - 1) * f_in
+            if top >= self.depth[mem]:
                 raise DeviceError(
-                    f"instruction {index}: {name} {field} index uop[{insn.uop_bgn + k}]."
-                    f"{field}_idx + {it_i}*{field}_factor_out + {it_j}*{field}_factor_in = "
-                    f"{int(idx[n])} is outside the {mem.name} buffer "
-                    f"(valid: 0..{self.depth[mem] - 1})"
+                    f"instruction {index}: {name} {field} index uop[{insn.uop_bgn + k}].{field}_idx"
+                    f" + (iter_out-1)*{field}_factor_out + (iter_in-1)*{field}_factor_in = {top} "
+                    f"is outside the {mem.name} buffer (valid: 0..{self.depth[mem] - 1})"
                 )
-            out.append(idx)
-        return tuple(out)
+            offsets.append((col, f_out, f_in))
+        step = max(1, BATCH_UOPS // len(kernel))
+        for first in range(0, n_iter, step):
+            i, j = np.divmod(np.arange(first, min(n_iter, first + step)), insn.iter_in)
+            yield [
+                (kernel[None, :, col] + (i * f_out + j * f_in)[:, None]).reshape(-1)
+                for col, f_out, f_in in offsets
+            ]
 
     def _gemm(self, insn: GemmInsn, index: int) -> None:
-        dst, src, wgt = self._uop_indices(insn, index)
-        self.stats.gemm_uops += dst.size
-        if not dst.size:
-            return
-        if insn.reset_reg:
-            self.acc[dst] = 0
-            self.out[dst] = 0
-            return
-        self.stats.macs += dst.size * self.config.macs_per_cycle
-        # Exact in float32: |int8 * int8| <= 2**14 and block_in <= 64 terms keep every partial
-        # sum of one dot product within 2**20 < 2**24, so no rounding happens in any order.
-        x = self.inp[src].astype(np.float32)
-        w = self.wgt[wgt].astype(np.float32)
-        prod = np.matmul(x, w.transpose(0, 2, 1)).reshape(dst.size, -1)
-        self._accumulate(dst, prod)
-
-    def _accumulate(self, dst: np.ndarray, prod: np.ndarray) -> None:
-        """ACC[dst[n]] += prod[n] for every n (mod 2**32), then OUT of each touched row."""
-        lanes = prod.shape[1]
-        depth = self.acc.shape[0]
-        flat = (dst[:, None] * lanes + np.arange(lanes)).reshape(-1)
-        # float64 sums of integers are exact below 2**53: up to 2**33 products per row.
-        sums = np.bincount(flat, weights=prod.reshape(-1), minlength=depth * lanes)
-        touched = np.flatnonzero(np.bincount(dst, minlength=depth))
-        total = self.acc[touched].astype(np.int64) + sums.reshape(depth, lanes)[touched].astype(
-            np.int64
-        )
-        self.acc[touched] = total.astype(np.int32)
-        self.out[touched] = self.acc[touched].astype(np.int8)
+        fields = (("dst", 0, MemType.ACC), ("src", 1, MemType.INP), ("wgt", 2, MemType.WGT))
+        for dst, src, wgt in self._uop_batches(insn, index, fields):
+            self.stats.gemm_uops += dst.size
+            if insn.reset_reg:
+                self.acc[dst] = 0
+                self.out[dst] = 0
+                continue
+            self.stats.macs += dst.size * self.config.macs_per_cycle
+            owner, prod = tile_products(self.inp, self.wgt, src, wgt)
+            touched = accumulate(self.acc, dst, owner, prod)
+            self.out[touched] = self.acc[touched].astype(np.int8)
 
     def _alu(self, insn: AluInsn, index: int) -> None:
         if insn.alu_opcode == AluOp.MUL and not self.config.alu_mul:
@@ -244,29 +234,19 @@ class FunctionalCore:
                 f"instruction {index}: ALU field 'alu_opcode' = MUL is not available on "
                 f"configuration {self.config.name!r} (valid: MIN, MAX, ADD, SHR)"
             )
-        dst, src = self._uop_indices(insn, index)
-        self.stats.alu_uops += dst.size
-        if not dst.size:
-            return
-        width = self.config.acc_width
-        if _hazard_free(dst, None if insn.use_imm else src, self.acc.shape[0]):
-            operand = insn.imm if insn.use_imm else self.acc[src]
-            self.acc[dst] = alu_apply(insn.alu_opcode, self.acc[dst], operand, width)
-            self.out[dst] = self.acc[dst].astype(np.int8)
-            return
-        for n in range(dst.size):  # read-after-write inside the kernel: run it in order
-            operand = insn.imm if insn.use_imm else self.acc[src[n]]
-            self.acc[dst[n]] = alu_apply(insn.alu_opcode, self.acc[dst[n]], operand, width)
-            self.out[dst[n]] = self.acc[dst[n]].astype(np.int8)
-
-
-def _hazard_free(dst: np.ndarray, src: np.ndarray | None, depth: int) -> bool:
-    """True when all micro-ops may read before any writes: distinct dst, no src written earlier."""
-    if np.unique(dst).size != dst.size:
-        return False
-    first_write = np.full(depth, dst.size, dtype=np.int64)
-    first_write[dst] = np.arange(dst.size)
-    return src is None or bool(np.all(first_write[src] >= np.arange(src.size)))
+        fields = (("dst", 0, MemType.ACC), ("src", 1, MemType.ACC))
+        for dst, src in self._uop_batches(insn, index, fields):
+            self.stats.alu_uops += dst.size
+            alu_update(
+                self.acc,
+                insn.alu_opcode,
+                dst,
+                None if insn.use_imm else src,
+                insn.imm,
+                self.config.acc_width,
+            )
+            touched = np.flatnonzero(np.bincount(dst, minlength=self.acc.shape[0]))
+            self.out[touched] = self.acc[touched].astype(np.int8)
 
 
 class FunctionalSimulator(Device):
