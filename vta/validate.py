@@ -1,0 +1,583 @@
+"""`validate_program`: the static checks every Program passes before any device runs it.
+
+Findings name the instruction index and field and say what would be valid. The checks follow
+ARCHITECTURE.md ("ISA decisions") and vta-isa.md sections 2-3: memory types per stage, SRAM and
+DRAM ranges, dependence-flag directions, token balance and capacity, GEMM write hazards, MUL
+availability, reads of SRAM never written, FINISH, and a static deadlock check. Field decoding is
+vectorized over the whole stream; the per-instruction passes (dataflow, token run) do constant
+work per instruction and cache GEMM/ALU analyses by instruction and kernel contents, so programs
+of ~100k instructions validate in well under a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import ValidationError
+from .isa import AluOp, MemType, Opcode, Stage, decode_uops, layouts
+from .program import Program
+
+MAX_PER_CHECK = 20  # findings reported per kind of check before summarizing the rest
+_DENSE_SUMSET = 1 << 16  # largest |A|*|B| for which a sumset is formed explicitly
+_DEP_BITS = 0x78  # header bits 3..6: pop_prev, pop_next, push_prev, push_next
+
+# Token queues: (name, producer stage, producer flag, consumer stage, consumer flag).
+TOKEN_QUEUES = (
+    ("l2g", Stage.LOAD, "push_next_dep", Stage.COMPUTE, "pop_prev_dep"),
+    ("g2l", Stage.COMPUTE, "push_prev_dep", Stage.LOAD, "pop_next_dep"),
+    ("g2s", Stage.COMPUTE, "push_next_dep", Stage.STORE, "pop_prev_dep"),
+    ("s2g", Stage.STORE, "push_prev_dep", Stage.COMPUTE, "pop_next_dep"),
+)
+_LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
+
+
+def validate_program(program: Program) -> None:
+    """Raise `ValidationError` listing every problem found in `program`."""
+    problems = find_problems(program)
+    if problems:
+        raise ValidationError(problems)
+
+
+def find_problems(program: Program) -> list[str]:
+    """Every problem found in `program`, one message each (empty if it is valid)."""
+    return _Checker(program).run()
+
+
+def decode_columns(program: Program) -> dict[str, dict[str, np.ndarray]]:
+    """Every field of every instruction family, decoded for the whole stream (int64 arrays)."""
+    words = np.frombuffer(program.insns.tobytes(), dtype="<u8").reshape(-1, 2)
+    columns: dict[str, dict[str, np.ndarray]] = {}
+    for family, fields in layouts(program.config).items():
+        cols = {}
+        for f in fields:
+            word = words[:, f.lsb // 64]
+            value = ((word >> np.uint64(f.lsb % 64)) & np.uint64((1 << f.width) - 1)).astype(
+                np.int64
+            )
+            if f.signed:
+                value = np.where(value >> (f.width - 1), value - (1 << f.width), value)
+            cols[f.name] = value
+        columns[family] = cols
+    return columns
+
+
+def _sumset(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distinct values a_i + b_j (non-negative integers)."""
+    a, b = np.unique(a), np.unique(b)
+    if a.size * b.size <= _DENSE_SUMSET:
+        return np.unique(np.add.outer(a, b))
+    hits = np.convolve((np.bincount(a) > 0).astype(np.int32), (np.bincount(b) > 0).astype(np.int32))
+    return np.flatnonzero(hits)
+
+
+class _Checker:
+    """One validation run: decoded columns, findings, and the per-check passes."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.config = program.config
+        self.n = len(program)
+        self.problems: list[str] = []
+        self.cols = decode_columns(program)
+        mem = self.cols["mem"]
+        self.opcode = mem["opcode"]
+        self.flags = {name: mem[name].astype(bool) for name in (f[2] for f in TOKEN_QUEUES)}
+        self.flags.update({f[4]: mem[f[4]].astype(bool) for f in TOKEN_QUEUES})
+        self.is_mem = (self.opcode == Opcode.LOAD) | (self.opcode == Opcode.STORE)
+        self.is_store = self.opcode == Opcode.STORE
+        self.is_load = self.opcode == Opcode.LOAD
+        self.mem_type = mem["memory_type"]
+        self.nop = self.is_mem & (mem["x_size"] == 0)
+        self.stage = np.full(self.n, int(Stage.COMPUTE), dtype=np.int64)
+        self.stage[self.is_load & np.isin(self.mem_type, (MemType.INP, MemType.WGT))] = Stage.LOAD
+        self.stage[self.is_store] = Stage.STORE
+
+    def run(self) -> list[str]:
+        if self._check_decoding():
+            return self.problems
+        self._check_dep_directions()
+        self._check_memory_types()
+        self._check_mem_ranges()
+        self._check_compute_fields()
+        self._check_dataflow()
+        self._check_token_balance()
+        self._check_deadlock()
+        self._check_finish()
+        return self.problems
+
+    # ------------------------------------------------------------------------- helpers
+    def _each(self, mask: np.ndarray, message: Callable[[int], str]) -> None:
+        """One finding per instruction in `mask` (capped at MAX_PER_CHECK, then summarized)."""
+        indices = np.flatnonzero(mask)
+        for i in indices[:MAX_PER_CHECK]:
+            self.problems.append(message(int(i)))
+        if indices.size > MAX_PER_CHECK:
+            self.problems.append(
+                f"... and {indices.size - MAX_PER_CHECK} more instruction(s) with the problem "
+                f"of instruction {int(indices[0])}"
+            )
+
+    def _name(self, i: int) -> str:
+        """'LOAD INP', 'GEMM', ... for instruction i."""
+        op = Opcode(int(self.opcode[i]))
+        if op in (Opcode.LOAD, Opcode.STORE):
+            return f"{op.name} {MemType(int(self.mem_type[i])).name}"
+        if op == Opcode.ALU:
+            return f"ALU {AluOp(int(self.cols['alu']['alu_opcode'][i])).name}"
+        return op.name
+
+    def _elem_bytes(self, mem_type: MemType) -> int:
+        return self.config.elem_bytes[mem_type.name.lower()]
+
+    def _depth(self, mem_type: MemType) -> int:
+        return self.config.depth[mem_type.name.lower()]
+
+    # ------------------------------------------------------------------------- field checks
+    def _check_decoding(self) -> bool:
+        """Opcodes, memory types and ALU opcodes the ISA defines; later checks need them."""
+        bad_op = self.opcode > max(Opcode)
+        self._each(
+            bad_op, lambda i: f"instruction {i}: unknown opcode {self.opcode[i]} (valid: 0..4)"
+        )
+        bad_mem = self.is_mem & (self.mem_type > max(MemType))
+        self._each(
+            bad_mem,
+            lambda i: f"instruction {i}: unknown memory_type {self.mem_type[i]} (valid: 0..5)",
+        )
+        alu_op = self.cols["alu"]["alu_opcode"]
+        bad_alu = (self.opcode == Opcode.ALU) & (alu_op > max(AluOp))
+        self._each(
+            bad_alu, lambda i: f"instruction {i}: unknown alu_opcode {alu_op[i]} (valid: 0..4)"
+        )
+        return bool(self.problems)
+
+    def _check_dep_directions(self) -> None:
+        for stage, flags, why in (
+            (Stage.LOAD, ("pop_prev_dep", "push_prev_dep"), "the load stage has no previous"),
+            (Stage.STORE, ("pop_next_dep", "push_next_dep"), "the store stage has no next"),
+        ):
+            for flag in flags:
+                mask = (self.stage == stage) & self.flags[flag]
+                self._each(
+                    mask,
+                    lambda i, f=flag, w=why: (
+                        f"instruction {i} ({self._name(i)}): {f} must be 0 ({w} stage)"
+                    ),
+                )
+
+    def _check_memory_types(self) -> None:
+        mem = self.cols["mem"]
+        active = self.is_mem & ~self.nop
+        pads = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+        padded = np.zeros(self.n, dtype=bool)
+        for p in pads:
+            padded |= mem[p] != 0
+        loadable = ", ".join(m.name for m in _LOADABLE)
+
+        def pad_text(i: int) -> str:
+            return ",".join(str(mem[p][i]) for p in pads)
+
+        store = active & self.is_store
+        self._each(
+            store & (self.mem_type != MemType.OUT),
+            lambda i: (
+                f"instruction {i}: STORE "
+                f"memory_type {MemType(int(self.mem_type[i])).name} (valid: OUT)"
+            ),
+        )
+        self._each(
+            store & padded,
+            lambda i: (
+                f"instruction {i}: STORE has padding "
+                f"{pad_text(i)} (y_pad_0,y_pad_1,x_pad_0,x_pad_1 must be 0)"
+            ),
+        )
+        load = active & self.is_load
+        self._each(
+            load & ~np.isin(self.mem_type, _LOADABLE),
+            lambda i: (
+                f"instruction {i}: "
+                f"LOAD memory_type {MemType(int(self.mem_type[i])).name} is not supported "
+                f"(valid: {loadable})"
+            ),
+        )
+        self._each(
+            load & (self.mem_type == MemType.WGT) & padded,
+            lambda i: (
+                f"instruction {i}: LOAD WGT has padding {pad_text(i)} (WGT loads take no padding)"
+            ),
+        )
+        uop = load & (self.mem_type == MemType.UOP)
+        self._each(
+            uop & (mem["y_size"] != 1),
+            lambda i: (
+                f"instruction {i}: LOAD UOP y_size = "
+                f"{mem['y_size'][i]} (UOP loads are contiguous: y_size must be 1)"
+            ),
+        )
+        self._each(
+            uop & padded,
+            lambda i: (
+                f"instruction {i}: LOAD UOP has padding {pad_text(i)} (UOP loads take no padding)"
+            ),
+        )
+
+    def _mem_extents(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """SRAM footprint (entries), first and end DRAM element of each LOAD/STORE."""
+        mem = self.cols["mem"]
+        y, x = mem["y_size"], mem["x_size"]
+        width = mem["x_pad_0"] + x + mem["x_pad_1"]
+        footprint = (mem["y_pad_0"] + y + mem["y_pad_1"]) * width
+        footprint = np.where(self.is_store, y * x, footprint)
+        uop = self.is_load & (self.mem_type == MemType.UOP)
+        footprint = np.where(uop, x, footprint)
+        dram_end = mem["dram_base"] + np.maximum(y - 1, 0) * mem["x_stride"] + x
+        dram_end = np.where(uop, mem["dram_base"] + x, dram_end)
+        dram_end = np.where(y == 0, mem["dram_base"], dram_end)
+        return footprint, mem["dram_base"], dram_end
+
+    def _check_mem_ranges(self) -> None:
+        mem = self.cols["mem"]
+        footprint, dram_lo, dram_hi = self._mem_extents()
+        self.footprint = footprint
+        self.dram_ok = np.ones(self.n, dtype=bool)
+        self.sram_ok = np.ones(self.n, dtype=bool)
+        active = self.is_mem & ~self.nop
+        for mem_type in (*_LOADABLE, MemType.OUT):
+            sel = active & (self.mem_type == mem_type)
+            if not sel.any():
+                continue
+            depth, elem = self._depth(mem_type), self._elem_bytes(mem_type)
+            over = sel & (mem["sram_base"] + footprint > depth)
+            self.sram_ok &= ~over
+            self._each(
+                over,
+                lambda i, d=depth, t=mem_type.name: (
+                    f"instruction {i} "
+                    f"({self._name(i)}): SRAM entries [{mem['sram_base'][i]}, "
+                    f"{mem['sram_base'][i] + footprint[i]}) from sram_base and sizes exceed "
+                    f"the {t} buffer (depth {d})"
+                ),
+            )
+            outside = sel & (dram_hi * elem > self.program.dram.size)
+            self.dram_ok &= ~outside
+            self._each(
+                outside,
+                lambda i, e=elem: (
+                    f"instruction {i} ({self._name(i)}): DRAM "
+                    f"bytes [{dram_lo[i] * e}, {dram_hi[i] * e}) from dram_base, y_size, "
+                    f"x_size and x_stride lie outside the {self.program.dram.size}-byte "
+                    "DRAM image"
+                ),
+            )
+
+    def _check_compute_fields(self) -> None:
+        is_gemm, is_alu = self.opcode == Opcode.GEMM, self.opcode == Opcode.ALU
+        compute = is_gemm | is_alu
+        c = self.cols["gemm"]  # word 0 (reset_reg, uop_bgn, uop_end, iters) is shared with ALU
+        depth = self._depth(MemType.UOP)
+        for field in ("iter_out", "iter_in"):
+            self._each(
+                compute & (c[field] == 0),
+                lambda i, f=field: f"instruction {i} ({self._name(i)}): {f} = 0 (valid: >= 1)",
+            )
+        empty = compute & (c["uop_end"] <= c["uop_bgn"])
+        self._each(
+            empty,
+            lambda i: (
+                f"instruction {i} ({self._name(i)}): uop_end "
+                f"{c['uop_end'][i]} <= uop_bgn {c['uop_bgn'][i]} (valid: uop_bgn < uop_end)"
+            ),
+        )
+        beyond = compute & (c["uop_end"] > depth)
+        self._each(
+            beyond,
+            lambda i: (
+                f"instruction {i} ({self._name(i)}): uop_end "
+                f"{c['uop_end'][i]} exceeds the UOP buffer (depth {depth})"
+            ),
+        )
+        self.compute_ok = compute & ~empty & ~beyond & (c["iter_out"] > 0) & (c["iter_in"] > 0)
+        if not self.config.alu_mul:
+            mul = is_alu & (self.cols["alu"]["alu_opcode"] == AluOp.MUL)
+            self._each(
+                mul,
+                lambda i: (
+                    f"instruction {i}: ALU alu_opcode MUL needs a "
+                    f"configuration with alu_mul (config {self.config.name!r} has none; "
+                    "valid: MIN, MAX, ADD, SHR)"
+                ),
+            )
+
+    # ------------------------------------------------------------------------- dataflow
+    def _check_dataflow(self) -> None:
+        """Program-order pass over SRAM contents: micro-ops, index ranges, unwritten reads."""
+        mem = self.cols["mem"]
+        self.uop_sram = np.full(self._depth(MemType.UOP), -1, dtype=np.int64)
+        self.written = {
+            t: np.zeros(self._depth(t), dtype=bool)
+            for t in (MemType.INP, MemType.WGT, MemType.ACC, MemType.OUT)
+        }
+        self.kernel_findings = 0
+        self.seen: set[tuple] = set()
+        words = np.frombuffer(self.program.insns.tobytes(), dtype="<u8").reshape(-1, 2)
+        dram_words = self.program.dram[: self.program.dram.size // 4 * 4].view("<u4")
+        mem_ok = self.is_mem & ~self.nop & self.sram_ok & self.dram_ok
+        mem_ok &= np.isin(self.mem_type, (*_LOADABLE, MemType.OUT))
+        todo = np.flatnonzero(mem_ok | self.compute_ok)
+        opcode, mem_type, base = self.opcode.tolist(), self.mem_type.tolist(), mem["sram_base"]
+        base, footprint, dram_base = base.tolist(), self.footprint.tolist(), mem["dram_base"]
+        dram_base = dram_base.tolist()
+        w0, w1 = words[:, 0].tolist(), words[:, 1].tolist()
+        for i in todo.tolist():
+            op = opcode[i]
+            if op == Opcode.LOAD:
+                lo, hi = base[i], base[i] + footprint[i]
+                if mem_type[i] == MemType.UOP:
+                    self.uop_sram[lo:hi] = dram_words[dram_base[i] : dram_base[i] + hi - lo]
+                else:
+                    self.written[MemType(mem_type[i])][lo:hi] = True
+            elif op == Opcode.STORE:
+                lo, hi = base[i], base[i] + footprint[i]
+                unwritten = np.flatnonzero(~self.written[MemType.OUT][lo:hi])
+                if unwritten.size:
+                    self._report_kernel(
+                        f"instruction {i} (STORE OUT): reads OUT entries [{lo}, {hi}) of which "
+                        f"{unwritten.size} (first: {lo + int(unwritten[0])}) no earlier GEMM/ALU "
+                        "wrote (OUT holds only GEMM/ALU results; put an ALU copy after a LOAD ACC)"
+                    )
+            else:
+                self._check_kernel_insn(i, w0[i] & ~_DEP_BITS, w1[i])
+
+    def _report_kernel(self, message: str) -> None:
+        self.kernel_findings += 1
+        if self.kernel_findings <= MAX_PER_CHECK:
+            self.problems.append(message)
+        elif self.kernel_findings == MAX_PER_CHECK + 1:
+            self.problems.append("... further dataflow findings omitted")
+
+    def _check_kernel_insn(self, i: int, word0: int, word1: int) -> None:
+        """Micro-op ranges, write hazards and unwritten reads of one GEMM/ALU instruction."""
+        is_gemm = self.opcode[i] == Opcode.GEMM
+        f = self.cols["gemm" if is_gemm else "alu"]
+        bgn, end = int(f["uop_bgn"][i]), int(f["uop_end"][i])
+        words = self.uop_sram[bgn:end]
+        key = (word0, word1, words.tobytes())
+        if key in self.seen:  # same fields and kernel: same findings; its writes already count
+            return
+        self.seen.add(key)
+        name = self._name(i)
+        if (words < 0).any():
+            missing = bgn + int(np.flatnonzero(words < 0)[0])
+            self._report_kernel(
+                f"instruction {i} ({name}): micro-ops [{bgn}, {end}) include UOP entry "
+                f"{missing} that no earlier LOAD UOP wrote"
+            )
+            return
+        uops = decode_uops(words.astype(np.uint32), self.config)
+        io, ii = int(f["iter_out"][i]), int(f["iter_in"][i])
+        reset = bool(f["reset_reg"][i]) and is_gemm
+        use_imm = not is_gemm and bool(f["use_imm"][i])
+        acc, inp, wgt = MemType.ACC, MemType.INP, MemType.WGT
+        operands = [("dst_idx", 0, "dst", acc, not reset)]
+        if is_gemm:
+            operands += [
+                ("src_idx", 1, "src", inp, not reset),
+                ("wgt_idx", 2, "wgt", wgt, not reset),
+            ]
+        else:
+            operands.append(("src_idx", 1, "src", acc, not use_imm))
+            if uops[:, 2].any():
+                k = int(np.flatnonzero(uops[:, 2])[0])
+                self._report_kernel(
+                    f"instruction {i} ({name}): micro-op {bgn + k} has wgt_idx "
+                    f"{int(uops[k, 2])} (ALU micro-ops take wgt_idx 0)"
+                )
+        index_sets = {}
+        for field, col, factor, mem_type, _ in operands:
+            fo, fi = int(f[f"{factor}_factor_out"][i]), int(f[f"{factor}_factor_in"][i])
+            top = int(uops[:, col].max()) + (io - 1) * fo + (ii - 1) * fi
+            depth = self._depth(mem_type)
+            if top >= depth:
+                self._report_kernel(
+                    f"instruction {i} ({name}): micro-op {field} reaches {mem_type.name} entry "
+                    f"{top} over iter_out={io} x iter_in={ii} with {factor}_factor_out={fo}, "
+                    f"{factor}_factor_in={fi} (depth {depth})"
+                )
+                return
+            offsets = _sumset(np.arange(io) * fo, np.arange(ii) * fi)
+            index_sets[field] = _sumset(uops[:, col], offsets)
+        if is_gemm and not reset:
+            self._check_gemm_hazard(i, uops[:, 0], bgn, io, ii, f)
+        for field, _, _, mem_type, reads in operands:
+            if not reads:
+                continue
+            idx = index_sets[field]
+            unwritten = idx[~self.written[mem_type][idx]]
+            if unwritten.size:
+                self._report_kernel(
+                    f"instruction {i} ({name}): micro-op {field} reads {mem_type.name} entries "
+                    f"never written before (first: {int(unwritten[0])}, {unwritten.size} in all)"
+                )
+        dst = index_sets["dst_idx"]
+        self.written[acc][dst] = True
+        self.written[MemType.OUT][dst] = True
+
+    def _check_gemm_hazard(
+        self, i: int, dst: np.ndarray, bgn: int, io: int, ii: int, f: dict
+    ) -> None:
+        """Two consecutive accumulating micro-ops may not write the same ACC row."""
+        dfo, dfi = int(f["dst_factor_out"][i]), int(f["dst_factor_in"][i])
+        first, last = int(dst[0]), int(dst[-1])
+        same = np.flatnonzero(dst[1:] == dst[:-1])
+        where = None
+        if same.size:
+            k = bgn + int(same[0])
+            where = f"micro-ops {k} and {k + 1} both write ACC row {int(dst[same[0]])}"
+        elif ii > 1 and last == first + dfi:
+            where = f"consecutive iter_in iterations write ACC row {last} back to back"
+        elif io > 1 and last + (ii - 1) * dfi == first + dfo:
+            where = f"consecutive iter_out iterations write ACC row {first + dfo} back to back"
+        if where:
+            self._report_kernel(
+                f"instruction {i} (GEMM): {where} (the GEMM pipeline has no hazard check; "
+                "consecutive micro-ops must write different rows)"
+            )
+
+    # ------------------------------------------------------------------------- tokens
+    def _check_token_balance(self) -> None:
+        for name, src, push, dst, pop in TOKEN_QUEUES:
+            pushes = np.flatnonzero((self.stage == src) & self.flags[push])
+            pops = np.flatnonzero((self.stage == dst) & self.flags[pop])
+            route = f"{src.name.lower()}->{dst.name.lower()}"
+            head = (
+                f"token queue {name} ({route}) is unbalanced: {pushes.size} push(es), "
+                f"{pops.size} pop(s); "
+            )
+            if pushes.size > pops.size:
+                i = int(pushes[pops.size])
+                self.problems.append(head + f"the {push} of instruction {i} is never popped")
+            elif pops.size > pushes.size:
+                i = int(pops[pushes.size])
+                self.problems.append(head + f"the {pop} of instruction {i} has no matching push")
+
+    def _check_deadlock(self) -> None:
+        """Abstract run of fetch and the three modules with token counts, no timing.
+
+        Fetch dispatches in order and stalls on a full command queue; each module executes its
+        queue in order, popping before and pushing after an instruction; a push into a full token
+        queue waits. Modules run as far ahead as they can (load first), the worst case for
+        token-queue occupancy, which is checked against token_queue_depth. The process network is
+        deterministic, so if this run cannot finish, no real run can.
+        """
+        cfg = self.config
+        qid = {name: k for k, (name, *_rest) in enumerate(TOKEN_QUEUES)}
+        pops_of = {s: [] for s in Stage}
+        pushes_of = {s: [] for s in Stage}
+        for name, src, push, dst, pop in TOKEN_QUEUES:
+            pushes_of[src].append((qid[name], self.flags[push]))
+            pops_of[dst].append((qid[name], self.flags[pop]))
+        stage = self.stage.tolist()
+        order = {s: np.flatnonzero(self.stage == s) for s in Stage}
+        pop_lists = {s: self._queue_lists(order[s], pops_of[s]) for s in Stage}
+        push_lists = {s: self._queue_lists(order[s], pushes_of[s]) for s in Stage}
+        order = {s: order[s].tolist() for s in Stage}
+        tokens = [0] * len(TOKEN_QUEUES)
+        dispatched = dict.fromkeys(Stage, 0)
+        started = dict.fromkeys(Stage, 0)
+        to_push: dict[Stage, list[int]] = {s: [] for s in Stage}
+        overflowed: set[int] = set()
+        fetched, cmd_depth, capacity = 0, cfg.cmd_queue_depth, cfg.token_queue_depth
+        progress = True
+        while progress:
+            progress = False
+            while fetched < self.n:
+                s = Stage(stage[fetched])
+                if dispatched[s] - started[s] >= cmd_depth:
+                    break
+                dispatched[s] += 1
+                fetched += 1
+                progress = True
+            for s in Stage:
+                pops, pushes, queue = pop_lists[s], push_lists[s], to_push[s]
+                while True:
+                    while queue and tokens[queue[0]] < capacity:
+                        tokens[queue.pop(0)] += 1
+                    if queue:
+                        if queue[0] not in overflowed:
+                            overflowed.add(queue[0])
+                            self._report_overflow(queue[0], order[s][started[s] - 1])
+                        break
+                    k = started[s]
+                    if k == dispatched[s] or any(tokens[q] == 0 for q in pops[k]):
+                        break
+                    for q in pops[k]:
+                        tokens[q] -= 1
+                    started[s] = k + 1
+                    queue.extend(pushes[k])
+                    progress = True
+        if fetched == self.n and all(started[s] == len(order[s]) for s in Stage):
+            return
+        self._report_deadlock(fetched, order, started, dispatched, to_push, pop_lists, tokens)
+
+    @staticmethod
+    def _queue_lists(indices: np.ndarray, queues: list) -> list[list[int]]:
+        """Per instruction of a stage, the token queues whose flag it sets."""
+        ids = [q for q, _ in queues]
+        columns = [flags[indices].tolist() for _, flags in queues]
+        return [
+            [q for q, on in zip(ids, row, strict=True) if on] for row in zip(*columns, strict=True)
+        ]
+
+    def _report_overflow(self, q: int, i: int) -> None:
+        name, src, push, dst, _ = TOKEN_QUEUES[q]
+        self.problems.append(
+            f"instruction {i} ({self._name(i)}): {push} into token queue {name} "
+            f"({src.name.lower()}->{dst.name.lower()}) that already holds "
+            f"{self.config.token_queue_depth} tokens (token_queue_depth); the "
+            f"{dst.name.lower()} stage must pop before more are pushed"
+        )
+
+    def _report_deadlock(self, fetched, order, started, dispatched, to_push, pop_lists, tokens):
+        blocked = []
+        for s in Stage:
+            k = started[s]
+            if to_push[s]:
+                i = order[s][k - 1]
+                name = TOKEN_QUEUES[to_push[s][0]][0]
+                blocked.append(
+                    f"{s.name.lower()} at instruction {i} ({self._name(i)}) waits for room in "
+                    f"token queue {name}"
+                )
+            elif k < dispatched[s]:
+                i = order[s][k]
+                waits = [TOKEN_QUEUES[q] for q in pop_lists[s][k] if tokens[q] == 0]
+                what = ", ".join(
+                    f"a token in {q[0]} ({q[4]} from {q[1].name.lower()})" for q in waits
+                )
+                blocked.append(
+                    f"{s.name.lower()} at instruction {i} ({self._name(i)}) waits for {what}"
+                )
+        if fetched < self.n:
+            s = Stage(int(self.stage[fetched]))
+            blocked.append(
+                f"fetch at instruction {fetched} ({self._name(fetched)}) waits for room in the "
+                f"full {s.name.lower()} command queue ({self.config.cmd_queue_depth} entries)"
+            )
+        self.problems.append("deadlock: " + "; ".join(blocked))
+
+    # ------------------------------------------------------------------------- FINISH
+    def _check_finish(self) -> None:
+        finish = np.flatnonzero(self.opcode == Opcode.FINISH)
+        if not finish.size:
+            self.problems.append(
+                f"instruction {self.n}: missing FINISH (a Program must end with FINISH)"
+            )
+        elif finish[0] != self.n - 1:
+            f = int(finish[0])
+            self.problems.append(
+                f"instruction {f}: FINISH is followed by {self.n - 1 - f} instruction(s) that "
+                "never run (FINISH must be the last instruction)"
+            )
