@@ -1,0 +1,404 @@
+"""`ProgramBuilder`: write accelerator Programs by hand (tests, RTL benches, demo, compiler).
+
+It mirrors the reference runtime (vta-isa.md 5): named DRAM buffers in one image, 2-D strided
+LOAD/STORE with zero padding, GEMM/ALU over micro-op kernels cached in uop SRAM, dependence tokens
+(a pop attaches to the next instruction of its stage, a push to the last instruction or a NOP),
+and the final Synchronize sequence before FINISH.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from .config import VTAConfig
+from .errors import ProgramError
+from .isa import (
+    AluInsn,
+    AluOp,
+    FinishInsn,
+    GemmInsn,
+    Insn,
+    MemInsn,
+    MemType,
+    Stage,
+    encode_stream,
+    encode_uops,
+    insn_stage,
+)
+from .program import ROLES, BufferSpec, Program
+from .validate import validate_program
+
+UOP_BUFFER = "uops"
+MIN_ALIGNMENT = 64
+MEM_KIND = {
+    MemType.UOP: "uop",
+    MemType.WGT: "wgt",
+    MemType.INP: "inp",
+    MemType.ACC: "acc",
+    MemType.OUT: "out",
+    MemType.ACC_8BIT: "acc",
+}
+
+Loop = tuple[int, int, int] | tuple[int, int, int, int]
+
+
+def as_stage(stage: Stage | str | int) -> Stage:
+    """A `Stage` from its name ("load", "compute", "store") or number (1, 2, 3)."""
+    if isinstance(stage, str):
+        try:
+            return Stage[stage.upper()]
+        except KeyError:
+            raise ProgramError(f"unknown stage {stage!r} (valid: load, compute, store)") from None
+    return Stage(stage)
+
+
+def _mem_type(memory_type: MemType | str) -> MemType:
+    if isinstance(memory_type, str):
+        try:
+            return MemType[memory_type.upper()]
+        except KeyError:
+            valid = ", ".join(m.name for m in MemType)
+            raise ProgramError(f"unknown memory type {memory_type!r} (valid: {valid})") from None
+    return MemType(memory_type)
+
+
+def _alu_op(op: AluOp | str) -> AluOp:
+    if isinstance(op, str):
+        try:
+            return AluOp[op.upper()]
+        except KeyError:
+            valid = ", ".join(o.name for o in AluOp)
+            raise ProgramError(f"unknown ALU opcode {op!r} (valid: {valid})") from None
+    return AluOp(op)
+
+
+@dataclasses.dataclass
+class _Kernel:
+    """A micro-op kernel: its place in the uop DRAM region and, while resident, in uop SRAM."""
+
+    dram_offset: int
+    size: int
+    sram: tuple[int, int] | None = None
+
+
+class ProgramBuilder:
+    """Builds one Program: buffers, instructions, micro-op kernels and dependence tokens."""
+
+    def __init__(self, config: VTAConfig | str | None = None):
+        self.config = VTAConfig.load(config)
+        self.alignment = max(MIN_ALIGNMENT, *self.config.elem_bytes.values())
+        self.insns: list[Insn] = []
+        self._buffers: dict[str, BufferSpec] = {}
+        self._init_data: list[tuple[int, np.ndarray]] = []
+        self._dram_size = 0
+        self._pending_pops: dict[Stage, set[str]] = {stage: set() for stage in Stage}
+        self._kernels: dict[bytes, _Kernel] = {}
+        self._resident: list[_Kernel] = []
+        self._uop_words: list[np.ndarray] = []
+        self._uop_count = 0
+        self._uop_ring_end = 0
+        self._uop_fixups: list[tuple[int, int]] = []  # (LOAD UOP index, offset in uop region)
+
+    # ------------------------------------------------------------------------- DRAM buffers
+    def _align(self, offset: int) -> int:
+        return -(-offset // self.alignment) * self.alignment
+
+    def buffer(
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: str | np.dtype,
+        role: str,
+        data: np.ndarray | None = None,
+    ) -> BufferSpec:
+        """Allocate a named DRAM buffer, aligned so every memory type addresses it in elements."""
+        if name in self._buffers or name == UOP_BUFFER:
+            raise ProgramError(f"buffer {name!r} is already defined (or reserved)")
+        if role not in ROLES or role == "uop":
+            raise ProgramError(f"buffer {name!r}: role {role!r} not in {ROLES[:-1]}")
+        spec = BufferSpec(
+            name,
+            self._align(self._dram_size),
+            tuple(int(s) for s in shape),
+            np.dtype(dtype).name,
+            role,
+        )
+        if data is not None:
+            arr = np.asarray(data)
+            if arr.shape != spec.shape:
+                raise ProgramError(
+                    f"buffer {name!r}: data of shape {arr.shape} given for shape {spec.shape}"
+                )
+            self._init_data.append((spec.offset, arr.astype(spec.dtype, copy=False)))
+        self._buffers[name] = spec
+        self._dram_size = spec.offset + spec.nbytes
+        return spec
+
+    def _buffer(self, buffer: BufferSpec | str) -> BufferSpec:
+        name = buffer if isinstance(buffer, str) else buffer.name
+        if name not in self._buffers:
+            raise ProgramError(f"no buffer {name!r} (defined: {', '.join(self._buffers)})")
+        return self._buffers[name]
+
+    def _dram_base(self, spec: BufferSpec, memory_type: MemType, elem_offset: int) -> int:
+        elem = self.config.elem_bytes[MEM_KIND[memory_type]]
+        if spec.offset % elem:
+            raise ProgramError(
+                f"buffer {spec.name!r} at byte {spec.offset} is not aligned to the "
+                f"{elem}-byte {memory_type.name} element"
+            )
+        return spec.offset // elem + elem_offset
+
+    # ------------------------------------------------------------------------- instructions
+    def _emit(self, insn: Insn) -> int:
+        """Append `insn`, attaching the pending pops of its stage; returns its index."""
+        pending = self._pending_pops[insn_stage(insn)]
+        if pending:
+            insn = insn.replace(**{flag: True for flag in pending})
+            pending.clear()
+        self.insns.append(insn)
+        return len(self.insns) - 1
+
+    def load(
+        self,
+        memory_type: MemType | str,
+        sram_base: int,
+        buffer: BufferSpec | str,
+        elem_offset: int,
+        y_size: int,
+        x_size: int,
+        x_stride: int,
+        pad: tuple[int, int, int, int] = (0, 0, 0, 0),
+    ) -> int:
+        """2-D strided LOAD of `y_size` x `x_size` elements, zero padding (y0, y1, x0, x1)."""
+        mem = _mem_type(memory_type)
+        spec = self._buffer(buffer)
+        y0, y1, x0, x1 = pad
+        return self._emit(
+            MemInsn(
+                memory_type=mem,
+                sram_base=sram_base,
+                dram_base=self._dram_base(spec, mem, elem_offset),
+                y_size=y_size,
+                x_size=x_size,
+                x_stride=x_stride,
+                y_pad_0=y0,
+                y_pad_1=y1,
+                x_pad_0=x0,
+                x_pad_1=x1,
+            )
+        )
+
+    def store(
+        self,
+        sram_base: int,
+        buffer: BufferSpec | str,
+        elem_offset: int,
+        y_size: int,
+        x_size: int,
+        x_stride: int,
+    ) -> int:
+        """2-D strided STORE of OUT rows `sram_base + y * x_size` to DRAM rows `y * x_stride`."""
+        spec = self._buffer(buffer)
+        return self._emit(
+            MemInsn(
+                is_store=True,
+                memory_type=MemType.OUT,
+                sram_base=sram_base,
+                dram_base=self._dram_base(spec, MemType.OUT, elem_offset),
+                y_size=y_size,
+                x_size=x_size,
+                x_stride=x_stride,
+            )
+        )
+
+    def gemm(
+        self, uops: np.ndarray | Sequence, loops: Sequence[Loop] = (), reset: bool = False
+    ) -> int:
+        """GEMM over micro-ops (dst, src, wgt) and up to two affine loops, outer first."""
+        bgn, end = self._place_kernel(uops)
+        out, inn = self._loop_fields(loops, inner_first=False)
+        return self._emit(
+            GemmInsn(
+                reset_reg=reset,
+                uop_bgn=bgn,
+                uop_end=end,
+                iter_out=out[0],
+                iter_in=inn[0],
+                dst_factor_out=out[1],
+                dst_factor_in=inn[1],
+                src_factor_out=out[2],
+                src_factor_in=inn[2],
+                wgt_factor_out=out[3],
+                wgt_factor_in=inn[3],
+            )
+        )
+
+    def alu(
+        self,
+        op: AluOp | str,
+        uops: np.ndarray | Sequence,
+        loops: Sequence[Loop] = (),
+        use_imm: bool = False,
+        imm: int = 0,
+    ) -> int:
+        """ALU: ACC[dst] = op(ACC[dst], imm or ACC[src]) over micro-ops (dst, src[, 0])."""
+        arr = np.asarray(uops, dtype=np.int64)
+        if arr.ndim == 2 and arr.shape[1] == 2:
+            arr = np.concatenate([arr, np.zeros((len(arr), 1), np.int64)], axis=1)
+        bgn, end = self._place_kernel(arr)
+        out, inn = self._loop_fields(loops, inner_first=True)
+        return self._emit(
+            AluInsn(
+                uop_bgn=bgn,
+                uop_end=end,
+                iter_out=out[0],
+                iter_in=inn[0],
+                dst_factor_out=out[1],
+                dst_factor_in=inn[1],
+                src_factor_out=out[2],
+                src_factor_in=inn[2],
+                alu_opcode=_alu_op(op),
+                use_imm=use_imm,
+                imm=imm,
+            )
+        )
+
+    @staticmethod
+    def _loop_fields(loops: Sequence[Loop], inner_first: bool) -> tuple[tuple, tuple]:
+        """Map loops (extent, dst, src[, wgt]) onto (iter_out, iter_in) as the reference does:
+        missing loops are (1, 0, 0, 0); a single ALU loop becomes the inner one."""
+        if len(loops) > 2:
+            raise ProgramError(f"at most two micro-op loops, got {len(loops)}")
+        full = [tuple(loop) + (0,) * (4 - len(loop)) for loop in loops]
+        unit = (1, 0, 0, 0)
+        if len(full) == 1 and inner_first:
+            full.insert(0, unit)
+        full += [unit] * (2 - len(full))
+        return full[0], full[1]
+
+    # ------------------------------------------------------------------------- micro-op memory
+    def _place_kernel(self, uops: np.ndarray | Sequence) -> tuple[int, int]:
+        """Make a kernel resident in uop SRAM (ring allocation with eviction); emit its LOAD UOP."""
+        words = encode_uops(uops, self.config)
+        if not words.size:
+            raise ProgramError("a micro-op kernel needs at least one micro-op")
+        depth = self.config.depth["uop"]
+        if words.size > depth:
+            raise ProgramError(
+                f"micro-op kernel of {words.size} entries exceeds the {depth}-entry uop buffer"
+            )
+        kernel = self._kernels.get(words.tobytes())
+        if kernel is None:
+            kernel = _Kernel(self._uop_count, int(words.size))
+            self._kernels[words.tobytes()] = kernel
+            self._uop_words.append(words)
+            self._uop_count += kernel.size
+        if kernel.sram is not None:
+            return kernel.sram
+        start = self._uop_ring_end if self._uop_ring_end + kernel.size <= depth else 0
+        end = start + kernel.size
+        for other in [k for k in self._resident if k.sram[0] < end and start < k.sram[1]]:
+            other.sram = None
+            self._resident.remove(other)
+        kernel.sram = (start, end)
+        self._resident.append(kernel)
+        self._uop_ring_end = end
+        index = self._emit(
+            MemInsn(
+                memory_type=MemType.UOP,
+                sram_base=start,
+                y_size=1,
+                x_size=kernel.size,
+                x_stride=kernel.size,
+            )
+        )
+        self._uop_fixups.append((index, kernel.dram_offset))
+        return kernel.sram
+
+    # ------------------------------------------------------------------------- dependence tokens
+    @staticmethod
+    def _token_pair(
+        from_stage: Stage | str | int, to_stage: Stage | str | int
+    ) -> tuple[Stage, Stage]:
+        src, dst = as_stage(from_stage), as_stage(to_stage)
+        if abs(src - dst) != 1:
+            raise ProgramError(
+                f"no token queue from {src.name.lower()} to {dst.name.lower()} "
+                "(queues: load<->compute, compute<->store)"
+            )
+        return src, dst
+
+    def _nop(self, stage: Stage, **flags: bool) -> int:
+        if stage == Stage.LOAD:
+            insn = MemInsn(memory_type=MemType.INP, **flags)
+        elif stage == Stage.COMPUTE:
+            insn = MemInsn(memory_type=MemType.UOP, **flags)
+        else:
+            insn = MemInsn(is_store=True, memory_type=MemType.OUT, **flags)
+        return self._emit(insn)
+
+    def _commit_pending_pops(self, stage: Stage) -> None:
+        if self._pending_pops[stage]:
+            self._nop(stage)
+
+    def dep_pop(self, from_stage: Stage | str | int, to_stage: Stage | str | int) -> None:
+        """The next instruction of `to_stage` waits for a token from `from_stage`."""
+        src, dst = self._token_pair(from_stage, to_stage)
+        flag = "pop_prev_dep" if src < dst else "pop_next_dep"
+        if flag in self._pending_pops[dst]:
+            self._commit_pending_pops(dst)
+        self._pending_pops[dst].add(flag)
+
+    def dep_push(self, from_stage: Stage | str | int, to_stage: Stage | str | int) -> None:
+        """`from_stage` sends a token to `to_stage` once its last instruction so far completes."""
+        src, dst = self._token_pair(from_stage, to_stage)
+        self._commit_pending_pops(src)
+        flag = "push_next_dep" if src < dst else "push_prev_dep"
+        if self.insns:
+            last = self.insns[-1]
+            if insn_stage(last) == src and not isinstance(last, FinishInsn):
+                if not getattr(last, flag):
+                    self.insns[-1] = last.replace(**{flag: True})
+                    return
+        self._nop(src, **{flag: True})
+
+    # ------------------------------------------------------------------------- finishing
+    def finish(self) -> None:
+        """The reference Synchronize: drain load and store into compute, then FINISH."""
+        self.dep_push(Stage.STORE, Stage.COMPUTE)
+        self.dep_push(Stage.LOAD, Stage.COMPUTE)
+        self.dep_pop(Stage.STORE, Stage.COMPUTE)
+        self.dep_pop(Stage.LOAD, Stage.COMPUTE)
+        self._commit_pending_pops(Stage.COMPUTE)
+        self.insns.append(FinishInsn())
+
+    def build(self, validate: bool = True) -> Program:
+        """The Program: buffers, then the micro-op region; validated unless told otherwise."""
+        buffers = list(self._buffers.values())
+        insns = list(self.insns)
+        size = self._dram_size
+        if self._uop_words:
+            uop_spec = BufferSpec(
+                UOP_BUFFER, self._align(size), (self._uop_count,), "uint32", "uop"
+            )
+            buffers.append(uop_spec)
+            size = uop_spec.offset + uop_spec.nbytes
+            base = uop_spec.offset // self.config.elem_bytes["uop"]
+            for index, offset in self._uop_fixups:
+                insns[index] = insns[index].replace(dram_base=base + offset)
+        dram = np.zeros(size, dtype=np.uint8)
+        for offset, arr in self._init_data:
+            dram[offset : offset + arr.nbytes] = (
+                np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+            )
+        if self._uop_words:
+            words = np.concatenate(self._uop_words).astype("<u4")
+            dram[uop_spec.offset : uop_spec.offset + words.nbytes] = words.view(np.uint8)
+        program = Program(self.config, encode_stream(insns, self.config), dram, buffers)
+        if validate:
+            validate_program(program)
+        return program
