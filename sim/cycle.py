@@ -1,0 +1,345 @@
+"""`sim`: the cycle-level simulator, the default device.
+
+Event-driven per instruction: each instruction's dispatch, start, end and push events are
+computed from the events they wait on (its fetch, its module becoming free, the tokens it pops,
+room in the queues it pushes) with the exact costs of `sim.timing`, never by stepping a clock.
+Timing does not depend on data, so the whole schedule is computed first; then the functional
+core applies the instructions in start-time order, which the dependence tokens make equivalent
+to program order for a valid Program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from vta.config import VTAConfig
+from vta.device import Device
+from vta.errors import DeadlockError, DeviceError, ISAError, ProgramError
+from vta.isa import FinishInsn, Insn, Stage, insn_stage
+from vta.program import Program
+from vta.stats import Stats
+
+from .functional import FunctionalCore
+from .timing import fetch_arrivals, insn_cost
+from .trace import write_trace
+
+# Execution modules (the fetch module feeds them) and dependence-token queues.
+MODULE_NAMES = ("load", "compute", "store")
+LOAD, COMPUTE, STORE = range(3)
+QUEUE_NAMES = ("l2g", "g2l", "g2s", "s2g")
+L2G, G2L, G2S, S2G = range(4)
+QUEUE_ENDS = {
+    L2G: (LOAD, COMPUTE),
+    G2L: (COMPUTE, LOAD),
+    G2S: (COMPUTE, STORE),
+    S2G: (STORE, COMPUTE),
+}
+
+_MODULE = {Stage.LOAD: LOAD, Stage.COMPUTE: COMPUTE, Stage.STORE: STORE}
+# Which queue each dependence flag pops or pushes, per module (vta-isa.md section 3).
+_POPS = {
+    LOAD: {"pop_next_dep": G2L},
+    COMPUTE: {"pop_prev_dep": L2G, "pop_next_dep": S2G},
+    STORE: {"pop_prev_dep": G2S},
+}
+_PUSHES = {
+    LOAD: {"push_next_dep": L2G},
+    COMPUTE: {"push_prev_dep": G2L, "push_next_dep": G2S},
+    STORE: {"push_prev_dep": S2G},
+}
+_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+
+
+def queue_label(queue: int) -> str:
+    producer, consumer = QUEUE_ENDS[queue]
+    return f"{QUEUE_NAMES[queue]} ({MODULE_NAMES[producer]}->{MODULE_NAMES[consumer]})"
+
+
+@dataclasses.dataclass
+class Schedule:
+    """When every instruction was dispatched, became ready, started, ended and was done.
+
+    `ready` is when it reached the head of its idle module; `start - ready` is token stall;
+    `end - start` its cost; `done - end` a stall pushing into a full token queue. `wait_queue`
+    is the token queue that held it last (-1 if none), `fetch_dram`/`fetch_queue` the cycles
+    fetch waited for its bytes and for command-queue room before dispatching it.
+    """
+
+    QUEUE_NAMES: ClassVar[tuple[str, ...]] = QUEUE_NAMES
+
+    insns: list[Insn]
+    module: np.ndarray
+    dispatch: np.ndarray
+    ready: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    done: np.ndarray
+    busy: np.ndarray
+    stall_dram: np.ndarray
+    wait_queue: np.ndarray
+    fetch_dram: np.ndarray
+    fetch_queue: np.ndarray
+
+    @property
+    def cycles(self) -> int:
+        """The run's cycle count: the end of FINISH (the stream's last instruction)."""
+        return int(self.end[-1])
+
+    def fill(self, stats: Stats) -> None:
+        """Per-module busy/stall cycles and instruction counts, and the cycle count."""
+        stats.cycles = self.cycles
+        fetch = stats.modules["fetch"]
+        fetch.instructions = len(self.insns)
+        fetch.busy = len(self.insns)  # one dispatch per cycle
+        fetch.stall_dram = int(self.fetch_dram.sum())
+        fetch.stall_queue = int(self.fetch_queue.sum())
+        per_module = {
+            "busy": self.busy,
+            "stall_dram": self.stall_dram,
+            "stall_token": self.start - self.ready,
+            "stall_queue": self.done - self.end,
+        }
+        for key, values in per_module.items():
+            sums = np.bincount(self.module, weights=values, minlength=3)
+            for m, name in enumerate(MODULE_NAMES):
+                setattr(stats.modules[name], key, int(sums[m]))
+        counts = np.bincount(self.module, minlength=3)
+        for m, name in enumerate(MODULE_NAMES):
+            stats.modules[name].instructions = int(counts[m])
+
+
+class _Engine:
+    """Computes a Schedule by advancing fetch and each module as far as its inputs are known."""
+
+    def __init__(self, insns: list[Insn], cfg: VTAConfig, max_cycles: int | None):
+        self.insns = insns
+        self.cfg = cfg
+        self.max_cycles = max_cycles
+        n = len(insns)
+        self.module, self.pops, self.pushes, self.busy, self.stall_dram = [], [], [], [], []
+        for index, insn in enumerate(insns):
+            m = _MODULE[insn_stage(insn)]
+            self.module.append(m)
+            self.pops.append(_queues(insn, index, m, _POPS[m], _PUSHES[m]))
+            self.pushes.append(_queues(insn, index, m, _PUSHES[m], _POPS[m]))
+            try:
+                cost = insn_cost(insn, cfg)
+            except ISAError as err:
+                raise ProgramError(f"instruction {index}: {err}") from None
+            self.busy.append(cost.busy)
+            self.stall_dram.append(cost.stall_dram)
+        self.order: list[list[int]] = [[], [], []]  # each command queue's instructions
+        self.slot = [0] * n  # position of each instruction in its command queue
+        for index, m in enumerate(self.module):
+            self.slot[index] = len(self.order[m])
+            self.order[m].append(index)
+        self.arrival = fetch_arrivals(n, cfg).tolist()
+        self.dispatch = [0] * n
+        self.ready = [0] * n
+        self.start = [-1] * n
+        self.end = [0] * n
+        self.done = [0] * n
+        self.wait_queue = [-1] * n
+        self.fetch_dram = [0] * n
+        self.fetch_queue = [0] * n
+        self.pushed: list[list[int]] = [[], [], [], []]  # visible cycle of each token pushed
+        self.popped: list[list[int]] = [[], [], [], []]  # cycle each token was popped
+        self.fetched = 0  # instructions dispatched so far
+        self.next = [0, 0, 0]  # next command-queue position per module
+        self.started = [False, False, False]  # its head instruction started, pushes pending
+        self.free = [0, 0, 0]  # first cycle each module can start its next instruction
+
+    # --------------------------------------------------------------------------- events
+    def run(self) -> Schedule:
+        while self._fetch() | self._advance(LOAD) | self._advance(COMPUTE) | self._advance(STORE):
+            pass
+        if self.fetched < len(self.insns) or any(
+            self.next[m] < len(self.order[m]) for m in range(3)
+        ):
+            raise DeadlockError(self._deadlock_report())
+        as_array = {
+            f.name: np.asarray(getattr(self, f.name), dtype=np.int64)
+            for f in dataclasses.fields(Schedule)
+            if f.name != "insns"
+        }
+        return Schedule(self.insns, **as_array)
+
+    def _fetch(self) -> bool:
+        """Dispatch instructions in order while their command queue has room."""
+        depth = self.cfg.cmd_queue_depth
+        k, n = self.fetched, len(self.insns)
+        last = self.dispatch[k - 1] if k else -1
+        while k < n:
+            t = max(self.arrival[k], last + 1)
+            self.fetch_dram[k] = t - last - 1
+            slot = self.slot[k]
+            if slot >= depth:  # the entry `depth` places ahead must have left the queue
+                freed = self.start[self.order[self.module[k]][slot - depth]]
+                if freed < 0:
+                    break
+                if freed + 1 > t:
+                    self.fetch_queue[k] = freed + 1 - t
+                    t = freed + 1
+            self.dispatch[k] = last = t
+            k += 1
+        progressed = k > self.fetched
+        self.fetched = k
+        return progressed
+
+    def _advance(self, m: int) -> bool:
+        """Start and finish the module's instructions in order while their inputs are known."""
+        order, progressed = self.order[m], False
+        while self.next[m] < len(order):
+            j = order[self.next[m]]
+            if not self.started[m]:
+                if j >= self.fetched or not self._start(j, m):
+                    break
+                self.started[m] = True
+                progressed = True
+            if not self._finish(j, m):
+                break
+            self.started[m] = False
+            self.next[m] += 1
+        return progressed
+
+    def _start(self, j: int, m: int) -> bool:
+        ready = max(self.dispatch[j] + 1, self.free[m])
+        start, waited = ready, -1
+        for q in self.pops[j]:
+            count = len(self.popped[q])
+            if count >= len(self.pushed[q]):
+                return False
+            if self.pushed[q][count] > start:
+                start, waited = self.pushed[q][count], q
+        for q in self.pops[j]:
+            self.popped[q].append(start)
+        end = start + self.busy[j] + self.stall_dram[j]
+        if self.max_cycles is not None and end > self.max_cycles:
+            raise DeviceError(
+                f"cycle limit {self.max_cycles:,} exceeded: instruction {j} "
+                f"({self.insns[j].opcode.name}) on {MODULE_NAMES[m]} would end at cycle {end:,}"
+            )
+        self.ready[j], self.start[j], self.end[j] = ready, start, end
+        self.wait_queue[j] = waited
+        return True
+
+    def _finish(self, j: int, m: int) -> bool:
+        done = self.end[j]
+        depth = self.cfg.token_queue_depth
+        for q in self.pushes[j]:
+            # A push needs the token `depth` places ahead to have been popped.
+            ahead = len(self.pushed[q]) - depth
+            if ahead >= 0:
+                if ahead >= len(self.popped[q]):
+                    return False
+                done = max(done, self.popped[q][ahead] + 1)
+        for q in self.pushes[j]:
+            self.pushed[q].append(done)
+        self.done[j] = self.free[m] = done
+        return True
+
+    # --------------------------------------------------------------------------- deadlock
+    def _deadlock_report(self) -> str:
+        last = max([*self.done, *self.dispatch[: self.fetched]], default=0)
+        lines = [f"deadlock after cycle {last:,}: no module can progress"]
+        if self.fetched < len(self.insns):
+            k = self.fetched
+            name = MODULE_NAMES[self.module[k]]
+            lines.append(
+                f"fetch: blocked at instruction {k} ({self.insns[k].opcode.name}): the {name} "
+                f"command queue is full ({self.cfg.cmd_queue_depth} entries)"
+            )
+        for m, name in enumerate(MODULE_NAMES):
+            lines.append(f"{name}: {self._blocked_on(m)}")
+        return "\n  ".join(lines)
+
+    def _blocked_on(self, m: int) -> str:
+        order = self.order[m]
+        if self.next[m] >= len(order):
+            return "finished"
+        j = order[self.next[m]]
+        what = f"blocked at instruction {j} ({self.insns[j].opcode.name})"
+        if j >= self.fetched:
+            return f"{what}: not yet fetched"
+        if self.started[m]:
+            depth = self.cfg.token_queue_depth
+            full = [q for q in self.pushes[j] if len(self.pushed[q]) - len(self.popped[q]) >= depth]
+            return f"{what}: waiting for room in full token queue " + ", ".join(
+                f"{queue_label(q)} ({self.cfg.token_queue_depth} tokens)" for q in full
+            )
+        waits = []
+        for q in self.pops[j]:
+            if len(self.popped[q]) < len(self.pushed[q]):
+                continue
+            producer = QUEUE_ENDS[q][0]
+            later = self.order[producer][self.next[producer] :]
+            source = (
+                ""
+                if any(q in self.pushes[i] for i in later)
+                else (f"; no remaining {MODULE_NAMES[producer]} instruction pushes it")
+            )
+            waits.append(f"a token on {queue_label(q)}{source}")
+        return f"{what}: waiting for " + " and ".join(waits)
+
+
+def _queues(insn: Insn, index: int, m: int, allowed: dict, other: dict) -> tuple[int, ...]:
+    """Token queues the flags in `allowed` name; flags that neither table names are illegal."""
+    for flag in _FLAGS:
+        if getattr(insn, flag) and flag not in allowed and flag not in other:
+            legal = sorted({*_POPS[m], *_PUSHES[m]})
+            raise ProgramError(
+                f"instruction {index}: {insn.opcode.name} runs on the {MODULE_NAMES[m]} module, "
+                f"which has no {flag!r} (valid flags there: {', '.join(legal)})"
+            )
+    return tuple(q for flag, q in allowed.items() if getattr(insn, flag))
+
+
+def until_finish(program: Program) -> list[Insn]:
+    """The instructions up to and including the first FINISH: the part of a stream that runs."""
+    insns = program.instructions
+    for index, insn in enumerate(insns):
+        if isinstance(insn, FinishInsn):
+            return insns[: index + 1]
+    raise DeviceError(
+        f"the {len(insns)}-instruction stream ends without FINISH; the device would never "
+        "signal done (append a FINISH instruction)"
+    )
+
+
+def schedule(program: Program, max_cycles: int | None = None) -> Schedule:
+    """The cycle-exact schedule of a Program (no functional execution)."""
+    return _Engine(until_finish(program), program.config, max_cycles).run()
+
+
+class CycleSimulator(Device):
+    """The `sim` device: cycle-level timing per docs/timing.md plus bit-exact results."""
+
+    name = "sim"
+
+    def __init__(self, trace: str | Path | None = None, max_cycles: int | None = None, **options):
+        if options:
+            raise DeviceError(
+                f"device 'sim' takes the options trace and max_cycles, got {sorted(options)}"
+            )
+        if max_cycles is not None and max_cycles < 1:
+            raise DeviceError(f"max_cycles = {max_cycles} must be >= 1")
+        self.trace = trace
+        self.max_cycles = max_cycles
+
+    def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
+        """Run `program` on a copy of `dram`; return the final image and the run's Stats."""
+        sched = schedule(program, self.max_cycles)
+        image = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
+        stats = self.new_stats(program.config)
+        core = FunctionalCore(program.config, image, stats)
+        insns = sched.insns
+        for j in np.lexsort((np.arange(len(insns)), sched.start)).tolist():
+            core.execute(insns[j], j)
+        sched.fill(stats)
+        if self.trace is not None:
+            write_trace(self.trace, sched, program.config)
+        return image, stats

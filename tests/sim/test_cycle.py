@@ -1,0 +1,470 @@
+"""sim.cycle: exact cycle counts of small Programs worked out by hand from docs/timing.md, queue
+and token stalls, deadlock reports, latency hiding, the trace file, and bit-exact agreement with
+fsim. Programs are built from vta.isa dataclasses (pynq preset unless stated: 8-byte bus, DRAM
+latency 32, so an instruction's bytes are complete at cycle 34 + 2k)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sim.cycle import CycleSimulator, schedule
+from sim.functional import FunctionalSimulator
+from vta.config import VTAConfig
+from vta.device import get_device
+from vta.errors import DeadlockError, DeviceError, ProgramError
+from vta.isa import (
+    FinishInsn,
+    GemmInsn,
+    Insn,
+    MemInsn,
+    MemType,
+    encode_stream,
+    encode_uops,
+)
+from vta.program import BufferSpec, Program
+
+PYNQ = VTAConfig.load("pynq")
+
+
+def program(insns: list[Insn], cfg: VTAConfig = PYNQ, dram: np.ndarray | None = None) -> Program:
+    image = np.zeros(4096, dtype=np.uint8) if dram is None else dram
+    return Program(cfg, encode_stream(insns, cfg), image)
+
+
+def mem(mem_type: MemType, x_size: int = 1, store: bool = False, **fields) -> MemInsn:
+    return MemInsn(
+        is_store=store, memory_type=mem_type, y_size=1, x_size=x_size, x_stride=x_size, **fields
+    )
+
+
+def nop(mem_type: MemType = MemType.INP, **flags) -> MemInsn:
+    """A NOP on the module that executes `mem_type` loads (INP: load, UOP: compute)."""
+    return MemInsn(memory_type=mem_type, **flags)
+
+
+def reset(iters: int = 1, **flags) -> GemmInsn:
+    """A GEMM that zeroes `iters` ACC rows (1 + iters + 4 cycles)."""
+    return GemmInsn(reset_reg=True, uop_bgn=0, uop_end=1, iter_out=iters, dst_factor_out=1, **flags)
+
+
+def run(prog: Program, **options):
+    return CycleSimulator(**options).execute(prog, prog.dram)
+
+
+# ------------------------------------------------------------------------------- exact counts
+def test_finish_alone():
+    # Bytes complete at 34, dispatch 34, start 35, one cycle.
+    _, stats = run(program([FinishInsn()]))
+    assert stats.cycles == 36
+    assert stats.modules["fetch"].stall_dram == 34
+    assert stats.modules["compute"].busy == 1
+
+
+def matmul_program() -> tuple[Program, np.ndarray]:
+    """LOAD UOP, reset; LOAD INP, LOAD WGT -> GEMM -> STORE -> FINISH: one 1x16 by 16x16 product."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(-128, 128, 16, dtype=np.int8)
+    w = rng.integers(-128, 128, (16, 16), dtype=np.int8)
+    dram = np.zeros(1024, dtype=np.uint8)
+    dram[0:4] = encode_uops([(0, 0, 0)], PYNQ).view(np.uint8)
+    dram[16:32] = x.view(np.uint8)  # INP element 1
+    dram[256:512] = w.reshape(-1).view(np.uint8)  # WGT element 1
+    insns = [
+        mem(MemType.UOP),
+        reset(),
+        mem(MemType.INP, dram_base=1),
+        mem(MemType.WGT, dram_base=1, push_next_dep=True),
+        GemmInsn(uop_bgn=0, uop_end=1, pop_prev_dep=True, push_next_dep=True),
+        mem(MemType.OUT, store=True, dram_base=40, pop_prev_dep=True, push_prev_dep=True),
+        FinishInsn(pop_next_dep=True),
+    ]
+    prog = Program(
+        PYNQ, encode_stream(insns, PYNQ), dram, [BufferSpec("y", 640, (16,), "int8", "output")]
+    )
+    expected = (x.astype(np.int32) @ w.T.astype(np.int32)).astype(np.int8)
+    return prog, expected
+
+
+def test_matmul_cycle_count_by_hand():
+    # 0 LOAD UOP (compute): dispatch 34, start 35, cost 1 + 1 beat + 32 = 34 -> end 69.
+    # 1 GEMM reset (compute): dispatch 36, start 69, cost 1 + 1 + 4 = 6 -> end 75.
+    # 2 LOAD INP (load): dispatch 38, start 39, cost 1 + 2 beats + 32 = 35 -> end 74.
+    # 3 LOAD WGT (load): dispatch 40, start 74, cost 1 + 32 + 32 = 65 -> end 139, push l2g.
+    # 4 GEMM (compute): dispatch 42, ready 75, token at 139 -> end 139 + 6 = 145, push g2s.
+    # 5 STORE (store): dispatch 44, ready 45, token at 145 -> end 145 + 35 = 180, push s2g.
+    # 6 FINISH (compute): dispatch 46, ready 145, token at 180 -> end 181.
+    prog, expected = matmul_program()
+    final, stats = run(prog)
+    assert stats.cycles == 181
+    m = stats.modules
+    assert (m["load"].busy, m["load"].stall_dram, m["load"].stall_token) == (36, 64, 0)
+    assert (m["compute"].busy, m["compute"].stall_dram, m["compute"].stall_token) == (15, 32, 99)
+    assert (m["store"].busy, m["store"].stall_dram, m["store"].stall_token) == (3, 32, 100)
+    assert (m["fetch"].busy, m["fetch"].stall_dram, m["fetch"].stall_queue) == (7, 40, 0)
+    assert [m[k].instructions for k in ("fetch", "load", "compute", "store")] == [7, 2, 4, 1]
+    assert np.array_equal(prog.outputs(final)["y"], expected)
+    assert stats.macs == 256 and stats.utilization == pytest.approx(1 / 181)
+
+
+def test_schedule_events_by_hand():
+    prog, _ = matmul_program()
+    sched = schedule(prog)
+    assert sched.dispatch.tolist() == [34, 36, 38, 40, 42, 44, 46]
+    assert sched.start.tolist() == [35, 69, 39, 74, 139, 145, 180]
+    assert sched.end.tolist() == [69, 75, 74, 139, 145, 180, 181]
+    assert sched.wait_queue.tolist() == [-1, -1, -1, -1, 0, 2, 3]  # l2g, g2s, s2g
+
+
+def test_instruction_after_finish_does_not_run():
+    prog, _ = matmul_program()
+    extra = Program(
+        PYNQ,
+        np.concatenate([prog.insns, encode_stream([mem(MemType.INP)], PYNQ)]),
+        prog.dram,
+        prog.buffers,
+    )
+    assert run(extra)[1].cycles == 181
+
+
+def compute_chain(cfg: VTAConfig) -> Program:
+    """LOAD UOP then three 105-cycle GEMMs then FINISH, all on the compute module."""
+    dram = np.zeros(64, dtype=np.uint8)
+    dram[0:4] = encode_uops([(0, 0, 0)], cfg).view(np.uint8)
+    return program([mem(MemType.UOP), reset(100), reset(100), reset(100), FinishInsn()], cfg, dram)
+
+
+def test_full_command_queue_stalls_fetch():
+    # With 2 entries, insn 3 waits for insn 1 to leave the queue (start 69 -> dispatch 70, 30
+    # cycles after 40) and FINISH for insn 2 (start 174 -> dispatch 175, 104 cycles after 71).
+    # Compute-bound either way: 35 + 34 + 3 * 105 + 1 = 385.
+    shallow = PYNQ.replace(cmd_queue_depth=2)
+    sched = schedule(compute_chain(shallow))
+    assert sched.dispatch.tolist() == [34, 36, 38, 70, 175]
+    _, stats = run(compute_chain(shallow))
+    assert stats.cycles == 385
+    fetch = stats.modules["fetch"]
+    assert (fetch.busy, fetch.stall_dram, fetch.stall_queue) == (5, 37, 134)
+    _, deep = run(compute_chain(PYNQ))
+    assert deep.cycles == 385 and deep.modules["fetch"].stall_queue == 0
+
+
+def token_program(cfg: VTAConfig) -> Program:
+    dram = np.zeros(64, dtype=np.uint8)
+    dram[0:4] = encode_uops([(0, 0, 0)], cfg).view(np.uint8)
+    insns = [
+        mem(MemType.UOP),
+        nop(push_next_dep=True),
+        nop(push_next_dep=True),
+        reset(pop_prev_dep=True),
+        reset(pop_prev_dep=True),
+        FinishInsn(),
+    ]
+    return program(insns, cfg, dram)
+
+
+def test_push_into_full_token_queue_stalls():
+    # Token queue of 1: the second load NOP ends at 40 but its push waits for the compute GEMM
+    # to pop the first token (start 69), so it lands at 70: 30 cycles of stall_queue.
+    # GEMM 4 is ready at 75 > 70, so the run ends as without the stall: 69 + 6 + 6 + 1 = 82.
+    one = PYNQ.replace(token_queue_depth=1)
+    sched = schedule(token_program(one))
+    assert sched.done.tolist()[1:3] == [38, 70]
+    _, stats = run(token_program(one))
+    assert stats.cycles == 82
+    assert stats.modules["load"].stall_queue == 30
+    _, deep = run(token_program(PYNQ))
+    assert deep.cycles == 82 and deep.modules["load"].stall_queue == 0
+
+
+def test_token_stall_cycles_count_only_the_wait():
+    # GEMM 3 is ready at 69 (after LOAD UOP) and its token arrived at 38: no stall.
+    _, stats = run(token_program(PYNQ))
+    assert stats.modules["compute"].stall_token == 0
+
+
+# ------------------------------------------------------------------------------- deadlocks
+def test_pop_without_push_is_a_deadlock():
+    prog = program([mem(MemType.INP, pop_next_dep=True), FinishInsn()])
+    with pytest.raises(DeadlockError) as err:
+        run(prog)
+    text = str(err.value)
+    assert "load: blocked at instruction 0 (LOAD)" in text
+    assert "g2l (compute->load); no remaining compute instruction pushes it" in text
+    assert "compute: finished" in text and "store: finished" in text
+
+
+def test_circular_wait_names_both_modules():
+    prog = program(
+        [
+            mem(MemType.INP, pop_next_dep=True, push_next_dep=True),
+            GemmInsn(uop_bgn=0, uop_end=1, pop_prev_dep=True, push_prev_dep=True),
+            FinishInsn(),
+        ]
+    )
+    with pytest.raises(DeadlockError) as err:
+        run(prog)
+    text = str(err.value)
+    assert "load: blocked at instruction 0 (LOAD): waiting for a token on g2l" in text
+    assert "compute: blocked at instruction 1 (GEMM): waiting for a token on l2g" in text
+
+
+def test_consumer_behind_full_command_queue_is_a_deadlock():
+    # Store waits for a g2s token the GEMM at index 3 would push, but fetch cannot dispatch
+    # past the third STORE: the store command queue (2 entries) is full.
+    shallow = PYNQ.replace(cmd_queue_depth=2)
+    store = mem(MemType.OUT, store=True)
+    insns = [
+        store.replace(pop_prev_dep=True),
+        store,
+        store,
+        reset(push_next_dep=True),
+        FinishInsn(),
+    ]
+    with pytest.raises(DeadlockError) as err:
+        run(program(insns, shallow))
+    text = str(err.value)
+    assert "fetch: blocked at instruction 2 (STORE): the store command queue is full" in text
+    assert "store: blocked at instruction 0 (STORE): waiting for a token on g2s" in text
+    assert "compute: blocked at instruction 3 (GEMM): not yet fetched" in text
+
+
+def test_full_token_queue_never_drained_is_a_deadlock():
+    one = PYNQ.replace(token_queue_depth=1)
+    prog = program([nop(push_next_dep=True), nop(push_next_dep=True), FinishInsn()], one)
+    with pytest.raises(DeadlockError, match=r"instruction 1 \(LOAD\): waiting for room in full"):
+        run(prog)
+
+
+# ------------------------------------------------------------------------------- errors
+def test_max_cycles():
+    prog, _ = matmul_program()
+    assert run(prog, max_cycles=181)[1].cycles == 181
+    with pytest.raises(DeviceError, match="cycle limit 180 exceeded: instruction 6 .FINISH"):
+        run(prog, max_cycles=180)
+
+
+def test_flag_a_module_does_not_have():
+    prog = program([mem(MemType.INP, pop_prev_dep=True), FinishInsn()])
+    with pytest.raises(
+        ProgramError, match="instruction 0: LOAD runs on the load module.*'pop_prev_dep'"
+    ):
+        run(prog)
+
+
+def test_stream_without_finish():
+    with pytest.raises(DeviceError, match="without FINISH"):
+        run(program([mem(MemType.INP)]))
+
+
+def test_unknown_option():
+    with pytest.raises(DeviceError, match="options trace and max_cycles"):
+        CycleSimulator(clock=3)
+
+
+def test_registered_as_sim():
+    assert isinstance(get_device("sim"), CycleSimulator)
+
+
+# ------------------------------------------------------------------------------- blocked GEMM
+def blocked_gemm(
+    cfg: VTAConfig,
+    shape: tuple[int, int, int],
+    tile: tuple[int, int, int],
+    threads: int,
+    seed: int = 0,
+) -> tuple[Program, np.ndarray]:
+    """C = A @ B.T (int8 result = low 8 bits) tiled into output tiles of tm rows x tn blocks,
+    reduced in chunks of tk blocks. `threads` = 1 serializes load and compute through one set of
+    buffers; 2 double-buffers INP/WGT/ACC so loads, GEMMs and stores of neighbours overlap."""
+    m, n, k = shape
+    tm, tn, tk = tile
+    blk = cfg.block_in
+    nb, kb = n // blk, k // blk
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    b = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    b_tiles = b.reshape(nb, blk, kb, blk).transpose(0, 2, 1, 3)
+    inp_size, wgt_size, acc_size = tm * tk, tn * tk, tm * tn
+    # Micro-op kernels: per (input buffer, acc buffer) a GEMM kernel, per acc buffer a reset.
+    uops, gemm_kernel, reset_kernel = [], {}, {}
+    for buf in range(threads):
+        for acc in range(threads):
+            gemm_kernel[buf, acc] = (len(uops), len(uops) + tk * tn)
+            uops += [
+                (acc * acc_size + j, buf * inp_size + c, buf * wgt_size + j * tk + c)
+                for c in range(tk)
+                for j in range(tn)
+            ]
+    for acc in range(threads):
+        reset_kernel[acc] = (len(uops), len(uops) + tn)
+        uops += [(acc * acc_size + j, 0, 0) for j in range(tn)]
+    # DRAM: A, B, C, micro-ops, each 4 KiB aligned.
+    a_at = 0
+    b_at = -(-a.nbytes // 4096) * 4096
+    c_at = b_at + -(-b.nbytes // 4096) * 4096
+    u_at = c_at + -(-(m * n) // 4096) * 4096
+    words = encode_uops(uops, cfg)
+    dram = np.zeros(u_at + words.nbytes, dtype=np.uint8)
+    dram[a_at : a_at + a.nbytes] = a.reshape(-1).view(np.uint8)
+    dram[b_at : b_at + b.nbytes] = np.ascontiguousarray(b_tiles).reshape(-1).view(np.uint8)
+    dram[u_at:] = words.view(np.uint8)
+    eb = cfg.elem_bytes
+    insns: list[Insn] = [
+        MemInsn(
+            memory_type=MemType.UOP,
+            dram_base=u_at // 4,
+            y_size=1,
+            x_size=len(uops),
+            x_stride=len(uops),
+        )
+    ]
+    tiles = [(i, j) for i in range(0, m, tm) for j in range(0, nb, tn)]
+    chunks = kb // tk
+    steps = len(tiles) * chunks
+    for t, (i0, j0) in enumerate(tiles):
+        acc = t % threads
+        for c in range(chunks):
+            s = t * chunks + c
+            buf = s % threads
+            insns.append(
+                MemInsn(
+                    memory_type=MemType.INP,
+                    sram_base=buf * inp_size,
+                    dram_base=a_at // eb["inp"] + i0 * kb + c * tk,
+                    y_size=tm,
+                    x_size=tk,
+                    x_stride=kb,
+                    pop_next_dep=s >= threads,
+                )
+            )
+            insns.append(
+                MemInsn(
+                    memory_type=MemType.WGT,
+                    sram_base=buf * wgt_size,
+                    dram_base=b_at // eb["wgt"] + j0 * kb + c * tk,
+                    y_size=tn,
+                    x_size=tk,
+                    x_stride=kb,
+                    push_next_dep=True,
+                )
+            )
+            if c == 0:
+                lo, hi = reset_kernel[acc]
+                insns.append(
+                    GemmInsn(
+                        reset_reg=True,
+                        uop_bgn=lo,
+                        uop_end=hi,
+                        iter_out=tm,
+                        dst_factor_out=tn,
+                        pop_next_dep=t >= threads,
+                    )
+                )
+            lo, hi = gemm_kernel[buf, acc]
+            insns.append(
+                GemmInsn(
+                    uop_bgn=lo,
+                    uop_end=hi,
+                    iter_out=tm,
+                    dst_factor_out=tn,
+                    src_factor_out=tk,
+                    pop_prev_dep=True,
+                    push_prev_dep=s + threads < steps,
+                    push_next_dep=c == chunks - 1,
+                )
+            )
+        insns.append(
+            MemInsn(
+                is_store=True,
+                memory_type=MemType.OUT,
+                sram_base=acc * acc_size,
+                dram_base=c_at // eb["out"] + i0 * nb + j0,
+                y_size=tm,
+                x_size=tn,
+                x_stride=nb,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            )
+        )
+    # Drain the store's last tokens, then FINISH.
+    insns += [MemInsn(memory_type=MemType.UOP, pop_next_dep=True)] * min(threads, len(tiles))
+    insns.append(FinishInsn())
+    spec = BufferSpec("c", c_at, (m, n), "int8", "output")
+    expected = (a.astype(np.int32) @ b.T.astype(np.int32)).astype(np.int8)
+    return Program(cfg, encode_stream(insns, cfg), dram, [spec]), expected
+
+
+GEMM_SHAPE, GEMM_TILE = (64, 64, 256), (32, 2, 4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocked_gemm_matches_numpy_and_fsim(threads):
+    prog, expected = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, threads)
+    final, stats = run(prog)
+    assert np.array_equal(prog.outputs(final)["c"], expected)
+    reference, fstats = FunctionalSimulator().execute(prog, prog.dram)
+    assert np.array_equal(final, reference)
+    assert stats.macs == fstats.macs == 64 * 64 * 256
+    assert stats.instructions == fstats.instructions
+
+
+def test_double_buffering_hides_latency():
+    serial, _ = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, 1)
+    overlapped, _ = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, 2)
+    _, s1 = run(serial)
+    _, s2 = run(overlapped)
+    assert s2.cycles < 0.8 * s1.cycles
+    assert s2.utilization > s1.utilization
+    # Serialized, load and compute never overlap: the run is at least their sum.
+    busy = {k: s1.modules[k].busy + s1.modules[k].stall_dram for k in ("load", "compute")}
+    assert s1.cycles >= busy["load"] + busy["compute"]
+    assert s2.cycles < busy["load"] + busy["compute"]
+
+
+def test_module_cycles_add_up():
+    prog, _ = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, 2)
+    sched = schedule(prog)
+    _, stats = run(prog)
+    # Each module's instructions never overlap, so its accounted cycles fit in the run.
+    for name in ("load", "compute", "store"):
+        mod = stats.modules[name]
+        assert mod.busy + mod.stall_dram + mod.stall_token + mod.stall_queue <= stats.cycles
+    fetch = stats.modules["fetch"]
+    assert fetch.busy + fetch.stall_dram + fetch.stall_queue == sched.dispatch[-1] + 1
+    for m in range(3):
+        mine = sched.module == m
+        starts, ends = sched.start[mine], sched.done[mine]
+        assert np.all(starts[1:] >= ends[:-1])
+
+
+# ------------------------------------------------------------------------------- trace
+def test_trace_is_a_perfetto_timeline(tmp_path):
+    prog, _ = matmul_program()
+    path = tmp_path / "run.json"
+    run(prog, trace=path)
+    doc = json.loads(path.read_text())
+    events = doc["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert names == {0: "fetch", 1: "load", 2: "compute", 3: "store"}
+    slices = [e for e in events if e["ph"] == "X"]
+    insns = [e for e in slices if e["cat"] == "insn"]
+    assert sorted(e["args"]["index"] for e in insns) == list(range(7))
+    gemm = next(e for e in insns if e["args"]["index"] == 4)
+    assert (gemm["name"], gemm["tid"], gemm["args"]["cycle"], gemm["args"]["cycles"]) == (
+        "GEMM",
+        2,
+        139,
+        6,
+    )
+    assert gemm["ts"] == pytest.approx(139 / PYNQ.clock_mhz)
+    waits = {
+        (e["tid"], e["name"], e["args"]["cycle"], e["args"]["cycles"])
+        for e in slices
+        if e["cat"] == "stall_token"
+    }
+    assert waits == {(2, "wait l2g", 75, 64), (3, "wait g2s", 45, 100), (2, "wait s2g", 145, 35)}
+    dispatches = [e for e in slices if e["cat"] == "dispatch"]
+    assert len(dispatches) == 7 and all(e["tid"] == 0 for e in dispatches)
