@@ -1,0 +1,209 @@
+"""Bit-exact encode/decode of every instruction family and of micro-ops (hypothesis)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vta.config import load_config
+from vta.errors import ISAError
+from vta.isa import (
+    INSN_BYTES,
+    AluInsn,
+    AluOp,
+    FinishInsn,
+    GemmInsn,
+    MemInsn,
+    MemType,
+    Stage,
+    decode,
+    decode_stream,
+    decode_uops,
+    encode,
+    encode_stream,
+    encode_uops,
+    field_range,
+    insn_stage,
+    layouts,
+    uop_layout,
+)
+
+CONFIGS = [load_config(name) for name in ("pynq", "tiny", "ultra96")]
+FAMILY_CLASS = {"gemm": GemmInsn, "alu": AluInsn, "finish": FinishInsn}
+
+
+def _limit_biased(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """Values at and next to the limits of a field, and anything in between."""
+    return st.one_of(
+        st.sampled_from(sorted({lo, hi, min(lo + 1, hi), max(hi - 1, lo)})), st.integers(lo, hi)
+    )
+
+
+@st.composite
+def instructions(draw, cfg, family):
+    values = {}
+    for field in layouts(cfg)[family]:
+        if field.name == "opcode":
+            continue
+        if field.name == "memory_type":
+            values[field.name] = draw(st.sampled_from(list(MemType)))
+        elif field.name == "alu_opcode":
+            values[field.name] = draw(st.sampled_from(list(AluOp)))
+        elif field.width == 1:
+            values[field.name] = draw(st.booleans())
+        else:
+            values[field.name] = draw(_limit_biased(*field_range(field)))
+    if family == "mem":
+        return MemInsn(is_store=draw(st.booleans()), **values)
+    return FAMILY_CLASS[family](**values)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("family", ["mem", "gemm", "alu", "finish"])
+def test_round_trip_every_field_at_its_limits(cfg, family):
+    @settings(max_examples=150, deadline=None)
+    @given(instructions(cfg, family))
+    def check(insn):
+        data = encode(insn, cfg)
+        assert len(data) == INSN_BYTES
+        assert decode(data, cfg) == insn
+
+    check()
+
+
+def test_stream_round_trip():
+    cfg = CONFIGS[0]
+    insns = [
+        MemInsn(memory_type=MemType.INP, x_size=3, y_size=2, x_stride=3, push_next_dep=True),
+        GemmInsn(uop_bgn=1, uop_end=4, iter_out=2, iter_in=3, pop_prev_dep=True),
+        AluInsn(alu_opcode=AluOp.SHR, use_imm=True, imm=-5, uop_end=1),
+        MemInsn(is_store=True, memory_type=MemType.OUT, x_size=1, y_size=1),
+        FinishInsn(),
+    ]
+    raw = encode_stream(insns, cfg)
+    assert raw.dtype == np.uint8 and raw.size == 16 * len(insns)
+    assert decode_stream(raw, cfg) == insns
+
+
+# The reference layout (vta-isa.md 2.3-2.5) for the default configuration: lsb of each field.
+PYNQ_LSB = {
+    "mem": {
+        "opcode": 0,
+        "pop_prev_dep": 3,
+        "pop_next_dep": 4,
+        "push_prev_dep": 5,
+        "push_next_dep": 6,
+        "memory_type": 7,
+        "sram_base": 10,
+        "dram_base": 26,
+        "y_size": 64,
+        "x_size": 80,
+        "x_stride": 96,
+        "y_pad_0": 112,
+        "y_pad_1": 116,
+        "x_pad_0": 120,
+        "x_pad_1": 124,
+    },
+    "gemm": {
+        "reset_reg": 7,
+        "uop_bgn": 8,
+        "uop_end": 21,
+        "iter_out": 35,
+        "iter_in": 49,
+        "dst_factor_out": 64,
+        "dst_factor_in": 75,
+        "src_factor_out": 86,
+        "src_factor_in": 97,
+        "wgt_factor_out": 108,
+        "wgt_factor_in": 118,
+    },
+    "alu": {
+        "dst_factor_out": 64,
+        "dst_factor_in": 75,
+        "src_factor_out": 86,
+        "src_factor_in": 97,
+        "alu_opcode": 108,
+        "use_imm": 111,
+        "imm": 112,
+    },
+}
+
+
+@pytest.mark.parametrize("family", sorted(PYNQ_LSB))
+def test_pynq_layout_is_the_reference_layout(family):
+    lsb = {f.name: f.lsb for f in layouts(CONFIGS[0])[family]}
+    for name, want in PYNQ_LSB[family].items():
+        assert lsb[name] == want, name
+
+
+def test_known_encoding_bits():
+    cfg = CONFIGS[0]
+    word = int.from_bytes(
+        encode(AluInsn(use_imm=True, imm=-1, alu_opcode=AluOp.SHR), cfg), "little"
+    )
+    assert word & 0x7 == 4  # ALU opcode
+    assert word >> 112 == 0xFFFF  # imm -1, sign bits
+    assert (word >> 108) & 0x7 == AluOp.SHR and (word >> 111) & 1 == 1
+    load = int.from_bytes(encode(MemInsn(memory_type=MemType.ACC, dram_base=1), cfg), "little")
+    assert load == (3 << 7) | (1 << 26)
+
+
+@pytest.mark.parametrize("family", ["mem", "gemm", "alu"])
+def test_out_of_range_field_raises_naming_the_field(family):
+    cfg = CONFIGS[0]
+    cls = {"mem": MemInsn, "gemm": GemmInsn, "alu": AluInsn}[family]
+    for field in layouts(cfg)[family]:
+        if field.name in ("opcode", "memory_type", "alu_opcode") or field.width == 1:
+            continue
+        lo, hi = field_range(field)
+        for bad in (hi + 1, lo - 1):
+            with pytest.raises(ISAError, match=f"instruction 7: .*'{field.name}' = {bad}"):
+                encode(cls(**{field.name: bad}), cfg, index=7)
+
+
+def test_decode_rejects_unknown_codes():
+    cfg = CONFIGS[0]
+    with pytest.raises(ISAError, match="unknown opcode 6"):
+        decode((6).to_bytes(16, "little"), cfg, 3)
+    with pytest.raises(ISAError, match="unknown memory_type 7"):
+        decode((7 << 7).to_bytes(16, "little"), cfg)
+    with pytest.raises(ISAError, match="unknown alu_opcode 6"):
+        decode((4 | (6 << 108)).to_bytes(16, "little"), cfg)
+    with pytest.raises(ISAError, match="multiple of 16"):
+        decode_stream(np.zeros(17, np.uint8), cfg)
+
+
+def test_stage_routing():
+    assert insn_stage(MemInsn(memory_type=MemType.INP)) == Stage.LOAD
+    assert insn_stage(MemInsn(memory_type=MemType.WGT)) == Stage.LOAD
+    assert insn_stage(MemInsn(memory_type=MemType.UOP)) == Stage.COMPUTE
+    assert insn_stage(MemInsn(memory_type=MemType.ACC)) == Stage.COMPUTE
+    assert insn_stage(MemInsn(is_store=True, memory_type=MemType.OUT)) == Stage.STORE
+    assert insn_stage(GemmInsn()) == insn_stage(AluInsn()) == insn_stage(FinishInsn())
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+def test_uop_round_trip_at_limits(cfg):
+    widths = [f.width for f in uop_layout(cfg)]
+
+    @settings(max_examples=100, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(*[_limit_biased(0, (1 << w) - 1) for w in widths]), min_size=1, max_size=40
+        )
+    )
+    def check(uops):
+        words = encode_uops(uops, cfg)
+        assert words.dtype == np.uint32
+        np.testing.assert_array_equal(decode_uops(words, cfg), np.array(uops))
+
+    check()
+
+
+def test_uop_bit_layout_and_range_errors():
+    cfg = CONFIGS[0]
+    assert int(encode_uops([(1, 2, 3)], cfg)[0]) == 1 | (2 << 11) | (3 << 22)
+    with pytest.raises(ISAError, match="micro-op 1: field 'wgt_idx' = 1024"):
+        encode_uops([(0, 0, 0), (0, 0, 1024)], cfg)
+    with pytest.raises(ISAError, match="'dst_idx' = -1"):
+        encode_uops([(-1, 0, 0)], cfg)
