@@ -87,12 +87,12 @@ class FunctionalCore:
         """A (y_size, x_size * elem_bytes) strided byte view of the DRAM rows `insn` touches."""
         what = f"instruction {index}: {insn.opcode.name} {insn.memory_type.name}"
         if insn.dram_base < 0 or insn.x_stride < 0 or insn.y_size < 0 or insn.x_size < 0:
-            raise DeviceError(f"{what}: dram_base, sizes and x_stride must be non-negative")
+            raise DeviceError(f"{what} fields dram_base, y_size, x_size and x_stride must be >= 0")
         n_elems = self.dram.size // elem_bytes
         end = insn.dram_base + max(insn.y_size - 1, 0) * insn.x_stride + insn.x_size
         if insn.y_size and end > n_elems:
             raise DeviceError(
-                f"{what}: field 'dram_base' = {insn.dram_base} with y_size {insn.y_size}, "
+                f"{what} field 'dram_base' = {insn.dram_base} with y_size {insn.y_size}, "
                 f"x_stride {insn.x_stride}, x_size {insn.x_size} reaches DRAM element {end - 1}; "
                 f"the {self.dram.size}-byte image holds {n_elems} elements of {elem_bytes} bytes"
             )
