@@ -141,13 +141,12 @@ class FunctionalCore:
         rows = self._dram_rows(insn, index, eb)
         width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         height = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-        dest = self.sram[mem][self._sram_range(insn, index, mem, width * height)]
-        tile = dest.reshape(height, width * eb)
+        span = self._sram_range(insn, index, mem, width * height)
+        tile = self.sram[mem][span].reshape(height, width * eb)
         tile[...] = 0
         x0 = insn.x_pad_0 * eb
         tile[insn.y_pad_0 : insn.y_pad_0 + insn.y_size, x0 : x0 + insn.x_size * eb] = rows
         if mem == MemType.UOP:
-            span = self._sram_range(insn, index, mem, width * height)
             self.uops[span] = decode_uops(self.uop_words[span], self.config)
         key = mem.name.lower()
         self.stats.bytes_loaded[key] = self.stats.bytes_loaded.get(key, 0) + rows.size
