@@ -11,6 +11,7 @@ to program order for a valid Program.
 from __future__ import annotations
 
 import dataclasses
+from functools import cache
 from pathlib import Path
 from typing import ClassVar
 
@@ -19,7 +20,7 @@ import numpy as np
 from vta.config import VTAConfig
 from vta.device import Device
 from vta.errors import DeadlockError, DeviceError, ISAError, ProgramError
-from vta.isa import FinishInsn, Insn, Stage, insn_stage
+from vta.isa import DEP_FIELDS, FinishInsn, Insn, Stage, insn_stage
 from vta.program import Program
 from vta.stats import Stats
 
@@ -40,18 +41,12 @@ QUEUE_ENDS = {
 }
 
 _MODULE = {Stage.LOAD: LOAD, Stage.COMPUTE: COMPUTE, Stage.STORE: STORE}
-# Which queue each dependence flag pops or pushes, per module (vta-isa.md section 3).
-_POPS = {
-    LOAD: {"pop_next_dep": G2L},
-    COMPUTE: {"pop_prev_dep": L2G, "pop_next_dep": S2G},
-    STORE: {"pop_prev_dep": G2S},
+# The queue each dependence flag pops or pushes, per module (vta-isa.md section 3).
+_DEP_QUEUES = {
+    LOAD: {"pop_next_dep": G2L, "push_next_dep": L2G},
+    COMPUTE: {"pop_prev_dep": L2G, "pop_next_dep": S2G, "push_prev_dep": G2L, "push_next_dep": G2S},
+    STORE: {"pop_prev_dep": G2S, "push_prev_dep": S2G},
 }
-_PUSHES = {
-    LOAD: {"push_next_dep": L2G},
-    COMPUTE: {"push_prev_dep": G2L, "push_next_dep": G2S},
-    STORE: {"push_prev_dep": S2G},
-}
-_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 
 
 def queue_label(queue: int) -> str:
@@ -124,8 +119,9 @@ class _Engine:
         for index, insn in enumerate(insns):
             m = _MODULE[insn_stage(insn)]
             self.module.append(m)
-            self.pops.append(_queues(insn, index, m, _POPS[m], _PUSHES[m]))
-            self.pushes.append(_queues(insn, index, m, _PUSHES[m], _POPS[m]))
+            popped, pushed = _dependences(insn, index, m)
+            self.pops.append(popped)
+            self.pushes.append(pushed)
             try:
                 cost = insn_cost(insn, cfg)
             except ISAError as err:
@@ -286,16 +282,25 @@ class _Engine:
         return f"{what}: waiting for " + " and ".join(waits)
 
 
-def _queues(insn: Insn, index: int, m: int, allowed: dict, other: dict) -> tuple[int, ...]:
-    """Token queues the flags in `allowed` name; flags that neither table names are illegal."""
-    for flag in _FLAGS:
-        if getattr(insn, flag) and flag not in allowed and flag not in other:
-            legal = sorted({*_POPS[m], *_PUSHES[m]})
-            raise ProgramError(
-                f"instruction {index}: {insn.opcode.name} runs on the {MODULE_NAMES[m]} module, "
-                f"which has no {flag!r} (valid flags there: {', '.join(legal)})"
-            )
-    return tuple(q for flag, q in allowed.items() if getattr(insn, flag))
+@cache
+def _token_queues(m: int, flags: tuple[bool, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(popped, pushed) token queues of an instruction on module `m` with these DEP_FIELDS values;
+    raises KeyError naming a flag the module does not have."""
+    queues = _DEP_QUEUES[m]
+    named = [queues[flag] for flag, value in zip(DEP_FIELDS, flags, strict=True) if value]
+    popped = tuple(q for q in named if QUEUE_ENDS[q][1] == m)
+    return popped, tuple(q for q in named if QUEUE_ENDS[q][0] == m)
+
+
+def _dependences(insn: Insn, index: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The token queues `insn` pops and pushes; a flag its module lacks is a ProgramError."""
+    try:
+        return _token_queues(m, tuple(getattr(insn, flag) for flag in DEP_FIELDS))
+    except KeyError as err:
+        raise ProgramError(
+            f"instruction {index}: {insn.opcode.name} runs on the {MODULE_NAMES[m]} module, "
+            f"which has no {err.args[0]!r} (valid flags there: {', '.join(_DEP_QUEUES[m])})"
+        ) from None
 
 
 def until_finish(program: Program) -> list[Insn]:

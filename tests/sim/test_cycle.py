@@ -15,6 +15,7 @@ from sim.functional import FunctionalSimulator
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeadlockError, DeviceError, ProgramError
+from vta.examples import all_examples, blocked_gemm
 from vta.isa import (
     FinishInsn,
     GemmInsn,
@@ -268,176 +269,72 @@ def test_registered_as_sim():
     assert isinstance(get_device("sim"), CycleSimulator)
 
 
-# ------------------------------------------------------------------------------- blocked GEMM
-def blocked_gemm(
-    cfg: VTAConfig,
-    shape: tuple[int, int, int],
-    tile: tuple[int, int, int],
-    threads: int,
-    seed: int = 0,
-) -> tuple[Program, np.ndarray]:
-    """C = A @ B.T (int8 result = low 8 bits) tiled into output tiles of tm rows x tn blocks,
-    reduced in chunks of tk blocks. `threads` = 1 serializes load and compute through one set of
-    buffers; 2 double-buffers INP/WGT/ACC so loads, GEMMs and stores of neighbours overlap."""
-    m, n, k = shape
-    tm, tn, tk = tile
-    blk = cfg.block_in
-    nb, kb = n // blk, k // blk
-    rng = np.random.default_rng(seed)
-    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
-    b = rng.integers(-128, 128, (n, k), dtype=np.int8)
-    b_tiles = b.reshape(nb, blk, kb, blk).transpose(0, 2, 1, 3)
-    inp_size, wgt_size, acc_size = tm * tk, tn * tk, tm * tn
-    # Micro-op kernels: per (input buffer, acc buffer) a GEMM kernel, per acc buffer a reset.
-    uops, gemm_kernel, reset_kernel = [], {}, {}
-    for buf in range(threads):
-        for acc in range(threads):
-            gemm_kernel[buf, acc] = (len(uops), len(uops) + tk * tn)
-            uops += [
-                (acc * acc_size + j, buf * inp_size + c, buf * wgt_size + j * tk + c)
-                for c in range(tk)
-                for j in range(tn)
-            ]
-    for acc in range(threads):
-        reset_kernel[acc] = (len(uops), len(uops) + tn)
-        uops += [(acc * acc_size + j, 0, 0) for j in range(tn)]
-    # DRAM: A, B, C, micro-ops, each 4 KiB aligned.
-    a_at = 0
-    b_at = -(-a.nbytes // 4096) * 4096
-    c_at = b_at + -(-b.nbytes // 4096) * 4096
-    u_at = c_at + -(-(m * n) // 4096) * 4096
-    words = encode_uops(uops, cfg)
-    dram = np.zeros(u_at + words.nbytes, dtype=np.uint8)
-    dram[a_at : a_at + a.nbytes] = a.reshape(-1).view(np.uint8)
-    dram[b_at : b_at + b.nbytes] = np.ascontiguousarray(b_tiles).reshape(-1).view(np.uint8)
-    dram[u_at:] = words.view(np.uint8)
-    eb = cfg.elem_bytes
-    insns: list[Insn] = [
-        MemInsn(
-            memory_type=MemType.UOP,
-            dram_base=u_at // 4,
-            y_size=1,
-            x_size=len(uops),
-            x_stride=len(uops),
-        )
-    ]
-    tiles = [(i, j) for i in range(0, m, tm) for j in range(0, nb, tn)]
-    chunks = kb // tk
-    steps = len(tiles) * chunks
-    for t, (i0, j0) in enumerate(tiles):
-        acc = t % threads
-        for c in range(chunks):
-            s = t * chunks + c
-            buf = s % threads
-            insns.append(
-                MemInsn(
-                    memory_type=MemType.INP,
-                    sram_base=buf * inp_size,
-                    dram_base=a_at // eb["inp"] + i0 * kb + c * tk,
-                    y_size=tm,
-                    x_size=tk,
-                    x_stride=kb,
-                    pop_next_dep=s >= threads,
-                )
-            )
-            insns.append(
-                MemInsn(
-                    memory_type=MemType.WGT,
-                    sram_base=buf * wgt_size,
-                    dram_base=b_at // eb["wgt"] + j0 * kb + c * tk,
-                    y_size=tn,
-                    x_size=tk,
-                    x_stride=kb,
-                    push_next_dep=True,
-                )
-            )
-            if c == 0:
-                lo, hi = reset_kernel[acc]
-                insns.append(
-                    GemmInsn(
-                        reset_reg=True,
-                        uop_bgn=lo,
-                        uop_end=hi,
-                        iter_out=tm,
-                        dst_factor_out=tn,
-                        pop_next_dep=t >= threads,
-                    )
-                )
-            lo, hi = gemm_kernel[buf, acc]
-            insns.append(
-                GemmInsn(
-                    uop_bgn=lo,
-                    uop_end=hi,
-                    iter_out=tm,
-                    dst_factor_out=tn,
-                    src_factor_out=tk,
-                    pop_prev_dep=True,
-                    push_prev_dep=s + threads < steps,
-                    push_next_dep=c == chunks - 1,
-                )
-            )
-        insns.append(
-            MemInsn(
-                is_store=True,
-                memory_type=MemType.OUT,
-                sram_base=acc * acc_size,
-                dram_base=c_at // eb["out"] + i0 * nb + j0,
-                y_size=tm,
-                x_size=tn,
-                x_stride=nb,
-                pop_prev_dep=True,
-                push_prev_dep=True,
-            )
-        )
-    # Drain the store's last tokens, then FINISH.
-    insns += [MemInsn(memory_type=MemType.UOP, pop_next_dep=True)] * min(threads, len(tiles))
-    insns.append(FinishInsn())
-    spec = BufferSpec("c", c_at, (m, n), "int8", "output")
-    expected = (a.astype(np.int32) @ b.T.astype(np.int32)).astype(np.int8)
-    return Program(cfg, encode_stream(insns, cfg), dram, [spec]), expected
+# ------------------------------------------------------------------------------- examples
+EXAMPLES = all_examples("pynq") + all_examples("tiny")
 
 
-GEMM_SHAPE, GEMM_TILE = (64, 64, 256), (32, 2, 4)
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-def test_blocked_gemm_matches_numpy_and_fsim(threads):
-    prog, expected = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, threads)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"{e.program.config.name}-{e.name}")
+def test_examples_match_fsim_bit_for_bit(example):
+    prog = example.program
     final, stats = run(prog)
-    assert np.array_equal(prog.outputs(final)["c"], expected)
+    for name, want in example.expected.items():
+        assert np.array_equal(prog.outputs(final)[name], want)
     reference, fstats = FunctionalSimulator().execute(prog, prog.dram)
     assert np.array_equal(final, reference)
-    assert stats.macs == fstats.macs == 64 * 64 * 256
-    assert stats.instructions == fstats.instructions
+    assert (stats.macs, stats.instructions) == (fstats.macs, fstats.instructions)
+    assert stats.modules["fetch"].instructions == len(prog)
+
+
+def gemm(threads: int):
+    return blocked_gemm(
+        "pynq", batch=64, in_channels=256, out_channels=256, block=(32, 64, 64), threads=threads
+    ).program
+
+
+def load_gemm_overlap(prog: Program) -> int:
+    """Cycles in which a load-module instruction and a (non-reset) GEMM run at once."""
+    sched = schedule(prog)
+    gemm = np.array([isinstance(i, GemmInsn) and not i.reset_reg for i in sched.insns])
+    load = sched.module == 0
+    s1, e1 = sched.start[load][:, None], sched.end[load][:, None]
+    s2, e2 = sched.start[gemm][None, :], sched.end[gemm][None, :]
+    return int(np.maximum(np.minimum(e1, e2) - np.maximum(s1, s2), 0).sum())
 
 
 def test_double_buffering_hides_latency():
-    serial, _ = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, 1)
-    overlapped, _ = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, 2)
-    _, s1 = run(serial)
-    _, s2 = run(overlapped)
-    assert s2.cycles < 0.8 * s1.cycles
-    assert s2.utilization > s1.utilization
-    # Serialized, load and compute never overlap: the run is at least their sum.
-    busy = {k: s1.modules[k].busy + s1.modules[k].stall_dram for k in ("load", "compute")}
-    assert s1.cycles >= busy["load"] + busy["compute"]
-    assert s2.cycles < busy["load"] + busy["compute"]
+    _, serial = run(gemm(1))
+    _, overlapped = run(gemm(2))
+    assert overlapped.cycles < 0.8 * serial.cycles
+    assert overlapped.utilization > serial.utilization
+    assert load_gemm_overlap(gemm(1)) == 0
+    assert load_gemm_overlap(gemm(2)) > 0.5 * serial.modules["compute"].busy
 
 
 def test_module_cycles_add_up():
-    prog, _ = blocked_gemm(PYNQ, GEMM_SHAPE, GEMM_TILE, 2)
+    prog = gemm(2)
     sched = schedule(prog)
     _, stats = run(prog)
-    # Each module's instructions never overlap, so its accounted cycles fit in the run.
     for name in ("load", "compute", "store"):
         mod = stats.modules[name]
         assert mod.busy + mod.stall_dram + mod.stall_token + mod.stall_queue <= stats.cycles
     fetch = stats.modules["fetch"]
     assert fetch.busy + fetch.stall_dram + fetch.stall_queue == sched.dispatch[-1] + 1
-    for m in range(3):
+    for m in range(3):  # a module runs one instruction at a time, in order
         mine = sched.module == m
-        starts, ends = sched.start[mine], sched.done[mine]
-        assert np.all(starts[1:] >= ends[:-1])
+        assert np.all(sched.start[mine][1:] >= sched.done[mine][:-1])
+    assert np.all(sched.start > sched.dispatch)
+
+
+@pytest.mark.slow
+def test_million_cycle_gemm_matches_fsim():
+    """The benchmark-sized Program (about 1.1 M cycles) agrees with fsim bit for bit."""
+    example = blocked_gemm(
+        "pynq", batch=256, in_channels=1024, out_channels=1024, block=(64, 256, 128), threads=2
+    )
+    prog = example.program
+    final, stats = run(prog)
+    assert stats.cycles > 1_000_000
+    assert np.array_equal(final, FunctionalSimulator().execute(prog, prog.dram)[0])
 
 
 # ------------------------------------------------------------------------------- trace
