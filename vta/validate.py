@@ -234,8 +234,8 @@ class _Checker:
         uop = self.is_load & (self.mem_type == MemType.UOP)
         footprint = np.where(uop, x, footprint)
         dram_end = mem["dram_base"] + np.maximum(y - 1, 0) * mem["x_stride"] + x
-        dram_end = np.where(uop, mem["dram_base"] + x, dram_end)
         dram_end = np.where(y == 0, mem["dram_base"], dram_end)
+        dram_end = np.where(uop, mem["dram_base"] + x, dram_end)  # UOP loads ignore y_size
         return footprint, mem["dram_base"], dram_end
 
     def _check_mem_ranges(self) -> None:
@@ -409,7 +409,7 @@ class _Checker:
                 return
             offsets = _sumset(np.arange(io) * fo, np.arange(ii) * fi)
             index_sets[field] = _sumset(uops[:, col], offsets)
-        if is_gemm and not reset:
+        if is_gemm:
             self._check_gemm_hazard(i, uops[:, 0], bgn, io, ii, f)
         for field, _, _, mem_type, reads in operands:
             if not reads:
@@ -428,7 +428,8 @@ class _Checker:
     def _check_gemm_hazard(
         self, i: int, dst: np.ndarray, bgn: int, io: int, ii: int, f: dict
     ) -> None:
-        """Two consecutive accumulating micro-ops may not write the same ACC row."""
+        """Two consecutive micro-ops of one GEMM may not write the same ACC row (reset included,
+        as the reference runtime's VerifyDep)."""
         dfo, dfi = int(f["dst_factor_out"][i]), int(f["dst_factor_in"][i])
         first, last = int(dst[0]), int(dst[-1])
         same = np.flatnonzero(dst[1:] == dst[:-1])

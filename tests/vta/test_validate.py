@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vta.builder import ProgramBuilder
 from vta.config import VTAConfig
@@ -21,6 +23,7 @@ from vta.isa import (
     Stage,
     encode_stream,
     encode_uops,
+    layouts,
 )
 from vta.program import Program
 from vta.validate import find_problems, validate_program
@@ -422,3 +425,27 @@ def test_validation_is_fast_on_large_programs():
     start = time.perf_counter()
     assert find_problems(ex.program) == []
     assert time.perf_counter() - start < 2.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.binary(min_size=INSN_BYTES, max_size=INSN_BYTES), max_size=24),
+    st.integers(0, 4096),
+    st.sampled_from(["pynq", "tiny"]),
+)
+def test_arbitrary_streams_give_findings_not_crashes(raw, dram_size, config):
+    """Bad input is reported, never crashes: random instructions with decodable opcodes."""
+    cfg = VTAConfig.load(config)
+    alu_op = next(f for f in layouts(cfg)["alu"] if f.name == "alu_opcode")
+
+    def decodable(chunk: bytes) -> bytes:
+        """Opcode, memory_type and alu_opcode made valid; every other field stays random."""
+        word = int.from_bytes(chunk, "little")
+        for lsb, count in ((0, 5), (7, 6), (alu_op.lsb, 5)):
+            word = word & ~(7 << lsb) | ((word >> lsb & 7) % count) << lsb
+        return word.to_bytes(INSN_BYTES, "little")
+
+    data = b"".join(decodable(chunk) for chunk in raw)
+    program = Program(cfg, np.frombuffer(data, np.uint8), np.zeros(dram_size, np.uint8))
+    problems = find_problems(program)
+    assert all(isinstance(p, str) and p for p in problems)
