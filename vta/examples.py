@@ -244,8 +244,6 @@ def _tiling(
         cin // cfg.block_in,
         cout // cfg.block_out,
     )
-    if threads not in (1, 2):
-        raise ProgramError(f"blocked_gemm: threads = {threads} (valid: 1, 2)")
     if (t.n_b * t.n_o) % threads:
         raise ProgramError(
             f"blocked_gemm: {t.n_b * t.n_o} output tiles do not split over {threads} threads"
@@ -337,6 +335,8 @@ def blocked_gemm(
     is (batch, in, out) elements per tile (default: the whole problem split once per thread).
     """
     cfg = _config(config)
+    if threads not in (1, 2):
+        raise ProgramError(f"blocked_gemm: threads = {threads} (valid: 1, 2)")
     if block is None:
         block = (batch, in_channels, out_channels // threads)
     t = _tiling(cfg, batch, in_channels, out_channels, block, threads)
