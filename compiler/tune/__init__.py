@@ -1,0 +1,120 @@
+"""The target-agnostic learned tuner: templates, records, XGBoost cost model, search, measurement.
+
+task = create_task("matmul", (512, 512, 512), "llvm")
+tune(task, 200, measure_option(LocalBuilder(build), CPURunner()), database=Database("t.db"))
+with apply_history_best("t.db"):
+    cfg = get_config(task)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vta.errors import TuningError
+
+from .callbacks import ProgressBar, plot_tuning_curve
+from .cost_model import XGBCostModel
+from .database import Database, Record
+from .dispatch import apply_history_best, get_config
+from .features import Featurizer, Loop, LoopNest
+from .ga_tuner import GATuner
+from .measure import (
+    CPURunner,
+    DeviceRunner,
+    LocalBuilder,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureOption,
+    MeasureResult,
+    Runner,
+    measure_option,
+)
+from .pool import DaskPool, LocalPool
+from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from .task import Task, create_task, register_reference, register_template
+from .tuner import GridSearchTuner, RandomTuner, Tuner, TuningHistory
+from .xgb_tuner import XGBTuner
+
+TUNERS = {
+    "xgb": lambda task, seed: XGBTuner(task, loss="rank", seed=seed),
+    "xgb-rank": lambda task, seed: XGBTuner(task, loss="rank", seed=seed),
+    "xgb-reg": lambda task, seed: XGBTuner(task, loss="reg", seed=seed),
+    "xgb-knob": lambda task, seed: XGBTuner(task, feature_type="knob", seed=seed),
+    "random": lambda task, seed: RandomTuner(task, seed=seed),
+    "grid": lambda task, seed: GridSearchTuner(task, seed=seed),
+    "ga": lambda task, seed: GATuner(task, seed=seed),
+}
+
+
+def tune(
+    task: Task,
+    n_trial: int,
+    measure_option: MeasureOption,
+    tuner: str | Tuner = "xgb",
+    callbacks: Sequence[Any] = (),
+    database: Database | None = None,
+    transfer: bool = False,
+    progress: bool = True,
+    seed: int = 0,
+    **tune_kwargs: Any,
+) -> TuningHistory:
+    """Tune one task; records go to `database`, which also seeds resume and transfer."""
+    if isinstance(tuner, str):
+        if tuner not in TUNERS:
+            raise TuningError(f"unknown tuner {tuner!r}; choose from {sorted(TUNERS)}")
+        tuner = TUNERS[tuner](task, seed)
+    if transfer:
+        if database is None or not isinstance(tuner, XGBTuner):
+            raise TuningError("transfer learning needs an XGB tuner and a records database")
+        tuner.transfer_from(database)
+    bar = ProgressBar(n_trial, desc=task.op) if progress else None
+    try:
+        return tuner.tune(
+            n_trial,
+            measure_option,
+            callbacks=[*callbacks, *filter(None, [bar])],
+            database=database,
+            **tune_kwargs,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+__all__ = [
+    "CPURunner",
+    "ConfigEntity",
+    "ConfigSpace",
+    "DaskPool",
+    "Database",
+    "DeviceRunner",
+    "FallbackConfigEntity",
+    "Featurizer",
+    "GATuner",
+    "GridSearchTuner",
+    "LocalBuilder",
+    "LocalPool",
+    "Loop",
+    "LoopNest",
+    "MeasureErrorNo",
+    "MeasureInput",
+    "MeasureOption",
+    "MeasureResult",
+    "RandomTuner",
+    "Record",
+    "Runner",
+    "Task",
+    "Tuner",
+    "TuningHistory",
+    "XGBCostModel",
+    "XGBTuner",
+    "apply_history_best",
+    "create_task",
+    "get_config",
+    "measure_option",
+    "plot_tuning_curve",
+    "register_reference",
+    "register_template",
+    "tune",
+]

@@ -1,0 +1,347 @@
+"""Measurement: a Builder compiles candidates, a Runner measures them on the target.
+
+Both run their jobs in a pool of isolated worker processes (or on Dask), so an exception, a
+crash or a hang in one candidate becomes a classified MeasureResult and never stops the tuner.
+Costs are in the runner's `cost_unit`: seconds for wall time, cycles for accelerator devices.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import math
+import os
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from vta.errors import TuningError
+
+from .pool import LocalPool, Outcome
+from .task import Task
+
+if TYPE_CHECKING:
+    from .space import ConfigEntity
+
+
+class MeasureErrorNo(enum.IntEnum):
+    """Why a measurement failed (0 = it did not)."""
+
+    NO_ERROR = 0
+    INSTANTIATION_ERROR = 1  # the template rejected the config
+    COMPILE_ERROR = 2  # lowering/codegen raised or the build worker died
+    RUNTIME_ERROR = 3  # the kernel raised or its process died
+    WRONG_ANSWER = 4  # outputs differ from the reference
+    TIMEOUT = 5  # build or run exceeded its deadline
+
+
+@dataclass(frozen=True)
+class MeasureInput:
+    task: Task
+    config: ConfigEntity
+
+
+@dataclass
+class BuildResult:
+    """An artifact that a Runner can load (a picklable Kernel, a vta Program), or the error."""
+
+    artifact: Any
+    error_no: MeasureErrorNo = MeasureErrorNo.NO_ERROR
+    error_msg: str = ""
+    time_cost: float = 0.0
+
+
+@dataclass
+class MeasureResult:
+    costs: list[float]
+    error_no: MeasureErrorNo = MeasureErrorNo.NO_ERROR
+    error_msg: str = ""
+    all_cost: float = 0.0
+    timestamp: float = field(default_factory=time.time)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_no == MeasureErrorNo.NO_ERROR
+
+    @property
+    def mean_cost(self) -> float:
+        return float(np.mean(self.costs)) if self.ok else math.inf
+
+
+class WrongAnswer(TuningError):
+    """A candidate's outputs differ from the reference."""
+
+
+class Kernel(Protocol):
+    """What a CPU build produces: a picklable callable on numpy arrays (inputs, then outputs)."""
+
+    arg_specs: Sequence[tuple[tuple[int, ...], str]]
+    n_outputs: int
+
+    def __call__(self, *arrays: np.ndarray) -> None: ...
+
+
+def _short(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else text[: limit // 2] + "\n...\n" + text[-limit // 2 :]
+
+
+# ------------------------------------------------------------------------------------ building
+def compiler_build(task: Task, instance: Any) -> Any:
+    """Default build: the template returned (schedule, args); compile for the task's target."""
+    import compiler
+
+    schedule, args = instance
+    return compiler.build(schedule, args, target=task.target)
+
+
+def _build_job(build_func: Callable[[Task, Any], Any], task: Task, index: int) -> BuildResult:
+    start = time.perf_counter()
+    try:
+        instance = task.instantiate(index)
+    except Exception:  # noqa: BLE001
+        return BuildResult(
+            None,
+            MeasureErrorNo.INSTANTIATION_ERROR,
+            _short(traceback.format_exc()),
+            time.perf_counter() - start,
+        )
+    try:
+        artifact = build_func(task, instance)
+    except Exception:  # noqa: BLE001
+        return BuildResult(
+            None,
+            MeasureErrorNo.COMPILE_ERROR,
+            _short(traceback.format_exc()),
+            time.perf_counter() - start,
+        )
+    return BuildResult(artifact, time_cost=time.perf_counter() - start)
+
+
+class LocalBuilder:
+    """Builds candidates in parallel worker processes, each within `timeout` seconds."""
+
+    def __init__(
+        self,
+        build_func: Callable[[Task, Any], Any] = compiler_build,
+        timeout: float = 10.0,
+        n_parallel: int | None = None,
+        pool: Any = None,
+    ):
+        self.build_func = build_func
+        self.timeout = timeout
+        self.pool = pool or LocalPool(n_parallel or os.cpu_count())
+
+    def build(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
+        jobs = [(self.build_func, inp.task, inp.config.index) for inp in inputs]
+        return [_outcome_to_build(o) for o in self.pool.map(_build_job, jobs, self.timeout)]
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _outcome_to_build(outcome: Outcome) -> BuildResult:
+    if outcome.ok:
+        return outcome.value
+    error = MeasureErrorNo.TIMEOUT if outcome.status == "timeout" else MeasureErrorNo.COMPILE_ERROR
+    return BuildResult(None, error, "build: " + outcome.message)
+
+
+# ------------------------------------------------------------------------------------- running
+def random_arrays(specs: Sequence[tuple[Sequence[int], str]], seed: int = 0) -> list[np.ndarray]:
+    """Deterministic test data: small integers for integer dtypes, normals for floats."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in specs:
+        if np.issubdtype(np.dtype(dtype), np.integer):
+            out.append(rng.integers(-8, 8, size=shape).astype(dtype))
+        else:
+            out.append(rng.standard_normal(size=shape).astype(dtype))
+    return out
+
+
+def check_outputs(
+    task: Task, inputs: list[np.ndarray], outputs: list[np.ndarray], rtol: float
+) -> None:
+    expected = task.reference(inputs)
+    for i, (got, want) in enumerate(zip(outputs, expected, strict=True)):
+        if not np.allclose(got, want, rtol=rtol, atol=rtol):
+            bad = np.abs(np.asarray(got, np.float64) - want).max()
+            raise WrongAnswer(
+                f"output {i} of {task.workload_key} differs from the reference "
+                f"by up to {bad:.3g} (rtol {rtol:g})"
+            )
+
+
+def time_kernel(
+    kernel: Kernel,
+    task: Task,
+    check: bool,
+    rtol: float,
+    number: int,
+    repeat: int,
+    min_repeat_ms: float,
+    warmup: int,
+) -> list[float]:
+    """Wall-clock seconds per call: `repeat` means of >= `number` calls lasting >= min_repeat_ms."""
+    specs = list(kernel.arg_specs)
+    n_in = len(specs) - kernel.n_outputs
+    inputs = random_arrays(specs[:n_in])
+    outputs = [np.zeros(shape, dtype) for shape, dtype in specs[n_in:]]
+    kernel(*inputs, *outputs)
+    if check:
+        check_outputs(task, inputs, outputs, rtol)
+    for _ in range(warmup):
+        kernel(*inputs, *outputs)
+    start = time.perf_counter()
+    kernel(*inputs, *outputs)
+    once = max(time.perf_counter() - start, 1e-9)
+    number = max(number, math.ceil(min_repeat_ms / 1e3 / once))
+    costs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            kernel(*inputs, *outputs)
+        costs.append((time.perf_counter() - start) / number)
+    return costs
+
+
+def run_on_device(program: Any, task: Task, device: str, check: bool) -> list[float]:
+    """Cycles of one run of a vta Program on a registered device (sim, rtl, pynq, ...)."""
+    from vta.device import get_device
+
+    names = [b.name for b in program.buffers if b.role in ("input", "weight")]
+    specs = [(program.buffer(n).shape, program.buffer(n).dtype) for n in names]
+    inputs = random_arrays(specs)
+    outputs, stats = get_device(device).run(program, dict(zip(names, inputs, strict=True)))
+    if check:
+        check_outputs(task, inputs, list(outputs.values()), rtol=0.0)
+    if stats.cycles is None:
+        raise TuningError(f"device {device!r} reports no cycle count; measure on 'sim' or 'rtl'")
+    return [float(stats.cycles)]
+
+
+def _run_job(measure: Callable[[Any, Task], list[float]], task: Task, artifact: Any) -> tuple:
+    try:
+        return measure(artifact, task), MeasureErrorNo.NO_ERROR, ""
+    except WrongAnswer as err:
+        return [], MeasureErrorNo.WRONG_ANSWER, str(err)
+    except Exception:  # noqa: BLE001
+        return [], MeasureErrorNo.RUNTIME_ERROR, _short(traceback.format_exc())
+
+
+class Runner(abc.ABC):
+    """Measures built candidates in isolated workers; one at a time unless n_parallel > 1."""
+
+    cost_unit = "s"
+
+    def __init__(self, timeout: float = 10.0, n_parallel: int = 1, pool: Any = None):
+        self.timeout = timeout
+        self.pool = pool or LocalPool(n_parallel)
+
+    @abc.abstractmethod
+    def measure_func(self) -> Callable[[Any, Task], list[float]]:
+        """A picklable function (artifact, task) -> costs, run inside a worker."""
+
+    def run(
+        self, inputs: Sequence[MeasureInput], builds: Sequence[BuildResult]
+    ) -> list[MeasureResult]:
+        jobs = [
+            (self.measure_func(), inp.task, b.artifact)
+            for inp, b in zip(inputs, builds, strict=True)
+        ]
+        results = []
+        for outcome in self.pool.map(_run_job, jobs, self.timeout):
+            if outcome.ok:
+                costs, error_no, msg = outcome.value
+                results.append(MeasureResult(costs, MeasureErrorNo(error_no), msg))
+            elif outcome.status == "timeout":
+                results.append(MeasureResult([], MeasureErrorNo.TIMEOUT, "run: " + outcome.message))
+            else:
+                results.append(
+                    MeasureResult([], MeasureErrorNo.RUNTIME_ERROR, "run: " + outcome.message)
+                )
+        return results
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class CPURunner(Runner):
+    """Wall time on this CPU: warm-up, then `repeat` timings of >= min_repeat_ms each."""
+
+    def __init__(
+        self,
+        number: int = 1,
+        repeat: int = 3,
+        min_repeat_ms: float = 50.0,
+        warmup: int = 1,
+        check: bool = True,
+        rtol: float = 1e-3,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.params = dict(
+            check=check,
+            rtol=rtol,
+            number=number,
+            repeat=repeat,
+            min_repeat_ms=min_repeat_ms,
+            warmup=warmup,
+        )
+
+    def measure_func(self) -> Callable[[Any, Task], list[float]]:
+        return partial(time_kernel, **self.params)
+
+
+class DeviceRunner(Runner):
+    """Cycles of a vta Program on `vta.device.get_device(device)`; deterministic, so one run."""
+
+    cost_unit = "cycles"
+
+    def __init__(self, device: str = "sim", check: bool = True, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.device = device
+        self.check = check
+
+    def measure_func(self) -> Callable[[Any, Task], list[float]]:
+        return partial(run_on_device, device=self.device, check=self.check)
+
+
+# ------------------------------------------------------------------------------------- options
+@dataclass
+class MeasureOption:
+    """A builder and a runner: measure(inputs) builds then runs every candidate."""
+
+    builder: Any
+    runner: Runner
+
+    @property
+    def cost_unit(self) -> str:
+        return self.runner.cost_unit
+
+    def measure(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
+        start = time.perf_counter()
+        builds = self.builder.build(inputs)
+        built = [i for i, b in enumerate(builds) if b.error_no == MeasureErrorNo.NO_ERROR]
+        ran = self.runner.run([inputs[i] for i in built], [builds[i] for i in built])
+        results = [MeasureResult([], b.error_no, b.error_msg) for b in builds]
+        for i, r in zip(built, ran, strict=True):
+            results[i] = r
+        per_item = (time.perf_counter() - start) / max(len(inputs), 1)
+        for r in results:
+            r.all_cost = per_item
+        return results
+
+    def close(self) -> None:
+        self.builder.close()
+        self.runner.close()
+
+
+def measure_option(builder: Any = None, runner: Runner | None = None) -> MeasureOption:
+    """Defaults: the compiler's build in a local process pool, CPU wall time."""
+    return MeasureOption(builder or LocalBuilder(), runner or CPURunner())

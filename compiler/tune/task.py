@@ -1,0 +1,126 @@
+"""Tasks: a workload (operator name + arguments) on a target, searched through its template.
+
+Templates are registered per (operator, target kind) with `@register_template`. A template is
+called twice over: once with a ConfigSpace to collect its knobs, then with a ConfigEntity to
+produce the schedule (or, for accelerator/analytic templates, the program) for one config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from vta.errors import TuningError
+
+from .space import ConfigEntity, ConfigSpace
+
+Template = Callable[..., Any]
+TEMPLATES: dict[tuple[str, str], Template] = {}
+REFERENCES: dict[str, Callable[..., list]] = {}
+
+
+def target_kind(target: str) -> str:
+    """'llvm -mcpu=znver5' -> 'llvm'; 'vta/sim' -> 'vta'."""
+    return target.split()[0].split("/")[0]
+
+
+def register_template(op: str, target: str) -> Callable[[Template], Template]:
+    """Register `fn(cfg, *args)` as the template of `op` on targets of kind `target`."""
+
+    def register(fn: Template) -> Template:
+        old = TEMPLATES.get((op, target))
+        if old is not None and old.__qualname__ != fn.__qualname__:
+            raise TuningError(
+                f"template ({op!r}, {target!r}) is already registered by "
+                f"{old.__module__}.{old.__qualname__}"
+            )
+        TEMPLATES[(op, target)] = fn
+        return fn
+
+    return register
+
+
+def register_reference(op: str) -> Callable[[Callable[..., list]], Callable[..., list]]:
+    """Register `fn(inputs, *args) -> outputs`, the numpy ground truth runners check against."""
+
+    def register(fn: Callable[..., list]) -> Callable[..., list]:
+        REFERENCES[op] = fn
+        return fn
+
+    return register
+
+
+def get_template(op: str, target: str) -> Template:
+    try:
+        return TEMPLATES[(op, target_kind(target))]
+    except KeyError:
+        known = sorted(f"{o}@{t}" for o, t in TEMPLATES)
+        raise TuningError(
+            f"no template for op {op!r} on target {target!r}; registered: {known}"
+        ) from None
+
+
+def workload_key(op: str, args: Sequence[Any]) -> str:
+    """The JSON string naming a workload in records: ["op", [args...]]."""
+    return json.dumps([op, list(args)], separators=(",", ":"))
+
+
+@dataclass
+class Task:
+    """One operator workload to tune on one target."""
+
+    op: str
+    args: tuple
+    target: str
+    template: Template = field(repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.args = tuple(self.args)
+        if self.template is None:
+            self.template = get_template(self.op, self.target)
+
+    @cached_property
+    def config_space(self) -> ConfigSpace:
+        space = ConfigSpace()
+        self.template(space, *self.args)
+        space.check_size()
+        return space
+
+    @property
+    def workload_key(self) -> str:
+        return workload_key(self.op, self.args)
+
+    @property
+    def flop(self) -> float:
+        """FLOPs (or ops) per run, declared by the template with cfg.add_flop."""
+        return self.config_space.flop
+
+    def instantiate(self, config: ConfigEntity | int) -> Any:
+        """Run the template for one config: the schedule/program it returns."""
+        if isinstance(config, int):
+            config = self.config_space.get(config)
+        return self.template(config, *self.args)
+
+    def reference(self, inputs: list) -> list:
+        """Expected outputs for `inputs`, from the op's registered numpy reference."""
+        try:
+            fn = REFERENCES[self.op]
+        except KeyError:
+            raise TuningError(
+                f"op {self.op!r} has no reference; register one with "
+                "@register_reference or measure with check=False"
+            ) from None
+        return list(fn(inputs, *self.args))
+
+    def __getstate__(self) -> dict:
+        # The space holds filter closures that do not pickle; workers rebuild it.
+        state = dict(self.__dict__)
+        state.pop("config_space", None)
+        return state
+
+
+def create_task(op: str, args: Sequence[Any], target: str) -> Task:
+    return Task(op, tuple(args), target)

@@ -1,0 +1,64 @@
+"""Transfer learning: a global cost model trained on the records of other workloads.
+
+Other workloads' records are re-featurized through their own tasks (rebuilt from the workload
+key and the template registry); only those whose feature rows have the length of the current
+task's are used. Each (workload, target) is one ranking group with labels normalized within it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from vta.errors import TuningError
+
+from .cost_model import XGBCostModel
+from .database import Database
+from .features import Featurizer
+from .task import Task, target_kind
+
+
+def history_dataset(
+    db: Database, task: Task, kind: str, max_per_workload: int = 2000
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, throughputs and group ids of other workloads' records on the same target kind."""
+    length = Featurizer(task, kind).length
+    xs, ys, gs = [], [], []
+    for n, workload in enumerate(db.workloads()):
+        if workload == task.workload_key:
+            continue
+        records = [
+            r for r in db.records(workload) if target_kind(r.target) == target_kind(task.target)
+        ][-max_per_workload:]
+        if not records:
+            continue
+        op, args = json.loads(workload)
+        try:
+            other = Task(op, tuple(args), records[0].target)
+            featurize = Featurizer(other, kind)
+            if featurize.length != length:
+                continue
+            space = other.config_space
+            index = np.array([space.from_json(r.config).index for r in records])
+        except TuningError:
+            continue  # its template is gone or changed: its records no longer apply
+        flop = other.flop or 1.0
+        xs.append(featurize(index))
+        ys.append([flop / r.mean_cost if r.ok and r.mean_cost else 0.0 for r in records])
+        gs.append(np.full(len(records), n))
+    if not xs:
+        return np.zeros((0, length), np.float32), np.zeros(0), np.zeros(0, np.int64)
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(gs)
+
+
+def global_model(
+    db: Database, task: Task, kind: str, loss: str = "rank", seed: int = 0, min_records: int = 64
+) -> XGBCostModel | None:
+    """A model of the history, or None when fewer than `min_records` usable records exist."""
+    x, y, groups = history_dataset(db, task, kind)
+    if len(y) < min_records:
+        return None
+    model = XGBCostModel(loss=loss, seed=seed)
+    model.fit(x, y, groups)
+    return model if model.booster is not None else None

@@ -1,0 +1,121 @@
+"""Records database: schema, batches, JSON lines, best-record dispatch, surviving SIGKILL."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from compiler.tune import Database, Record
+from compiler.tune.measure import MeasureErrorNo
+from vta.errors import TuningError
+
+HERE = Path(__file__).parent
+
+
+def rec(index, cost, workload='["op",[1]]', target="llvm", error=MeasureErrorNo.NO_ERROR):
+    return Record(workload, target, {"k": index}, index, [cost] if not error else [], error)
+
+
+def test_schema_wal_and_batches(tmp_path):
+    path = tmp_path / "r.db"
+    with Database(path) as db:
+        assert (
+            db.add_batch([rec(0, 3.0), rec(1, 1.0), rec(2, 0, error=MeasureErrorNo.TIMEOUT)]) == 3
+        )
+        assert len(db) == 3
+        assert db.best('["op",[1]]', "llvm").config_index == 1
+        assert db.best('["op",[2]]', "llvm") is None
+        assert [r.ok for r in db.records()] == [True, True, False]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 1
+    row = conn.execute(
+        "SELECT error_class, mean_cost, measured_at, stored_at FROM records WHERE config_index = 2"
+    ).fetchone()
+    assert row[0] == "TIMEOUT" and row[1] is None and row[2] <= row[3]
+    conn.execute("UPDATE schema_version SET version = 99")
+    conn.commit()
+    with pytest.raises(TuningError, match="schema version 99"):
+        Database(path)
+
+
+def test_a_failing_batch_stores_nothing(tmp_path):
+    db = Database(tmp_path / "r.db")
+    db.add_batch([rec(0, 1.0)])
+    bad = rec(1, 1.0)
+    bad.config = {"not": object()}  # not JSON-serializable: fails mid-batch
+    with pytest.raises(TypeError):
+        db.add_batch([rec(2, 1.0), bad])
+    assert [r.config_index for r in db.records()] == [0]
+
+
+def test_jsonl_round_trip_skips_duplicates(tmp_path):
+    src = Database(tmp_path / "a.db")
+    src.add_batch([rec(i, float(i + 1), target=t) for i in range(4) for t in ("llvm", "vta")])
+    assert src.export_jsonl(tmp_path / "r.jsonl") == 8
+    first = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert first["workload"] == '["op",[1]]' and first["costs"] == [1.0] and first["v"] == 1
+    dst = Database(tmp_path / "b.db")
+    assert dst.import_jsonl(tmp_path / "r.jsonl") == 8
+    assert dst.import_jsonl(tmp_path / "r.jsonl") == 0
+    assert [(r.config_index, r.target) for r in dst.records()] == [
+        (r.config_index, r.target) for r in src.records()
+    ]
+    (tmp_path / "bad.jsonl").write_text('{"workload": 1}\n')
+    with pytest.raises(TuningError, match="bad.jsonl:1"):
+        dst.import_jsonl(tmp_path / "bad.jsonl")
+
+
+RUN = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {here!r})
+    import tune_templates
+    from compiler.tune import Database, RandomTuner, XGBTuner, create_task
+
+    class SlowMeasure(tune_templates.AnalyticMeasure):
+        def measure(self, inputs):
+            with open({marker!r}, "a") as f:
+                f.write("batch\\n")
+            out = []
+            for inp in inputs:  # slow enough to be killed in the middle of a batch
+                time.sleep(0.05)
+                out.extend(super().measure([inp]))
+            return out
+
+    task = create_task("tiled_matmul", (64, 64, 64), "analytic")
+    tuner = XGBTuner(task, feature_type="knob", sa_iters=50, seed=int(sys.argv[1]))
+    tuner.tune(int(sys.argv[2]), SlowMeasure(), batch_size=16, database=Database({db!r}))
+""")
+
+
+def test_sigkill_mid_batch_resumes_without_loss_or_duplicates(tmp_path):
+    db_path, marker = tmp_path / "r.db", tmp_path / "batches"
+    script = tmp_path / "run.py"
+    script.write_text(RUN.format(here=str(HERE), marker=str(marker), db=str(db_path)))
+    proc = subprocess.Popen([sys.executable, str(script), "0", "96"])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until the 3rd batch is being measured
+        if marker.exists() and marker.read_text().count("batch") >= 3:
+            break
+        time.sleep(0.02)
+    time.sleep(0.3)  # ~6 of its 16 configs measured
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = Database(db_path).records()
+    assert len(before) == 32, "two committed batches, nothing of the third"
+    assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    subprocess.run([sys.executable, str(script), "1", "96"], check=True, timeout=300)
+    after = Database(db_path).records()
+    assert len(after) == 96
+    assert [(r.config_index, r.timestamp) for r in after[:32]] == [
+        (r.config_index, r.timestamp) for r in before
+    ]
+    assert len({r.config_index for r in after}) == 96, "no config measured twice"
