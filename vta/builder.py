@@ -39,7 +39,6 @@ MEM_KIND = {
     MemType.INP: "inp",
     MemType.ACC: "acc",
     MemType.OUT: "out",
-    MemType.ACC_8BIT: "acc",
 }
 
 Loop = tuple[int, int, int] | tuple[int, int, int, int]
@@ -56,13 +55,12 @@ def as_stage(stage: Stage | str | int) -> Stage:
 
 
 def _mem_type(memory_type: MemType | str) -> MemType:
-    if isinstance(memory_type, str):
-        try:
-            return MemType[memory_type.upper()]
-        except KeyError:
-            valid = ", ".join(m.name for m in MemType)
-            raise ProgramError(f"unknown memory type {memory_type!r} (valid: {valid})") from None
-    return MemType(memory_type)
+    """A memory type the builder addresses, by enum or name (ACC_8BIT is not supported)."""
+    for mem in MEM_KIND:
+        if memory_type in (mem, mem.name, mem.name.lower()):
+            return mem
+    valid = ", ".join(m.name for m in MEM_KIND)
+    raise ProgramError(f"memory type {memory_type!r} is not supported (valid: {valid})")
 
 
 def _alu_op(op: AluOp | str) -> AluOp:

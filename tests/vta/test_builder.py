@@ -46,6 +46,10 @@ def test_buffer_errors():
         b.buffer("w", (4,), "int8", "input", np.zeros(5))
     with pytest.raises(ProgramError, match="no buffer 'q'"):
         b.load("inp", 0, "q", 0, 1, 1, 1)
+    with pytest.raises(ProgramError, match="ACC_8BIT.*not supported"):
+        b.load(MemType.ACC_8BIT, 0, "x", 0, 1, 1, 1)
+    with pytest.raises(ProgramError, match="'bogus' is not supported"):
+        b.load("bogus", 0, "x", 0, 1, 1, 1)
 
 
 def test_load_addresses_in_elements_of_the_memory_type():
