@@ -25,7 +25,7 @@ from vta.program import Program
 from vta.stats import Stats
 
 from .functional import FunctionalCore
-from .timing import fetch_arrivals, insn_cost
+from .timing import HANDOFF_CYCLES, fetch_arrivals, insn_cost
 from .trace import write_trace
 
 # Execution modules (the fetch module feeds them) and dependence-token queues.
@@ -177,9 +177,10 @@ class _Engine:
                 freed = self.start[self.order[self.module[k]][slot - depth]]
                 if freed < 0:
                     break
-                if freed + 1 > t:
-                    self.fetch_queue[k] = freed + 1 - t
-                    t = freed + 1
+                room = freed + HANDOFF_CYCLES
+                if room > t:
+                    self.fetch_queue[k] = room - t
+                    t = room
             self.dispatch[k] = last = t
             k += 1
         progressed = k > self.fetched
@@ -203,7 +204,7 @@ class _Engine:
         return progressed
 
     def _start(self, j: int, m: int) -> bool:
-        ready = max(self.dispatch[j] + 1, self.free[m])
+        ready = max(self.dispatch[j] + HANDOFF_CYCLES, self.free[m])
         start, waited = ready, -1
         for q in self.pops[j]:
             count = len(self.popped[q])
@@ -232,7 +233,7 @@ class _Engine:
             if ahead >= 0:
                 if ahead >= len(self.popped[q]):
                     return False
-                done = max(done, self.popped[q][ahead] + 1)
+                done = max(done, self.popped[q][ahead] + HANDOFF_CYCLES)
         for q in self.pushes[j]:
             self.pushed[q].append(done)
         self.done[j] = self.free[m] = done

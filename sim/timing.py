@@ -2,14 +2,17 @@
 
 Every cycle formula shared by the cycle simulator and the RTL lives in this file, so calibrating
 one against the other touches nothing else. Where docs/timing.md is terse, these conventions hold
-(and the RTL follows them):
+for both sides:
 
-- An event that occupies cycle t is visible from cycle t + 1: an instruction whose last bytes
-  arrive in beat cycle t is dispatched at t + 1 at the earliest and can start one cycle after its
-  dispatch; a command or token queue slot freed by a start (pop) in cycle s is reusable at s + 1.
-- A read burst stays outstanding through its last data beat; a write burst until its response.
-  A write sends its first beat in its request cycle, so a write stream takes exactly as long as
-  the read stream of the same bursts (the response latency plays the part of the read latency).
+- An event that occupies cycle t is visible from cycle t + 1 (`HANDOFF_CYCLES`): an instruction
+  whose last bytes arrive in beat cycle t is dispatched at t + 1 at the earliest and can start
+  one cycle after its dispatch; a command or token queue slot freed by a start (pop) in cycle s
+  is reusable at s + 1. A token pushed by an instruction ending at cycle e is poppable at e.
+- A read burst stays outstanding through its last data beat: the next request may issue in the
+  cycle after it. A write burst stays outstanding through its response; its first beat leaves
+  in the cycle after its request. So a write stream takes exactly as long as a read stream of
+  the same bursts with one more cycle of latency (`WRITE_EXTRA_LATENCY`), and a store ends in
+  the cycle after its last response.
 - The instruction stream starts at a 4 KiB-aligned DRAM address, and fetch reads all of it
   without back-pressure (its read buffer is not bounded).
 """
@@ -27,6 +30,8 @@ from vta.isa import INSN_BYTES, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, Me
 
 PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
 DECODE_CYCLES = 1
+WRITE_EXTRA_LATENCY = 1  # a write's first beat leaves the cycle after its request
+HANDOFF_CYCLES = 1  # an event in cycle t (last byte, dispatch, pop) is seen elsewhere from t + 1
 
 _ELEM = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc"}
 
@@ -78,15 +83,17 @@ def _ramp(counts: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - offsets
 
 
-def burst_ends(beats: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+def burst_ends(beats: np.ndarray, cfg: VTAConfig, write: bool = False) -> np.ndarray:
     """For each burst of a stream whose first request issues in cycle 0, the cycle after its
-    last beat (read data, or write data shifted by the response latency).
+    last read beat, or after its write response.
 
     With latency L and O outstanding bursts, burst i's data starts at max(end[i-1],
     end[i-O] + L): the data channel is in order, and request i waits for burst i-O to retire
-    (requests at one per cycle never bind, since a burst carries at least one beat).
+    (requests at one per cycle never bind, since a burst carries at least one beat). A write
+    stream is the same with L + 1, its end times read as the cycle after each response.
     """
-    latency, window = cfg.dram_latency, cfg.max_outstanding
+    latency = cfg.dram_latency + (WRITE_EXTRA_LATENCY if write else 0)
+    window = cfg.max_outstanding
     ends = latency + np.cumsum(np.asarray(beats, dtype=np.int64))
     if ends.size <= window:
         return ends
@@ -103,7 +110,12 @@ def burst_ends(beats: np.ndarray, cfg: VTAConfig) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _stream(
-    start_in_page: int, row_bytes: int, stride_in_page: int, rows: int, cfg: VTAConfig
+    start_in_page: int,
+    row_bytes: int,
+    stride_in_page: int,
+    rows: int,
+    write: bool,
+    cfg: VTAConfig,
 ) -> Cost:
     """Cost of a 2-D transfer; it depends on the addresses only through their page offsets."""
     starts = start_in_page + stride_in_page * np.arange(rows, dtype=np.int64)
@@ -111,15 +123,20 @@ def _stream(
     if beats.size == 0:
         return Cost(0)
     total = int(beats.sum())
-    return Cost(busy=total, stall_dram=int(burst_ends(beats, cfg)[-1]) - total)
+    return Cost(busy=total, stall_dram=int(burst_ends(beats, cfg, write)[-1]) - total)
 
 
 def transfer_cost(
-    dram_byte: int, row_bytes: int, stride_bytes: int, rows: int, cfg: VTAConfig
+    dram_byte: int,
+    row_bytes: int,
+    stride_bytes: int,
+    rows: int,
+    cfg: VTAConfig,
+    write: bool = False,
 ) -> Cost:
-    """Cycles to stream `rows` rows of `row_bytes` bytes, `stride_bytes` apart, from `dram_byte`:
-    `busy` counts data beats, `stall_dram` the latency and gaps."""
-    return _stream(dram_byte % PAGE_BYTES, row_bytes, stride_bytes % PAGE_BYTES, rows, cfg)
+    """Cycles to read (or write) `rows` rows of `row_bytes` bytes, `stride_bytes` apart, from
+    `dram_byte`: `busy` counts data beats, `stall_dram` the latency and gaps."""
+    return _stream(dram_byte % PAGE_BYTES, row_bytes, stride_bytes % PAGE_BYTES, rows, write, cfg)
 
 
 def fetch_arrivals(n_insns: int, cfg: VTAConfig) -> np.ndarray:
@@ -131,7 +148,7 @@ def fetch_arrivals(n_insns: int, cfg: VTAConfig) -> np.ndarray:
     data_start = ends - beats
     last_word = (np.arange(n_insns, dtype=np.int64) * INSN_BYTES + INSN_BYTES - 1) // cfg.bus_bytes
     burst = np.searchsorted(first_word, last_word, side="right") - 1
-    return data_start[burst] + (last_word - first_word[burst]) + 1
+    return data_start[burst] + (last_word - first_word[burst]) + HANDOFF_CYCLES
 
 
 # ------------------------------------------------------------------------------- instructions
@@ -157,7 +174,12 @@ def mem_cost(insn: MemInsn, cfg: VTAConfig) -> Cost:
             )
         elem, pad = cfg.elem_bytes[_ELEM[insn.memory_type]], pad_elements(insn)
     stream = transfer_cost(
-        insn.dram_base * elem, insn.x_size * elem, insn.x_stride * elem, insn.y_size, cfg
+        insn.dram_base * elem,
+        insn.x_size * elem,
+        insn.x_stride * elem,
+        insn.y_size,
+        cfg,
+        write=insn.is_store,
     )
     return Cost(DECODE_CYCLES + pad + stream.busy, stream.stall_dram)
 

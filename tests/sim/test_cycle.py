@@ -95,27 +95,27 @@ def test_matmul_cycle_count_by_hand():
     # 2 LOAD INP (load): dispatch 38, start 39, cost 1 + 2 beats + 32 = 35 -> end 74.
     # 3 LOAD WGT (load): dispatch 40, start 74, cost 1 + 32 + 32 = 65 -> end 139, push l2g.
     # 4 GEMM (compute): dispatch 42, ready 75, token at 139 -> end 139 + 6 = 145, push g2s.
-    # 5 STORE (store): dispatch 44, ready 45, token at 145 -> end 145 + 35 = 180, push s2g.
-    # 6 FINISH (compute): dispatch 46, ready 145, token at 180 -> end 181.
+    # 5 STORE (store): dispatch 44, ready 45, token at 145, cost 1 + 2 beats + 33 -> end 181.
+    # 6 FINISH (compute): dispatch 46, ready 145, token s2g at 181 -> end 182.
     prog, expected = matmul_program()
     final, stats = run(prog)
-    assert stats.cycles == 181
+    assert stats.cycles == 182
     m = stats.modules
     assert (m["load"].busy, m["load"].stall_dram, m["load"].stall_token) == (36, 64, 0)
-    assert (m["compute"].busy, m["compute"].stall_dram, m["compute"].stall_token) == (15, 32, 99)
-    assert (m["store"].busy, m["store"].stall_dram, m["store"].stall_token) == (3, 32, 100)
+    assert (m["compute"].busy, m["compute"].stall_dram, m["compute"].stall_token) == (15, 32, 100)
+    assert (m["store"].busy, m["store"].stall_dram, m["store"].stall_token) == (3, 33, 100)
     assert (m["fetch"].busy, m["fetch"].stall_dram, m["fetch"].stall_queue) == (7, 40, 0)
     assert [m[k].instructions for k in ("fetch", "load", "compute", "store")] == [7, 2, 4, 1]
     assert np.array_equal(prog.outputs(final)["y"], expected)
-    assert stats.macs == 256 and stats.utilization == pytest.approx(1 / 181)
+    assert stats.macs == 256 and stats.utilization == pytest.approx(1 / 182)
 
 
 def test_schedule_events_by_hand():
     prog, _ = matmul_program()
     sched = schedule(prog)
     assert sched.dispatch.tolist() == [34, 36, 38, 40, 42, 44, 46]
-    assert sched.start.tolist() == [35, 69, 39, 74, 139, 145, 180]
-    assert sched.end.tolist() == [69, 75, 74, 139, 145, 180, 181]
+    assert sched.start.tolist() == [35, 69, 39, 74, 139, 145, 181]
+    assert sched.end.tolist() == [69, 75, 74, 139, 145, 181, 182]
     assert sched.wait_queue.tolist() == [-1, -1, -1, -1, 0, 2, 3]  # l2g, g2s, s2g
 
 
@@ -127,7 +127,7 @@ def test_instruction_after_finish_does_not_run():
         prog.dram,
         prog.buffers,
     )
-    assert run(extra)[1].cycles == 181
+    assert run(extra)[1].cycles == 182
 
 
 def compute_chain(cfg: VTAConfig) -> Program:
@@ -242,9 +242,9 @@ def test_full_token_queue_never_drained_is_a_deadlock():
 # ------------------------------------------------------------------------------- errors
 def test_max_cycles():
     prog, _ = matmul_program()
-    assert run(prog, max_cycles=181)[1].cycles == 181
-    with pytest.raises(DeviceError, match="cycle limit 180 exceeded: instruction 6 .FINISH"):
-        run(prog, max_cycles=180)
+    assert run(prog, max_cycles=182)[1].cycles == 182
+    with pytest.raises(DeviceError, match="cycle limit 181 exceeded: instruction 6 .FINISH"):
+        run(prog, max_cycles=181)
 
 
 def test_flag_a_module_does_not_have():
@@ -362,6 +362,6 @@ def test_trace_is_a_perfetto_timeline(tmp_path):
         for e in slices
         if e["cat"] == "stall_token"
     }
-    assert waits == {(2, "wait l2g", 75, 64), (3, "wait g2s", 45, 100), (2, "wait s2g", 145, 35)}
+    assert waits == {(2, "wait l2g", 75, 64), (3, "wait g2s", 45, 100), (2, "wait s2g", 145, 36)}
     dispatches = [e for e in slices if e["cat"] == "dispatch"]
     assert len(dispatches) == 7 and all(e["tid"] == 0 for e in dispatches)

@@ -146,9 +146,17 @@ def test_load_acc_with_only_padding():
 
 
 def test_store_out():
-    # 3 rows of one 16-byte OUT element, 1 KiB apart: three 2-beat bursts, back to back.
+    # 3 rows of one 16-byte OUT element, 1 KiB apart: requests at 0, 1, 2; beats leave at
+    # 1-2, 3-4, 5-6; the last response arrives at 6 + 32 = 38, so the stream ends at 39.
     insn = MemInsn(is_store=True, memory_type=MemType.OUT, y_size=3, x_size=1, x_stride=64)
-    assert insn_cost(insn, PYNQ) == Cost(busy=1 + 6, stall_dram=32)
+    assert insn_cost(insn, PYNQ) == Cost(busy=1 + 6, stall_dram=33)
+
+
+def test_write_waits_for_responses_to_free_a_slot():
+    # One outstanding write: burst 1 is requested the cycle after burst 0's response (4 + 32 =
+    # 36), its beats leave at 38..41 and its response arrives at 73.
+    serial = PYNQ.replace(max_outstanding=1)
+    assert burst_ends(np.array([4, 4]), serial, write=True).tolist() == [37, 74]
 
 
 def test_store_other_than_out_is_rejected():
@@ -220,6 +228,21 @@ def reference_stream(beats: list[int], cfg: VTAConfig) -> list[int]:
     return ends
 
 
+def reference_write_stream(beats: list[int], cfg: VTAConfig) -> list[int]:
+    """Cycle by cycle: one request per cycle while fewer than O bursts await their response;
+    beats leave one per cycle, in order, from the cycle after their request; the response comes
+    L cycles after the last beat. Returns the cycle after each response."""
+    responses, cycle, data_free = [], 0, 0
+    while len(responses) < len(beats):
+        unanswered = sum(1 for r in responses if r >= cycle)
+        if unanswered < cfg.max_outstanding:
+            first = max(cycle + 1, data_free)
+            data_free = first + beats[len(responses)]
+            responses.append(data_free - 1 + cfg.dram_latency)
+        cycle += 1
+    return [r + 1 for r in responses]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     starts=st.lists(st.integers(0, 3 * PAGE_BYTES), min_size=1, max_size=6),
@@ -242,3 +265,6 @@ def test_bursts_match_word_by_word_split(starts, row_bytes, log_bus, burst):
 def test_stream_schedule_matches_cycle_by_cycle_model(beats, latency, window):
     cfg = PYNQ.replace(dram_latency=latency, max_outstanding=window)
     assert burst_ends(np.array(beats), cfg).tolist() == reference_stream(beats, cfg)
+    assert burst_ends(np.array(beats), cfg, write=True).tolist() == reference_write_stream(
+        beats, cfg
+    )
