@@ -30,6 +30,7 @@ TOKEN_QUEUES = (
     ("g2s", Stage.COMPUTE, "push_next_dep", Stage.STORE, "pop_prev_dep"),
     ("s2g", Stage.STORE, "push_prev_dep", Stage.COMPUTE, "pop_next_dep"),
 )
+_QUEUE_SETS = [tuple(q for q in range(4) if mask >> q & 1) for mask in range(16)]  # bits -> ids
 _LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
 
 
@@ -330,18 +331,26 @@ class _Checker:
         opcode, mem_type, base = self.opcode.tolist(), self.mem_type.tolist(), mem["sram_base"]
         base, footprint, dram_base = base.tolist(), self.footprint.tolist(), mem["dram_base"]
         dram_base = dram_base.tolist()
+        bgn, end = self.cols["gemm"]["uop_bgn"].tolist(), self.cols["gemm"]["uop_end"].tolist()
         w0, w1 = words[:, 0].tolist(), words[:, 1].tolist()
+        written = {int(t): a for t, a in self.written.items()}
+        load, store, uop, out = (
+            int(Opcode.LOAD),
+            int(Opcode.STORE),
+            int(MemType.UOP),
+            int(MemType.OUT),
+        )
         for i in todo.tolist():
             op = opcode[i]
-            if op == Opcode.LOAD:
+            if op == load:
                 lo, hi = base[i], base[i] + footprint[i]
-                if mem_type[i] == MemType.UOP:
+                if mem_type[i] == uop:
                     self.uop_sram[lo:hi] = dram_words[dram_base[i] : dram_base[i] + hi - lo]
                 else:
-                    self.written[MemType(mem_type[i])][lo:hi] = True
-            elif op == Opcode.STORE:
+                    written[mem_type[i]][lo:hi] = True
+            elif op == store:
                 lo, hi = base[i], base[i] + footprint[i]
-                unwritten = np.flatnonzero(~self.written[MemType.OUT][lo:hi])
+                unwritten = np.flatnonzero(~written[out][lo:hi])
                 if unwritten.size:
                     self._report_kernel(
                         f"instruction {i} (STORE OUT): reads OUT entries [{lo}, {hi}) of which "
@@ -349,7 +358,12 @@ class _Checker:
                         "wrote (OUT holds only GEMM/ALU results; put an ALU copy after a LOAD ACC)"
                     )
             else:
-                self._check_kernel_insn(i, w0[i] & ~_DEP_BITS, w1[i])
+                # Same fields (but tokens) and same kernel contents: same findings, and its
+                # writes already count, so analyse each distinct instruction once.
+                key = (w0[i] & ~_DEP_BITS, w1[i], self.uop_sram[bgn[i] : end[i]].tobytes())
+                if key not in self.seen:
+                    self.seen.add(key)
+                    self._check_kernel_insn(i)
 
     def _report_kernel(self, message: str) -> None:
         self.kernel_findings += 1
@@ -358,16 +372,12 @@ class _Checker:
         elif self.kernel_findings == MAX_PER_CHECK + 1:
             self.problems.append("... further dataflow findings omitted")
 
-    def _check_kernel_insn(self, i: int, word0: int, word1: int) -> None:
+    def _check_kernel_insn(self, i: int) -> None:
         """Micro-op ranges, write hazards and unwritten reads of one GEMM/ALU instruction."""
         is_gemm = self.opcode[i] == Opcode.GEMM
         f = self.cols["gemm" if is_gemm else "alu"]
         bgn, end = int(f["uop_bgn"][i]), int(f["uop_end"][i])
         words = self.uop_sram[bgn:end]
-        key = (word0, word1, words.tobytes())
-        if key in self.seen:  # same fields and kernel: same findings; its writes already count
-            return
-        self.seen.add(key)
         name = self._name(i)
         if (words < 0).any():
             missing = bgn + int(np.flatnonzero(words < 0)[0])
@@ -473,64 +483,60 @@ class _Checker:
         token-queue occupancy, which is checked against token_queue_depth. The process network is
         deterministic, so if this run cannot finish, no real run can.
         """
-        cfg = self.config
-        qid = {name: k for k, (name, *_rest) in enumerate(TOKEN_QUEUES)}
-        pops_of = {s: [] for s in Stage}
-        pushes_of = {s: [] for s in Stage}
-        for name, src, push, dst, pop in TOKEN_QUEUES:
-            pushes_of[src].append((qid[name], self.flags[push]))
-            pops_of[dst].append((qid[name], self.flags[pop]))
-        stage = self.stage.tolist()
-        order = {s: np.flatnonzero(self.stage == s) for s in Stage}
-        pop_lists = {s: self._queue_lists(order[s], pops_of[s]) for s in Stage}
-        push_lists = {s: self._queue_lists(order[s], pushes_of[s]) for s in Stage}
-        order = {s: order[s].tolist() for s in Stage}
+        stages = list(Stage)
+        order = [np.flatnonzero(self.stage == s) for s in stages]
+        pop_masks = [self._queue_masks(idx, 4) for idx in order]
+        push_masks = [self._queue_masks(idx, 2) for idx in order]
+        order = [idx.tolist() for idx in order]
+        slot = (self.stage - 1).tolist()  # module of each instruction: 0 load, 1 compute, 2 store
         tokens = [0] * len(TOKEN_QUEUES)
-        dispatched = dict.fromkeys(Stage, 0)
-        started = dict.fromkeys(Stage, 0)
-        to_push: dict[Stage, list[int]] = {s: [] for s in Stage}
+        dispatched, started = [0, 0, 0], [0, 0, 0]
+        to_push: list[list[int]] = [[], [], []]
         overflowed: set[int] = set()
-        fetched, cmd_depth, capacity = 0, cfg.cmd_queue_depth, cfg.token_queue_depth
+        fetched, cmd_depth, capacity = 0, self.config.cmd_queue_depth, self.config.token_queue_depth
         progress = True
         while progress:
             progress = False
             while fetched < self.n:
-                s = Stage(stage[fetched])
-                if dispatched[s] - started[s] >= cmd_depth:
+                m = slot[fetched]
+                if dispatched[m] - started[m] >= cmd_depth:
                     break
-                dispatched[s] += 1
+                dispatched[m] += 1
                 fetched += 1
                 progress = True
-            for s in Stage:
-                pops, pushes, queue = pop_lists[s], push_lists[s], to_push[s]
+            for m in range(3):
+                pops, pushes, queue = pop_masks[m], push_masks[m], to_push[m]
                 while True:
                     while queue and tokens[queue[0]] < capacity:
                         tokens[queue.pop(0)] += 1
                     if queue:
                         if queue[0] not in overflowed:
                             overflowed.add(queue[0])
-                            self._report_overflow(queue[0], order[s][started[s] - 1])
+                            self._report_overflow(queue[0], order[m][started[m] - 1])
                         break
-                    k = started[s]
-                    if k == dispatched[s] or any(tokens[q] == 0 for q in pops[k]):
+                    k = started[m]
+                    if k == dispatched[m]:
                         break
-                    for q in pops[k]:
+                    need = _QUEUE_SETS[pops[k]]
+                    if any(tokens[q] == 0 for q in need):
+                        break
+                    for q in need:
                         tokens[q] -= 1
-                    started[s] = k + 1
-                    queue.extend(pushes[k])
+                    started[m] = k + 1
+                    queue.extend(_QUEUE_SETS[pushes[k]])
                     progress = True
-        if fetched == self.n and all(started[s] == len(order[s]) for s in Stage):
-            return
-        self._report_deadlock(fetched, order, started, dispatched, to_push, pop_lists, tokens)
+        if fetched < self.n or started != [len(idx) for idx in order]:
+            self._report_deadlock(fetched, order, started, dispatched, to_push, pop_masks, tokens)
 
-    @staticmethod
-    def _queue_lists(indices: np.ndarray, queues: list) -> list[list[int]]:
-        """Per instruction of a stage, the token queues whose flag it sets."""
-        ids = [q for q, _ in queues]
-        columns = [flags[indices].tolist() for _, flags in queues]
-        return [
-            [q for q, on in zip(ids, row, strict=True) if on] for row in zip(*columns, strict=True)
-        ]
+    def _queue_masks(self, indices: np.ndarray, flag_column: int) -> list[int]:
+        """Per instruction of one module, a bit mask of the token queues it pops (flag_column 4)
+        or pushes (flag_column 2); bit q stands for TOKEN_QUEUES[q]."""
+        mask = np.zeros(indices.size, dtype=np.int64)
+        stage = self.stage[indices[0]] if indices.size else None
+        for q, queue in enumerate(TOKEN_QUEUES):
+            if queue[flag_column - 1] == stage:
+                mask |= self.flags[queue[flag_column]][indices].astype(np.int64) << q
+        return mask.tolist()
 
     def _report_overflow(self, q: int, i: int) -> None:
         name, src, push, dst, _ = TOKEN_QUEUES[q]
@@ -541,31 +547,31 @@ class _Checker:
             f"{dst.name.lower()} stage must pop before more are pushed"
         )
 
-    def _report_deadlock(self, fetched, order, started, dispatched, to_push, pop_lists, tokens):
+    def _report_deadlock(self, fetched, order, started, dispatched, to_push, pop_masks, tokens):
         blocked = []
-        for s in Stage:
-            k = started[s]
-            if to_push[s]:
-                i = order[s][k - 1]
-                name = TOKEN_QUEUES[to_push[s][0]][0]
+        for m, stage in enumerate(Stage):
+            k = started[m]
+            if to_push[m]:
+                i = order[m][k - 1]
+                name = TOKEN_QUEUES[to_push[m][0]][0]
                 blocked.append(
-                    f"{s.name.lower()} at instruction {i} ({self._name(i)}) waits for room in "
-                    f"token queue {name}"
+                    f"{stage.name.lower()} at instruction {i} ({self._name(i)}) waits for room "
+                    f"in token queue {name}"
                 )
-            elif k < dispatched[s]:
-                i = order[s][k]
-                waits = [TOKEN_QUEUES[q] for q in pop_lists[s][k] if tokens[q] == 0]
+            elif k < dispatched[m]:
+                i = order[m][k]
+                waits = [TOKEN_QUEUES[q] for q in _QUEUE_SETS[pop_masks[m][k]] if tokens[q] == 0]
                 what = ", ".join(
                     f"a token in {q[0]} ({q[4]} from {q[1].name.lower()})" for q in waits
                 )
                 blocked.append(
-                    f"{s.name.lower()} at instruction {i} ({self._name(i)}) waits for {what}"
+                    f"{stage.name.lower()} at instruction {i} ({self._name(i)}) waits for {what}"
                 )
         if fetched < self.n:
-            s = Stage(int(self.stage[fetched]))
+            stage = Stage(int(self.stage[fetched]))
             blocked.append(
                 f"fetch at instruction {fetched} ({self._name(fetched)}) waits for room in the "
-                f"full {s.name.lower()} command queue ({self.config.cmd_queue_depth} entries)"
+                f"full {stage.name.lower()} command queue ({self.config.cmd_queue_depth} entries)"
             )
         self.problems.append("deadlock: " + "; ".join(blocked))
 
