@@ -331,13 +331,9 @@ class ProgramBuilder:
         return src, dst
 
     def _nop(self, stage: Stage, **flags: bool) -> int:
-        if stage == Stage.LOAD:
-            insn = MemInsn(memory_type=MemType.INP, **flags)
-        elif stage == Stage.COMPUTE:
-            insn = MemInsn(memory_type=MemType.UOP, **flags)
-        else:
-            insn = MemInsn(is_store=True, memory_type=MemType.OUT, **flags)
-        return self._emit(insn)
+        """A reference NOP (runtime PushNoop): x_size 0, memory_type INP on load, else UOP."""
+        mem = MemType.INP if stage == Stage.LOAD else MemType.UOP
+        return self._emit(MemInsn(is_store=stage == Stage.STORE, memory_type=mem, **flags))
 
     def _commit_pending_pops(self, stage: Stage) -> None:
         if self._pending_pops[stage]:

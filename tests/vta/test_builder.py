@@ -11,9 +11,9 @@ LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
 
 
 def nop(stage, **flags):
-    """The reference NOP encodings (runtime PushNoop)."""
+    """The reference NOP encodings (runtime PushNoop: memory_type INP for load, else UOP)."""
     if stage == STORE:
-        return MemInsn(is_store=True, memory_type=MemType.OUT, **flags)
+        return MemInsn(is_store=True, memory_type=MemType.UOP, **flags)
     return MemInsn(memory_type=MemType.INP if stage == LOAD else MemType.UOP, **flags)
 
 
