@@ -130,7 +130,9 @@ class ProgramBuilder:
                 raise ProgramError(
                     f"buffer {name!r}: data of shape {arr.shape} given for shape {spec.shape}"
                 )
-            self._init_data.append((spec.offset, arr.astype(spec.dtype, copy=False)))
+            if not np.can_cast(arr.dtype, spec.dtype, casting="same_kind"):
+                raise ProgramError(f"buffer {name!r}: {arr.dtype} data given for {spec.dtype}")
+            self._init_data.append((spec.offset, arr.astype(spec.dtype)))
         self._buffers[name] = spec
         self._dram_size = spec.offset + spec.nbytes
         return spec
@@ -289,10 +291,10 @@ class ProgramBuilder:
             raise ProgramError(
                 f"micro-op kernel of {words.size} entries exceeds the {depth}-entry uop buffer"
             )
-        kernel = self._kernels.get(words.tobytes())
+        key = words.tobytes()
+        kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = _Kernel(self._uop_count, int(words.size))
-            self._kernels[words.tobytes()] = kernel
+            kernel = self._kernels[key] = _Kernel(self._uop_count, int(words.size))
             self._uop_words.append(words)
             self._uop_count += kernel.size
         if kernel.sram is not None:

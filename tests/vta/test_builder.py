@@ -44,6 +44,8 @@ def test_buffer_errors():
         b.buffer("z", (4,), "int8", "bogus")
     with pytest.raises(ProgramError, match="shape"):
         b.buffer("w", (4,), "int8", "input", np.zeros(5))
+    with pytest.raises(ProgramError, match="float64 data given for int8"):
+        b.buffer("f", (4,), "int8", "input", np.zeros(4))
     with pytest.raises(ProgramError, match="no buffer 'q'"):
         b.load("inp", 0, "q", 0, 1, 1, 1)
     with pytest.raises(ProgramError, match="ACC_8BIT.*not supported"):
