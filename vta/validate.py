@@ -525,7 +525,7 @@ class _Checker:
                     started[m] = k + 1
                     queue.extend(_QUEUE_SETS[pushes[k]])
                     progress = True
-        if fetched < self.n or started != [len(idx) for idx in order]:
+        if fetched < self.n or started != [len(idx) for idx in order] or any(to_push):
             self._report_deadlock(fetched, order, started, dispatched, to_push, pop_masks, tokens)
 
     def _queue_masks(self, indices: np.ndarray, flag_column: int) -> list[int]:

@@ -449,3 +449,47 @@ def test_arbitrary_streams_give_findings_not_crashes(raw, dram_size, config):
     program = Program(cfg, np.frombuffer(data, np.uint8), np.zeros(dram_size, np.uint8))
     problems = find_problems(program)
     assert all(isinstance(p, str) and p for p in problems)
+
+
+_STAGE_FLAGS = {
+    "load": ("pop_next_dep", "push_next_dep"),
+    "compute": ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep"),
+    "store": ("pop_prev_dep", "push_prev_dep"),
+}
+_NOPS = {
+    "load": MemInsn(memory_type=MemType.INP),
+    "compute": MemInsn(memory_type=MemType.UOP),
+    "store": MemInsn(is_store=True, memory_type=MemType.OUT),
+}
+
+
+@st.composite
+def token_streams(draw) -> list[Insn]:
+    """NOP streams with random legal dependence flags, ending in FINISH."""
+    insns = []
+    for _ in range(draw(st.integers(0, 24))):
+        stage = draw(st.sampled_from(sorted(_STAGE_FLAGS)))
+        flags = {  # pops rarer than pushes, so that about half the streams can finish
+            f: draw(st.booleans() if f.startswith("push") else st.sampled_from([0, 0, 0, 1]))
+            for f in _STAGE_FLAGS[stage]
+        }
+        insns.append(_NOPS[stage].replace(**flags))
+    return [*insns, FinishInsn()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(token_streams(), st.sampled_from([1, 2, 512]), st.sampled_from([1, 2, 1024]))
+def test_deadlock_verdict_agrees_with_the_cycle_simulator(insns, cmd_depth, token_depth):
+    """The static deadlock check and the cycle simulator's token/queue model must agree."""
+    from vta.device import get_device
+    from vta.errors import DeadlockError
+
+    cfg = PYNQ.replace(cmd_queue_depth=cmd_depth, token_queue_depth=token_depth)
+    program = Program(cfg, encode_stream(insns, cfg), np.zeros(64, np.uint8))
+    static = [p for p in find_problems(program) if p.startswith("deadlock")]
+    try:
+        get_device("sim").execute(program, program.dram.copy())
+        simulated = False
+    except DeadlockError:
+        simulated = True
+    assert bool(static) == simulated, static
