@@ -49,7 +49,8 @@ _DEP_QUEUES = {
 }
 
 
-def queue_label(queue: int) -> str:
+def _queue_label(queue: int) -> str:
+    """A token queue and its direction, e.g. `l2g (load->compute)`."""
     producer, consumer = QUEUE_ENDS[queue]
     return f"{QUEUE_NAMES[queue]} ({MODULE_NAMES[producer]}->{MODULE_NAMES[consumer]})"
 
@@ -266,7 +267,7 @@ class _Engine:
             depth = self.cfg.token_queue_depth
             full = [q for q in self.pushes[j] if len(self.pushed[q]) - len(self.popped[q]) >= depth]
             return f"{what}: waiting for room in full token queue " + ", ".join(
-                f"{queue_label(q)} ({self.cfg.token_queue_depth} tokens)" for q in full
+                f"{_queue_label(q)} ({self.cfg.token_queue_depth} tokens)" for q in full
             )
         waits = []
         for q in self.pops[j]:
@@ -279,7 +280,7 @@ class _Engine:
                 if any(q in self.pushes[i] for i in later)
                 else (f"; no remaining {MODULE_NAMES[producer]} instruction pushes it")
             )
-            waits.append(f"a token on {queue_label(q)}{source}")
+            waits.append(f"a token on {_queue_label(q)}{source}")
         return f"{what}: waiting for " + " and ".join(waits)
 
 

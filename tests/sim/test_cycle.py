@@ -9,9 +9,12 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.cycle import CycleSimulator, schedule
 from sim.functional import FunctionalSimulator
+from sim.timing import fetch_arrivals, insn_cost
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeadlockError, DeviceError, ProgramError
@@ -22,8 +25,10 @@ from vta.isa import (
     Insn,
     MemInsn,
     MemType,
+    Stage,
     encode_stream,
     encode_uops,
+    insn_stage,
 )
 from vta.program import BufferSpec, Program
 
@@ -270,7 +275,7 @@ def test_registered_as_sim():
 
 
 # ------------------------------------------------------------------------------- examples
-EXAMPLES = all_examples("pynq") + all_examples("tiny")
+EXAMPLES = [e for name in ("pynq", "tiny", "ultra96") for e in all_examples(name)]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"{e.program.config.name}-{e.name}")
@@ -365,3 +370,165 @@ def test_trace_is_a_perfetto_timeline(tmp_path):
     assert waits == {(2, "wait l2g", 75, 64), (3, "wait g2s", 45, 100), (2, "wait s2g", 145, 36)}
     dispatches = [e for e in slices if e["cat"] == "dispatch"]
     assert len(dispatches) == 7 and all(e["tid"] == 0 for e in dispatches)
+
+
+# ------------------------------------------------------------------------------- clocked reference
+QUEUES = ("l2g", "g2l", "g2s", "s2g")
+# vta-isa.md section 3: the token queue each dependence flag names, per module.
+ROUTES = {
+    Stage.LOAD: {"pop_next_dep": "g2l", "push_next_dep": "l2g"},
+    Stage.COMPUTE: {
+        "pop_prev_dep": "l2g",
+        "pop_next_dep": "s2g",
+        "push_prev_dep": "g2l",
+        "push_next_dep": "g2s",
+    },
+    Stage.STORE: {"pop_prev_dep": "g2s", "push_prev_dep": "s2g"},
+}
+
+
+def clocked_reference(prog: Program) -> dict[str, list[int]] | None:
+    """The same contract stepped one clock at a time (None on deadlock): in each cycle, finished
+    instructions push (if the queue had room before this cycle), then idle modules start their
+    head instruction (dispatched earlier, tokens visible), then fetch dispatches one instruction
+    (bytes arrived, a command-queue slot freed before this cycle)."""
+    cfg, insns = prog.config, prog.instructions
+    n = len(insns)
+    module = [insn_stage(insn) - 1 for insn in insns]
+    routes = [ROUTES[insn_stage(insn)] for insn in insns]
+    pops = [
+        [q for f, q in r.items() if f.startswith("pop") and getattr(i, f)]
+        for i, r in zip(insns, routes, strict=True)
+    ]
+    pushes = [
+        [q for f, q in r.items() if f.startswith("push") and getattr(i, f)]
+        for i, r in zip(insns, routes, strict=True)
+    ]
+    cost = [insn_cost(insn, cfg).cycles for insn in insns]
+    arrival = fetch_arrivals(n, cfg).tolist()
+    out = {key: [-1] * n for key in ("dispatch", "start", "end", "done")}
+    pushed, popped = {q: [] for q in QUEUES}, {q: [] for q in QUEUES}
+    queues = [[j for j in range(n) if module[j] == m] for m in range(3)]
+    head, running, fetched = [0, 0, 0], [None, None, None], 0
+    limit = max(arrival) + sum(cost) + 10 * n + 100
+    for t in range(limit):
+        for m in range(3):
+            j = running[m]
+            if j is not None and out["end"][j] <= t:
+                room = all(
+                    len(pushed[q]) - sum(p < t for p in popped[q]) < cfg.token_queue_depth
+                    for q in pushes[j]
+                )
+                if room:
+                    for q in pushes[j]:
+                        pushed[q].append(t)
+                    out["done"][j], running[m] = t, None
+                    head[m] += 1
+        for m in range(3):
+            if running[m] is None and head[m] < len(queues[m]):
+                j = queues[m][head[m]]
+                ready = 0 <= out["dispatch"][j] < t
+                if ready and all(len(popped[q]) < sum(p <= t for p in pushed[q]) for q in pops[j]):
+                    for q in pops[j]:
+                        popped[q].append(t)
+                    out["start"][j], out["end"][j], running[m] = t, t + cost[j], j
+        if fetched < n and arrival[fetched] <= t:
+            m = module[fetched]
+            waiting = sum(
+                1 for j in queues[m] if 0 <= out["dispatch"][j] and not 0 <= out["start"][j] < t
+            )
+            if waiting < cfg.cmd_queue_depth:
+                out["dispatch"][fetched] = t
+                fetched += 1
+        if all(d >= 0 for d in out["done"]):
+            return out
+    return None
+
+
+# Per module: the instruction for a size, and the token queue each of its flags pops or pushes.
+_RANDOM_INSNS = {
+    0: (
+        lambda size, f: MemInsn(
+            memory_type=MemType.INP,
+            y_size=1,
+            x_size=size,
+            x_stride=size,
+            pop_next_dep=f[0],
+            push_next_dep=f[1],
+        ),
+        [("pop", "g2l"), ("push", "l2g")],
+    ),
+    1: (
+        lambda size, f: GemmInsn(
+            reset_reg=True,
+            uop_bgn=0,
+            uop_end=1,
+            iter_out=size,
+            pop_prev_dep=f[0],
+            pop_next_dep=f[1],
+            push_prev_dep=f[2],
+            push_next_dep=f[3],
+        ),
+        [("pop", "l2g"), ("pop", "s2g"), ("push", "g2l"), ("push", "g2s")],
+    ),
+    2: (
+        lambda size, f: MemInsn(
+            is_store=True,
+            memory_type=MemType.OUT,
+            y_size=1,
+            x_size=size,
+            x_stride=size,
+            pop_prev_dep=f[0],
+            push_prev_dep=f[1],
+        ),
+        [("pop", "g2s"), ("push", "s2g")],
+    ),
+}
+
+
+def random_stream(body, matched: bool) -> list[Insn]:
+    """Instructions from (module, size, flags). If `matched`, a pop is kept only when an earlier
+    instruction pushed a token not yet popped, and the consumers drain every token left at the
+    end, so only the command and token queue capacities can deadlock."""
+    tokens, insns = dict.fromkeys(QUEUES, 0), []
+    for m, size, wish in body:
+        make, roles = _RANDOM_INSNS[m]
+        flags = []
+        for want, (kind, queue) in zip(wish, roles, strict=False):
+            keep = want and (kind == "push" or not matched or tokens[queue] > 0)
+            tokens[queue] += (1 if kind == "push" else -1) if keep else 0
+            flags.append(keep)
+        insns.append(make(size, flags))
+    if matched:
+        for make, roles in _RANDOM_INSNS.values():
+            for role, (kind, queue) in enumerate(roles):
+                if kind == "pop":
+                    flags = [i == role for i in range(len(roles))]
+                    insns += [make(1, flags)] * tokens[queue]
+    return insns + [FinishInsn()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    body=st.lists(
+        st.tuples(
+            st.integers(0, 2), st.integers(0, 3), st.lists(st.booleans(), min_size=4, max_size=4)
+        ),
+        min_size=1,
+        max_size=16,
+    ),
+    matched=st.booleans(),
+    cmd_depth=st.sampled_from([1, 2, 512]),
+    token_depth=st.sampled_from([1, 2, 1024]),
+)
+def test_schedule_matches_clocked_reference(body, matched, cmd_depth, token_depth):
+    cfg = PYNQ.replace(cmd_queue_depth=cmd_depth, token_queue_depth=token_depth)
+    prog = program(random_stream(body, matched), cfg)
+    want = clocked_reference(prog)
+    if want is None:
+        with pytest.raises(DeadlockError):
+            schedule(prog)
+        return
+    got = schedule(prog)
+    for key, values in want.items():
+        assert getattr(got, key).tolist() == values, key
