@@ -1,0 +1,1 @@
+"""Code generators: LLVM (CPU hosts and cross targets)."""

@@ -1,0 +1,535 @@
+"""LLVM IR generation from a lowered PrimFunc with llvmlite.ir.
+
+Each PrimFunc becomes `void name(T0* noalias, T1* noalias, ...)` taking one pointer per buffer.
+Parallel loops are outlined into a function run by libgomp's GOMP_parallel; each thread takes
+one static chunk of the iteration space.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from vta.errors import CodegenError
+
+from ..tir import dtype as dt
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.functor import collect
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+STACK_LIMIT = 1 << 20  # bytes; larger allocations go to the heap
+
+_INTRINSIC_MATH = {
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log10",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sinh",
+    "cosh",
+    "atan",
+    "asin",
+    "acos",
+    "fabs",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "pow",
+}
+_LIBM = {"erf"}
+
+
+def scalar_type(dtype: str) -> ir.Type:
+    t = dt.parse(dtype)
+    if t.code in ("int", "uint"):
+        return ir.IntType(t.bits)
+    if t.code == "bool":
+        return I1
+    if t.code == "float":
+        return {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[t.bits]
+    return PTR
+
+
+def llvm_type(dtype: str) -> ir.Type:
+    base = scalar_type(dt.element_of(dtype))
+    n = dt.lanes(dtype)
+    return base if n == 1 else ir.VectorType(base, n)
+
+
+def mem_type(dtype: str) -> ir.Type:
+    """How a value of `dtype` sits in memory (bool as one byte)."""
+    t = dt.parse(dtype)
+    base = I8 if t.code == "bool" else scalar_type(dt.element_of(dtype))
+    return base if t.lanes == 1 else ir.VectorType(base, t.lanes)
+
+
+class _Fn:
+    """Per-function emission state."""
+
+    def __init__(self, func: ir.Function):
+        self.func = func
+        self.entry = func.append_basic_block("entry")
+        self.builder = ir.IRBuilder(self.entry)
+        self.body = func.append_basic_block("body")
+        self.builder.position_at_end(self.body)
+        self.vars: dict[E.Var, ir.Value] = {}
+        self.in_parallel = False
+
+    def finish(self) -> None:
+        self.builder.ret_void()
+        with self.builder.goto_block(self.entry):
+            self.builder.branch(self.body)
+
+
+class CodeGenLLVM:
+    """Emits PrimFuncs into one llvmlite module."""
+
+    def __init__(self, name: str = "module", triple: str = ""):
+        self.module = ir.Module(name=name)
+        if triple:
+            self.module.triple = triple
+        self.fn: _Fn = None  # type: ignore[assignment]
+        self._n = 0
+
+    @property
+    def b(self) -> ir.IRBuilder:
+        return self.fn.builder
+
+    def _name(self, base: str) -> str:
+        self._n += 1
+        return f"{base}.{self._n}"
+
+    # ---- functions -----------------------------------------------------------------------
+    def add_function(self, f: S.PrimFunc) -> None:
+        fnty = ir.FunctionType(ir.VoidType(), [PTR] * len(f.params))
+        func = ir.Function(self.module, fnty, f.name)
+        for a in func.args:
+            a.add_attribute("noalias")
+        self.fn = _Fn(func)
+        for arg, buf in zip(func.args, f.params, strict=False):
+            arg.name = buf.name
+            self.fn.vars[buf.data] = arg
+        self.stmt(f.body)
+        self.fn.finish()
+
+    def _decl(
+        self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False
+    ) -> ir.Function:
+        if name in self.module.globals:
+            return self.module.globals[name]
+        return ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
+
+    def _intrinsic(self, name: str, ty: ir.Type, nargs: int) -> ir.Function:
+        return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
+
+    # ---- statements ----------------------------------------------------------------------
+    def stmt(self, s: S.Stmt) -> None:
+        fn = getattr(self, "stmt_" + type(s).__name__, None)
+        if fn is None:
+            raise CodegenError(f"llvm codegen: unsupported statement {type(s).__name__}")
+        fn(s)
+
+    def stmt_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def stmt_Evaluate(self, s: S.Evaluate) -> None:
+        if not isinstance(s.value, (E.IntImm, E.FloatImm)):
+            self.expr(s.value)
+
+    def stmt_AttrStmt(self, s: S.AttrStmt) -> None:
+        self.stmt(s.body)
+
+    def stmt_LetStmt(self, s: S.LetStmt) -> None:
+        self.fn.vars[s.var] = self.expr(s.value)
+        self.stmt(s.body)
+
+    def stmt_BufferStore(self, s: S.BufferStore) -> None:
+        value = self.expr(s.value)
+        if dt.is_bool(s.value.dtype):
+            value = self.b.zext(value, mem_type(s.value.dtype))
+        ptr, vector = self._address(s.buffer, s.indices[0], s.value.dtype)
+        if vector is None:
+            self.b.store(value, ptr, align=dt.itemsize(s.buffer.dtype))
+            return
+        for k, p in enumerate(vector):
+            self.b.store(
+                self.b.extract_element(value, ir.Constant(I32, k)),
+                p,
+                align=dt.itemsize(s.buffer.dtype),
+            )
+
+    def stmt_IfThenElse(self, s: S.IfThenElse) -> None:
+        cond = self.expr(s.cond)
+        if s.else_case is None:
+            with self.b.if_then(cond):
+                self.stmt(s.then_case)
+            return
+        with self.b.if_else(cond) as (then, other):
+            with then:
+                self.stmt(s.then_case)
+            with other:
+                self.stmt(s.else_case)
+
+    def stmt_Allocate(self, s: S.Allocate) -> None:
+        buf = s.buffer
+        n = buf.const_size()
+        ety = mem_type(buf.dtype)
+        nbytes = n * dt.itemsize(buf.dtype)
+        if nbytes <= STACK_LIMIT:
+            with self.b.goto_block(self.fn.entry):
+                ptr = self.b.alloca(ir.ArrayType(ety, n), name=buf.name)
+                ptr.align = 64
+            self.fn.vars[buf.data] = ptr
+            self.stmt(s.body)
+            return
+        alloc = self._decl("aligned_alloc", PTR, [I64, I64])
+        ptr = self.b.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, -(-nbytes // 64) * 64)])
+        self.fn.vars[buf.data] = ptr
+        self.stmt(s.body)
+        self.b.call(self._decl("free", ir.VoidType(), [PTR]), [ptr])
+
+    def stmt_For(self, s: S.For) -> None:
+        if s.kind == "thread_binding":
+            raise CodegenError(
+                f"llvm codegen: loop '{s.loop_var.name}' is bound to '{s.thread_tag}', "
+                "which the CPU target has no notion of; bind only for GPU targets"
+            )
+        if s.kind == "parallel" and not self.fn.in_parallel:
+            self._parallel_for(s)
+            return
+        lo, ext = self.expr(s.min), self.expr(s.extent)
+        self._loop(s.loop_var, lo, self.b.add(lo, ext), lambda: self.stmt(s.body))
+
+    def _loop(self, var: E.Var, begin: ir.Value, end: ir.Value, body) -> None:
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block(self._name("for.head"))
+        loop = b.append_basic_block(self._name("for.body"))
+        done = b.append_basic_block(self._name("for.end"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(begin.type, name=var.name)
+        i.add_incoming(begin, pre)
+        b.cbranch(b.icmp_signed("<", i, end), loop, done)
+        b.position_at_end(loop)
+        self.fn.vars[var] = i
+        body()
+        nxt = b.add(i, ir.Constant(i.type, 1), flags=("nsw",))
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _parallel_for(self, s: S.For) -> None:
+        """Outline the loop into `void f(ptr ctx)` and run it with GOMP_parallel."""
+        captured = self._captured(s)
+        values = [self.fn.vars[v] for v in captured]
+        ctx_ty = ir.LiteralStructType([v.type for v in values])
+        with self.b.goto_block(self.fn.entry):
+            ctx = self.b.alloca(ctx_ty, name="par.ctx")
+        for k, v in enumerate(values):
+            self.b.store(
+                v, self.b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty)
+            )
+        outer = self.fn
+        func = ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR]), self._name(f"{outer.func.name}.par")
+        )
+        func.linkage = "internal"
+        self.fn = _Fn(func)
+        self.fn.in_parallel = True
+        b = self.b
+        for k, var in enumerate(captured):
+            p = b.gep(func.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty)
+            self.fn.vars[var] = b.load(p, typ=ctx_ty.elements[k], name=var.name)
+        nt = b.call(self._decl("omp_get_num_threads", I32, []), [])
+        tid = b.call(self._decl("omp_get_thread_num", I32, []), [])
+        lo, ext = self.expr(s.min), self.expr(s.extent)
+        ity = ext.type
+        nt, tid = (
+            b.sext(nt, ity) if ity.width > 32 else nt,
+            b.sext(tid, ity) if ity.width > 32 else tid,
+        )
+        chunk = b.sdiv(b.add(ext, b.sub(nt, ir.Constant(ity, 1))), nt)
+        begin = b.mul(tid, chunk)
+        end = b.add(begin, chunk)
+        end = b.select(b.icmp_signed("<", end, ext), end, ext)
+        self._loop(s.loop_var, b.add(lo, begin), b.add(lo, end), lambda: self.stmt(s.body))
+        self.fn.finish()
+        self.fn = outer
+        gomp = self._decl("GOMP_parallel", ir.VoidType(), [PTR, PTR, I32, I32])
+        self.b.call(gomp, [func, ctx, ir.Constant(I32, 0), ir.Constant(I32, 0)])
+
+    def _captured(self, s: S.Stmt) -> list[E.Var]:
+        """Variables bound outside `s` that its body uses (scalars and buffer pointers)."""
+        used: dict[E.Var, None] = {}
+        for n in collect(s, lambda n: True):
+            if isinstance(n, E.Var):
+                used[n] = None
+            elif isinstance(n, (E.BufferLoad, S.BufferStore, S.Allocate)):
+                used[n.buffer.data] = None
+        return [v for v in used if v in self.fn.vars]
+
+    # ---- expressions ---------------------------------------------------------------------
+    def expr(self, e: E.Expr) -> ir.Value:
+        fn = getattr(self, "expr_" + type(e).__name__, None)
+        if fn is None:
+            raise CodegenError(f"llvm codegen: unsupported expression {type(e).__name__}: {e!r}")
+        return fn(e)
+
+    def expr_IntImm(self, e: E.IntImm) -> ir.Value:
+        return ir.Constant(llvm_type(e.dtype), e.value)
+
+    def expr_FloatImm(self, e: E.FloatImm) -> ir.Value:
+        return ir.Constant(llvm_type(e.dtype), e.value)
+
+    def expr_Var(self, e: E.Var) -> ir.Value:
+        if e not in self.fn.vars:
+            raise CodegenError(f"llvm codegen: variable '{e.name}' is used outside its scope")
+        return self.fn.vars[e]
+
+    def expr_Add(self, e: E.Add) -> ir.Value:
+        if dt.is_float(e.dtype):
+            for m, c in ((e.a, e.b), (e.b, e.a)):
+                if isinstance(m, E.Mul):
+                    f = self._intrinsic("llvm.fmuladd", llvm_type(e.dtype), 3)
+                    return self.b.call(f, [self.expr(m.a), self.expr(m.b), self.expr(c)])
+            return self.b.fadd(self.expr(e.a), self.expr(e.b))
+        return self.b.add(self.expr(e.a), self.expr(e.b))
+
+    def expr_Sub(self, e: E.Sub) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.b.fsub(a, b) if dt.is_float(e.dtype) else self.b.sub(a, b)
+
+    def expr_Mul(self, e: E.Mul) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.b.fmul(a, b) if dt.is_float(e.dtype) else self.b.mul(a, b)
+
+    def expr_Div(self, e: E.Div) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_float(e.dtype):
+            return self.b.fdiv(a, b)
+        return self.b.udiv(a, b) if dt.is_uint(e.dtype) else self.b.sdiv(a, b)
+
+    def _floor_parts(self, e: E.BinaryOp):
+        a, b = self.expr(e.a), self.expr(e.b)
+        q, r = self.b.sdiv(a, b), self.b.srem(a, b)
+        zero = ir.Constant(a.type, None)
+        # the remainder is nonzero and its sign differs from the divisor's
+        fix = self.b.and_(
+            self.b.icmp_signed("!=", r, zero),
+            self.b.xor(self.b.icmp_signed("<", r, zero), self.b.icmp_signed("<", b, zero)),
+        )
+        return a, b, q, r, fix
+
+    def expr_FloorDiv(self, e: E.FloorDiv) -> ir.Value:
+        if dt.is_float(e.dtype):
+            f = self._intrinsic("llvm.floor", llvm_type(e.dtype), 1)
+            return self.b.call(f, [self.b.fdiv(self.expr(e.a), self.expr(e.b))])
+        if dt.is_uint(e.dtype):
+            return self.b.udiv(self.expr(e.a), self.expr(e.b))
+        _, _, q, _, fix = self._floor_parts(e)
+        return self.b.sub(q, self.b.zext(fix, q.type))
+
+    def expr_FloorMod(self, e: E.FloorMod) -> ir.Value:
+        if dt.is_float(e.dtype):
+            a, b = self.expr(e.a), self.expr(e.b)
+            f = self._intrinsic("llvm.floor", llvm_type(e.dtype), 1)
+            return self.b.fsub(a, self.b.fmul(b, self.b.call(f, [self.b.fdiv(a, b)])))
+        if dt.is_uint(e.dtype):
+            return self.b.urem(self.expr(e.a), self.expr(e.b))
+        _, b, _, r, fix = self._floor_parts(e)
+        return self.b.add(r, self.b.select(fix, b, ir.Constant(b.type, None)))
+
+    def _cmp(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+        if dt.is_float(dtype):
+            return self.b.fcmp_ordered(op, a, b)
+        if dt.is_uint(dtype) or dt.is_bool(dtype):
+            return self.b.icmp_unsigned(op, a, b)
+        return self.b.icmp_signed(op, a, b)
+
+    def expr_Min(self, e: E.Min) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.b.select(self._cmp("<", a, b, e.a.dtype), a, b)
+
+    def expr_Max(self, e: E.Max) -> ir.Value:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self.b.select(self._cmp(">", a, b, e.a.dtype), a, b)
+
+    def _compare(self, e: E.CmpOp) -> ir.Value:
+        return self._cmp(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype)
+
+    expr_EQ = expr_NE = expr_LT = expr_LE = expr_GT = expr_GE = _compare
+
+    def expr_And(self, e: E.And) -> ir.Value:
+        return self.b.and_(self.expr(e.a), self.expr(e.b))
+
+    def expr_Or(self, e: E.Or) -> ir.Value:
+        return self.b.or_(self.expr(e.a), self.expr(e.b))
+
+    def expr_Not(self, e: E.Not) -> ir.Value:
+        return self.b.not_(self.expr(e.a))
+
+    def expr_Select(self, e: E.Select) -> ir.Value:
+        return self.b.select(self.expr(e.cond), self.expr(e.t), self.expr(e.f))
+
+    def expr_Cast(self, e: E.Cast) -> ir.Value:
+        return self.convert(self.expr(e.value), e.value.dtype, e.dtype)
+
+    def convert(self, v: ir.Value, src: str, dst: str) -> ir.Value:
+        s, d = dt.parse(src), dt.parse(dst)
+        to = llvm_type(dst)
+        b = self.b
+        if s.code == "bool" and d.code != "bool":
+            return b.uitofp(v, to) if d.code == "float" else b.zext(v, to)
+        if d.code == "bool":
+            zero = ir.Constant(v.type, None)
+            return (
+                b.fcmp_unordered("!=", v, zero)
+                if s.code == "float"
+                else b.icmp_unsigned("!=", v, zero)
+            )
+        if s.code == "float" and d.code == "float":
+            if s.bits == d.bits:
+                return v
+            return b.fpext(v, to) if d.bits > s.bits else b.fptrunc(v, to)
+        if s.code == "float":
+            return b.fptoui(v, to) if d.code == "uint" else b.fptosi(v, to)
+        if d.code == "float":
+            return b.uitofp(v, to) if s.code == "uint" else b.sitofp(v, to)
+        if s.bits == d.bits:
+            return v
+        if d.bits < s.bits:
+            return b.trunc(v, to)
+        return b.zext(v, to) if s.code == "uint" else b.sext(v, to)
+
+    def expr_Ramp(self, e: E.Ramp) -> ir.Value:
+        ty = llvm_type(e.dtype)
+        if isinstance(e.base, E.IntImm) and isinstance(e.stride, E.IntImm):
+            return ir.Constant(ty, [e.base.value + k * e.stride.value for k in range(e.lanes)])
+        base = self._splat(self.expr(e.base), e.lanes)
+        stride = self._splat(self.expr(e.stride), e.lanes)
+        iota = ir.Constant(ty, list(range(e.lanes)))
+        return self.b.add(base, self.b.mul(stride, iota))
+
+    def _splat(self, v: ir.Value, lanes: int) -> ir.Value:
+        vty = ir.VectorType(v.type, lanes)
+        one = self.b.insert_element(ir.Constant(vty, ir.Undefined), v, ir.Constant(I32, 0))
+        return self.b.shuffle_vector(
+            one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
+        )
+
+    def expr_Broadcast(self, e: E.Broadcast) -> ir.Value:
+        return self._splat(self.expr(e.value), e.lanes)
+
+    def _address(self, buf: S.Buffer, index: E.Expr, dtype: str):
+        """(pointer, None) for a scalar or contiguous access, else (None, per-lane pointers)."""
+        base = self.expr_Var(buf.data)
+        ety = mem_type(buf.dtype)
+        if isinstance(index, E.Ramp) and E.is_const(index.stride, 1):
+            return self.b.gep(base, [self._index(index.base)], source_etype=ety), None
+        if dt.lanes(index.dtype) == 1:
+            return self.b.gep(base, [self._index(index)], source_etype=ety), None
+        idx = self.expr(index)
+        ptrs = []
+        for k in range(dt.lanes(index.dtype)):
+            i = self.b.extract_element(idx, ir.Constant(I32, k))
+            i = self.b.sext(i, I64) if i.type.width < 64 else i
+            ptrs.append(self.b.gep(base, [i], source_etype=ety))
+        return None, ptrs
+
+    def _index(self, index: E.Expr) -> ir.Value:
+        idx = self.expr(index)
+        return self.b.sext(idx, I64) if idx.type.width < 64 else idx
+
+    def expr_BufferLoad(self, e: E.BufferLoad) -> ir.Value:
+        if len(e.indices) != 1:
+            raise CodegenError(f"llvm codegen: load of '{e.buffer.name}' is not flattened")
+        align = dt.itemsize(e.buffer.dtype)
+        ptr, lanes = self._address(e.buffer, e.indices[0], e.dtype)
+        if lanes is None:
+            v = self.b.load(ptr, typ=mem_type(e.dtype), align=align)
+        else:
+            v = ir.Constant(mem_type(e.dtype), ir.Undefined)
+            for k, p in enumerate(lanes):
+                x = self.b.load(p, typ=mem_type(e.buffer.dtype), align=align)
+                v = self.b.insert_element(v, x, ir.Constant(I32, k))
+        return self.b.trunc(v, llvm_type(e.dtype)) if dt.is_bool(e.dtype) else v
+
+    def expr_Call(self, e: E.Call) -> ir.Value:
+        if e.op == "tir.if_then_else":
+            return self._if_then_else(e)
+        if e.op == "tir.address_of":
+            load = e.args[0]
+            ptr, _ = self._address(load.buffer, load.indices[0], load.dtype)
+            return ptr
+        if e.extern:
+            args = [self.expr(a) for a in e.args]
+            ret = ir.VoidType() if e.dtype == "void" else llvm_type(e.dtype)
+            return self.b.call(self._decl(e.op, ret, [a.type for a in args]), args)
+        if e.op in _INTRINSIC_MATH or e.op in _LIBM:
+            return self._math(e)
+        raise CodegenError(f"llvm codegen: unknown intrinsic '{e.op}'")
+
+    def _math(self, e: E.Call) -> ir.Value:
+        args = [self.expr(a) for a in e.args]
+        t = dt.parse(e.dtype)
+        if t.bits == 16:  # compute half precision in float32
+            wide = dt.with_lanes("float32", t.lanes)
+            args = [self.convert(a, e.dtype, wide) for a in args]
+            r = self._math_call(e.op, args, wide)
+            return self.convert(r, wide, e.dtype)
+        return self._math_call(e.op, args, e.dtype)
+
+    def _math_call(self, op: str, args: list[ir.Value], dtype: str) -> ir.Value:
+        ty = llvm_type(dtype)
+        if op in _INTRINSIC_MATH:
+            return self.b.call(self._intrinsic(f"llvm.{op}", ty, len(args)), args)
+        sty = llvm_type(dt.element_of(dtype))
+        name = op + ("f" if dt.parse(dtype).bits == 32 else "")
+        f = self._decl(name, sty, [sty] * len(args))
+        if dt.lanes(dtype) == 1:
+            return self.b.call(f, args)
+        out = ir.Constant(ty, ir.Undefined)
+        for k in range(dt.lanes(dtype)):
+            lane = [self.b.extract_element(a, ir.Constant(I32, k)) for a in args]
+            out = self.b.insert_element(out, self.b.call(f, lane), ir.Constant(I32, k))
+        return out
+
+    def _if_then_else(self, e: E.Call) -> ir.Value:
+        cond = self.expr(e.args[0])
+        if dt.lanes(e.args[0].dtype) > 1:
+            raise CodegenError("llvm codegen: if_then_else with a vector condition")
+        b = self.b
+        then_bb = b.append_basic_block(self._name("ite.then"))
+        else_bb = b.append_basic_block(self._name("ite.else"))
+        done = b.append_basic_block(self._name("ite.end"))
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        t = self.expr(e.args[1])
+        t_end = b.block
+        b.branch(done)
+        b.position_at_end(else_bb)
+        f = self.expr(e.args[2])
+        f_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(t.type)
+        phi.add_incoming(t, t_end)
+        phi.add_incoming(f, f_end)
+        return phi
+
+
+def codegen(funcs: list[S.PrimFunc], name: str = "module", triple: str = "") -> ir.Module:
+    """An llvmlite module holding every function."""
+    cg = CodeGenLLVM(name, triple)
+    for f in funcs:
+        cg.add_function(f)
+    return cg.module

@@ -1,0 +1,69 @@
+"""lower() and build(): the pass pipeline from a schedule to a callable native module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .arith import Analyzer
+from .schedule.ops import schedule_ops
+from .schedule.schedule import Schedule
+from .te.tensor import Tensor
+from .tir import stmt as S
+from .tir.transform.flatten import storage_flatten
+from .tir.transform.simplify import simplify
+
+
+def lower_passes(s: Schedule, args: list[Tensor], name: str = "main") -> dict[str, S.PrimFunc]:
+    """The function after each pass, in order; every entry prints with str()."""
+    ana = Analyzer()
+    body, params = schedule_ops(s, list(args), ana)
+    f = S.PrimFunc(name, params, body)
+    out = {"schedule_ops": f}
+    for pass_name, fn in PIPELINE:
+        f = fn(f, ana)
+        out[pass_name] = f
+    return out
+
+
+def _pipeline() -> list[tuple[str, Any]]:
+    from .tir.transform.loops import inject_virtual_thread, unroll_loops, vectorize_loops
+
+    return [
+        ("inject_virtual_thread", inject_virtual_thread),
+        ("storage_flatten", storage_flatten),
+        ("simplify", simplify),
+        ("unroll_loops", unroll_loops),
+        ("vectorize_loops", vectorize_loops),
+        ("simplify_final", simplify),
+    ]
+
+
+PIPELINE = _pipeline()
+
+
+def lower(s: Schedule, args: list[Tensor], name: str = "main") -> S.PrimFunc:
+    """The lowered function (loop IR after all passes); print it to read it."""
+    return list(lower_passes(s, args, name).values())[-1]
+
+
+def build(
+    s: Schedule | S.PrimFunc,
+    args: list[Tensor] | None = None,
+    target: str = "llvm",
+    name: str = "main",
+):
+    """Compile to a Module: callable on numpy arrays for the host, exportable for any target."""
+    from .runtime.module import build_module
+
+    f = s if isinstance(s, S.PrimFunc) else lower(s, list(args or []), name)
+    imports = _imported_llvm(s) if isinstance(s, Schedule) else []
+    return build_module(f, target, imports)
+
+
+def _imported_llvm(s: Schedule) -> list[str]:
+    """LLVM IR text attached with the `import_llvm` pragma (micro-kernels of tensor intrinsics)."""
+    out = []
+    for st in s.stages:
+        for attr in st.iter_attrs.values():
+            out += [v for k, v in attr.pragmas if k == "import_llvm"]
+    return out

@@ -1,0 +1,176 @@
+"""Native modules: JIT-compiled functions callable on numpy arrays; object and library export.
+
+The function ABI is one pointer per buffer parameter. Calls check every array's shape, dtype and
+C-contiguity against the signature first, because the native code trusts them blindly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import subprocess
+import tempfile
+from functools import cache
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from vta.errors import CodegenError, VTAError
+
+from ..codegen.llvm import codegen
+from ..codegen.target import Target, optimize, parse_ir, target_machine
+from ..tir import dtype as dt
+from ..tir import stmt as S
+
+SIGNATURE_PREFIX = "__vta_signature_"
+
+
+class ArgumentError(VTAError, ValueError):
+    """Arrays passed to a module do not match its signature (names the parameter)."""
+
+
+@cache
+def _load_openmp() -> str:
+    path = ctypes.util.find_library("gomp") or "libgomp.so.1"
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        llvm.load_library_permanently(path)
+    except (OSError, RuntimeError) as e:
+        raise CodegenError(f"cannot load the OpenMP runtime {path!r}: {e}") from e
+    return path
+
+
+def _signature(f: S.PrimFunc) -> list[dict]:
+    return [
+        {"name": b.name, "shape": [int(s.value) for s in b.shape], "dtype": b.dtype}
+        for b in f.params
+    ]
+
+
+class _Callable:
+    """Argument checking and the ctypes call, shared by JIT and loaded modules."""
+
+    name: str
+    signature: list[dict]
+    _cfunc: Any
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        sig = self.signature
+        if len(arrays) != len(sig):
+            names = ", ".join(p["name"] for p in sig)
+            raise ArgumentError(f"{self.name} takes {len(sig)} arrays ({names}), got {len(arrays)}")
+        for a, p in zip(arrays, sig, strict=False):
+            where = f"{self.name}: argument '{p['name']}'"
+            if not isinstance(a, np.ndarray):
+                raise ArgumentError(f"{where} must be a numpy array, got {type(a).__name__}")
+            if a.dtype != dt.to_numpy(p["dtype"]):
+                raise ArgumentError(f"{where} has dtype {a.dtype}, expected {p['dtype']}")
+            if list(a.shape) != p["shape"]:
+                raise ArgumentError(f"{where} has shape {list(a.shape)}, expected {p['shape']}")
+            if not a.flags.c_contiguous:
+                raise ArgumentError(f"{where} must be C-contiguous (use np.ascontiguousarray)")
+        self._cfunc(*[a.ctypes.data for a in arrays])
+
+
+class Module(_Callable):
+    """A built function: call it on numpy arrays, read its IR/assembly, save or export it."""
+
+    def __init__(self, func: S.PrimFunc, target: Target, imports: list[str]):
+        self.name, self.target, self.func = func.name, target, func
+        self.signature = _signature(func)
+        irmod = codegen([func], func.name, target.triple)
+        _embed_signature(irmod, func.name, self.signature)
+        self.llvm_ir_unoptimized = str(irmod)
+        tm = target_machine(target, pic=False)
+        mod = parse_ir(self.llvm_ir_unoptimized, tm, target.triple)
+        for text in imports:
+            mod.link_in(parse_ir(text, tm, target.triple))
+        optimize(mod, tm)
+        self._mod, self._engine, self._cfunc_cached = mod, None, None
+        self.uses_openmp = "GOMP_parallel" in self.llvm_ir_unoptimized
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """Optimized LLVM IR ("ll"), unoptimized IR ("ll-raw") or assembly ("asm")."""
+        if fmt == "ll":
+            return str(self._mod)
+        if fmt == "ll-raw":
+            return self.llvm_ir_unoptimized
+        if fmt == "asm":
+            return target_machine(self.target, pic=True).emit_assembly(self._mod)
+        raise ValueError(f"unknown format {fmt!r}: ll, ll-raw or asm")
+
+    @property
+    def _cfunc(self):
+        if self._cfunc_cached is None:
+            if not self.target.is_host:
+                raise CodegenError(
+                    f"module '{self.name}' is compiled for {self.target.triple}; it cannot run on "
+                    "this host (save() it and run it on the target)"
+                )
+            if self.uses_openmp:
+                _load_openmp()
+            tm = target_machine(self.target, pic=False)
+            engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(self._mod.as_bitcode()), tm)
+            engine.finalize_object()
+            addr = engine.get_function_address(self.name)
+            proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(self.signature))
+            self._engine, self._cfunc_cached = engine, proto(addr)
+        return self._cfunc_cached
+
+    def save(self, path: str) -> None:
+        """Write a relocatable object file (.o) for the module's target."""
+        obj = target_machine(self.target, pic=True).emit_object(self._mod)
+        with open(path, "wb") as f:
+            f.write(obj)
+
+    def export_library(self, path: str) -> None:
+        """Link a shared library with the system linker (host target only)."""
+        if not self.target.is_host:
+            raise CodegenError("export_library links for the host; use save() for cross targets")
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = os.path.join(tmp, "module.o")
+            self.save(obj)
+            cmd = ["ld", "-shared", "-o", path, obj]
+            if self.uses_openmp:
+                cmd.append(_load_openmp())
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode:
+                raise CodegenError(f"linking {path} failed: {r.stderr.strip()}")
+
+
+def _embed_signature(irmod: ir.Module, name: str, signature: list[dict]) -> None:
+    data = bytearray(json.dumps({"name": name, "params": signature}).encode() + b"\0")
+    ty = ir.ArrayType(ir.IntType(8), len(data))
+    g = ir.GlobalVariable(irmod, ty, SIGNATURE_PREFIX + name)
+    g.initializer = ir.Constant(ty, data)
+    g.global_constant = True
+
+
+class LoadedModule(_Callable):
+    """A function from a shared library written by Module.export_library."""
+
+    def __init__(self, path: str, name: str):
+        _load_openmp()
+        self.lib = ctypes.CDLL(os.path.abspath(path))
+        meta = json.loads(ctypes.c_char_p.in_dll(self.lib, SIGNATURE_PREFIX + name).value or b"{}")
+        if not meta:
+            raise CodegenError(f"{path}: no signature for function '{name}'")
+        self.name, self.signature = name, meta["params"]
+        self._cfunc = getattr(self.lib, name)
+        self._cfunc.restype = None
+        self._cfunc.argtypes = [ctypes.c_void_p] * len(self.signature)
+
+
+def load_module(path: str, name: str = "main") -> LoadedModule:
+    """Load function `name` from a shared library exported by Module.export_library."""
+    if not os.path.exists(path):
+        raise CodegenError(f"no such library: {path}")
+    return LoadedModule(path, name)
+
+
+def build_module(func: S.PrimFunc, target: str, imports: list[str]) -> Module:
+    return Module(func, Target.parse(target), imports)

@@ -1,0 +1,1 @@
+"""Passes over lowered functions; each takes and returns a PrimFunc."""

@@ -1,0 +1,65 @@
+"""Storage flattening: multi-dimensional buffer accesses become one linear element index.
+
+Strides come from the buffer (padded by storage_align) or from its shape; the scope stays on the
+flat buffer, so later passes and backends still lower per scope. An access with one index into a
+multi-dimensional buffer is taken as already flat (tensor intrinsics address regions that way).
+"""
+
+from __future__ import annotations
+
+from ...arith import Analyzer
+from .. import expr as E
+from .. import stmt as S
+from ..functor import Mutator
+
+
+def flat_index(buf: S.Buffer, indices: tuple[E.Expr, ...]) -> E.Expr:
+    if len(indices) == 1 and len(buf.shape) != 1:
+        return indices[0] + buf.elem_offset
+    strides = buf.strides
+    if strides is None:
+        strides, acc = [], E.const(1)
+        for n in reversed(buf.shape):
+            strides.append(acc)
+            acc = acc * n
+        strides.reverse()
+    index = buf.elem_offset
+    for i, st in zip(indices, strides, strict=False):
+        index = index + i * st
+    return index
+
+
+class _Flatten(Mutator):
+    def __init__(self, ana: Analyzer):
+        self.ana = ana
+        self.flat: dict[int, S.Buffer] = {}
+
+    def buffer(self, buf: S.Buffer) -> S.Buffer:
+        if id(buf) not in self.flat:
+            n = buf.const_size() if all(isinstance(s, E.IntImm) for s in buf.shape) else 0
+            self.flat[id(buf)] = S.Buffer(buf.name, [n], buf.dtype, buf.scope, data=buf.data)
+        return self.flat[id(buf)]
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
+        e = self.generic(e)
+        return E.BufferLoad(
+            self.buffer(e.buffer), [self.ana.simplify(flat_index(e.buffer, e.indices))]
+        )
+
+    def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        s = self.generic(s)
+        index = self.ana.simplify(flat_index(s.buffer, s.indices))
+        return S.BufferStore(self.buffer(s.buffer), s.value, [index])
+
+    def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
+        return S.Allocate(self.buffer(s.buffer), self.visit(s.body))
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        lo, ext = E.as_int(s.min), E.as_int(s.extent)
+        if lo is not None and ext is not None:
+            self.ana.bind(s.loop_var, lo, lo + ext - 1)
+        return self.generic(s)
+
+
+def storage_flatten(f: S.PrimFunc, ana: Analyzer) -> S.PrimFunc:
+    return f.replace(body=_Flatten(ana).visit(f.body))
