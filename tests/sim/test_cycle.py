@@ -445,66 +445,35 @@ def clocked_reference(prog: Program) -> dict[str, list[int]] | None:
     return None
 
 
-# Per module: the instruction for a size, and the token queue each of its flags pops or pushes.
-_RANDOM_INSNS = {
-    0: (
-        lambda size, f: MemInsn(
-            memory_type=MemType.INP,
-            y_size=1,
-            x_size=size,
-            x_stride=size,
-            pop_next_dep=f[0],
-            push_next_dep=f[1],
-        ),
-        [("pop", "g2l"), ("push", "l2g")],
+# Per module, an instruction of a size (0 is a NOP) with given dependence flags.
+_MAKE = {
+    Stage.LOAD: lambda size, **flags: MemInsn(
+        memory_type=MemType.INP, y_size=1, x_size=size, x_stride=size, **flags
     ),
-    1: (
-        lambda size, f: GemmInsn(
-            reset_reg=True,
-            uop_bgn=0,
-            uop_end=1,
-            iter_out=size,
-            pop_prev_dep=f[0],
-            pop_next_dep=f[1],
-            push_prev_dep=f[2],
-            push_next_dep=f[3],
-        ),
-        [("pop", "l2g"), ("pop", "s2g"), ("push", "g2l"), ("push", "g2s")],
-    ),
-    2: (
-        lambda size, f: MemInsn(
-            is_store=True,
-            memory_type=MemType.OUT,
-            y_size=1,
-            x_size=size,
-            x_stride=size,
-            pop_prev_dep=f[0],
-            push_prev_dep=f[1],
-        ),
-        [("pop", "g2s"), ("push", "s2g")],
+    Stage.COMPUTE: lambda size, **flags: reset(size + 1, **flags),
+    Stage.STORE: lambda size, **flags: MemInsn(
+        is_store=True, memory_type=MemType.OUT, y_size=1, x_size=size, x_stride=size, **flags
     ),
 }
 
 
 def random_stream(body, matched: bool) -> list[Insn]:
-    """Instructions from (module, size, flags). If `matched`, a pop is kept only when an earlier
-    instruction pushed a token not yet popped, and the consumers drain every token left at the
-    end, so only the command and token queue capacities can deadlock."""
+    """Instructions from (module, size, flag wishes). If `matched`, a pop is kept only when an
+    earlier instruction pushed a token not yet popped, and the consumers drain every token left
+    at the end, so only the command and token queue capacities can deadlock."""
     tokens, insns = dict.fromkeys(QUEUES, 0), []
     for m, size, wish in body:
-        make, roles = _RANDOM_INSNS[m]
-        flags = []
-        for want, (kind, queue) in zip(wish, roles, strict=False):
-            keep = want and (kind == "push" or not matched or tokens[queue] > 0)
-            tokens[queue] += (1 if kind == "push" else -1) if keep else 0
-            flags.append(keep)
-        insns.append(make(size, flags))
+        stage, flags = Stage(m + 1), {}
+        for want, (flag, queue) in zip(wish, ROUTES[stage].items(), strict=False):
+            push = flag.startswith("push")
+            flags[flag] = want and (push or not matched or tokens[queue] > 0)
+            tokens[queue] += (1 if push else -1) if flags[flag] else 0
+        insns.append(_MAKE[stage](size, **flags))
     if matched:
-        for make, roles in _RANDOM_INSNS.values():
-            for role, (kind, queue) in enumerate(roles):
-                if kind == "pop":
-                    flags = [i == role for i in range(len(roles))]
-                    insns += [make(1, flags)] * tokens[queue]
+        for stage, routes in ROUTES.items():
+            for flag, queue in routes.items():
+                if flag.startswith("pop"):
+                    insns += [_MAKE[stage](0, **{flag: True})] * tokens[queue]
     return insns + [FinishInsn()]
 
 
