@@ -330,7 +330,6 @@ def test_module_cycles_add_up():
     assert np.all(sched.start > sched.dispatch)
 
 
-@pytest.mark.slow
 def test_million_cycle_gemm_matches_fsim():
     """The benchmark-sized Program (about 1.1 M cycles) agrees with fsim bit for bit."""
     example = blocked_gemm(
