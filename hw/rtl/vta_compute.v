@@ -1,0 +1,450 @@
+`include "vta_config.vh"
+// Compute module: executes LOAD UOP / LOAD ACC, GEMM, ALU and FINISH from its command queue
+// (docs/timing.md). Owns the micro-op and accumulator buffers; reads INP/WGT, writes OUT.
+// Micro-op pipeline, for a micro-op issued in cycle c:
+//   c      read UOP[k]
+//   c+1    (A) indices d, s, w; read ACC[d], INP[s], WGT[w]
+//   c+2    (B) GEMM / ALU-immediate result; tensor ALU reads ACC[s] instead
+//   c+3    (B) tensor ALU result
+// then WRITE_TAPS-deep result registers; the write to ACC[d] and OUT[d] happens at the tap
+// that ends the micro-op P + II - 1 cycles after issue (P = pipeline depth, II = issue
+// interval). Reads are forwarded from every result not yet written, so any micro-op order
+// gives the sequential result.
+module vta_compute (
+    input  wire                   clk,
+    input  wire                   rst,
+    input  wire [127:0]           insn,
+    input  wire                   insn_valid,
+    output wire                   insn_pop,
+    input  wire                   l2g_empty,
+    output wire                   l2g_pop,
+    input  wire                   s2g_empty,
+    output wire                   s2g_pop,
+    input  wire                   g2l_full,
+    output wire                   g2l_push,
+    input  wire                   g2s_full,
+    output wire                   g2s_push,
+    output wire                   finish,
+    output wire                   bad_alu_op,
+    // AXI4 read master (micro-op and accumulator loads)
+    output wire                   arvalid,
+    input  wire                   arready,
+    output wire [31:0]            araddr,
+    output wire [7:0]             arlen,
+    input  wire                   rvalid,
+    input  wire [`VTA_BUS_BITS-1:0]    rdata,
+    input  wire                   rlast,
+    output wire                   rready,
+    // INP / WGT buffer read ports (banked like the load module writes them)
+    output wire [`VTA_INP_BANKS-1:0]   inp_re,
+    output wire [`VTA_INP_BANKS*`VTA_INP_BANK_AW-1:0] inp_raddr,
+    input  wire [`VTA_INP_BANKS*`VTA_INP_ELEM_BITS-1:0]  inp_rdata,
+    output wire                   wgt_re,
+    output wire [`VTA_LOG_WGT_DEPTH-1:0]      wgt_raddr,
+    input  wire [`VTA_WGT_ELEM_BITS-1:0]      wgt_rdata,
+    // OUT buffer write port (banked like the store module reads it)
+    output reg  [`VTA_OUT_BANKS-1:0]   out_we,
+    output reg  [`VTA_OUT_BANKS*`VTA_OUT_BANK_AW-1:0] out_waddr,
+    output reg  [`VTA_OUT_BANKS*`VTA_OUT_ELEM_BITS-1:0]  out_wdata
+);
+  localparam integer BUS_BITS = `VTA_BUS_BITS;
+  localparam integer LOG_BB = `VTA_LOG_BUS_BYTES;
+  localparam integer OUT_W = `VTA_LOG_MAX_OUTSTANDING;
+  localparam integer INP_EW = `VTA_INP_ELEM_BITS;
+  localparam integer LOG_INP_BANKS = `VTA_LOG_INP_BANKS;
+  localparam integer INP_BANKS = 1 << LOG_INP_BANKS;
+  localparam integer INP_BAW = `VTA_LOG_INP_DEPTH - LOG_INP_BANKS;
+  localparam integer WGT_EW = `VTA_WGT_ELEM_BITS;
+  localparam integer WGT_AW = `VTA_LOG_WGT_DEPTH;
+  localparam integer OUT_EW = `VTA_OUT_ELEM_BITS;
+  localparam integer LOG_OUT_BANKS = `VTA_LOG_OUT_BANKS;
+  localparam integer OUT_BANKS = 1 << LOG_OUT_BANKS;
+  localparam integer OUT_BAW = `VTA_LOG_OUT_DEPTH - LOG_OUT_BANKS;
+  localparam integer ACC_EW = `VTA_ACC_ELEM_BITS;
+  localparam integer ACC_AW = `VTA_LOG_ACC_DEPTH;
+  localparam integer LOG_UOP_BANKS = `VTA_LOG_UOP_BANKS;
+  localparam integer UOP_BANKS = 1 << LOG_UOP_BANKS;
+  localparam integer UOP_BAW = `VTA_LOG_UOP_DEPTH - LOG_UOP_BANKS;
+  localparam integer LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
+  localparam integer TAPS = `VTA_WRITE_TAPS;
+  localparam integer SRC_W = `VTA_LOG_ACC_DEPTH > `VTA_LOG_INP_DEPTH ? `VTA_LOG_ACC_DEPTH : `VTA_LOG_INP_DEPTH;
+
+  // ------------------------------------------------------------------ decode
+  wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LSB+:3];
+  wire pop_prev = insn[`VTA_MEM_POP_PREV_DEP_LSB];
+  wire pop_next = insn[`VTA_MEM_POP_NEXT_DEP_LSB];
+  wire push_prev = insn[`VTA_MEM_PUSH_PREV_DEP_LSB];
+  wire push_next = insn[`VTA_MEM_PUSH_NEXT_DEP_LSB];
+  wire [2:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LSB+:3];
+  wire [15:0] m_sram = insn[`VTA_MEM_SRAM_BASE_LSB+:16];
+  wire [31:0] m_dram = insn[`VTA_MEM_DRAM_BASE_LSB+:32];
+  wire [15:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:16];
+  wire [15:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:16];
+  wire [15:0] m_stride = insn[`VTA_MEM_X_STRIDE_LSB+:16];
+  wire [3:0] m_yp0 = insn[`VTA_MEM_Y_PAD_0_LSB+:4];
+  wire [3:0] m_yp1 = insn[`VTA_MEM_Y_PAD_1_LSB+:4];
+  wire [3:0] m_xp0 = insn[`VTA_MEM_X_PAD_0_LSB+:4];
+  wire [3:0] m_xp1 = insn[`VTA_MEM_X_PAD_1_LSB+:4];
+  wire is_load = opcode == 3'd`VTA_OP_LOAD;
+  wire is_gemm = opcode == 3'd`VTA_OP_GEMM;
+  wire is_alu = opcode == 3'd`VTA_OP_ALU;
+  wire is_finish = opcode == 3'd`VTA_OP_FINISH;
+  wire load_nop = m_xs == 0 || (m_ys == 0 && m_yp0 == 0 && m_yp1 == 0);
+  wire [2:0] alu_op = insn[`VTA_ALU_ALU_OPCODE_LSB+:3];
+  wire use_imm = insn[`VTA_ALU_USE_IMM_LSB];
+  wire [`VTA_GEMM_UOP_BGN_W-1:0] uop_bgn = insn[`VTA_GEMM_UOP_BGN_LSB+:`VTA_GEMM_UOP_BGN_W];
+  wire [`VTA_GEMM_UOP_END_W-1:0] uop_end = insn[`VTA_GEMM_UOP_END_LSB+:`VTA_GEMM_UOP_END_W];
+  wire [13:0] iter_out = insn[`VTA_GEMM_ITER_OUT_LSB+:14];
+  wire [13:0] iter_in = insn[`VTA_GEMM_ITER_IN_LSB+:14];
+  wire no_uops = uop_end <= {1'b0, uop_bgn} || iter_out == 0 || iter_in == 0;
+
+  // ------------------------------------------------------------------ control
+  localparam [1:0] S_IDLE = 2'd0, S_LOAD = 2'd1, S_ISSUE = 2'd2, S_DRAIN = 2'd3;
+  reg [1:0] state;
+  reg r_push_prev, r_push_next;
+  wire ready = (!pop_prev || !l2g_empty) && (!pop_next || !s2g_empty) &&
+               (!push_prev || !g2l_full) && (!push_next || !g2s_full);
+  wire accept = state == S_IDLE && insn_valid && ready;
+  wire uop_loader_done, acc_loader_done;
+  reg [15:0] drain;
+  wire one_cycle = accept && (is_finish || (is_load && load_nop) || !(is_load || is_gemm || is_alu));
+  wire last_cycle = one_cycle || (state == S_LOAD && (uop_loader_done || acc_loader_done)) ||
+                    (state == S_DRAIN && drain == 0);
+  assign insn_pop = accept;
+  assign l2g_pop = accept && pop_prev;
+  assign s2g_pop = accept && pop_next;
+  assign g2l_push = last_cycle && (one_cycle ? push_prev : r_push_prev);
+  assign g2s_push = last_cycle && (one_cycle ? push_next : r_push_next);
+  assign finish = accept && is_finish;
+  assign bad_alu_op = accept && is_alu &&
+      (alu_op > 3'd`VTA_ALUOP_MUL || (alu_op == 3'd`VTA_ALUOP_MUL && `VTA_ALU_MUL_ENABLED == 0));
+
+  wire start_uop = accept && is_load && !load_nop && mem_type == 3'd`VTA_MEM_UOP;
+  wire start_acc = accept && is_load && !load_nop && mem_type == 3'd`VTA_MEM_ACC;
+  wire start_uops = accept && (is_gemm || is_alu);
+
+  // Instruction registers of a GEMM / ALU.
+  reg r_alu, r_reset, r_imm_mode, r_tensor, r_load_acc;
+  reg [2:0] r_op;
+  reg [`VTA_ACC_WIDTH-1:0] r_imm;
+  reg [`VTA_GEMM_UOP_BGN_W-1:0] r_bgn;
+  reg [`VTA_GEMM_UOP_END_W-1:0] r_end;
+  reg [13:0] r_iter_out, r_iter_in;
+  reg [ACC_AW-1:0] r_dfo, r_dfi;
+  reg [SRC_W-1:0] r_sfo, r_sfi;
+  reg [WGT_AW-1:0] r_wfo, r_wfi;
+  reg [3:0] r_ii, ii_cnt;
+  reg [3:0] r_tap;
+  // Loop state.
+  reg [`VTA_GEMM_UOP_END_W-1:0] k;
+  reg [13:0] i, j;
+  reg [ACC_AW-1:0] dst_i, dst_ij;
+  reg [SRC_W-1:0] src_i, src_ij;
+  reg [WGT_AW-1:0] wgt_i, wgt_ij;
+  wire issue = state == S_ISSUE && ii_cnt == 0;
+  wire k_last = k == r_end - 1;
+  wire j_last = j == r_iter_in - 1;
+  wire i_last = i == r_iter_out - 1;
+  wire issue_last = issue && k_last && j_last && i_last;
+
+  localparam integer GEMM_LAT = `VTA_GEMM_PIPE;
+  localparam integer IMM_LAT = `VTA_ALU_PIPE + `VTA_ALU_II_IMM - 1;
+  localparam integer TENSOR_LAT = `VTA_ALU_PIPE + `VTA_ALU_II_TENSOR - 1;
+  reg [15:0] r_lat;
+
+  always @(posedge clk) begin
+    if (rst) begin
+      state <= S_IDLE;
+    end else begin
+      if (accept) begin
+        r_push_prev <= push_prev;
+        r_push_next <= push_next;
+        r_load_acc <= mem_type == 3'd`VTA_MEM_ACC;
+        if (start_uop || start_acc) state <= S_LOAD;
+        if (start_uops) begin
+          r_alu <= is_alu;
+          r_reset <= is_gemm && insn[`VTA_GEMM_RESET_REG_LSB];
+          r_op <= alu_op;
+          r_imm_mode <= is_alu && use_imm;
+          r_tensor <= is_alu && !use_imm;
+          r_imm <= {{(`VTA_ACC_WIDTH - `VTA_ALU_IMM_W) {insn[`VTA_ALU_IMM_LSB+`VTA_ALU_IMM_W-1]}},
+                    insn[`VTA_ALU_IMM_LSB+:`VTA_ALU_IMM_W]};
+          r_bgn <= uop_bgn;
+          r_end <= uop_end;
+          r_iter_out <= iter_out;
+          r_iter_in <= iter_in;
+          r_dfo <= insn[`VTA_GEMM_DST_FACTOR_OUT_LSB+:ACC_AW];
+          r_dfi <= insn[`VTA_GEMM_DST_FACTOR_IN_LSB+:ACC_AW];
+          if (is_alu) begin
+            r_sfo <= insn[`VTA_ALU_SRC_FACTOR_OUT_LSB+:`VTA_ALU_SRC_FACTOR_OUT_W];
+            r_sfi <= insn[`VTA_ALU_SRC_FACTOR_IN_LSB+:`VTA_ALU_SRC_FACTOR_IN_W];
+            r_wfo <= 0;
+            r_wfi <= 0;
+          end else begin
+            r_sfo <= insn[`VTA_GEMM_SRC_FACTOR_OUT_LSB+:`VTA_GEMM_SRC_FACTOR_OUT_W];
+            r_sfi <= insn[`VTA_GEMM_SRC_FACTOR_IN_LSB+:`VTA_GEMM_SRC_FACTOR_IN_W];
+            r_wfo <= insn[`VTA_GEMM_WGT_FACTOR_OUT_LSB+:WGT_AW];
+            r_wfi <= insn[`VTA_GEMM_WGT_FACTOR_IN_LSB+:WGT_AW];
+          end
+          r_ii <= !is_alu ? 4'd1 : use_imm ? 4'd`VTA_ALU_II_IMM : 4'd`VTA_ALU_II_TENSOR;
+          r_lat <= !is_alu ? GEMM_LAT[15:0] : use_imm ? IMM_LAT[15:0] : TENSOR_LAT[15:0];
+          r_tap <= !is_alu ? GEMM_LAT[3:0] - 4'd2 : use_imm ? IMM_LAT[3:0] - 4'd2 : TENSOR_LAT[3:0] - 4'd3;
+          k <= uop_bgn;
+          i <= 0;
+          j <= 0;
+          dst_i <= 0;
+          dst_ij <= 0;
+          src_i <= 0;
+          src_ij <= 0;
+          wgt_i <= 0;
+          wgt_ij <= 0;
+          ii_cnt <= 0;
+          if (no_uops) begin
+            state <= S_DRAIN;
+            drain <= (is_alu ? 16'd`VTA_ALU_PIPE : 16'd`VTA_GEMM_PIPE) - 16'd1;
+          end else state <= S_ISSUE;
+        end
+      end
+      if (state == S_LOAD && (uop_loader_done || acc_loader_done)) state <= S_IDLE;
+      if (state == S_ISSUE) begin
+        ii_cnt <= issue ? r_ii - 4'd1 : ii_cnt - 4'd1;
+        if (issue) begin
+          if (issue_last) begin
+            state <= S_DRAIN;
+            drain <= r_lat - 16'd1;
+          end
+          if (!k_last) k <= k + 1'b1;
+          else begin
+            k <= {1'b0, r_bgn};
+            if (!j_last) begin
+              j <= j + 1'b1;
+              dst_ij <= dst_ij + r_dfi;
+              src_ij <= src_ij + r_sfi;
+              wgt_ij <= wgt_ij + r_wfi;
+            end else begin
+              j <= 0;
+              i <= i + 1'b1;
+              dst_i <= dst_i + r_dfo;
+              src_i <= src_i + r_sfo;
+              wgt_i <= wgt_i + r_wfo;
+              dst_ij <= dst_i + r_dfo;
+              src_ij <= src_i + r_sfo;
+              wgt_ij <= wgt_i + r_wfo;
+            end
+          end
+        end
+      end
+      if (state == S_DRAIN) begin
+        if (drain == 0) state <= S_IDLE;
+        else drain <= drain - 16'd1;
+      end
+    end
+  end
+
+  // ------------------------------------------------------------------ loaders (UOP, ACC)
+  wire u_arvalid, a_arvalid, u_rready, a_rready;
+  wire [31:0] u_araddr, a_araddr;
+  wire [7:0] u_arlen, a_arlen;
+  wire [UOP_BANKS-1:0] uop_we;
+  wire [UOP_BANKS*UOP_BAW-1:0] uop_waddr;
+  wire [UOP_BANKS*32-1:0] uop_wdata;
+  wire ld_acc_we;
+  wire [ACC_AW-1:0] ld_acc_waddr;
+  wire [ACC_EW-1:0] ld_acc_wdata;
+  vta_loader #(
+      .LOG_EB(2),
+      .LOG_BB(LOG_BB),
+      .AW(`VTA_LOG_UOP_DEPTH),
+      .MAX_BEATS(`VTA_MAX_BURST_BEATS),
+      .PAGE_BYTES(`VTA_PAGE_BYTES),
+      .MAX_OUT(`VTA_MAX_OUTSTANDING),
+      .OUT_W(OUT_W)
+  ) uop_loader (
+      .clk(clk), .rst(rst), .start(start_uop),
+      .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
+      .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
+      .x_pad_1(m_xp1), .done(uop_loader_done),
+      .arvalid(u_arvalid), .arready(arready), .araddr(u_araddr), .arlen(u_arlen),
+      .rvalid(rvalid && !r_load_acc), .rdata(rdata), .rlast(rlast), .rready(u_rready),
+      .we(uop_we), .waddr(uop_waddr), .wdata(uop_wdata)
+  );
+  vta_loader #(
+      .LOG_EB(`VTA_LOG_ACC_ELEM_BYTES),
+      .LOG_BB(LOG_BB),
+      .AW(ACC_AW),
+      .MAX_BEATS(`VTA_MAX_BURST_BEATS),
+      .PAGE_BYTES(`VTA_PAGE_BYTES),
+      .MAX_OUT(`VTA_MAX_OUTSTANDING),
+      .OUT_W(OUT_W)
+  ) acc_loader (
+      .clk(clk), .rst(rst), .start(start_acc),
+      .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
+      .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
+      .x_pad_1(m_xp1), .done(acc_loader_done),
+      .arvalid(a_arvalid), .arready(arready), .araddr(a_araddr), .arlen(a_arlen),
+      .rvalid(rvalid && r_load_acc), .rdata(rdata), .rlast(rlast), .rready(a_rready),
+      .we(ld_acc_we), .waddr(ld_acc_waddr), .wdata(ld_acc_wdata)
+  );
+  assign arvalid = u_arvalid || a_arvalid;
+  assign araddr = a_arvalid ? a_araddr : u_araddr;
+  assign arlen = a_arvalid ? a_arlen : u_arlen;
+  assign rready = r_load_acc ? a_rready : u_rready;
+
+  // ------------------------------------------------------------------ buffers
+  wire [UOP_BANKS*32-1:0] uop_rdata;
+  genvar g;
+  generate
+    for (g = 0; g < UOP_BANKS; g = g + 1) begin : g_uop
+      vta_sram #(.W(32), .AW(UOP_BAW)) bank (
+          .clk(clk), .we(uop_we[g]), .waddr(uop_waddr[g*UOP_BAW+:UOP_BAW]),
+          .wdata(uop_wdata[g*32+:32]), .re(issue), .raddr(k[LOG_UOP_BANKS+:UOP_BAW]),
+          .rdata(uop_rdata[g*32+:32])
+      );
+    end
+  endgenerate
+  reg acc_we;
+  reg [ACC_AW-1:0] acc_waddr, acc_raddr;
+  reg [ACC_EW-1:0] acc_wdata;
+  wire [ACC_EW-1:0] acc_rdata;
+  vta_sram #(.W(ACC_EW), .AW(ACC_AW)) acc_mem (
+      .clk(clk), .we(acc_we), .waddr(acc_waddr), .wdata(acc_wdata),
+      .re(1'b1), .raddr(acc_raddr), .rdata(acc_rdata)
+  );
+
+  // ------------------------------------------------------------------ micro-op pipeline
+  // issue -> A
+  reg a_valid;
+  reg [LOG_UOP_BANKS:0] a_sel;
+  reg [ACC_AW-1:0] a_dst_off;
+  reg [SRC_W-1:0] a_src_off;
+  reg [WGT_AW-1:0] a_wgt_off;
+  always @(posedge clk) begin
+    a_valid <= issue;
+    a_sel <= k[LOG_UOP_BANKS:0] & (UOP_BANKS - 1);
+    a_dst_off <= dst_ij;
+    a_src_off <= src_ij;
+    a_wgt_off <= wgt_ij;
+  end
+  wire [31:0] uop = uop_rdata[a_sel*32+:32];
+  wire [ACC_AW-1:0] a_d = uop[`VTA_UOP_DST_LSB+:ACC_AW] + a_dst_off;
+  wire [SRC_W-1:0] a_s = uop[`VTA_UOP_SRC_LSB+:`VTA_UOP_SRC_W] + a_src_off;
+  wire [WGT_AW-1:0] a_w = uop[`VTA_UOP_WGT_LSB+:WGT_AW] + a_wgt_off;
+  assign inp_re = {INP_BANKS{a_valid}};
+  assign inp_raddr = {INP_BANKS{a_s[LOG_INP_BANKS+:INP_BAW]}};
+  assign wgt_re = a_valid;
+  assign wgt_raddr = a_w;
+
+  // A -> B
+  reg b_valid;
+  reg [ACC_AW-1:0] b_d, b_s;
+  reg [LOG_INP_BANKS:0] b_inp_sel;
+  always @(posedge clk) begin
+    b_valid <= a_valid;
+    b_d <= a_d;
+    b_s <= a_s[ACC_AW-1:0];
+    b_inp_sel <= a_s[LOG_INP_BANKS:0] & (INP_BANKS - 1);
+  end
+  always @(*) acc_raddr = r_tensor && b_valid ? b_s : a_d;
+
+  // Result registers v[1..TAPS]; v[r_tap] is written this cycle. wl_* is last cycle's write.
+  reg [TAPS:1] v_valid;
+  reg [ACC_AW-1:0] v_addr[1:TAPS];
+  reg [ACC_EW-1:0] v_data[1:TAPS];
+  reg wl_valid;
+  reg [ACC_AW-1:0] wl_addr;
+  reg [ACC_EW-1:0] wl_data;
+  // Forwarded ACC read: raw buffer data overridden by the newest pending write to `addr`.
+  function automatic [ACC_EW-1:0] forward(input [ACC_AW-1:0] addr, input [ACC_EW-1:0] raw);
+    integer t;
+    begin
+      forward = raw;
+      if (wl_valid && wl_addr == addr) forward = wl_data;
+      for (t = TAPS; t >= 1; t = t - 1) if (v_valid[t] && v_addr[t] == addr) forward = v_data[t];
+    end
+  endfunction
+
+  // tensor ALU: dst operand held for one cycle while ACC[s] is read
+  reg t_valid;
+  reg [ACC_AW-1:0] t_d, t_s;
+  reg [ACC_EW-1:0] t_x;
+  wire [ACC_AW-1:0] b_s_or_d = r_tensor && t_valid ? t_s : b_d;
+  wire [ACC_EW-1:0] acc_now = forward(b_s_or_d, acc_rdata);
+  always @(posedge clk) begin
+    t_valid <= r_tensor && b_valid;
+    t_d <= b_d;
+    t_s <= b_s;
+    t_x <= acc_now;
+  end
+
+  wire [ACC_EW-1:0] gemm_out, alu_out;
+  vta_gemm_core #(
+      .BATCH(`VTA_BATCH), .BLOCK_IN(`VTA_BLOCK_IN), .BLOCK_OUT(`VTA_BLOCK_OUT),
+      .IW(`VTA_INP_WIDTH), .WW(`VTA_WGT_WIDTH), .AW(`VTA_ACC_WIDTH)
+  ) gemm (
+      .reset(r_reset), .inp(inp_rdata[b_inp_sel*INP_EW+:INP_EW]), .wgt(wgt_rdata),
+      .acc(acc_now), .out(gemm_out)
+  );
+  wire [ACC_EW-1:0] alu_x = r_tensor ? t_x : acc_now;
+  wire [ACC_EW-1:0] alu_y = r_tensor ? acc_now : {LANES{r_imm}};
+  vta_alu #(
+      .LANES(LANES), .AW(`VTA_ACC_WIDTH), .MUL_ENABLED(`VTA_ALU_MUL_ENABLED),
+      .OP_MIN(`VTA_ALUOP_MIN), .OP_MAX(`VTA_ALUOP_MAX), .OP_ADD(`VTA_ALUOP_ADD),
+      .OP_SHR(`VTA_ALUOP_SHR), .OP_MUL(`VTA_ALUOP_MUL)
+  ) alu (
+      .op(r_op), .x(alu_x), .y(alu_y), .out(alu_out)
+  );
+  wire res_valid = r_tensor ? t_valid : b_valid && !r_tensor;
+  wire [ACC_AW-1:0] res_addr = r_tensor ? t_d : b_d;
+  wire [ACC_EW-1:0] res_data = r_alu ? alu_out : gemm_out;
+
+  integer t;
+  always @(posedge clk) begin
+    if (rst) begin
+      v_valid <= 0;
+      wl_valid <= 1'b0;
+    end else begin
+      v_valid[1] <= res_valid;
+      for (t = 2; t <= TAPS; t = t + 1) v_valid[t] <= v_valid[t-1] && (t - 1 < r_tap);
+      wl_valid <= acc_we && state != S_LOAD;
+    end
+    v_addr[1] <= res_addr;
+    v_data[1] <= res_data;
+    for (t = 2; t <= TAPS; t = t + 1) begin
+      v_addr[t] <= v_addr[t-1];
+      v_data[t] <= v_data[t-1];
+    end
+    wl_addr <= acc_waddr;
+    wl_data <= acc_wdata;
+  end
+
+  // ACC / OUT writes: the ACC loader, or the micro-op result at tap r_tap.
+  integer n, tap;
+  always @(*) begin
+    acc_we = 1'b0;
+    acc_waddr = 0;
+    acc_wdata = 0;
+    for (tap = 1; tap <= TAPS; tap = tap + 1) begin
+      if (tap == r_tap) begin
+        acc_we = v_valid[tap];
+        acc_waddr = v_addr[tap];
+        acc_wdata = v_data[tap];
+      end
+    end
+    out_we = 0;
+    out_waddr = 0;
+    out_wdata = 0;
+    if (acc_we) begin
+      out_we[acc_waddr[LOG_OUT_BANKS:0] & (OUT_BANKS - 1)] = 1'b1;
+      out_waddr = {OUT_BANKS{acc_waddr[LOG_OUT_BANKS+:OUT_BAW]}};
+      for (n = 0; n < LANES; n = n + 1) begin
+        out_wdata[n*`VTA_OUT_WIDTH+:`VTA_OUT_WIDTH] = acc_wdata[n*`VTA_ACC_WIDTH+:`VTA_OUT_WIDTH];
+      end
+      out_wdata = {OUT_BANKS{out_wdata[OUT_EW-1:0]}};
+    end
+    if (ld_acc_we) begin
+      acc_we = 1'b1;
+      acc_waddr = ld_acc_waddr;
+      acc_wdata = ld_acc_wdata;
+    end
+  end
+endmodule

@@ -1,0 +1,97 @@
+`include "vta_config.vh"
+// Load module: executes LOAD INP and LOAD WGT (2-D strided DMA with zero padding) from its
+// command queue; pops g2l, pushes l2g (vta-isa.md section 3).
+module vta_load (
+    input  wire                 clk,
+    input  wire                 rst,
+    input  wire [127:0]         insn,
+    input  wire                 insn_valid,
+    output wire                 insn_pop,
+    input  wire                 g2l_empty,
+    output wire                 g2l_pop,
+    input  wire                 l2g_full,
+    output wire                 l2g_push,
+    output wire                 arvalid,
+    input  wire                 arready,
+    output wire [31:0]          araddr,
+    output wire [7:0]           arlen,
+    input  wire                 rvalid,
+    input  wire [`VTA_BUS_BITS-1:0] rdata,
+    input  wire                 rlast,
+    output wire                 rready,
+    output wire [`VTA_INP_BANKS-1:0] inp_we,
+    output wire [`VTA_INP_BANKS*`VTA_INP_BANK_AW-1:0] inp_waddr,
+    output wire [`VTA_INP_BANKS*`VTA_INP_ELEM_BITS-1:0] inp_wdata,
+    output wire                 wgt_we,
+    output wire [`VTA_LOG_WGT_DEPTH-1:0] wgt_waddr,
+    output wire [`VTA_WGT_ELEM_BITS-1:0] wgt_wdata
+);
+  localparam integer LOG_BB = `VTA_LOG_BUS_BYTES;
+  localparam integer LOG_INP_BANKS = `VTA_LOG_INP_BANKS;
+  localparam integer INP_BANKS = 1 << LOG_INP_BANKS;
+  localparam integer INP_BAW = `VTA_LOG_INP_DEPTH - LOG_INP_BANKS;
+
+  wire pop_next = insn[`VTA_MEM_POP_NEXT_DEP_LSB];
+  wire push_next = insn[`VTA_MEM_PUSH_NEXT_DEP_LSB];
+  wire is_wgt = insn[`VTA_MEM_MEMORY_TYPE_LSB+:3] == 3'd`VTA_MEM_WGT;
+  wire [15:0] m_sram = insn[`VTA_MEM_SRAM_BASE_LSB+:16];
+  wire [31:0] m_dram = insn[`VTA_MEM_DRAM_BASE_LSB+:32];
+  wire [15:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:16];
+  wire [15:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:16];
+  wire [15:0] m_stride = insn[`VTA_MEM_X_STRIDE_LSB+:16];
+  wire [3:0] m_yp0 = insn[`VTA_MEM_Y_PAD_0_LSB+:4];
+  wire [3:0] m_yp1 = insn[`VTA_MEM_Y_PAD_1_LSB+:4];
+  wire [3:0] m_xp0 = insn[`VTA_MEM_X_PAD_0_LSB+:4];
+  wire [3:0] m_xp1 = insn[`VTA_MEM_X_PAD_1_LSB+:4];
+  wire nop = m_xs == 0 || (m_ys == 0 && m_yp0 == 0 && m_yp1 == 0);
+
+  reg busy, r_wgt, r_push;
+  wire accept = !busy && insn_valid && (!pop_next || !g2l_empty) && (!push_next || !l2g_full);
+  wire inp_done, wgt_done;
+  assign insn_pop = accept;
+  assign g2l_pop = accept && pop_next;
+  assign l2g_push = (accept && nop && push_next) || (busy && (inp_done || wgt_done) && r_push);
+  always @(posedge clk) begin
+    if (rst) busy <= 1'b0;
+    else if (accept && !nop) busy <= 1'b1;
+    else if (inp_done || wgt_done) busy <= 1'b0;
+    if (accept) begin
+      r_wgt <= is_wgt;
+      r_push <= push_next;
+    end
+  end
+
+  wire i_arvalid, w_arvalid, i_rready, w_rready;
+  wire [31:0] i_araddr, w_araddr;
+  wire [7:0] i_arlen, w_arlen;
+  vta_loader #(
+      .LOG_EB(`VTA_LOG_INP_ELEM_BYTES), .LOG_BB(LOG_BB), .AW(`VTA_LOG_INP_DEPTH),
+      .MAX_BEATS(`VTA_MAX_BURST_BEATS), .PAGE_BYTES(`VTA_PAGE_BYTES),
+      .MAX_OUT(`VTA_MAX_OUTSTANDING), .OUT_W(`VTA_LOG_MAX_OUTSTANDING)
+  ) inp_loader (
+      .clk(clk), .rst(rst), .start(accept && !nop && !is_wgt),
+      .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
+      .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
+      .x_pad_1(m_xp1), .done(inp_done),
+      .arvalid(i_arvalid), .arready(arready), .araddr(i_araddr), .arlen(i_arlen),
+      .rvalid(rvalid && !r_wgt), .rdata(rdata), .rlast(rlast), .rready(i_rready),
+      .we(inp_we), .waddr(inp_waddr), .wdata(inp_wdata)
+  );
+  vta_loader #(
+      .LOG_EB(`VTA_LOG_WGT_ELEM_BYTES), .LOG_BB(LOG_BB), .AW(`VTA_LOG_WGT_DEPTH),
+      .MAX_BEATS(`VTA_MAX_BURST_BEATS), .PAGE_BYTES(`VTA_PAGE_BYTES),
+      .MAX_OUT(`VTA_MAX_OUTSTANDING), .OUT_W(`VTA_LOG_MAX_OUTSTANDING)
+  ) wgt_loader (
+      .clk(clk), .rst(rst), .start(accept && !nop && is_wgt),
+      .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
+      .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
+      .x_pad_1(m_xp1), .done(wgt_done),
+      .arvalid(w_arvalid), .arready(arready), .araddr(w_araddr), .arlen(w_arlen),
+      .rvalid(rvalid && r_wgt), .rdata(rdata), .rlast(rlast), .rready(w_rready),
+      .we(wgt_we), .waddr(wgt_waddr), .wdata(wgt_wdata)
+  );
+  assign arvalid = i_arvalid || w_arvalid;
+  assign araddr = w_arvalid ? w_araddr : i_araddr;
+  assign arlen = w_arvalid ? w_arlen : i_arlen;
+  assign rready = r_wgt ? w_rready : i_rready;
+endmodule

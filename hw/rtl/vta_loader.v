@@ -1,0 +1,287 @@
+// 2-D strided load from DRAM into one on-chip buffer, with zero padding (docs/timing.md LOAD):
+// after the decode cycle it writes every pad element, one per cycle, then streams the rows from
+// DRAM. `done` is high in the instruction's last cycle. The buffer is split into LANES banks
+// when an element is narrower than the bus, so a whole beat is written per cycle.
+module vta_loader #(
+    parameter integer LOG_EB = 4,       // log2 element bytes
+    parameter integer LOG_BB = 3,       // log2 bus bytes
+    parameter integer AW = 11,          // log2 buffer depth (elements)
+    parameter integer MAX_BEATS = 16,
+    parameter integer PAGE_BYTES = 4096,
+    parameter integer MAX_OUT = 4,
+    parameter integer OUT_W = 3,
+    // derived
+    parameter integer EW = 8 << LOG_EB,
+    parameter integer BW = 8 << LOG_BB,
+    parameter integer LOG_LANES = LOG_BB > LOG_EB ? LOG_BB - LOG_EB : 0,
+    parameter integer LANES = 1 << LOG_LANES,
+    parameter integer LOG_BEATS = LOG_EB > LOG_BB ? LOG_EB - LOG_BB : 0,
+    parameter integer BAW = AW - LOG_LANES
+) (
+    input  wire                 clk,
+    input  wire                 rst,
+    input  wire                 start,
+    input  wire [15:0]          sram_base,
+    input  wire [31:0]          dram_base,
+    input  wire [15:0]          y_size,
+    input  wire [15:0]          x_size,
+    input  wire [15:0]          x_stride,
+    input  wire [3:0]           y_pad_0,
+    input  wire [3:0]           y_pad_1,
+    input  wire [3:0]           x_pad_0,
+    input  wire [3:0]           x_pad_1,
+    output wire                 done,
+    output wire                 arvalid,
+    input  wire                 arready,
+    output wire [31:0]          araddr,
+    output wire [7:0]           arlen,
+    input  wire                 rvalid,
+    input  wire [BW-1:0]        rdata,
+    input  wire                 rlast,
+    output wire                 rready,
+    output reg  [LANES-1:0]     we,
+    output reg  [LANES*BAW-1:0] waddr,
+    output reg  [LANES*EW-1:0]  wdata
+);
+  localparam [2:0] S_IDLE = 3'd0, S_PAD = 3'd1, S_STREAM = 3'd2;
+  localparam [2:0] K_START = 3'd0, K_TOP = 3'd1, K_LEFT = 3'd2, K_RIGHT = 3'd3,
+                   K_BOTTOM = 3'd4, K_NONE = 3'd5;
+
+  reg [2:0] state;
+  reg [15:0] r_base, r_ys, r_xs, r_stride;
+  reg [31:0] r_dram;
+  reg [3:0] r_yp0, r_yp1, r_xp0, r_xp1;
+  // Field source: the inputs in the start cycle, the registers afterwards.
+  wire [15:0] f_base = start ? sram_base : r_base;
+  wire [15:0] f_ys = start ? y_size : r_ys;
+  wire [15:0] f_xs = start ? x_size : r_xs;
+  wire [15:0] f_stride = start ? x_stride : r_stride;
+  wire [31:0] f_dram = start ? dram_base : r_dram;
+  wire [3:0] f_yp0 = start ? y_pad_0 : r_yp0;
+  wire [3:0] f_yp1 = start ? y_pad_1 : r_yp1;
+  wire [3:0] f_xp0 = start ? x_pad_0 : r_xp0;
+  wire [3:0] f_xp1 = start ? x_pad_1 : r_xp1;
+  wire [16:0] f_w = {13'd0, f_xp0} + {1'b0, f_xs} + {13'd0, f_xp1};  // padded row width
+
+  // ------------------------------------------------------------------ pad segments
+  reg [2:0] seg_kind;
+  reg [15:0] seg_row;
+  reg [31:0] seg_left;
+  reg [31:0] pad_addr;
+  reg [2:0] nk;
+  reg [15:0] nrow;
+  reg [31:0] naddr, nlen;
+  // The segment after (kind, row): top block, per data row left/right pads, bottom block.
+  task automatic after_rows;
+    begin
+      if (f_yp1 != 0) begin
+        nk = K_BOTTOM;
+        naddr = f_base + ({28'd0, f_yp0} + {16'd0, f_ys}) * f_w;
+        nlen = f_yp1 * f_w;
+      end else nk = K_NONE;
+    end
+  endtask
+  task automatic row_seg(input [15:0] r);
+    begin
+      nrow = r;
+      if (f_xp0 != 0) begin
+        nk = K_LEFT;
+        naddr = f_base + ({28'd0, f_yp0} + {16'd0, r}) * f_w;
+        nlen = {28'd0, f_xp0};
+      end else begin
+        nk = K_RIGHT;
+        naddr = f_base + ({28'd0, f_yp0} + {16'd0, r}) * f_w + f_xp0 + f_xs;
+        nlen = {28'd0, f_xp1};
+      end
+    end
+  endtask
+  task automatic after_top;
+    begin
+      if (f_ys != 0 && (f_xp0 != 0 || f_xp1 != 0)) row_seg(16'd0);
+      else after_rows();
+    end
+  endtask
+  wire [2:0] cur_kind = start ? K_START : seg_kind;
+  always @(*) begin
+    nk = K_NONE;
+    nrow = seg_row;
+    naddr = 0;
+    nlen = 0;
+    case (cur_kind)
+      K_START:
+      if (f_yp0 != 0) begin
+        nk = K_TOP;
+        naddr = {16'd0, f_base};
+        nlen = f_yp0 * f_w;
+      end else after_top();
+      K_TOP: after_top();
+      K_LEFT:
+      if (f_xp1 != 0) begin
+        nk = K_RIGHT;
+        naddr = f_base + ({28'd0, f_yp0} + {16'd0, seg_row}) * f_w + f_xp0 + f_xs;
+        nlen = {28'd0, f_xp1};
+      end else if (seg_row + 1 < f_ys) row_seg(seg_row + 1);
+      else after_rows();
+      K_RIGHT:
+      if (seg_row + 1 < f_ys) row_seg(seg_row + 1);
+      else after_rows();
+      default: nk = K_NONE;
+    endcase
+  end
+
+  wire pad_write = state == S_PAD;
+  wire pad_seg_end = pad_write && seg_left == 1;
+  wire pads_over = (start && nk == K_NONE) || (pad_seg_end && nk == K_NONE);
+  wire has_stream = f_ys != 0;
+  wire stream_start = pads_over && has_stream;
+
+  // ------------------------------------------------------------------ data stream
+  wire [LOG_EB+15:0] row_bytes16 = {f_xs, {LOG_EB{1'b0}}};
+  wire [LOG_EB+15:0] stride_bytes16 = {f_stride, {LOG_EB{1'b0}}};
+  wire [31:0] row_bytes = {{(16-LOG_EB){1'b0}}, row_bytes16};
+  wire [31:0] stride_bytes = {{(16-LOG_EB){1'b0}}, stride_bytes16};
+  wire [31:0] dram_addr = f_dram << LOG_EB;
+  wire beat;
+  vta_axi_reader #(
+      .LOG_BB(LOG_BB),
+      .MAX_BEATS(MAX_BEATS),
+      .PAGE_BYTES(PAGE_BYTES),
+      .MAX_OUT(MAX_OUT),
+      .OUT_W(OUT_W)
+  ) reader (
+      .clk(clk),
+      .rst(rst),
+      .start(stream_start),
+      .addr(dram_addr),
+      .row_bytes(row_bytes),
+      .rows(f_ys),
+      .stride_bytes(stride_bytes),
+      .idle(),
+      .arvalid(arvalid),
+      .arready(arready),
+      .araddr(araddr),
+      .arlen(arlen),
+      .rvalid(rvalid),
+      .rlast(rlast),
+      .rready(rready),
+      .client_ready(state == S_STREAM),
+      .beat(beat)
+  );
+
+  reg [31:0] c_row_addr, c_beat, row_nbytes, row_stride;
+  reg [15:0] c_rows_left;
+  reg [31:0] dst, drow;  // next element's buffer index; current data row's first element
+  wire [31:0] c_w0 = c_row_addr >> LOG_BB;
+  wire [31:0] c_w1 = (c_row_addr + row_nbytes - 1) >> LOG_BB;
+  wire row_last_beat = c_beat == c_w1 - c_w0;
+  assign done = (pads_over && !has_stream) || (beat && row_last_beat && c_rows_left == 1);
+
+  // Elements completed by this beat and the buffer index of the first one.
+  wire [LOG_LANES:0] first_lane, last_lane;
+  wire elem_done;
+  wire [LANES*EW-1:0] beat_elems;  // element in lane l of this beat (or the assembled element)
+  reg [LOG_BEATS:0] sub;
+  generate
+    if (LOG_LANES > 0) begin : g_lanes
+      wire [31:0] last_byte = c_row_addr + row_nbytes - 1;
+      assign first_lane = c_beat == 0 ? {1'b0, c_row_addr[LOG_BB-1:LOG_EB]} : 0;
+      assign last_lane = row_last_beat ? {1'b0, last_byte[LOG_BB-1:LOG_EB]} : LANES - 1;
+      assign elem_done = beat;
+      assign beat_elems = rdata;
+    end else begin : g_beats
+      assign first_lane = 0;
+      assign last_lane = 0;
+      assign elem_done = beat && sub == (1 << LOG_BEATS) - 1;
+      if (LOG_BEATS > 0) begin : g_cat
+        reg [EW-BW-1:0] shreg;  // earlier beats of the element, oldest in the low bits
+        wire [EW-1:0] shifted = {rdata, shreg} >> BW;
+        always @(posedge clk) if (beat) shreg <= shifted[EW-BW-1:0];
+        assign beat_elems = {rdata, shreg};
+      end else begin : g_one
+        assign beat_elems = rdata;
+      end
+    end
+  endgenerate
+
+  integer k;
+  reg [LOG_LANES:0] lane;
+  reg [31:0] idx;
+  always @(*) begin
+    we = 0;
+    waddr = 0;
+    wdata = 0;
+    lane = 0;
+    idx = 0;
+    if (pad_write) begin
+      we[pad_addr[LOG_LANES:0] & (LANES - 1)] = 1'b1;
+      for (k = 0; k < LANES; k = k + 1) waddr[k*BAW+:BAW] = pad_addr[LOG_LANES+:BAW];
+    end else if (elem_done) begin
+      for (k = 0; k < LANES; k = k + 1) begin
+        // the beat lane whose element lands in bank k
+        lane = (k - dst[LOG_LANES:0] + first_lane) & (LANES - 1);
+        idx = dst + lane - first_lane;
+        if (lane >= first_lane && lane <= last_lane) begin
+          we[k] = 1'b1;
+          waddr[k*BAW+:BAW] = idx[LOG_LANES+:BAW];
+          wdata[k*EW+:EW] = beat_elems[lane*EW+:EW];
+        end
+      end
+    end
+  end
+
+  always @(posedge clk) begin
+    if (rst) begin
+      state <= S_IDLE;
+      seg_left <= 0;
+    end else begin
+      if (start) begin
+        r_base <= sram_base;
+        r_ys <= y_size;
+        r_xs <= x_size;
+        r_stride <= x_stride;
+        r_dram <= dram_base;
+        r_yp0 <= y_pad_0;
+        r_yp1 <= y_pad_1;
+        r_xp0 <= x_pad_0;
+        r_xp1 <= x_pad_1;
+      end
+      // pad phase
+      if ((start || pad_seg_end) && nk != K_NONE) begin
+        state <= S_PAD;
+        seg_kind <= nk;
+        seg_row <= nrow;
+        seg_left <= nlen;
+        pad_addr <= naddr;
+      end else if (pad_write) begin
+        seg_left <= seg_left - 1;
+        pad_addr <= pad_addr + 1;
+      end
+      // stream phase
+      if (stream_start) begin
+        state <= S_STREAM;
+        c_row_addr <= dram_addr;
+        row_nbytes <= row_bytes;
+        row_stride <= stride_bytes;
+        c_beat <= 0;
+        c_rows_left <= f_ys;
+        drow <= f_base + {16'd0, f_yp0} * f_w + f_xp0;
+        dst <= f_base + {16'd0, f_yp0} * f_w + f_xp0;
+        sub <= 0;
+      end else if (beat) begin
+        sub <= elem_done ? 0 : sub + 1'b1;
+        if (row_last_beat) begin
+          c_beat <= 0;
+          c_row_addr <= c_row_addr + row_stride;
+          c_rows_left <= c_rows_left - 1'b1;
+          drow <= drow + f_w;
+          dst <= drow + f_w;
+          sub <= 0;
+        end else begin
+          c_beat <= c_beat + 1;
+          if (elem_done) dst <= dst + (last_lane - first_lane + 1);
+        end
+      end
+      if (done) state <= S_IDLE;
+    end
+  end
+endmodule

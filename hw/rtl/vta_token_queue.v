@@ -1,0 +1,20 @@
+// Dependence-token queue. Tokens carry no data, so the queue is a saturating counter of
+// capacity 2**LOG_DEPTH. A token pushed in cycle c can be popped in c+1.
+module vta_token_queue #(
+    parameter integer LOG_DEPTH = 10
+) (
+    input  wire clk,
+    input  wire rst,
+    input  wire push,
+    input  wire pop,
+    output wire full,
+    output wire empty
+);
+  reg [LOG_DEPTH:0] count;
+  assign full  = count[LOG_DEPTH];
+  assign empty = count == 0;
+  always @(posedge clk) begin
+    if (rst) count <= 0;
+    else count <= count + {{LOG_DEPTH{1'b0}}, push && !full} - {{LOG_DEPTH{1'b0}}, pop && !empty};
+  end
+endmodule
