@@ -70,6 +70,15 @@ def mem_type(dtype: str) -> ir.Type:
     return base if t.lanes == 1 else ir.VectorType(base, t.lanes)
 
 
+def _mangle(ty: ir.Type) -> str:
+    """The overload suffix of an LLVM intrinsic: f32, v16f32, i64 ..."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    return {ir.HalfType: "f16", ir.FloatType: "f32", ir.DoubleType: "f64"}[type(ty)]
+
+
 class _Fn:
     """Per-function emission state."""
 
@@ -127,7 +136,7 @@ class CodeGenLLVM:
         return ir.Function(self.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
 
     def _intrinsic(self, name: str, ty: ir.Type, nargs: int) -> ir.Function:
-        return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
+        return self._decl(f"{name}.{_mangle(ty)}", ty, [ty] * nargs)
 
     # ---- statements ----------------------------------------------------------------------
     def stmt(self, s: S.Stmt) -> None:
@@ -187,6 +196,7 @@ class CodeGenLLVM:
             with self.b.goto_block(self.fn.entry):
                 ptr = self.b.alloca(ir.ArrayType(ety, n), name=buf.name)
                 ptr.align = 64
+                ptr.type = PTR  # address it as an opaque pointer, like the parameters
             self.fn.vars[buf.data] = ptr
             self.stmt(s.body)
             return
@@ -234,6 +244,7 @@ class CodeGenLLVM:
         ctx_ty = ir.LiteralStructType([v.type for v in values])
         with self.b.goto_block(self.fn.entry):
             ctx = self.b.alloca(ctx_ty, name="par.ctx")
+            ctx.type = PTR
         for k, v in enumerate(values):
             self.b.store(
                 v, self.b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty)
@@ -399,6 +410,9 @@ class CodeGenLLVM:
         if s.code == "float" and d.code == "float":
             if s.bits == d.bits:
                 return v
+            if {s.bits, d.bits} == {16, 64}:  # via float32: no libcall (__truncdfhf2) needed
+                mid = dt.with_lanes("float32", s.lanes)
+                return self.convert(self.convert(v, src, mid), mid, dst)
             return b.fpext(v, to) if d.bits > s.bits else b.fptrunc(v, to)
         if s.code == "float":
             return b.fptoui(v, to) if d.code == "uint" else b.fptosi(v, to)

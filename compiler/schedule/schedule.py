@@ -173,11 +173,12 @@ class Stage:
             raise self._err(
                 "compute_at", f"'{axis.name}' is not a leaf axis of stage '{parent.op.name}'"
             )
-        if not self.schedule.reads_transitively(parent, self):
+        if not self.schedule.used_within(parent, self):
             raise self._err(
                 "compute_at",
-                f"loop '{parent.op.name}.{axis.name}' is not an ancestor of any use "
-                f"of '{self.op.name}': stage '{parent.op.name}' does not read it",
+                f"loop '{parent.op.name}.{axis.name}' is not an ancestor of any use of "
+                f"'{self.op.name}': neither stage '{parent.op.name}' nor a stage computed inside "
+                "it reads it",
             )
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, axis
 
@@ -288,6 +289,18 @@ class Schedule:
                 st.attach_type == "inline" and self.reads_transitively(st, producer)
             ):
                 return True
+        return False
+
+    def used_within(self, parent: Stage, producer: Stage) -> bool:
+        """Is `producer` read by `parent` or by a stage computed (transitively) inside it?"""
+        for st in self.stages:
+            if st is producer or not self.reads_transitively(st, producer):
+                continue
+            node: Stage | None = st
+            while node is not None:
+                if node is parent:
+                    return True
+                node = node.attach_stage if node.attach_type == "scope" else None
         return False
 
     def create_group(self, *args: Any) -> None:
