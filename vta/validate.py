@@ -3,14 +3,16 @@
 Findings name the instruction index and field and say what would be valid. The checks follow
 ARCHITECTURE.md ("ISA decisions") and vta-isa.md sections 2-3: memory types per stage, SRAM and
 DRAM ranges, dependence-flag directions, token balance and capacity, GEMM write hazards, MUL
-availability, reads of SRAM never written, FINISH, and a static deadlock check. Field decoding is
-vectorized over the whole stream; the per-instruction passes (dataflow, token run) do constant
-work per instruction and cache GEMM/ALU analyses by instruction and kernel contents, so programs
-of ~100k instructions validate in well under a second.
+availability, reads of SRAM never written, races between modules (an SRAM entry written by one
+module and read by another with no dependence token ordering the two), FINISH, and a static
+deadlock check. Field decoding is vectorized over the whole stream; the per-instruction passes
+(token run, dataflow) do small constant work per instruction and analyse each distinct GEMM/ALU
+instruction and kernel once, so ~100k instructions validate in about a second.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -32,6 +34,9 @@ TOKEN_QUEUES = (
 )
 _QUEUE_SETS = [tuple(q for q in range(4) if mask >> q & 1) for mask in range(16)]  # bits -> ids
 _LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
+# Module (0 load, 1 compute, 2 store) that writes / that reads each buffer shared between modules.
+_WRITER_MODULE = {int(MemType.INP): 0, int(MemType.WGT): 0, int(MemType.OUT): 1}
+_READER_MODULE = {int(MemType.INP): 1, int(MemType.WGT): 1, int(MemType.OUT): 2}
 
 
 def validate_program(program: Program) -> None:
@@ -73,6 +78,13 @@ def _sumset(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.flatnonzero(hits)
 
 
+def _as_rows(idx: np.ndarray) -> np.ndarray | slice:
+    """Sorted distinct SRAM indices as a slice when contiguous (cheaper to index repeatedly)."""
+    if idx.size and idx[-1] - idx[0] + 1 == idx.size:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
 class _Checker:
     """One validation run: decoded columns, findings, and the per-check passes."""
 
@@ -102,9 +114,9 @@ class _Checker:
         self._check_memory_types()
         self._check_mem_ranges()
         self._check_compute_fields()
-        self._check_dataflow()
         self._check_token_balance()
-        self._check_deadlock()
+        self._run_tokens()
+        self._check_dataflow()
         self._check_finish()
         return self.problems
 
@@ -314,15 +326,22 @@ class _Checker:
 
     # ------------------------------------------------------------------------- dataflow
     def _check_dataflow(self) -> None:
-        """Program-order pass over SRAM contents: micro-ops, index ranges, unwritten reads."""
+        """Program-order pass over SRAM contents: micro-op kernels, index ranges, reads of SRAM
+        never written and, when the token run finished, races between modules."""
         mem = self.cols["mem"]
         self.uop_sram = np.full(self._depth(MemType.UOP), -1, dtype=np.int64)
-        self.written = {
-            t: np.zeros(self._depth(t), dtype=bool)
+        # Per SRAM entry, the module position of its last writer (-1: never written) and, for
+        # the buffers another module reads (INP/WGT: compute, OUT: store), of its last reader.
+        self.writer = {
+            int(t): np.full(self._depth(t), -1, dtype=np.int64)
             for t in (MemType.INP, MemType.WGT, MemType.ACC, MemType.OUT)
         }
-        self.kernel_findings = 0
-        self.seen: set[tuple] = set()
+        self.reader = {
+            int(t): np.full(self._depth(t), -1, dtype=np.int64)
+            for t in (MemType.INP, MemType.WGT, MemType.OUT)
+        }
+        self.dataflow_findings = 0
+        kernels: dict[tuple, dict | None] = {}
         words = np.frombuffer(self.program.insns.tobytes(), dtype="<u8").reshape(-1, 2)
         dram_words = self.program.dram[: self.program.dram.size // 4 * 4].view("<u4")
         mem_ok = self.is_mem & ~self.nop & self.sram_ok & self.dram_ok
@@ -333,47 +352,49 @@ class _Checker:
         dram_base = dram_base.tolist()
         bgn, end = self.cols["gemm"]["uop_bgn"].tolist(), self.cols["gemm"]["uop_end"].tolist()
         w0, w1 = words[:, 0].tolist(), words[:, 1].tolist()
-        written = {int(t): a for t, a in self.written.items()}
-        load, store, uop, out = (
-            int(Opcode.LOAD),
-            int(Opcode.STORE),
-            int(MemType.UOP),
-            int(MemType.OUT),
-        )
+        load, store, uop = int(Opcode.LOAD), int(Opcode.STORE), int(MemType.UOP)
+        acc, out = int(MemType.ACC), int(MemType.OUT)
         for i in todo.tolist():
             op = opcode[i]
             if op == load:
-                lo, hi = base[i], base[i] + footprint[i]
-                if mem_type[i] == uop:
-                    self.uop_sram[lo:hi] = dram_words[dram_base[i] : dram_base[i] + hi - lo]
-                else:
-                    written[mem_type[i]][lo:hi] = True
+                t, rows = mem_type[i], slice(base[i], base[i] + footprint[i])
+                if t == uop:
+                    self.uop_sram[rows] = dram_words[dram_base[i] : dram_base[i] + footprint[i]]
+                    continue
+                if t != acc:
+                    self._check_war(i, t, rows)
+                self.writer[t][rows] = self.pos[i]
             elif op == store:
-                lo, hi = base[i], base[i] + footprint[i]
-                unwritten = np.flatnonzero(~written[out][lo:hi])
+                rows = slice(base[i], base[i] + footprint[i])
+                unwritten = np.flatnonzero(self.writer[out][rows] < 0)
                 if unwritten.size:
-                    self._report_kernel(
-                        f"instruction {i} (STORE OUT): reads OUT entries [{lo}, {hi}) of which "
-                        f"{unwritten.size} (first: {lo + int(unwritten[0])}) no earlier GEMM/ALU "
-                        "wrote (OUT holds only GEMM/ALU results; put an ALU copy after a LOAD ACC)"
+                    self._report_dataflow(
+                        f"instruction {i} (STORE OUT): reads OUT entries [{rows.start}, "
+                        f"{rows.stop}) of which {unwritten.size} (first: "
+                        f"{rows.start + int(unwritten[0])}) no earlier GEMM/ALU wrote (OUT holds "
+                        "only GEMM/ALU results; put an ALU copy after a LOAD ACC)"
                     )
+                self._check_raw(i, out, rows)
+                self.reader[out][rows] = self.pos[i]
             else:
-                # Same fields (but tokens) and same kernel contents: same findings, and its
-                # writes already count, so analyse each distinct instruction once.
+                # Same fields (but tokens) and kernel contents: same ranges and hazards, so each
+                # distinct instruction is analysed once; ordering is checked on every instance.
                 key = (w0[i] & ~_DEP_BITS, w1[i], self.uop_sram[bgn[i] : end[i]].tobytes())
-                if key not in self.seen:
-                    self.seen.add(key)
-                    self._check_kernel_insn(i)
+                if key not in kernels:
+                    kernels[key] = self._check_kernel_insn(i)
+                if kernels[key] is not None:
+                    self._order_kernel_insn(i, **kernels[key])
 
-    def _report_kernel(self, message: str) -> None:
-        self.kernel_findings += 1
-        if self.kernel_findings <= MAX_PER_CHECK:
+    def _report_dataflow(self, message: str) -> None:
+        self.dataflow_findings += 1
+        if self.dataflow_findings <= MAX_PER_CHECK:
             self.problems.append(message)
-        elif self.kernel_findings == MAX_PER_CHECK + 1:
+        elif self.dataflow_findings == MAX_PER_CHECK + 1:
             self.problems.append("... further dataflow findings omitted")
 
-    def _check_kernel_insn(self, i: int) -> None:
-        """Micro-op ranges, write hazards and unwritten reads of one GEMM/ALU instruction."""
+    def _check_kernel_insn(self, i: int) -> dict | None:
+        """Micro-op ranges, write hazards and unwritten reads of one GEMM/ALU instruction; the
+        SRAM entries it reads and writes (None if they are out of range)."""
         is_gemm = self.opcode[i] == Opcode.GEMM
         f = self.cols["gemm" if is_gemm else "alu"]
         bgn, end = int(f["uop_bgn"][i]), int(f["uop_end"][i])
@@ -381,11 +402,11 @@ class _Checker:
         name = self._name(i)
         if (words < 0).any():
             missing = bgn + int(np.flatnonzero(words < 0)[0])
-            self._report_kernel(
+            self._report_dataflow(
                 f"instruction {i} ({name}): micro-ops [{bgn}, {end}) include UOP entry "
                 f"{missing} that no earlier LOAD UOP wrote"
             )
-            return
+            return None
         uops = decode_uops(words.astype(np.uint32), self.config)
         io, ii = int(f["iter_out"][i]), int(f["iter_in"][i])
         reset = bool(f["reset_reg"][i]) and is_gemm
@@ -401,7 +422,7 @@ class _Checker:
             operands.append(("src_idx", 1, "src", acc, not use_imm))
             if uops[:, 2].any():
                 k = int(np.flatnonzero(uops[:, 2])[0])
-                self._report_kernel(
+                self._report_dataflow(
                     f"instruction {i} ({name}): micro-op {bgn + k} has wgt_idx "
                     f"{int(uops[k, 2])} (ALU micro-ops take wgt_idx 0)"
                 )
@@ -411,29 +432,79 @@ class _Checker:
             top = int(uops[:, col].max()) + (io - 1) * fo + (ii - 1) * fi
             depth = self._depth(mem_type)
             if top >= depth:
-                self._report_kernel(
+                self._report_dataflow(
                     f"instruction {i} ({name}): micro-op {field} reaches {mem_type.name} entry "
                     f"{top} over iter_out={io} x iter_in={ii} with {factor}_factor_out={fo}, "
                     f"{factor}_factor_in={fi} (depth {depth})"
                 )
-                return
+                return None
             offsets = _sumset(np.arange(io) * fo, np.arange(ii) * fi)
             index_sets[field] = _sumset(uops[:, col], offsets)
         if is_gemm:
             self._check_gemm_hazard(i, uops[:, 0], bgn, io, ii, f)
-        for field, _, _, mem_type, reads in operands:
-            if not reads:
-                continue
-            idx = index_sets[field]
-            unwritten = idx[~self.written[mem_type][idx]]
+        reads = [(f, int(t), index_sets[f]) for f, _, _, t, read in operands if read]
+        for field, mem_type, idx in reads:
+            unwritten = idx[self.writer[mem_type][idx] < 0]
             if unwritten.size:
-                self._report_kernel(
-                    f"instruction {i} ({name}): micro-op {field} reads {mem_type.name} entries "
-                    f"never written before (first: {int(unwritten[0])}, {unwritten.size} in all)"
+                self._report_dataflow(
+                    f"instruction {i} ({name}): micro-op {field} reads {MemType(mem_type).name} "
+                    f"entries never written before (first: {int(unwritten[0])}, "
+                    f"{unwritten.size} in all)"
                 )
-        dst = index_sets["dst_idx"]
-        self.written[acc][dst] = True
-        self.written[MemType.OUT][dst] = True
+        return {
+            "reads": [(f, t, _as_rows(idx)) for f, t, idx in reads],
+            "dst": _as_rows(index_sets["dst_idx"]),
+        }
+
+    def _order_kernel_insn(self, i: int, reads: list, dst: np.ndarray | slice) -> None:
+        """Every GEMM/ALU instance: ordering against the load and store modules, then its
+        reads and writes become the entries' last reader and writer."""
+        pos = self.pos[i]
+        for _, mem_type, idx in reads:
+            if mem_type != MemType.ACC:  # INP/WGT come from the load module
+                self._check_raw(i, mem_type, idx)
+                self.reader[mem_type][idx] = pos
+        self._check_war(i, int(MemType.OUT), dst)
+        self.writer[int(MemType.ACC)][dst] = pos
+        self.writer[int(MemType.OUT)][dst] = pos
+
+    def _check_raw(self, i: int, mem_type: int, idx) -> None:
+        """The last writers of what `i` reads, in another module, must finish before it starts."""
+        if self.clock is None:
+            return
+        module = _WRITER_MODULE[mem_type]
+        last = int(self.writer[mem_type][idx].max())
+        if last > self.clock[i][module]:
+            w = self.order[module][last]
+            self._report_race(
+                i,
+                w,
+                f"reads {MemType(mem_type).name} entries that instruction "
+                f"{w} ({self._name(w)}) writes",
+            )
+
+    def _check_war(self, i: int, mem_type: int, idx) -> None:
+        """The last readers of what `i` overwrites, in another module, must finish before it."""
+        if self.clock is None:
+            return
+        module = _READER_MODULE[mem_type]
+        last = int(self.reader[mem_type][idx].max())
+        if last > self.clock[i][module]:
+            r = self.order[module][last]
+            self._report_race(
+                i,
+                r,
+                f"overwrites {MemType(mem_type).name} entries that "
+                f"instruction {r} ({self._name(r)}) reads",
+            )
+
+    def _report_race(self, i: int, other: int, what: str) -> None:
+        mine, theirs = Stage(int(self.stage[i])), Stage(int(self.stage[other]))
+        self._report_dataflow(
+            f"instruction {i} ({self._name(i)}): {what}, but no dependence token orders the two "
+            f"(race: the {mine.name.lower()} stage must pop a token the "
+            f"{theirs.name.lower()} stage pushes at or after instruction {other})"
+        )
 
     def _check_gemm_hazard(
         self, i: int, dst: np.ndarray, bgn: int, io: int, ii: int, f: dict
@@ -452,7 +523,7 @@ class _Checker:
         elif io > 1 and last + (ii - 1) * dfi == first + dfo:
             where = f"consecutive iter_out iterations write ACC row {first + dfo} back to back"
         if where:
-            self._report_kernel(
+            self._report_dataflow(
                 f"instruction {i} (GEMM): {where} (the GEMM pipeline has no hazard check; "
                 "consecutive micro-ops must write different rows)"
             )
@@ -474,22 +545,32 @@ class _Checker:
                 i = int(pops[pushes.size])
                 self.problems.append(head + f"the {pop} of instruction {i} has no matching push")
 
-    def _check_deadlock(self) -> None:
-        """Abstract run of fetch and the three modules with token counts, no timing.
+    def _run_tokens(self) -> None:
+        """Abstract run of fetch and the three modules with token queues, no timing.
 
         Fetch dispatches in order and stalls on a full command queue; each module executes its
         queue in order, popping before and pushing after an instruction; a push into a full token
         queue waits. Modules run as far ahead as they can (load first), the worst case for
         token-queue occupancy, which is checked against token_queue_depth. The process network is
-        deterministic, so if this run cannot finish, no real run can.
+        deterministic, so if this run cannot finish, no real run can (a deadlock).
+
+        A finished run also yields happens-before: tokens carry the vector clock of their
+        pusher, so `clock[i][m]` is the last position in module m's queue known to have finished
+        before instruction i starts (its own position for its own module).
         """
         stages = list(Stage)
         order = [np.flatnonzero(self.stage == s) for s in stages]
         pop_masks = [self._queue_masks(idx, 4) for idx in order]
         push_masks = [self._queue_masks(idx, 2) for idx in order]
-        order = [idx.tolist() for idx in order]
+        self.order = order = [idx.tolist() for idx in order]
+        pos = np.zeros(self.n, dtype=np.int64)
+        for idx in order:
+            pos[idx] = np.arange(len(idx))
+        self.pos = pos.tolist()
         slot = (self.stage - 1).tolist()  # module of each instruction: 0 load, 1 compute, 2 store
-        tokens = [0] * len(TOKEN_QUEUES)
+        queues: list[deque] = [deque() for _ in TOKEN_QUEUES]  # clocks of the tokens in flight
+        clock: list[tuple] = [()] * self.n
+        last = [(-1, -1, -1)] * 3  # clock of each module's latest instruction
         dispatched, started = [0, 0, 0], [0, 0, 0]
         to_push: list[list[int]] = [[], [], []]
         overflowed: set[int] = set()
@@ -505,28 +586,33 @@ class _Checker:
                 fetched += 1
                 progress = True
             for m in range(3):
-                pops, pushes, queue = pop_masks[m], push_masks[m], to_push[m]
+                pops, pushes, pending = pop_masks[m], push_masks[m], to_push[m]
                 while True:
-                    while queue and tokens[queue[0]] < capacity:
-                        tokens[queue.pop(0)] += 1
-                    if queue:
-                        if queue[0] not in overflowed:
-                            overflowed.add(queue[0])
-                            self._report_overflow(queue[0], order[m][started[m] - 1])
+                    while pending and len(queues[pending[0]]) < capacity:
+                        queues[pending.pop(0)].append(last[m])
+                    if pending:
+                        if pending[0] not in overflowed:
+                            overflowed.add(pending[0])
+                            self._report_overflow(pending[0], order[m][started[m] - 1])
                         break
                     k = started[m]
                     if k == dispatched[m]:
                         break
                     need = _QUEUE_SETS[pops[k]]
-                    if any(tokens[q] == 0 for q in need):
+                    if not all(queues[q] for q in need):
                         break
+                    c = last[m]
                     for q in need:
-                        tokens[q] -= 1
+                        c = tuple(map(max, c, queues[q].popleft()))
+                    last[m] = clock[order[m][k]] = c[:m] + (k,) + c[m + 1 :]
                     started[m] = k + 1
-                    queue.extend(_QUEUE_SETS[pushes[k]])
+                    pending.extend(_QUEUE_SETS[pushes[k]])
                     progress = True
+        self.clock = clock
         if fetched < self.n or started != [len(idx) for idx in order] or any(to_push):
-            self._report_deadlock(fetched, order, started, dispatched, to_push, pop_masks, tokens)
+            self.clock = None
+            counts = [len(q) for q in queues]
+            self._report_deadlock(fetched, order, started, dispatched, to_push, pop_masks, counts)
 
     def _queue_masks(self, indices: np.ndarray, flag_column: int) -> list[int]:
         """Per instruction of one module, a bit mask of the token queues it pops (flag_column 4)

@@ -306,6 +306,65 @@ def test_store_of_out_never_computed():
     assert_finding(b.build(validate=False), i, "STORE", "OUT", "ALU")
 
 
+# ----------------------------------------------------------------------------- races
+def two_gemms(war_token: bool, raw_token: bool = True, out_token: bool = True) -> Program:
+    """Two rounds of load INP/WGT -> GEMM -> ALU -> store reusing the same SRAM entries; each
+    flag keeps or drops one of the dependence tokens that order the rounds."""
+    c = PYNQ
+    b = ProgramBuilder(c)
+    b.buffer("a", (2, c.batch, c.block_in), "int8", "input")
+    b.buffer("w", (2, c.block_out, c.block_in), "int8", "weight")
+    b.buffer("c", (2, 2, c.batch, c.block_out), "int8", "output")
+    for k in range(2):
+        if k and war_token:
+            b.dep_pop(COMPUTE, LOAD)
+        b.load("inp", 0, "a", k, 1, 1, 1)
+        b.load("wgt", 0, "w", k, 1, 1, 1)
+        if raw_token:
+            b.dep_push(LOAD, COMPUTE)
+            b.dep_pop(LOAD, COMPUTE)
+        if k and out_token:
+            b.dep_pop(STORE, COMPUTE)
+        b.gemm([(0, 0, 0), (1, 0, 0)], reset=True)
+        b.gemm([(0, 0, 0), (1, 0, 0)])
+        if not k and war_token:
+            b.dep_push(COMPUTE, LOAD)
+        b.alu("shr", [(0, 0, 0)], loops=[(2, 1, 1, 0)], use_imm=True, imm=0)
+        b.dep_push(COMPUTE, STORE)
+        b.dep_pop(COMPUTE, STORE)
+        b.store(0, "c", 2 * k, 1, 2, 2)
+        if not k and out_token:
+            b.dep_push(STORE, COMPUTE)
+    b.finish()
+    return b.build(validate=False)
+
+
+def test_ordered_rounds_are_race_free():
+    assert find_problems(two_gemms(war_token=True)) == []
+
+
+def test_race_read_after_write_across_modules():
+    prog = two_gemms(war_token=True, raw_token=False)
+    gemm = index_of(prog.instructions, is_gemm)
+    assert_finding(prog, gemm, "reads INP entries that instruction 0 (LOAD INP) writes", "race")
+
+
+def test_race_load_overwrites_what_compute_still_reads():
+    prog = two_gemms(war_token=False)
+    insns = prog.instructions
+    reload = [i for i, x in enumerate(insns) if is_mem(x, MemType.INP) and not x.is_nop][1]
+    gemm = index_of(insns, is_gemm)
+    assert_finding(prog, reload, f"overwrites INP entries that instruction {gemm} (GEMM)", "race")
+
+
+def test_race_compute_overwrites_what_store_still_reads():
+    prog = two_gemms(war_token=True, out_token=False)
+    insns = prog.instructions
+    store = index_of(insns, lambda x: is_mem(x, MemType.OUT, store=True))
+    second_reset = [i for i, x in enumerate(insns) if is_gemm(x, reset=True)][1]
+    assert_finding(prog, second_reset, f"overwrites OUT entries that instruction {store}", "race")
+
+
 # ----------------------------------------------------------------------------- tokens
 def test_load_may_not_use_prev_flags(base):
     prog, i = mutate(base, lambda x: is_mem(x, MemType.INP), pop_prev_dep=True)
