@@ -134,10 +134,8 @@ class Module(_Callable):
         with tempfile.TemporaryDirectory() as tmp:
             obj = os.path.join(tmp, "module.o")
             self.save(obj)
-            cmd = ["ld", "-shared", "-o", path, obj]
-            if self.uses_openmp:
-                cmd.append(_load_openmp())
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            # OpenMP symbols stay undefined: load_module loads libgomp globally first
+            r = subprocess.run(["ld", "-shared", "-o", path, obj], capture_output=True, text=True)
             if r.returncode:
                 raise CodegenError(f"linking {path} failed: {r.stderr.strip()}")
 
@@ -156,9 +154,11 @@ class LoadedModule(_Callable):
     def __init__(self, path: str, name: str):
         _load_openmp()
         self.lib = ctypes.CDLL(os.path.abspath(path))
-        meta = json.loads(ctypes.c_char_p.in_dll(self.lib, SIGNATURE_PREFIX + name).value or b"{}")
-        if not meta:
-            raise CodegenError(f"{path}: no signature for function '{name}'")
+        try:
+            first = ctypes.c_char.in_dll(self.lib, SIGNATURE_PREFIX + name)
+        except ValueError as e:
+            raise CodegenError(f"{path}: no function '{name}' exported by this toolkit") from e
+        meta = json.loads(ctypes.cast(ctypes.addressof(first), ctypes.c_char_p).value)
         self.name, self.signature = name, meta["params"]
         self._cfunc = getattr(self.lib, name)
         self._cfunc.restype = None
