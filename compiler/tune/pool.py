@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -35,13 +36,14 @@ class Outcome:
 def _worker_main(conn: Connection) -> None:
     while True:
         try:
-            job = conn.recv()
+            message = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        if job is None:
-            return
-        fn, args = job
         try:
+            job = pickle.loads(message)  # a job that cannot even be loaded is its own failure
+            if job is None:
+                return
+            fn, args = job
             outcome = Outcome(fn(*args))
         except BaseException as err:  # noqa: BLE001 - a job's failure is data, not our crash
             outcome = Outcome(None, "exception", "".join(traceback.format_exception(err)))

@@ -266,3 +266,25 @@ def vta_gemm_reference(inputs, batch, in_channels, out_channels, shift=8):
     c = np.clip(acc >> shift, -128, 127).astype(np.int8)
     rows, cols = a.shape[2], w.shape[2]
     return [c.reshape(batch // rows, rows, out_channels // cols, cols).transpose(0, 2, 1, 3)]
+
+
+# ------------------------------------------------------------------------- pool test jobs
+
+
+def boom(kind):
+    """Return kind*2, or raise, abort or hang as `kind` says."""
+    if kind == "raise":
+        raise ValueError("bad")
+    if kind == "crash":
+        os.abort()
+    if kind == "hang":
+        import time
+
+        time.sleep(60)
+    return kind * 2
+
+
+def where(_):
+    from distributed import get_worker
+
+    return get_worker().address

@@ -1,0 +1,136 @@
+"""Measurement: isolated pools, failure classification, CPU wall time, device cycles, Dask."""
+
+import numpy as np
+import pytest
+from tune_templates import FAULTS, boom, build_blocked_matmul, build_faulty, build_vta_gemm, where
+
+from compiler.tune import (
+    CPURunner,
+    DeviceRunner,
+    LocalBuilder,
+    LocalPool,
+    MeasureErrorNo,
+    MeasureInput,
+    create_task,
+    measure_option,
+)
+
+E = MeasureErrorNo
+
+
+def test_local_pool_survives_exceptions_crashes_and_hangs():
+    pool = LocalPool(2)
+    try:
+        out = pool.map(boom, [("ok",), ("raise",), ("crash",), ("hang",), ("x",)], timeout=3)
+        assert [o.status for o in out] == ["ok", "exception", "crash", "timeout", "ok"]
+        assert out[0].value == "okok" and "ValueError: bad" in out[1].message
+        assert "signal 6" in out[2].message
+        assert [o.value for o in pool.map(boom, [("a",), ("b",)], timeout=3)] == ["aa", "bb"]
+    finally:
+        pool.close()
+
+
+def test_every_failure_kind_is_classified_and_the_tuner_goes_on():
+    task = create_task("faulty", (32,), "numpy")
+    option = measure_option(
+        LocalBuilder(build_faulty, timeout=4, n_parallel=2),
+        CPURunner(timeout=4, min_repeat_ms=1, repeat=1),
+    )
+    try:
+        inputs = [MeasureInput(task, task.config_space.get(i)) for i in range(len(FAULTS))]
+        results = dict(zip(FAULTS, option.measure(inputs), strict=True))
+        assert {k: r.error_no for k, r in results.items()} == {
+            "ok": E.NO_ERROR,
+            "instantiate": E.INSTANTIATION_ERROR,
+            "compile": E.COMPILE_ERROR,
+            "compile_crash": E.COMPILE_ERROR,
+            "compile_hang": E.TIMEOUT,
+            "run_error": E.RUNTIME_ERROR,
+            "run_crash": E.RUNTIME_ERROR,
+            "run_hang": E.TIMEOUT,
+            "wrong": E.WRONG_ANSWER,
+        }
+        assert "SyntaxError: codegen failed" in results["compile"].error_msg
+        assert "exit 3" in results["compile_crash"].error_msg
+        assert results["ok"].costs[0] > 0
+        again = option.measure(inputs[:1])  # pools replaced their dead workers
+        assert again[0].ok
+    finally:
+        option.close()
+
+
+def test_cpu_runner_measures_real_differences():
+    task = create_task("blocked_matmul", (128,), "numpy")
+    space = task.config_space
+    tiny = space.from_json({"tile_i": [32, 4], "tile_j": [32, 4], "tile_k": [32, 4]})
+    whole = space.from_json({"tile_i": [1, 128], "tile_j": [1, 128], "tile_k": [1, 128]})
+    option = measure_option(
+        LocalBuilder(build_blocked_matmul, n_parallel=1), CPURunner(repeat=3, min_repeat_ms=20)
+    )
+    try:
+        slow, fast = option.measure([MeasureInput(task, tiny), MeasureInput(task, whole)])
+    finally:
+        option.close()
+    assert slow.ok and fast.ok and len(slow.costs) == 3
+    assert slow.mean_cost > 3 * fast.mean_cost  # 32^3 python-level block products vs one
+
+
+def test_device_runner_reports_simulator_cycles_and_checks_outputs():
+    task = create_task("vta_gemm", (16, 64, 64), "vta")
+    space = task.config_space
+    option = measure_option(LocalBuilder(build_vta_gemm, n_parallel=1), DeviceRunner("sim"))
+    bad, small, big = space.get(5), space.get(0), space.get(4)
+    assert small["tile_b"].size[1] == 1 and big["tile_b"].size[1] == 16
+    try:
+        r_bad, r_small, r_big = option.measure([MeasureInput(task, c) for c in (bad, small, big)])
+    finally:
+        option.close()
+    assert option.cost_unit == "cycles"
+    assert r_bad.error_no == E.COMPILE_ERROR and "ProgramError" in r_bad.error_msg
+    assert r_small.ok and r_big.ok  # outputs checked bit-exactly against the numpy reference
+    assert r_small.costs[0] > 3 * r_big.costs[0] > 0  # 1-row tiles waste the 16-row GEMM
+
+
+def test_dask_pool_requests_worker_resources():
+    distributed = pytest.importorskip("distributed")
+    from compiler.tune import DaskPool
+
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            resources={"pynq": 1},
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        board = DaskPool(client, resources={"pynq": 1})
+        (address,) = client.scheduler_info()["workers"]
+        assert {o.value for o in board.map(where, [(i,) for i in range(4)], timeout=30)} == {
+            address
+        }
+        nowhere = DaskPool(client, resources={"ultra96": 1})  # no worker declares it
+        assert nowhere.map(where, [(0,)], timeout=1)[0].status == "timeout"
+        raised = board.map(boom, [("raise",)], timeout=30)[0]
+        assert raised.status == "exception" and "bad" in raised.message
+
+        task = create_task("blocked_matmul", (64,), "numpy")
+        builder = LocalBuilder(build_blocked_matmul, n_parallel=1)
+        option = measure_option(builder, CPURunner(min_repeat_ms=1, repeat=1, pool=board))
+        try:
+            results = option.measure(
+                [MeasureInput(task, task.config_space.get(i)) for i in range(3)]
+            )
+        finally:
+            builder.close()
+        assert all(r.ok and r.costs[0] > 0 for r in results), [r.error_msg for r in results]
+
+
+def test_random_inputs_are_deterministic():
+    from compiler.tune.measure import random_arrays
+
+    a = random_arrays([((4, 4), "int8"), ((3,), "float32")])
+    b = random_arrays([((4, 4), "int8"), ((3,), "float32")])
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert a[0].dtype == np.int8 and a[0].min() >= -8
