@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -72,5 +73,5 @@ def test_hw_config_writes_header(tmp_path):
     out = tmp_path / "vta_config.vh"
     assert main(["hw-config", "--config", "tiny", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "localparam integer VTA_BLOCK_IN = 4;" in text  # the tiny preset's 1x4 core
+    assert re.search(r"VTA_BLOCK_IN\b\D*\b4\b", text)  # the tiny preset's 1x4 core
     assert "1x4_i8w8a32_12_11_12_12" in text
