@@ -9,14 +9,14 @@ import numpy as np
 
 
 class DType(NamedTuple):
-    """A parsed dtype: code is one of int, uint, float, bool, handle."""
+    """A parsed dtype: code is one of int, uint, float, bool, handle, void."""
 
     code: str
     bits: int
     lanes: int
 
     def __str__(self) -> str:
-        base = self.code if self.code in ("bool", "handle") else f"{self.code}{self.bits}"
+        base = self.code if self.code in ("bool", "handle", "void") else f"{self.code}{self.bits}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
 
@@ -29,6 +29,8 @@ def parse(dtype: str) -> DType:
         return DType("bool", 1, n)
     if base == "handle":
         return DType("handle", 64, n)
+    if base == "void":  # the result of calls made for their effect
+        return DType("void", 0, n)
     for code in ("uint", "int", "float"):
         if base.startswith(code) and base[len(code) :].isdigit():
             bits = int(base[len(code) :])

@@ -50,9 +50,9 @@ class Buffer:
         return BufferLoad(self, indices if isinstance(indices, tuple) else (indices,))
 
     def access_ptr(self, mode: str = "rw", offset: Any = 0) -> Call:
-        """Address of element `elem_offset + offset`, for passing regions to extern kernels."""
+        """Address of element `offset` (flat, past elem_offset), for passing regions to kernels."""
         del mode  # access mode only documents intent on the CPU
-        return Call("handle", "tir.address_of", [BufferLoad(self, [self.elem_offset + offset])])
+        return Call("handle", "tir.address_of", [BufferLoad(self, [offset])])
 
     def const_size(self) -> int:
         """Elements of the allocation, from shape and strides (must be constant)."""
