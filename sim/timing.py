@@ -184,20 +184,15 @@ def mem_cost(insn: MemInsn, cfg: VTAConfig) -> Cost:
     return Cost(DECODE_CYCLES + pad + stream.busy, stream.stall_dram)
 
 
-def uop_count(insn: GemmInsn | AluInsn) -> int:
-    """Micro-ops a GEMM or ALU instruction issues: iter_out x iter_in x kernel length."""
-    return insn.iter_out * insn.iter_in * max(insn.uop_end - insn.uop_bgn, 0)
-
-
 def gemm_cost(insn: GemmInsn, cfg: VTAConfig) -> Cost:
     """Decode, one micro-op per cycle, then the GEMM pipeline drains."""
-    return Cost(DECODE_CYCLES + uop_count(insn) + cfg.gemm_pipeline_depth)
+    return Cost(DECODE_CYCLES + insn.uop_count + cfg.gemm_pipeline_depth)
 
 
 def alu_cost(insn: AluInsn, cfg: VTAConfig) -> Cost:
     """Decode, one micro-op per issue interval (immediate or tensor), then the pipeline drains."""
     interval = cfg.alu_ii_imm if insn.use_imm else cfg.alu_ii_tensor
-    return Cost(DECODE_CYCLES + uop_count(insn) * interval + cfg.alu_pipeline_depth)
+    return Cost(DECODE_CYCLES + insn.uop_count * interval + cfg.alu_pipeline_depth)
 
 
 def insn_cost(insn: Insn, cfg: VTAConfig) -> Cost:

@@ -121,8 +121,8 @@ class MemInsn(_Insn):
 
 
 @dataclasses.dataclass(frozen=True)
-class GemmInsn(_Insn):
-    """GEMM over a micro-op kernel with two affine loops (iter_out x iter_in)."""
+class _KernelInsn(_Insn):
+    """Fields shared by GEMM and ALU: a micro-op range run under two affine loops."""
 
     reset_reg: bool = False
     uop_bgn: int = 0
@@ -133,6 +133,17 @@ class GemmInsn(_Insn):
     dst_factor_in: int = 0
     src_factor_out: int = 0
     src_factor_in: int = 0
+
+    @property
+    def uop_count(self) -> int:
+        """Micro-ops executed: iter_out * iter_in * (uop_end - uop_bgn)."""
+        return self.iter_out * self.iter_in * max(self.uop_end - self.uop_bgn, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmInsn(_KernelInsn):
+    """GEMM over a micro-op kernel with two affine loops (iter_out x iter_in)."""
+
     wgt_factor_out: int = 0
     wgt_factor_in: int = 0
 
@@ -140,18 +151,9 @@ class GemmInsn(_Insn):
 
 
 @dataclasses.dataclass(frozen=True)
-class AluInsn(_Insn):
+class AluInsn(_KernelInsn):
     """Vector ALU over a micro-op kernel: ACC[dst] = op(ACC[dst], imm or ACC[src])."""
 
-    reset_reg: bool = False
-    uop_bgn: int = 0
-    uop_end: int = 0
-    iter_out: int = 1
-    iter_in: int = 1
-    dst_factor_out: int = 0
-    dst_factor_in: int = 0
-    src_factor_out: int = 0
-    src_factor_in: int = 0
     alu_opcode: AluOp = AluOp.MIN
     use_imm: bool = False
     imm: int = 0
