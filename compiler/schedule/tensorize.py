@@ -91,9 +91,8 @@ class _Matcher:
             raise self.fail(f"body differs: intrinsic has `{a}`, stage has `{b}`")
         if isinstance(a, E.Reduce):
             if a.combiner.name != b.combiner.name:
-                raise self.fail(
-                    f"reducer differs: intrinsic uses {a.combiner.name}, stage uses {b.combiner.name}"
-                )
+                theirs, mine = a.combiner.name, b.combiner.name
+                raise self.fail(f"reducer differs: intrinsic uses {theirs}, stage uses {mine}")
             return self.match(a.source, b.source)
         if isinstance(a, E.ProducerLoad):
             if self.tensors.setdefault(a.producer, b.producer) is not b.producer:

@@ -126,6 +126,8 @@ def const(value: Any, dtype: str | None = None) -> Expr:
     """A constant; int32/float32 by default like TVM."""
     if isinstance(value, Expr):
         return value if dtype is None or value.dtype == dtype else Cast(dtype, value)
+    if isinstance(getattr(value, "var", None), Var):  # an IterVar stands for its variable
+        return const(value.var, dtype)
     if dtype is None:
         if isinstance(value, bool):
             dtype = "bool"
@@ -142,6 +144,8 @@ def convert(value: Any, like: Expr | None = None) -> Expr:
     """Turn a Python number into a constant whose dtype follows `like` when given."""
     if isinstance(value, Expr):
         return value
+    if isinstance(getattr(value, "var", None), Var):
+        return value.var
     if like is not None and not isinstance(value, bool):
         target = dt.element_of(like.dtype)
         if isinstance(value, float) and not dt.is_float(target):
