@@ -1,0 +1,74 @@
+"""Binary operators with numpy broadcasting (operands are tensors or Python scalars)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import te
+from ..te.tensor import Tensor
+from ..tir import expr as E
+from . import tag
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy's broadcast result shape; raises ValueError naming the shapes if incompatible."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for k in range(ndim):
+        dims = {s[k - ndim + len(s)] for s in shapes if k - ndim + len(s) >= 0} - {1}
+        if len(dims) > 1:
+            raise ValueError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def _broadcast_index(t: Tensor, index: Sequence[E.Expr]) -> E.Expr:
+    """t at the output index: leading dims dropped, dims of extent 1 read at 0."""
+    index = index[len(index) - t.ndim :]
+    return t(*[E.const(0) if n == 1 else i for n, i in zip(t.shape, index, strict=True)])
+
+
+def broadcast_to(data: Tensor, shape: Sequence[int]) -> Tensor:
+    """data broadcast to `shape`."""
+    shape = tuple(int(n) for n in shape)
+    if broadcast_shape(data.shape, shape) != shape:
+        raise ValueError(f"cannot broadcast {data.shape} to {shape}")
+    return te.compute(
+        shape, lambda *i: _broadcast_index(data, i), name="broadcast_to", tag=tag.BROADCAST
+    )
+
+
+def _binary(name: str, fop: Callable[[E.Expr, E.Expr], E.Expr]) -> Callable[[Any, Any], Any]:
+    def op(lhs: Any, rhs: Any) -> Any:
+        if not isinstance(lhs, Tensor) and not isinstance(rhs, Tensor):
+            return fop(E.convert(lhs), E.convert(rhs))
+        if not isinstance(rhs, Tensor):
+            return te.compute(
+                lhs.shape, lambda *i: fop(lhs(*i), E.convert(rhs, lhs(*i))), name, tag.ELEMWISE
+            )
+        if not isinstance(lhs, Tensor):
+            return te.compute(
+                rhs.shape, lambda *i: fop(E.convert(lhs, rhs(*i)), rhs(*i)), name, tag.ELEMWISE
+            )
+        shape = broadcast_shape(lhs.shape, rhs.shape)
+        kind = tag.ELEMWISE if lhs.shape == rhs.shape else tag.BROADCAST
+        return te.compute(
+            shape,
+            lambda *i: fop(_broadcast_index(lhs, i), _broadcast_index(rhs, i)),
+            name=name,
+            tag=kind,
+        )
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name} of two tensors (or a tensor and a scalar), broadcasting."
+    return op
+
+
+add = _binary("add", lambda a, b: a + b)
+subtract = _binary("subtract", lambda a, b: a - b)
+multiply = _binary("multiply", lambda a, b: a * b)
+divide = _binary("divide", lambda a, b: a / b)
+maximum = _binary("maximum", te.max)
+minimum = _binary("minimum", te.min)
+power = _binary("power", te.power)

@@ -1,0 +1,28 @@
+"""Neural-network operators as tensor expressions (TVM's topi.nn)."""
+
+from .batch_norm import batch_norm
+from .conv2d import conv2d_nchw, conv2d_NCHWc
+from .dense import dense, matmul
+from .depthwise_conv2d import depthwise_conv2d_nchw
+from .elemwise import bias_add, leaky_relu, relu
+from .pad import pad
+from .pooling import global_pool, pool2d
+from .softmax import softmax
+from .utils import get_pad_tuple
+
+__all__ = [
+    "batch_norm",
+    "bias_add",
+    "conv2d_NCHWc",
+    "conv2d_nchw",
+    "dense",
+    "depthwise_conv2d_nchw",
+    "get_pad_tuple",
+    "global_pool",
+    "leaky_relu",
+    "matmul",
+    "pad",
+    "pool2d",
+    "relu",
+    "softmax",
+]

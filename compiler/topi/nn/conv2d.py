@@ -1,0 +1,80 @@
+"""2-d convolution in NCHW and in NCHWc (channels packed in blocks, innermost)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import te
+from ...te.tensor import Tensor
+from .. import tag
+from .pad import pad_hw
+from .utils import get_pad_tuple, out_size, pair
+
+
+def conv2d_nchw(
+    Input: Tensor,
+    Filter: Tensor,
+    stride: Any,
+    padding: Any,
+    dilation: Any = 1,
+    out_dtype: str | None = None,
+) -> Tensor:
+    """Input [N, C, H, W] with Filter [OC, C, KH, KW] -> [N, OC, OH, OW]."""
+    out_dtype = out_dtype or Input.dtype
+    n, c, h, w = Input.shape
+    oc, fc, kh, kw = Filter.shape
+    if fc != c:
+        raise ValueError(f"conv2d_nchw: input has {c} channels, filter expects {fc}")
+    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
+    pads = get_pad_tuple(padding, (kh, kw))
+    oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
+    ow = out_size(w, kw, sw, dw, pads[1] + pads[3])
+    data = pad_hw(Input, 2, pads)
+    rc, ry, rx = te.reduce_axis(c, "rc"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    return te.compute(
+        (n, oc, oh, ow),
+        lambda b, f, y, x: te.sum(
+            data[b, rc, y * sh + ry * dh, x * sw + rx * dw].astype(out_dtype)
+            * Filter[f, rc, ry, rx].astype(out_dtype),
+            axis=[rc, ry, rx],
+        ),
+        name="conv2d_nchw",
+        tag=tag.CONV2D_NCHW,
+    )
+
+
+def conv2d_NCHWc(
+    data: Tensor,
+    kernel: Tensor,
+    stride: Any,
+    padding: Any,
+    dilation: Any = 1,
+    out_dtype: str | None = None,
+) -> Tensor:
+    """data [N, C/ic_bn, H, W, ic_bn] with kernel [OC/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]
+    -> [N, OC/oc_bn, OH, OW, oc_bn]: vector-friendly, since oc_bn is contiguous everywhere."""
+    out_dtype = out_dtype or data.dtype
+    n, ic_chunk, h, w, ic_bn = data.shape
+    oc_chunk, k_ic_chunk, kh, kw, k_ic_bn, oc_bn = kernel.shape
+    if (k_ic_chunk, k_ic_bn) != (ic_chunk, ic_bn):
+        raise ValueError(
+            f"conv2d_NCHWc: data has {ic_chunk}x{ic_bn} input channels, kernel expects "
+            f"{k_ic_chunk}x{k_ic_bn}"
+        )
+    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
+    pads = get_pad_tuple(padding, (kh, kw))
+    oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
+    ow = out_size(w, kw, sw, dw, pads[1] + pads[3])
+    dpad = pad_hw(data, 2, pads)
+    icc, icb = te.reduce_axis(ic_chunk, "ic_chunk"), te.reduce_axis(ic_bn, "ic_block")
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    return te.compute(
+        (n, oc_chunk, oh, ow, oc_bn),
+        lambda b, oc, y, x, ob: te.sum(
+            dpad[b, icc, y * sh + ry * dh, x * sw + rx * dw, icb].astype(out_dtype)
+            * kernel[oc, icc, ry, rx, icb, ob].astype(out_dtype),
+            axis=[icc, ry, rx, icb],
+        ),
+        name="conv2d_NCHWc",
+        tag=tag.CONV2D_NCHWC,
+    )

@@ -1,0 +1,98 @@
+"""Max and average pooling over windows, and global pooling over H and W (NCHW)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import te
+from ...te.tensor import Tensor
+from ...tir import expr as E
+from .. import tag
+from .pad import pad_hw
+from .utils import get_pad_tuple, out_size, pair
+
+
+def _valid(start: E.Expr, size: int, kernel: int, dil: int) -> E.Expr:
+    """How many of the window taps start + r * dil (r < kernel) fall inside [0, size)."""
+    first = te.max(E.FloorDiv(-start + dil - 1, dil), 0)
+    last = te.min(E.FloorDiv(size - 1 - start, dil), kernel - 1)
+    return te.max(last - first + 1, 0)
+
+
+def pool2d(
+    data: Tensor,
+    kernel: Any,
+    stride: Any,
+    dilation: Any,
+    padding: Any,
+    pool_type: str,
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+    count_include_pad: bool = True,
+) -> Tensor:
+    """Max or average over kernel windows of an NCHW tensor."""
+    if layout != "NCHW":
+        raise ValueError(f"pool2d: layout {layout!r} is not supported; use 'NCHW'")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool2d: pool_type {pool_type!r}: expected 'max' or 'avg'")
+    n, c, h, w = data.shape
+    (kh, kw), (sh, sw), (dh, dw) = pair(kernel), pair(stride), pair(dilation)
+    top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
+    oh = out_size(h, kh, sh, dh, top + bottom)
+    ow = out_size(w, kw, sw, dw, left + right)
+    if ceil_mode:  # one more window wherever a partial one remains; pad the bottom/right for it
+        oh = -(-(h + top + bottom - (kh - 1) * dh - 1) // sh) + 1
+        ow = -(-(w + left + right - (kw - 1) * dw - 1) // sw) + 1
+        bottom = max(bottom, (oh - 1) * sh + (kh - 1) * dh + 1 - h - top)
+        right = max(right, (ow - 1) * sw + (kw - 1) * dw + 1 - w - left)
+    is_max = pool_type == "max"
+    fill = te.min_value(data.dtype) if is_max else 0.0
+    dpad = pad_hw(data, 2, (top, left, bottom, right), fill)
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    reducer = te.max if is_max else te.sum
+    pooled = te.compute(
+        (n, c, oh, ow),
+        lambda b, f, y, x: reducer(dpad[b, f, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]),
+        name=f"pool_{'max' if is_max else 'sum'}",
+        tag=tag.POOL,
+    )
+    if is_max:
+        return pooled
+
+    def average(b, f, y, x):
+        if count_include_pad:
+            count = te.const(kh * kw, "int32")
+        else:
+            count = _valid(y * sh - top, h, kh, dh) * _valid(x * sw - left, w, kw, dw)
+        return pooled[b, f, y, x] / te.cast(count, data.dtype)
+
+    return te.compute((n, c, oh, ow), average, name="pool_avg", tag=tag.ELEMWISE)
+
+
+def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
+    """Max or average over all of H and W: [N, C, H, W] -> [N, C, 1, 1]."""
+    if layout != "NCHW":
+        raise ValueError(f"global_pool: layout {layout!r} is not supported; use 'NCHW'")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"global_pool: pool_type {pool_type!r}: expected 'max' or 'avg'")
+    n, c, h, w = data.shape
+    ry, rx = te.reduce_axis(h, "ry"), te.reduce_axis(w, "rx")
+    if pool_type == "max":
+        return te.compute(
+            (n, c, 1, 1),
+            lambda b, f, y, x: te.max(data[b, f, ry, rx], axis=[ry, rx]),
+            name="global_pool_max",
+            tag=tag.POOL,
+        )
+    total = te.compute(
+        (n, c, 1, 1),
+        lambda b, f, y, x: te.sum(data[b, f, ry, rx], axis=[ry, rx]),
+        name="global_pool_sum",
+        tag=tag.POOL,
+    )
+    return te.compute(
+        (n, c, 1, 1),
+        lambda b, f, y, x: total[b, f, y, x] / te.const(h * w, data.dtype),
+        name="global_pool_avg",
+        tag=tag.ELEMWISE,
+    )

@@ -1,0 +1,20 @@
+"""Operator tags: what kind of computation an op is, so schedules can find and fuse them."""
+
+ELEMWISE = "elemwise"
+BROADCAST = "broadcast"
+INJECTIVE = "injective"
+COMM_REDUCE = "comm_reduce"
+DENSE_PACK = "dense_pack"
+MATMUL = "matmul"
+CONV2D_NCHW = "conv2d_nchw"
+CONV2D_NCHWC = "conv2d_NCHWc"
+DEPTHWISE_CONV2D_NCHW = "depthwise_conv2d_nchw"
+POOL = "pool"
+SOFTMAX = "softmax_output"
+
+_INJECTIVE = (ELEMWISE, BROADCAST, INJECTIVE)
+
+
+def is_injective(tag: str) -> bool:
+    """Elementwise, broadcast and other injective ops can be inlined into their consumers."""
+    return tag in _INJECTIVE

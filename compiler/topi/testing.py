@@ -1,0 +1,85 @@
+"""numpy references of the operators and NCHW <-> NCHWc layout packing (as TVM's
+topi.testing), for tests and benchmarks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .nn.utils import get_pad_tuple, out_size, pair
+
+
+def nchw_pack(data: np.ndarray, bn: int) -> np.ndarray:
+    """[N, C, H, W] -> [N, C / bn, H, W, bn]."""
+    n, c, h, w = data.shape
+    return np.ascontiguousarray(data.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def nchwc_unpack(data: np.ndarray) -> np.ndarray:
+    """[N, C / bn, H, W, bn] -> [N, C, H, W]."""
+    n, cc, h, w, bn = data.shape
+    return np.ascontiguousarray(data.transpose(0, 1, 4, 2, 3).reshape(n, cc * bn, h, w))
+
+
+def oihw_pack(kernel: np.ndarray, ic_bn: int, oc_bn: int) -> np.ndarray:
+    """[OC, IC, KH, KW] -> [OC / oc_bn, IC / ic_bn, KH, KW, ic_bn, oc_bn]."""
+    oc, ic, kh, kw = kernel.shape
+    k = kernel.reshape(oc // oc_bn, oc_bn, ic // ic_bn, ic_bn, kh, kw)
+    return np.ascontiguousarray(k.transpose(0, 2, 4, 5, 3, 1))
+
+
+def _windows(data: np.ndarray, kernel, stride, dilation, padding, fill: float) -> np.ndarray:
+    """[N, C, OH, OW, KH, KW] views of the padded input under each window."""
+    (kh, kw), (sh, sw), (dh, dw) = pair(kernel), pair(stride), pair(dilation)
+    top, left, bottom, right = padding
+    x = np.pad(data, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+    oh = out_size(data.shape[2], kh, sh, dh, top + bottom)
+    ow = out_size(data.shape[3], kw, sw, dw, left + right)
+    win = np.lib.stride_tricks.sliding_window_view(
+        x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3)
+    )
+    return win[:, :, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, ::dh, ::dw]
+
+
+def conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any, dilation=1):
+    """Reference conv2d: a [N, C, H, W], w [OC, C, KH, KW]."""
+    pads = get_pad_tuple(padding, w.shape[2:])
+    win = _windows(a, w.shape[2:], stride, dilation, pads, 0.0)
+    return np.einsum("ncyxij,ocij->noyx", win, w, optimize=True).astype(a.dtype)
+
+
+def depthwise_conv2d_python_nchw(a: np.ndarray, w: np.ndarray, stride, padding, dilation=1):
+    """Reference depthwise conv2d: a [N, C, H, W], w [C, M, KH, KW] -> [N, C * M, OH, OW]."""
+    pads = get_pad_tuple(padding, w.shape[2:])
+    win = _windows(a, w.shape[2:], stride, dilation, pads, 0.0)
+    out = np.einsum("ncyxij,cmij->ncmyx", win, w)
+    n, c, m, oh, ow = out.shape
+    return out.reshape(n, c * m, oh, ow).astype(a.dtype)
+
+
+def pool2d_python(
+    a: np.ndarray, kernel, stride, dilation, padding, pool_type: str, count_include_pad=True
+):
+    """Reference max / avg pooling of a [N, C, H, W] (no ceil mode)."""
+    pads = get_pad_tuple(padding, pair(kernel))
+    if pool_type == "max":
+        return _windows(a, kernel, stride, dilation, pads, -np.inf).max(axis=(4, 5))
+    total = _windows(a, kernel, stride, dilation, pads, 0.0).sum(axis=(4, 5))
+    if count_include_pad:
+        return (total / np.prod(pair(kernel))).astype(a.dtype)
+    ones = np.ones((1, 1) + a.shape[2:], a.dtype)
+    count = _windows(ones, kernel, stride, dilation, pads, 0.0).sum(axis=(4, 5))
+    return (total / count).astype(a.dtype)
+
+
+def softmax_python(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def batch_norm_python(x, gamma, beta, mean, var, axis=1, epsilon=1e-5) -> np.ndarray:
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    r = [t.reshape(shape) for t in (gamma, beta, mean, var)]
+    return ((x - r[2]) / np.sqrt(r[3] + epsilon) * r[0] + r[1]).astype(x.dtype)

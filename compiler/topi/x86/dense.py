@@ -1,0 +1,121 @@
+"""GEMM on x86: B packed to [N/bn, K, bn] so a register tile of tile_m rows x bn columns
+(bn / 16 zmm vectors per row) accumulates in registers over all of K, as TVM's dense_pack."""
+
+from __future__ import annotations
+
+from ... import te
+from ...schedule.schedule import Schedule
+from ...te.tensor import Tensor
+from .. import tag
+from ..nn.dense import add_bias
+from ..utils import as_outputs, largest_divisor, traverse_inline, vector_lanes
+from .utils import accumulator, register_tile
+
+PACKED = "packed_weight"
+
+
+def _pack(b: Tensor, bn: int, transpose_b: bool) -> Tensor:
+    """B [K, N] (or [N, K] when transposed) as [ceil(N / bn), K, bn], zero past N."""
+    k, n = b.shape[::-1] if transpose_b else b.shape
+
+    def f(x, y, z):
+        j = x * bn + z
+        v = b[j, y] if transpose_b else b[y, j]
+        return v if n % bn == 0 else te.if_then_else(j < n, v, te.const(0, b.dtype))
+
+    return te.compute((-(-n // bn), k, bn), f, name="T_packed_B", tag=PACKED)
+
+
+def matmul_pack(
+    a: Tensor,
+    b: Tensor,
+    bias: Tensor | None = None,
+    out_dtype: str | None = None,
+    transpose_b: bool = False,
+    bn: int = 64,
+) -> Tensor:
+    """A [M, K] @ B (+ bias [N]) reading B through its packed copy; schedule with
+    schedule_dense_pack."""
+    out_dtype = out_dtype or a.dtype
+    m, ka = a.shape
+    kb, n = b.shape[::-1] if transpose_b else b.shape
+    if ka != kb:
+        raise ValueError(f"matmul_pack: reduction extents differ: {ka} (A) and {kb} (B)")
+    packed = _pack(b, bn, transpose_b)
+    k = te.reduce_axis(ka, "k")
+    out = te.compute(
+        (m, n),
+        lambda i, j: te.sum(
+            a[i, k].astype(out_dtype) * packed[j // bn, k, j % bn].astype(out_dtype), axis=k
+        ),
+        name="T_matmul_pack",
+        tag=tag.DENSE_PACK,
+    )
+    return out if bias is None else add_bias(out, bias)
+
+
+def dense_pack(
+    data: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    out_dtype: str | None = None,
+    bn: int = 64,
+) -> Tensor:
+    """data [batch, in] times weight [out, in] transposed (+ bias), weight packed."""
+    return matmul_pack(data, weight, bias, out_dtype, transpose_b=True, bn=bn)
+
+
+def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int = 4) -> Schedule:
+    """Schedule for dense_pack / matmul_pack (and injective ops after them, e.g. bias, relu):
+    tile_m x bn output tiles, accumulators in registers, K innermost, parallel tiles."""
+    outs = as_outputs(outs)
+    s = te.create_schedule([o.op for o in outs])
+
+    def callback(op):
+        if op.tag == tag.DENSE_PACK:
+            _schedule_gemm(s, op.output(0), outs[0], tile_m)
+        elif op.tag == PACKED:
+            x, _, z = s[op].op.axis
+            s[op].vectorize(z)
+            s[op].parallel(x)
+
+    traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def _schedule_gemm(s: Schedule, gemm: Tensor, out: Tensor, tile_m: int) -> None:
+    bn = next(t for t in gemm.op.input_tensors if getattr(t.op, "tag", "") == PACKED).shape[2]
+    acc = accumulator(s, gemm, out)
+    i, j = s[out].op.axis
+    io, jo, ii, ji = s[out].tile(i, j, tile_m, bn)
+    s[out].reorder(jo, io, ii, ji)  # a bn-wide panel of packed B stays in L2 across row tiles
+    s[out].vectorize(ji)
+    s[out].parallel(s[out].fuse(jo, io))
+    s[acc].compute_at(s[out], s[out].leaf_iter_vars[0])
+    register_tile(s, acc)
+
+
+def schedule_dense(outs: Tensor | list[Tensor]) -> Schedule:
+    """Schedule for nn.matmul / nn.dense (unpacked B): register tiles of up to 4 rows x one
+    vector of columns; fast for B [K, N], gathers for dense's transposed weight."""
+    outs = as_outputs(outs)
+    s = te.create_schedule([o.op for o in outs])
+    out = outs[0]
+
+    def callback(op):
+        if op.tag != tag.MATMUL:
+            return
+        gemm = op.output(0)
+        acc = accumulator(s, gemm, out)
+        m, n = gemm.shape
+        i, j = s[out].op.axis
+        io, jo, ii, ji = s[out].tile(
+            i, j, largest_divisor(m, 4), largest_divisor(n, vector_lanes(gemm.dtype))
+        )
+        s[out].vectorize(ji)
+        s[out].parallel(s[out].fuse(io, jo))
+        s[acc].compute_at(s[out], s[out].leaf_iter_vars[0])
+        register_tile(s, acc)
+
+    traverse_inline(s, out.op, callback)
+    return s

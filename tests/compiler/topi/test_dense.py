@@ -1,0 +1,62 @@
+"""matmul / dense: generic computes with schedule_dense, packed ones with schedule_dense_pack."""
+
+import numpy as np
+import pytest
+
+from compiler import te, topi
+from compiler.topi import x86
+
+SHAPES = [(16, 64, 32), (13, 70, 37), (1, 10, 100), (65, 130, 9)]  # (M, N, K)
+
+
+def operands(rng, m, n, k, transpose_b):
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    ref = a @ (b.T if transpose_b else b)
+    return a, b, bias, ref
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_matmul_pack(run, rng, m, n, k, transpose_b, with_bias):
+    a, b, bias, ref = operands(rng, m, n, k, transpose_b)
+    A = te.placeholder(a.shape, name="A")
+    B = te.placeholder(b.shape, name="B")
+    Bias = te.placeholder((n,), name="bias")
+    C = x86.matmul_pack(A, B, Bias if with_bias else None, transpose_b=transpose_b, bn=32)
+    s = x86.schedule_dense_pack(C, tile_m=4)
+    args = [A, B, Bias] if with_bias else [A, B]
+    arrays = [a, b, bias] if with_bias else [a, b]
+    got = run(s, args, C, *arrays)
+    np.testing.assert_allclose(got, ref + bias if with_bias else ref, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_pack_relu_keeps_accumulator_local(run, rng):
+    a, w, bias, ref = operands(rng, 8, 64, 48, True)
+    X, W, Bias = (te.placeholder(x.shape, name=nm) for x, nm in ((a, "X"), (w, "W"), (bias, "b")))
+    Y = topi.nn.relu(x86.dense_pack(X, W, Bias))
+    s = x86.schedule_dense_pack(Y)
+    gemm = next(st for st in s.stages if st.op.tag == topi.tag.DENSE_PACK)
+    assert gemm.scope == "local" and gemm.attach_type == "scope"
+    got = run(s, [X, W, Bias], Y, a, w, bias)
+    np.testing.assert_allclose(got, np.maximum(ref + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_dense_and_matmul_generic(run, rng, m, n, k):
+    a, w, bias, ref = operands(rng, m, n, k, True)
+    X, W, Bias = (te.placeholder(x.shape, name=nm) for x, nm in ((a, "X"), (w, "W"), (bias, "b")))
+    Y = topi.nn.dense(X, W, Bias)
+    got = run(x86.schedule_dense(Y), [X, W, Bias], Y, a, w, bias)
+    np.testing.assert_allclose(got, ref + bias, rtol=1e-4, atol=1e-4)
+    A, B = te.placeholder((k, m), name="A"), te.placeholder((k, n), name="B")
+    C = topi.nn.matmul(A, B, transpose_a=True)
+    got = run(x86.schedule_dense(C), [A, B], C, np.ascontiguousarray(a.T), w.T.copy())
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_reduction_mismatch_is_named():
+    with pytest.raises(ValueError, match="reduction extents differ: 3 .* 4"):
+        topi.nn.matmul(te.placeholder((2, 3)), te.placeholder((4, 5)))
