@@ -38,6 +38,15 @@ def vector_lanes(dtype: str, vector_bytes: int = 64) -> int:
     return max(1, vector_bytes // dt.itemsize(dtype))
 
 
+def vector_width(n: int, lanes: int) -> int:
+    """The largest power of two <= lanes dividing n: LLVM splits such vectors into whole
+    registers, while other widths (14, 48 lanes) come out as slow partial-register code."""
+    width = 1
+    while width * 2 <= lanes and n % (width * 2) == 0:
+        width *= 2
+    return width
+
+
 def largest_divisor(n: int, limit: int) -> int:
     """The largest divisor of n that is <= limit."""
     return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)

@@ -6,7 +6,13 @@ from ... import te
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
 from .. import tag
-from ..utils import as_outputs, largest_divisor, traverse_inline, vector_lanes
+from ..utils import (
+    as_outputs,
+    largest_divisor,
+    traverse_inline,
+    vector_lanes,
+    vector_width,
+)
 from .utils import accumulator, schedule_pad
 
 MAX_REG_N = 14  # output columns per register tile: 14 x (oc_bn / 16) zmm accumulators
@@ -42,7 +48,7 @@ def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None)
 
 def schedule_conv2d_nchw(outs: Tensor | list[Tensor]) -> Schedule:
     """conv2d_nchw: register tiles of up to 8 output channels x one vector of output columns
-    (a divisor of OW, so no tail); reads of the input are contiguous for stride 1."""
+    (a power of two dividing OW, so no tail); reads of the input are contiguous for stride 1."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -55,7 +61,7 @@ def schedule_conv2d_nchw(outs: Tensor | list[Tensor]) -> Schedule:
         _, oc, _, ow = out.shape
         n, f, y, x = s[out].op.axis
         fo, fi = s[out].split(f, factor=largest_divisor(oc, 8))
-        xo, xi = s[out].split(x, factor=largest_divisor(ow, vector_lanes(out.dtype)))
+        xo, xi = s[out].split(x, factor=vector_width(ow, vector_lanes(out.dtype)))
         s[out].reorder(n, fo, y, xo, fi, xi)
         s[out].vectorize(xi)
         s[out].parallel(s[out].fuse(n, fo, y))

@@ -8,7 +8,13 @@ from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
 from .. import tag
 from ..nn.dense import add_bias
-from ..utils import as_outputs, largest_divisor, traverse_inline, vector_lanes
+from ..utils import (
+    as_outputs,
+    largest_divisor,
+    traverse_inline,
+    vector_lanes,
+    vector_width,
+)
 from .utils import accumulator, register_tile
 
 PACKED = "packed_weight"
@@ -35,7 +41,7 @@ def matmul_pack(
     bn: int = 64,
 ) -> Tensor:
     """A [M, K] @ B (+ bias [N]) reading B through its packed copy; schedule with
-    schedule_dense_pack."""
+    schedule_dense_pack. bn should be a power of two (16 or 32 or 64 for float32)."""
     out_dtype = out_dtype or a.dtype
     m, ka = a.shape
     kb, n = b.shape[::-1] if transpose_b else b.shape
@@ -43,14 +49,17 @@ def matmul_pack(
         raise ValueError(f"matmul_pack: reduction extents differ: {ka} (A) and {kb} (B)")
     packed = _pack(b, bn, transpose_b)
     k = te.reduce_axis(ka, "k")
+    # the GEMM covers whole bn-wide panels: a tail guard on the vector lanes would scalarize it
     out = te.compute(
-        (m, n),
+        (m, packed.shape[0] * bn),
         lambda i, j: te.sum(
             a[i, k].astype(out_dtype) * packed[j // bn, k, j % bn].astype(out_dtype), axis=k
         ),
         name="T_matmul_pack",
         tag=tag.DENSE_PACK,
     )
+    if n % bn:
+        out = te.compute((m, n), lambda i, j: out[i, j], name="T_slice", tag=tag.INJECTIVE)
     return out if bias is None else add_bias(out, bias)
 
 
@@ -110,7 +119,7 @@ def schedule_dense(outs: Tensor | list[Tensor]) -> Schedule:
         m, n = gemm.shape
         i, j = s[out].op.axis
         io, jo, ii, ji = s[out].tile(
-            i, j, largest_divisor(m, 4), largest_divisor(n, vector_lanes(gemm.dtype))
+            i, j, largest_divisor(m, 4), vector_width(n, vector_lanes(gemm.dtype))
         )
         s[out].vectorize(ji)
         s[out].parallel(s[out].fuse(io, jo))

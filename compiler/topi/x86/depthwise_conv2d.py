@@ -6,12 +6,12 @@ from ... import te
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
 from .. import tag
-from ..utils import as_outputs, largest_divisor, traverse_inline, vector_lanes
+from ..utils import as_outputs, traverse_inline, vector_lanes, vector_width
 from .utils import accumulator, schedule_pad
 
 
 def schedule_depthwise_conv2d_nchw(outs: Tensor | list[Tensor]) -> Schedule:
-    """Parallel over (batch, channel); each output row in vectors of a divisor of OW, the
+    """Parallel over (batch, channel); each output row in vectors of a power of two dividing OW, the
     window taps accumulated in registers."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
@@ -23,7 +23,7 @@ def schedule_depthwise_conv2d_nchw(outs: Tensor | list[Tensor]) -> Schedule:
         schedule_pad(s, op)
         acc = accumulator(s, op.output(0), out)
         n, c, y, x = s[out].op.axis
-        xo, xi = s[out].split(x, factor=largest_divisor(out.shape[3], vector_lanes(out.dtype)))
+        xo, xi = s[out].split(x, factor=vector_width(out.shape[3], vector_lanes(out.dtype)))
         s[out].vectorize(xi)
         s[out].parallel(s[out].fuse(n, c))
         s[acc].compute_at(s[out], xo)

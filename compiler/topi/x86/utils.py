@@ -11,13 +11,12 @@ from .injective import schedule_injective_from_existing
 def accumulator(s: Schedule, red: Tensor, out: Tensor) -> Tensor:
     """The reduction computed into a "local" buffer (registers after LLVM's SROA) that the
     output stage stores from: a cache_write when the reduction is the output, else the
-    reduction stage itself with the injective ops after it inlined into the output."""
+    reduction stage itself with the injective ops after it (elementwise, or a slice of it)
+    inlined into the output."""
     if red.op is out.op:
         return s.cache_write(red, "local")
-    if out.shape != red.shape:
-        raise ValueError(
-            f"output '{out.name}' {out.shape} must have the shape of '{red.name}' {red.shape}"
-        )
+    if out.ndim != red.ndim:
+        raise ValueError(f"output '{out.name}' must index '{red.name}' elementwise")
     s[red].set_scope("local")
     return red
 
