@@ -1,0 +1,69 @@
+"""Parts shared by the accelerator operators: the fused ALU epilogue (bias, shift, clip, relu)
+and the scheduling of the epilogue, the bias load and the output store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import te
+from ...schedule.schedule import Schedule
+from ...vta.environment import Environment, shift_right
+
+
+def epilogue(
+    acc: te.Tensor,
+    bias: te.Tensor | None,
+    bias_index: Any,
+    shift: int,
+    clip: tuple[int, int] | None,
+    relu: bool,
+    out_dtype: str,
+) -> te.Tensor:
+    """int8 output = cast(clip(relu(shift_right(acc + bias, shift)))); the arithmetic happens in
+    one accumulator-scope stage ("vta_alu") that the ALU applies op by op in place."""
+    src = acc
+
+    def alu(*i):
+        x = acc(*i)
+        if bias is not None:
+            x = x + bias(*bias_index(*i))
+        if shift:
+            x = shift_right(x, shift)
+        if relu:
+            x = te.max(x, 0)
+        if clip is not None:
+            x = te.min(te.max(x, clip[0]), clip[1])
+        return x
+
+    if bias is not None or shift or relu or clip is not None:
+        src = te.compute(acc.shape, alu, f"{acc.name}_alu", tag="vta_alu")
+    return te.compute(acc.shape, lambda *i: src(*i).astype(out_dtype), "res", tag="vta_output")
+
+
+def schedule_epilogue(
+    s: Schedule, out: te.Tensor, acc: te.Tensor, at: Any, store_at: Any, env: Environment
+) -> None:
+    """Compute the accumulator and its ALU stage at `at` of the output, the output store as a
+    DMA copy from `store_at`, and any bias through a DMA copy into the accumulator scope."""
+    alu = out.op.input_tensors[0]
+    s[acc].set_scope(env.acc_scope)
+    if alu is not acc:
+        s[alu].set_scope(env.acc_scope)
+        s[alu].compute_at(s[out], at)
+        s[alu].pragma(s[alu].op.axis[0], env.alu)
+        for t in alu.op.input_tensors:
+            if t is not acc:
+                cached = s.cache_read(t, env.acc_scope, [alu])
+                s[cached].compute_at(s[out], at)
+                s[cached].pragma(s[cached].op.axis[0], env.dma_copy)
+    s[acc].compute_at(s[out], at)
+    s[out].pragma(store_at, env.dma_copy)
+
+
+def vthread_split(s: Schedule, out: te.Tensor, axis: Any, n: int) -> tuple[list, Any]:
+    """Split `axis` into `n` virtual threads (bound to cthread) when n > 1: ([thread], inner)."""
+    if n == 1:
+        return [], axis
+    v, inner = s[out].split(axis, nparts=n)
+    s[out].bind(v, te.thread_axis("cthread"))
+    return [v], inner

@@ -1,0 +1,116 @@
+"""The accelerator as the compiler sees it: memory scopes, element sizes, capacities, pragmas,
+the GEMM tensor intrinsic and the ALU intrinsics (shifts) used in tensor expressions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Any
+
+from vta.config import VTAConfig
+from vta.isa import MemType
+
+from .. import te
+from ..schedule.tensorize import TensorIntrin, decl_buffer, decl_tensor_intrin
+from ..tir import expr as E
+from ..tir import stmt as S
+
+INP_SCOPE, WGT_SCOPE, ACC_SCOPE = "local.inp_buffer", "local.wgt_buffer", "local.acc_buffer"
+DMA_COPY, ALU = "dma_copy", "alu"
+GEMM_CALL, GEMM_RESET_CALL = "vta.gemm", "vta.gemm_reset"
+SHR_CALL, SHL_CALL = "vta.shift_right", "vta.shift_left"
+
+# memory kind (VTAConfig key) and the memory type DMA writes, per scope
+SCOPE_KIND = {INP_SCOPE: "inp", WGT_SCOPE: "wgt", ACC_SCOPE: "acc"}
+SCOPE_MEM = {INP_SCOPE: MemType.INP, WGT_SCOPE: MemType.WGT, ACC_SCOPE: MemType.ACC}
+
+
+def shift_right(x: Any, n: int) -> E.Expr:
+    """Arithmetic shift right by an immediate (ALU SHR)."""
+    x = E.convert(x)
+    return E.Call(x.dtype, SHR_CALL, [x, E.const(int(n))])
+
+
+def shift_left(x: Any, n: int) -> E.Expr:
+    """Shift left by an immediate (ALU SHR by a negative amount)."""
+    x = E.convert(x)
+    return E.Call(x.dtype, SHL_CALL, [x, E.const(int(n))])
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Everything the VTA target derives from one `VTAConfig`."""
+
+    config: VTAConfig
+
+    inp_scope = INP_SCOPE
+    wgt_scope = WGT_SCOPE
+    acc_scope = ACC_SCOPE
+    dma_copy = DMA_COPY
+    alu = ALU
+    inp_dtype = wgt_dtype = out_dtype = "int8"
+    acc_dtype = "int32"
+
+    @property
+    def batch(self) -> int:
+        return self.config.batch
+
+    @property
+    def block_in(self) -> int:
+        return self.config.block_in
+
+    @property
+    def block_out(self) -> int:
+        return self.config.block_out
+
+    def lanes(self, scope: str) -> int:
+        """Scalars in one element (one SRAM row) of `scope`."""
+        return {
+            INP_SCOPE: self.batch * self.block_in,
+            WGT_SCOPE: self.block_out * self.block_in,
+            ACC_SCOPE: self.batch * self.block_out,
+        }[scope]
+
+    def capacity(self, scope: str) -> int:
+        """Bytes of the on-chip buffer behind `scope`."""
+        return self.config.buff_bytes[SCOPE_KIND[scope]]
+
+    def elem_bytes(self, scope: str) -> int:
+        return self.config.elem_bytes[SCOPE_KIND[scope]]
+
+    @cached_property
+    def gemm(self) -> TensorIntrin:
+        """out[BATCH, BLOCK_OUT] (int32) += inp[BATCH, BLOCK_IN] . wgt[BLOCK_OUT, BLOCK_IN]^T."""
+        inp = te.placeholder((self.batch, self.block_in), self.inp_dtype, "inp")
+        wgt = te.placeholder((self.block_out, self.block_in), self.wgt_dtype, "wgt")
+        k = te.reduce_axis(self.block_in, "k")
+        out = te.compute(
+            (self.batch, self.block_out),
+            lambda i, j: te.sum(
+                inp[i, k].astype(self.acc_dtype) * wgt[j, k].astype(self.acc_dtype), axis=k
+            ),
+            "out",
+        )
+        binds = {
+            t: decl_buffer(t.shape, t.dtype, t.name, scope=scope)
+            for t, scope in ((inp, INP_SCOPE), (wgt, WGT_SCOPE), (out, ACC_SCOPE))
+        }
+
+        def fcompute(ins: list[S.Buffer], outs: list[S.Buffer]):
+            dinp, dwgt = ins
+            ptrs = [outs[0].access_ptr("rw"), dinp.access_ptr("r"), dwgt.access_ptr("r")]
+            reset = S.Evaluate(E.Call("int32", GEMM_RESET_CALL, ptrs[:1]))
+            update = S.Evaluate(E.Call("int32", GEMM_CALL, ptrs))
+            return S.seq(reset, update), reset, update
+
+        return decl_tensor_intrin(out.op, fcompute, "vta.gemm", binds)
+
+
+@cache
+def _env(config: VTAConfig) -> Environment:
+    return Environment(config)
+
+
+def get_env(config: VTAConfig | str | None = None) -> Environment:
+    """The environment of a configuration (the default PYNQ preset when None)."""
+    return _env(VTAConfig.load(config))

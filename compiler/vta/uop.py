@@ -1,0 +1,229 @@
+"""Micro-op kernels: a tensorized GEMM nest or an `alu` nest becomes GEMM/ALU instructions whose
+micro-ops enumerate the inner loops and whose iter_out/iter_in fold up to two affine loops."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from vta.config import LOOP_ITER_WIDTH
+from vta.errors import LoweringError
+from vta.isa import Stage
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from .dma import to_elements
+from .environment import ACC_SCOPE, GEMM_RESET_CALL, SHL_CALL, SHR_CALL, Environment
+from .evaluate import Loop, affine
+from .tokens import Op
+
+ALU_OPCODE = {E.Min: "MIN", E.Max: "MAX", E.Add: "ADD", E.Sub: "ADD", E.Mul: "MUL"}
+UopLoop = tuple[int, list[int]]  # (extent, factor per micro-op column)
+
+
+def _fold_ok(loop: UopLoop, widths: list[int]) -> bool:
+    ext, factors = loop
+    return ext < (1 << LOOP_ITER_WIDTH) and all(
+        0 <= f < (1 << w) for f, w in zip(factors, widths, strict=True)
+    )
+
+
+def _hazard(uops: np.ndarray, folded: list[UopLoop]) -> bool:
+    """Would two consecutive GEMM micro-ops of the instruction write the same ACC row?"""
+    dst = uops[:, 0]
+    for ext, factors in reversed(folded):
+        dst = (dst[None, :] + factors[0] * np.arange(ext)[:, None]).reshape(-1)
+    return bool((dst[1:] == dst[:-1]).any())
+
+
+def plan_kernel(
+    loops: list[UopLoop], widths: list[int], cap: int, gemm: bool
+) -> tuple[int, tuple[int, ...]]:
+    """(host loops, folded loop indices) with the smallest kernel that fits `cap` micro-ops."""
+    for host in range(len(loops) + 1):
+        rest = list(range(host, len(loops)))
+        options = [c for n in (2, 1, 0) for c in itertools.combinations(rest, n)]
+        options = [c for c in options if all(_fold_ok(loops[k], widths) for k in c)]
+        options.sort(key=lambda c: math.prod(loops[k][0] for k in rest if k not in c))
+        for fold in options:
+            size = math.prod(loops[k][0] for k in rest if k not in fold)
+            if size > cap:
+                break
+            if gemm and _hazard(
+                _uops(loops, host, fold, [0] * len(widths)), [loops[k] for k in fold]
+            ):
+                continue
+            return host, fold
+    raise LoweringError(
+        f"no micro-op kernel of at most {cap} entries without a GEMM write hazard for loops "
+        f"{[ext for ext, _ in loops]}; reorder the loops or choose other tiles"
+    )
+
+
+def _uops(loops: list[UopLoop], host: int, fold: tuple[int, ...], base: list[int]) -> np.ndarray:
+    inner = [loops[k] for k in range(host, len(loops)) if k not in fold]
+    uops = np.array([base], dtype=np.int64)
+    for ext, factors in inner:
+        step = np.arange(ext)[:, None] * np.array(factors)[None, :]
+        uops = (uops[:, None, :] + step[None, :, :]).reshape(-1, len(base))
+    return uops
+
+
+def _rows(uops: np.ndarray, folded: list[UopLoop], col: int) -> tuple[int, int]:
+    lo, hi = int(uops[:, col].min()), int(uops[:, col].max())
+    return lo, hi + 1 + sum((ext - 1) * f[col] for ext, f in folded)
+
+
+def kernel_ops(
+    env: Environment,
+    loops: list[UopLoop],
+    base: list[int],
+    make: Callable[[np.ndarray, list[tuple[int, ...]], list[UopLoop]], Op],
+    widths: list[int],
+    gemm: bool,
+) -> list[Op]:
+    """One instruction per host iteration: micro-ops for the inner loops, two loops folded."""
+    loops = [lp for lp in loops if lp[0] > 1]
+    host, fold = plan_kernel(loops, widths, env.config.depth["uop"] // 8, gemm)
+    folded = [loops[k] for k in fold]
+    ops = []
+    for idx in np.ndindex(*[ext for ext, _ in loops[:host]]):
+        b = [c + sum(i * loops[k][1][j] for k, i in enumerate(idx)) for j, c in enumerate(base)]
+        uops = _uops(loops, host, fold, b)
+        ops.append(make(uops, [(ext, *f) for ext, f in folded], folded))
+    return ops
+
+
+def _element(fit: tuple[int, list[int]], lanes: int, what: str) -> tuple[int, list[int]]:
+    """A micro-op address fit (whole elements apart: the lanes are inside the intrinsic)."""
+    base, strides = fit
+    if base % lanes or any(s % lanes for s in strides):
+        raise LoweringError(f"{what}: an address is not aligned to a {lanes}-lane element")
+    return base // lanes, [s // lanes for s in strides]
+
+
+def gemm_ops(
+    env: Environment,
+    nest: list[Loop],
+    call: E.Call,
+    host: dict[E.Var, int],
+    sram_row: Callable[[S.Buffer], int],
+) -> list[Op]:
+    """GEMM instructions for one instance of a tensorized nest (`vta.gemm` / `vta.gemm_reset`)."""
+    what = f"GEMM micro-op loops ({', '.join(lp.name for lp in nest)})"
+    reset = call.op == GEMM_RESET_CALL
+    base, factors = [], []
+    for ptr in call.args:
+        load = ptr.args[0]
+        fit = affine(load.indices[0], nest, host, what)
+        b, f = _element(fit, env.lanes(load.buffer.scope), what)
+        base.append(sram_row(load.buffer) + b)
+        factors.append(f)
+    if reset:
+        base += [0, 0]
+        factors += [[0] * len(nest)] * 2
+    loops = [(lp.extent, [f[k] for f in factors]) for k, lp in enumerate(nest)]
+    ld = env.config.log_depth
+
+    def make(uops: np.ndarray, fields: list, folded: list[UopLoop]) -> Op:
+        reads = (
+            [] if reset else [("inp", *_rows(uops, folded, 1)), ("wgt", *_rows(uops, folded, 2))]
+        )
+        return Op(
+            Stage.COMPUTE,
+            "gemm",
+            dict(uops=uops, loops=fields, reset=reset),
+            reads=reads,
+            writes=[("out", *_rows(uops, folded, 0))],
+        )
+
+    return kernel_ops(env, loops, base, make, [ld["acc"], ld["inp"], ld["wgt"]], gemm=True)
+
+
+Step = tuple[str, int | None, E.BufferLoad | None]  # (opcode, immediate, ACC operand)
+
+
+def alu_chain(e: E.Expr, config_mul: bool) -> tuple[E.BufferLoad, list[Step]]:
+    """Split an elementwise expression into the ACC tensor it updates in place and a chain of
+    ALU ops, innermost first (shift_right/left, min, max, add, sub of an immediate, mul)."""
+    if isinstance(e, E.Cast) and e.value.dtype == e.dtype:
+        return alu_chain(e.value, config_mul)
+    if isinstance(e, E.BufferLoad) and e.buffer.scope == ACC_SCOPE:
+        return e, []
+    if isinstance(e, E.Call) and e.op in (SHR_CALL, SHL_CALL):
+        root, steps = alu_chain(e.args[0], config_mul)
+        amount = E.as_int(e.args[1])
+        return root, [*steps, ("SHR", amount if e.op == SHR_CALL else -amount, None)]
+    opcode = ALU_OPCODE.get(type(e))
+    if opcode == "MUL" and not config_mul:
+        raise LoweringError(f"alu: {e!r} needs ALU multiply, which this configuration lacks")
+    if opcode is not None:
+        a, b = e.a, e.b
+        if E.as_int(a) is not None and not isinstance(e, E.Sub):
+            a, b = b, a
+        imm = E.as_int(b)
+        if imm is not None:
+            root, steps = alu_chain(a, config_mul)
+            return root, [*steps, (opcode, -imm if isinstance(e, E.Sub) else imm, None)]
+        if not isinstance(e, E.Sub):
+            for x, y in ((a, b), (b, a)):
+                if isinstance(y, E.BufferLoad) and y.buffer.scope == ACC_SCOPE:
+                    root, steps = alu_chain(x, config_mul)
+                    return root, [*steps, (opcode, None, y)]
+    raise LoweringError(
+        f"alu: {e!r} is not an ALU operation (valid: min, max, add of an immediate or of an "
+        f"{ACC_SCOPE} tensor, sub of an immediate, shift_right/left by an immediate"
+        + (", mul" if config_mul else "")
+        + ")"
+    )
+
+
+def alu_ops(
+    env: Environment,
+    nest: list[Loop],
+    store: S.BufferStore,
+    host: dict[E.Var, int],
+    sram_row: Callable[[S.Buffer], int],
+    alias: Callable[[S.Buffer, S.Buffer, int], None],
+) -> list[Op]:
+    """ALU instructions for one instance of an `alu` nest, updating its source rows in place."""
+    what = f"alu into '{store.buffer.name}'"
+    if store.buffer.scope != ACC_SCOPE:
+        raise LoweringError(f"{what}: alu stages compute in {ACC_SCOPE}, not {store.buffer.scope}")
+    root, steps = alu_chain(store.value, env.config.alu_mul)
+    lanes = env.lanes(ACC_SCOPE)
+    loads = [root] + [s[2] for s in steps if s[2] is not None]
+    fits = [affine(x.indices[0], nest, host, what) for x in [store, *loads]]
+    kept, elems = to_elements(nest, fits, lanes, what)
+    (db, ds), (rb, rs) = elems[0], elems[1]
+    if ds != rs:
+        raise LoweringError(
+            f"{what}: it must write where it reads '{root.buffer.name}' (ALU ops work in place); "
+            "give both the same index pattern"
+        )
+    row0 = sram_row(root.buffer) + rb
+    srcs = {
+        id(x): (sram_row(x.buffer) + b, s) for x, (b, s) in zip(loads[1:], elems[2:], strict=True)
+    }
+    alias(store.buffer, root.buffer, rb - db)
+    ld = env.config.log_depth
+    ops: list[Op] = []
+    for opcode, imm, operand in steps:
+        src0, sst = srcs[id(operand)] if operand is not None else (row0, rs)
+        loops = [(nest[k].extent, [d, s]) for k, d, s in zip(kept, rs, sst, strict=True)]
+
+        def make(
+            uops: np.ndarray, fields: list, folded: list[UopLoop], opcode=opcode, imm=imm
+        ) -> Op:
+            return Op(
+                Stage.COMPUTE,
+                "alu",
+                dict(op=opcode, uops=uops, loops=fields, use_imm=imm is not None, imm=imm or 0),
+                writes=[("out", *_rows(uops, folded, 0))],
+            )
+
+        ops += kernel_ops(env, loops, [row0, src0], make, [ld["acc"], ld["acc"]], gemm=False)
+    return ops
