@@ -107,6 +107,50 @@ def conv2d_packed(
     )
 
 
+def _layer(hw: int, ci: int, co: int, k: int, s: int) -> Conv2DWorkload:
+    return Conv2DWorkload(1, ci // 16, hw, hw, co // 16, k, k, s, k // 2)
+
+
+# ResNet-18's convolutions as in the seeds' table (C1, 3 input channels, stays on the CPU)
+RESNET18 = {
+    "C2": _layer(56, 64, 64, 3, 1),
+    "C3": _layer(56, 64, 64, 1, 1),
+    "C4": _layer(56, 64, 128, 3, 2),
+    "C5": _layer(56, 64, 128, 1, 2),
+    "C6": _layer(28, 128, 128, 3, 1),
+    "C7": _layer(28, 128, 256, 3, 2),
+    "C8": _layer(28, 128, 256, 1, 2),
+    "C9": _layer(14, 256, 256, 3, 1),
+    "C10": _layer(14, 256, 512, 3, 2),
+    "C11": _layer(14, 256, 512, 1, 2),
+    "C12": _layer(7, 512, 512, 3, 1),
+}
+
+
+def conv2d_from_workload(
+    wl: Conv2DWorkload, env: Environment | None = None, **epilogue_args
+) -> tuple[list[te.Tensor], te.Tensor]:
+    """Placeholders (data, kernel[, bias]) and the packed conv2d output for a workload."""
+    env = env or get_env()
+    data = te.placeholder((wl.n, wl.ci, wl.h, wl.w, env.batch, env.block_in), "int8", "data")
+    kernel = te.placeholder(
+        (wl.co, wl.ci, wl.kh, wl.kw, env.block_out, env.block_in), "int8", "kernel"
+    )
+    args = [data, kernel]
+    if epilogue_args.pop("bias", False):
+        args.append(te.placeholder((wl.co, 1, 1, env.batch, env.block_out), "int32", "bias"))
+    out = conv2d_packed(
+        data,
+        kernel,
+        wl.stride,
+        wl.pad,
+        bias=args[2] if len(args) > 2 else None,
+        env=env,
+        **epilogue_args,
+    )
+    return args, out
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
