@@ -1,0 +1,200 @@
+"""The VTA target end to end: dense/conv2d bit-exact on the devices, ResNet-18 layers, tokens,
+virtual threads and the errors users see."""
+
+import numpy as np
+import pytest
+
+from compiler import te
+from compiler.topi.vta import (
+    Conv2DKnobs,
+    DenseKnobs,
+    dense_packed,
+    schedule_conv2d_packed,
+    schedule_dense_packed,
+)
+from compiler.topi.vta.conv2d import (
+    RESNET18,
+    Conv2DWorkload,
+    conv2d_from_workload,
+    conv2d_packed,
+    default_knobs,
+    knob_space,
+)
+from compiler.topi.vta.reference import conv2d_packed_ref, dense_packed_ref
+from compiler.vta import build, get_env
+from compiler.vta.evaluate import Loop, affine
+from compiler.vta.layout import pack_nc, pack_nchw, pack_oihw, unpack_nc, unpack_nchw
+from vta.errors import LoweringError
+from vta.isa import AluInsn, MemInsn, MemType
+
+EPILOGUE = dict(shift=8, clip=(0, 127))
+
+
+def _int8(rng, shape):
+    return rng.integers(-128, 128, shape, dtype=np.int8)
+
+
+def _run_conv(rng, wl, knobs, device="fsim", **epi):
+    args, out = conv2d_from_workload(wl, **epi)
+    mod = build(schedule_conv2d_packed(out, knobs), [*args, out], device=device)
+    ins = [_int8(rng, a.shape) for a in args[:2]]
+    if len(args) > 2:
+        ins.append(rng.integers(-3000, 3000, args[2].shape, dtype=np.int32))
+    (res,), stats = mod(*ins)
+    epi.pop("bias", None)
+    bias = ins[2] if len(ins) > 2 else None
+    expected = conv2d_packed_ref(ins[0], ins[1], wl.stride, wl.pad, bias, **epi)
+    return mod, res, expected, stats
+
+
+@pytest.mark.parametrize(
+    "n, ci, co, knobs, epi",
+    [
+        (1, 4, 4, DenseKnobs(), {}),
+        (
+            2,
+            8,
+            4,
+            DenseKnobs(tile_b=1, tile_ci=4, tile_co=2, oc_nthread=2),
+            dict(shift=6, relu=True),
+        ),
+        (4, 2, 6, DenseKnobs(tile_b=2, tile_ci=1, tile_co=3), EPILOGUE),
+    ],
+)
+def test_dense_bit_exact_on_fsim(rng, n, ci, co, knobs, epi):
+    data = te.placeholder((n, ci, 1, 16), "int8", "data")
+    weight = te.placeholder((co, ci, 16, 16), "int8", "weight")
+    out = dense_packed(data, weight, **epi)
+    mod = build(schedule_dense_packed(out, knobs), [data, weight, out], device="fsim")
+    a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
+    (res,), stats = mod(a, w)
+    np.testing.assert_array_equal(res, dense_packed_ref(a, w, **epi))
+    assert stats.device == "fsim" and mod.inputs == ["data", "weight"]
+
+
+@pytest.mark.parametrize(
+    "wl, knobs",
+    [
+        (Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1), Conv2DKnobs(tile_h=4, tile_w=8, oc_nthread=2)),
+        (Conv2DWorkload(1, 2, 9, 9, 2, 3, 3, 2, 1), Conv2DKnobs(tile_h=5, tile_w=5, tile_ci=2)),
+        (Conv2DWorkload(1, 3, 8, 8, 4, 1, 1, 2, 0), Conv2DKnobs(tile_w=2, tile_co=2, h_nthread=2)),
+        (Conv2DWorkload(1, 1, 6, 6, 2, 3, 3, 1, 0), Conv2DKnobs(tile_h=2, tile_w=4, oc_nthread=2)),
+    ],
+)
+def test_conv2d_bit_exact_on_fsim(rng, wl, knobs):
+    _, res, expected, _ = _run_conv(rng, wl, knobs, bias=True, relu=True, **EPILOGUE)
+    np.testing.assert_array_equal(res, expected)
+
+
+def test_conv2d_without_epilogue_stores_low_bits(rng):
+    wl = Conv2DWorkload(1, 1, 4, 4, 1, 3, 3, 1, 1)
+    _, res, expected, _ = _run_conv(rng, wl, Conv2DKnobs(tile_h=4, tile_w=4))
+    np.testing.assert_array_equal(res, expected)
+
+
+@pytest.mark.parametrize("name", list(RESNET18))
+def test_resnet18_layer_bit_exact_on_fsim(rng, name):
+    wl = RESNET18[name]
+    _, res, expected, _ = _run_conv(rng, wl, default_knobs(wl), bias=True, **EPILOGUE)
+    np.testing.assert_array_equal(res, expected)
+
+
+def test_same_program_on_sim_and_fsim_with_latency_hiding(rng):
+    wl = Conv2DWorkload(1, 4, 14, 14, 4, 3, 3, 1, 1)
+    knobs = Conv2DKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=2)
+    serial, res, expected, slow = _run_conv(rng, wl, knobs, device="sim", **EPILOGUE)
+    np.testing.assert_array_equal(res, expected)
+    threaded = Conv2DKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=2, h_nthread=2)
+    _, res2, _, fast = _run_conv(np.random.default_rng(0), wl, threaded, device="sim", **EPILOGUE)
+    np.testing.assert_array_equal(res2, expected)
+    assert slow.cycles and fast.cycles < 0.9 * slow.cycles
+    assert fast.utilization > slow.utilization
+
+
+def test_virtual_threads_get_own_buffers_and_tokens():
+    args, out = conv2d_from_workload(Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1), **EPILOGUE)
+    s = schedule_conv2d_packed(out, Conv2DKnobs(tile_h=8, tile_w=8, tile_ci=1, oc_nthread=2))
+    insns = build(s, [*args, out]).program.instructions
+    loads = [
+        i for i in insns if isinstance(i, MemInsn) and i.memory_type == MemType.INP and i.x_size
+    ]
+    assert len({i.sram_base for i in loads}) == 2  # one input buffer per thread
+    # loop-carried WAR: a later load waits for compute (pop_next) without the first ones doing so
+    assert not loads[0].pop_next_dep and any(i.pop_next_dep for i in loads[2:])
+
+
+def test_alu_copy_inserted_before_store_of_loaded_accumulators(rng):
+    x = te.placeholder((3, 1, 16), "int32", "x")
+    res = te.compute(x.shape, lambda *i: x(*i).astype("int8"), "res")
+    s = te.create_schedule(res.op)
+    xl = s.cache_read(x, get_env().acc_scope, [res])
+    s[xl].compute_at(s[res], s[res].op.axis[0])
+    s[xl].pragma(s[xl].op.axis[0], "dma_copy")
+    s[res].pragma(s[res].op.axis[1], "dma_copy")
+    mod = build(s, [x, res], device="fsim")
+    data = rng.integers(-(2**31), 2**31, x.shape, dtype=np.int32)
+    (out,), _ = mod(data)
+    np.testing.assert_array_equal(out, data.astype(np.int8))
+    assert sum(isinstance(i, AluInsn) for i in mod.program.instructions) == 3
+
+
+def test_layouts_round_trip(rng):
+    x = _int8(rng, (2, 32, 5, 3))
+    assert pack_nchw(x, 1, 16).shape == (2, 2, 5, 3, 1, 16)
+    np.testing.assert_array_equal(unpack_nchw(pack_nchw(x, 1, 16)), x)
+    w = _int8(rng, (32, 16, 3, 3))
+    packed = pack_oihw(w, 16, 16)
+    assert packed[1, 0, 2, 1, 5, 7] == w[16 + 5, 7, 2, 1]
+    np.testing.assert_array_equal(unpack_nc(pack_nc(x[:, :, 0, 0], 1, 16)), x[:, :, 0, 0])
+
+
+def test_knob_space_fits_buffers():
+    wl = RESNET18["C2"]
+    space = knob_space(wl)
+    assert space and Conv2DKnobs(1, 8, 56, 1, 2, 2, 1) in space  # the TopHub setting
+    assert Conv2DKnobs(1, 56, 56, 4, 4, 1, 1) not in space  # input tile beyond 32 KiB
+
+
+# ---- errors -----------------------------------------------------------------------------
+def test_tile_too_large_names_scope_and_bytes():
+    args, out = conv2d_from_workload(RESNET18["C2"])
+    s = schedule_conv2d_packed(out, Conv2DKnobs(tile_h=28, tile_w=56, tile_ci=4, tile_co=1))
+    with pytest.raises(
+        LoweringError,
+        match=r"scope local\.inp_buffer: .* needs 111360 bytes but only 32768 of 32768",
+    ):
+        build(s, [*args, out])
+
+
+def test_dilation_is_rejected():
+    data = te.placeholder((1, 1, 8, 8, 1, 16), "int8", "data")
+    kernel = te.placeholder((1, 1, 3, 3, 16, 16), "int8", "kernel")
+    with pytest.raises(LoweringError, match="dilation 2 is not supported.*valid: 1"):
+        conv2d_packed(data, kernel, dilation=2)
+
+
+def test_non_affine_micro_op_loop_names_the_loop():
+    i, j = te.var("i"), te.var("j")
+    with pytest.raises(LoweringError, match="not affine in loop 'j'"):
+        affine(i * 16 + j * j, [Loop(i, 4), Loop(j, 4)], {}, "GEMM micro-op loops")
+
+
+def test_non_affine_gemm_nest_from_a_fused_schedule():
+    data = te.placeholder((2, 4, 1, 16), "int8", "data")
+    weight = te.placeholder((3, 4, 16, 16), "int8", "weight")
+    out = dense_packed(data, weight)
+    s = schedule_dense_packed(out, DenseKnobs(tile_b=2, tile_ci=4, tile_co=3))
+    acc = out.op.input_tensors[0]
+    s[acc].fuse(*s[acc].leaf_iter_vars[2:4])  # (b, co) -> b = f // 3 in the input address
+    with pytest.raises(LoweringError, match="GEMM micro-op loops .* not affine in loop"):
+        build(s, [data, weight, out])
+
+
+def test_unmarked_copy_is_rejected():
+    x = te.placeholder((2, 1, 16), "int32", "x")
+    res = te.compute(x.shape, lambda *i: x(*i).astype("int8"), "res")
+    s = te.create_schedule(res.op)
+    xl = s.cache_read(x, get_env().acc_scope, [res])
+    s[xl].compute_at(s[res], s[res].op.axis[0])
+    with pytest.raises(LoweringError, match="pragma 'dma_copy'"):
+        build(s, [x, res])
