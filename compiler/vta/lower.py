@@ -55,6 +55,10 @@ def _gemm_calls(leaf: S.Stmt) -> list[E.Call]:
     return calls if ok else []
 
 
+def _is_dma(s: S.Stmt) -> bool:
+    return isinstance(s, S.AttrStmt) and s.key == "pragma_" + DMA_COPY
+
+
 class Lowering:
     """Walks a flattened PrimFunc and collects the instructions (`ops`) it stands for."""
 
@@ -135,8 +139,18 @@ class Lowering:
         fn(s, ctxs)
 
     def run_SeqStmt(self, s: S.SeqStmt, ctxs: list[Ctx]) -> None:
-        for x in s.seq:
-            self.run(x, ctxs)
+        """Statement by statement for all threads, except that a run of adjacent DMA copies goes
+        thread by thread: one thread's loads complete together, so its compute can start while
+        the next thread's loads are in flight (and its next loads wait only for its compute)."""
+        k = 0
+        while k < len(s.seq):
+            run = 1
+            while k + run < len(s.seq) and all(_is_dma(x) for x in s.seq[k : k + run + 1]):
+                run += 1
+            for group in [[c] for c in ctxs] if run > 1 else [ctxs]:
+                for x in s.seq[k : k + run]:
+                    self.run(x, group)
+            k += run
 
     def run_LetStmt(self, s: S.LetStmt, ctxs: list[Ctx]) -> None:
         self.run(s.body, [c.at(s.var, int(evaluate(s.value, c.vars))) for c in ctxs])
