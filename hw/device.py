@@ -18,7 +18,7 @@ import numpy as np
 from vta.config import VTAConfig
 from vta.device import Device
 from vta.errors import DeviceError
-from vta.isa import INSN_BYTES, AluInsn, FinishInsn, GemmInsn, Insn
+from vta.isa import INSN_BYTES, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, insn_stage
 from vta.program import Program
 from vta.regmap import describe_status
 from vta.stats import Stats
@@ -42,10 +42,20 @@ def stream_to_finish(program: Program) -> list[Insn]:
 
 
 def static_counts(insns: list[Insn], cfg: VTAConfig, stats: Stats) -> None:
-    """Instruction, micro-op and MAC counts: data-independent, so taken from the stream."""
+    """Instruction, micro-op, MAC and DRAM byte counts: data-independent, so taken from the
+    stream (the RTL has no per-module busy/stall counters; those stay 0)."""
+    stats.modules["fetch"].instructions = len(insns)
     for insn in insns:
         name = insn.opcode.name
         stats.instructions[name] = stats.instructions.get(name, 0) + 1
+        stats.modules[insn_stage(insn).name.lower()].instructions += 1
+        if isinstance(insn, MemInsn) and not insn.is_nop:
+            kind = insn.memory_type.name.lower()
+            nbytes = insn.y_size * insn.x_size * cfg.elem_bytes[kind]
+            if insn.is_store:
+                stats.bytes_stored += nbytes
+            else:
+                stats.bytes_loaded[kind] = stats.bytes_loaded.get(kind, 0) + nbytes
         if isinstance(insn, (GemmInsn, AluInsn)):
             uops = insn.iter_out * insn.iter_in * max(insn.uop_end - insn.uop_bgn, 0)
             if isinstance(insn, GemmInsn):

@@ -18,6 +18,7 @@ pytestmark = [
 ]
 TOLERANCE = 0.02
 N_RANDOM = 200
+COUNTERS = ("instructions_by_opcode", "bytes_loaded", "bytes_stored", "gemm_uops", "macs")
 
 
 def examples(cfg: VTAConfig):
@@ -30,8 +31,10 @@ def compare(programs, cfg_name: str):
     rows = []
     for name, program in programs:
         final, stats = rtl.execute(program, program.dram)
-        reference, _ = fsim.execute(program, program.dram)
+        reference, ref_stats = fsim.execute(program, program.dram)
         assert np.array_equal(final, reference), f"{cfg_name}/{name}: DRAM differs from fsim"
+        for key in COUNTERS:
+            assert stats.to_dict()[key] == ref_stats.to_dict()[key], f"{name}: {key}"
         _, sim_stats = sim.execute(program, program.dram)
         error = abs(stats.cycles - sim_stats.cycles) / sim_stats.cycles
         rows.append((name, stats.cycles, sim_stats.cycles, error))
