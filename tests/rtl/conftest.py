@@ -29,6 +29,11 @@ def cocotb_available() -> bool:
     return verilator_available()
 
 
+def fst_available() -> bool:
+    """Verilator's FST writer needs lz4.h (Debian liblz4-dev)."""
+    return any(Path(d, "lz4.h").is_file() for d in ("/usr/include", "/usr/local/include"))
+
+
 @pytest.fixture(scope="session")
 def run_bench():
     """run_bench(name, toplevel, module, sources, parameters=None, config=None, waves=False,
@@ -39,6 +44,7 @@ def run_bench():
     def run(
         name, toplevel, module, sources, parameters=None, config=None, waves=False, testcase=None
     ):
+        waves = waves and fst_available()
         build_dir = cache_root() / "cocotb" / name
         build_dir.mkdir(parents=True, exist_ok=True)
         extra_env = {}

@@ -1,0 +1,122 @@
+"""Synthesize the VTA RTL with yosys `synth_xilinx` for the configuration's Xilinx 7-series part
+and report LUT, FF, BRAM36 and DSP48 counts against the part's capacity.
+
+Installs Debian's yosys with apt-get when it is missing (needs root). Multipliers are mapped to
+LUTs (`-nodsp`), as the reference VTA does for its 8-bit GEMM core on the Zynq-7020.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from vta.config import VTAConfig
+from vta.hwconfig import generate_header
+
+from .build import TOP, rtl_sources
+
+# Capacity of the parts the presets name (7-series resources).
+PARTS = {
+    "xc7z020": {"LUT": 53_200, "FF": 106_400, "BRAM36": 140, "DSP": 220},
+}
+# yosys cell name -> (resource, amount of that resource per cell)
+CELLS = {
+    **{f"LUT{n}": ("LUT", 1) for n in range(1, 7)},
+    **{c: ("LUT", 1) for c in ("RAM32X1D", "RAM64X1D", "RAM32M", "RAM64M", "RAM128X1D")},
+    **{c: ("FF", 1) for c in ("FDRE", "FDSE", "FDCE", "FDPE")},
+    "RAMB36E1": ("BRAM36", 1),
+    "RAMB18E1": ("BRAM36", 0.5),
+    "DSP48E1": ("DSP", 1),
+}
+
+
+def ensure_yosys() -> str:
+    path = shutil.which("yosys")
+    if path:
+        return path
+    print("yosys not found: installing Debian's yosys (apt-get)", file=sys.stderr)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "yosys"], check=True)
+    path = shutil.which("yosys")
+    if not path:
+        sys.exit("synth_report: yosys is still missing after apt-get install")
+    return path
+
+
+def part_family(part: str) -> str:
+    for name in PARTS:
+        if part.startswith(name):
+            return name
+    sys.exit(f"synth_report: no capacity table for part {part!r} (known: {', '.join(PARTS)})")
+
+
+def synthesize(cfg: VTAConfig, log: Path | None) -> tuple[dict[str, float], dict[str, int]]:
+    """Run yosys; return (resource totals, raw cell counts)."""
+    yosys = ensure_yosys()
+    with tempfile.TemporaryDirectory(prefix="vta-synth-") as tmp:
+        Path(tmp, "vta_config.vh").write_text(generate_header(cfg))
+        sources = " ".join(str(p) for p in rtl_sources())
+        script = (
+            f"read_verilog -I{tmp} {sources}\n"
+            f"synth_xilinx -family xc7 -top {TOP} -flatten -nodsp\n"
+            "stat\n"
+        )
+        Path(tmp, "synth.ys").write_text(script)
+        run = subprocess.run(
+            [yosys, "-q", "-l", str(Path(tmp, "yosys.log")), "-s", str(Path(tmp, "synth.ys"))],
+            capture_output=True,
+            text=True,
+        )
+        text = Path(tmp, "yosys.log").read_text() if Path(tmp, "yosys.log").exists() else ""
+        if log:
+            log.write_text(text + run.stderr)
+        if run.returncode != 0:
+            sys.exit(f"synth_report: yosys failed:\n{(run.stderr or text)[-3000:]}")
+    stat = text[text.rfind("Printing statistics") :]
+    cells = {name: int(n) for name, n in re.findall(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}
+    totals = {"LUT": 0.0, "FF": 0.0, "BRAM36": 0.0, "DSP": 0.0}
+    for name, count in cells.items():
+        if name in CELLS:
+            resource, amount = CELLS[name]
+            totals[resource] += count * amount
+    return totals, cells
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`synth-report [--config NAME] [--json] [--log FILE]`; exit status 1 if it does not fit."""
+    parser = argparse.ArgumentParser(prog="synth-report", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="pynq", help="configuration (default: pynq)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--log", type=Path, help="keep the yosys log here")
+    args = parser.parse_args(argv)
+    cfg = VTAConfig.load(args.config)
+    family = part_family(cfg.fpga_part)
+    start = time.perf_counter()
+    totals, cells = synthesize(cfg, args.log)
+    seconds = time.perf_counter() - start
+    capacity = PARTS[family]
+    fits = all(totals[k] <= capacity[k] for k in capacity)
+    if args.json:
+        report = {
+            "config": cfg.name,
+            "part": cfg.fpga_part,
+            "used": totals,
+            "capacity": capacity,
+            "fits": fits,
+            "cells": cells,
+            "seconds": round(seconds, 1),
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"yosys synth_xilinx: config {cfg.name} on {cfg.fpga_part} ({seconds:.0f} s)")
+        print(f"{'resource':<8} {'used':>10} {'available':>10} {'util':>7}")
+        for key, cap in capacity.items():
+            print(f"{key:<8} {totals[key]:>10,.1f} {cap:>10,} {100 * totals[key] / cap:>6.1f}%")
+        print("fits" if fits else "DOES NOT FIT")
+    return 0 if fits else 1
