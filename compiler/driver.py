@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vta.errors import CodegenError
+
 from .arith import Analyzer
 from .schedule.ops import schedule_ops
 from .schedule.schedule import Schedule
@@ -51,8 +53,21 @@ def build(
     args: list[Tensor] | None = None,
     target: str = "llvm",
     name: str = "main",
+    **options,
 ):
-    """Compile to a Module: callable on numpy arrays for the host, exportable for any target."""
+    """Compile to a Module: callable on numpy arrays for the host, exportable for any target.
+
+    `target="vta"` compiles for the accelerator (options: `config`, `device`) into a module that
+    runs its Program on a `vta.device` device.
+    """
+    if target == "vta":
+        from .vta import build as vta_build
+
+        if not isinstance(s, Schedule):
+            raise CodegenError("target 'vta' compiles a Schedule, not a lowered PrimFunc")
+        return vta_build(s, list(args or []), name, **options)
+    if options:
+        raise CodegenError(f"target {target!r} takes no options, got {sorted(options)}")
     from .runtime.module import build_module
 
     f = s if isinstance(s, S.PrimFunc) else lower(s, list(args or []), name)
