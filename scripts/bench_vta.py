@@ -102,6 +102,22 @@ def roofline(rows: list[dict], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def print_table(rows: list[dict]) -> None:
+    """The per-layer table for people."""
+    print(
+        f"{'layer':6} {'cycles':>9} {'no-vt':>9} {'util':>6} {'no-vt':>6} {'GOPS':>6} "
+        f"{'MB':>6}  knobs (h, w, ci, co, oc_nt, h_nt)"
+    )
+    for r in rows:
+        k = r["knobs"]
+        print(
+            f"{r['layer']:6} {r['cycles']:9d} {r['cycles_no_vthread']:9d} "
+            f"{r['utilization']:6.3f} {r['utilization_no_vthread']:6.3f} {r['gops']:6.1f} "
+            f"{r['dram_bytes'] / 1e6:6.2f}  ({k['tile_h']}, {k['tile_w']}, {k['tile_ci']}, "
+            f"{k['tile_co']}, {k['oc_nthread']}, {k['h_nthread']})"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", nargs="*", default=list(RESNET18), choices=list(RESNET18))
@@ -115,18 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
-        print(
-            f"{'layer':6} {'cycles':>9} {'no-vt':>9} {'util':>6} {'no-vt':>6} {'GOPS':>6} "
-            f"{'MB':>6}  knobs (h, w, ci, co, oc_nt, h_nt)"
-        )
-        for r in rows:
-            k = r["knobs"]
-            print(
-                f"{r['layer']:6} {r['cycles']:9d} {r['cycles_no_vthread']:9d} "
-                f"{r['utilization']:6.3f} {r['utilization_no_vthread']:6.3f} {r['gops']:6.1f} "
-                f"{r['dram_bytes'] / 1e6:6.2f}  ({k['tile_h']}, {k['tile_w']}, {k['tile_ci']}, "
-                f"{k['tile_co']}, {k['oc_nthread']}, {k['h_nthread']})"
-            )
+        print_table(rows)
         print(f"roofline: {args.png}")
     raised = all(r["utilization"] > r["utilization_no_vthread"] for r in rows)
     print(f"virtual threads raise utilization on every layer: {raised}", file=sys.stderr)
