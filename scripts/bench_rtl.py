@@ -17,17 +17,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hw.build import build_model  # noqa: E402
-from hw.programs import conv_like, random_program  # noqa: E402
+from hw.programs import conv_like  # noqa: E402
 from vta.config import VTAConfig  # noqa: E402
 from vta.device import get_device  # noqa: E402
 from vta.examples import all_examples, blocked_gemm  # noqa: E402
+from vta.fuzz import random_program  # noqa: E402
 
 
 def programs(cfg: VTAConfig, quick: bool):
     """(name, Program): the reference examples, a conv-like kernel, random and blocked GEMMs."""
     out = [(ex.name, ex.program) for ex in all_examples(cfg)]
     out.append(("conv3x3_8x8", conv_like(cfg, 8, 8).program))
-    out += [(f"random{s}", random_program(cfg, s)) for s in range(3)]
+    out += [(f"random{s}", random_program(s, cfg)) for s in range(3)]
     scale = 1 if quick else 4
     for threads in (1, 2):
         ex = blocked_gemm(

