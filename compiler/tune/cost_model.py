@@ -68,8 +68,8 @@ class XGBCostModel:
             "seed": seed,
             "verbosity": 0,
         }
-        if n_threads:
-            self.params["nthread"] = n_threads
+        # one thread by default: rows are few and short, and the cores are measuring kernels
+        self.params["nthread"] = n_threads or 1
         self.rng = np.random.default_rng(seed)
         self.max_rounds = max_rounds
         self.early_stopping = early_stopping
@@ -140,7 +140,6 @@ class XGBCostModel:
             if margin is None:
                 raise TuningError("the cost model is not fitted and has no global model")
             return margin
-        d = _dmatrix(x, base_margin=margin)
         best = getattr(self.booster, "best_iteration", None)
         rounds = (0, best + 1) if best is not None else (0, 0)
-        return self.booster.predict(d, iteration_range=rounds)
+        return self.booster.inplace_predict(x, iteration_range=rounds, base_margin=margin)

@@ -59,14 +59,13 @@ class LoopNest:
         return len(self.loops), tuple(sorted(self.strides))
 
 
-def to_loop_nest(instance: Any) -> LoopNest:
-    """The loop nest of what a template returned (a LoopNest today; lowered tir later)."""
-    if isinstance(instance, LoopNest):
-        return instance
-    raise TuningError(
-        f"cannot take program features of {type(instance).__name__}; this "
-        "template yields no LoopNest, so tune it with feature_type='knob'"
-    )
+def nest_arrays(nest: LoopNest) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Extents (L,), annotation indices (L,), strides (B, L) with buffers sorted, buffer names."""
+    buffers = tuple(sorted(nest.strides))
+    ext = np.array([lp.extent for lp in nest.loops], dtype=np.float64)
+    ann = np.array([ANNOTATIONS.index(lp.annotation) for lp in nest.loops], dtype=np.int64)
+    strides = np.array([nest.strides[b] for b in buffers], dtype=np.float64)
+    return ext, ann, strides.reshape(len(buffers), len(nest.loops)), buffers
 
 
 def program_features(nests: Sequence[LoopNest]) -> np.ndarray:
@@ -75,21 +74,9 @@ def program_features(nests: Sequence[LoopNest]) -> np.ndarray:
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, nest in enumerate(nests):
         groups[nest.signature].append(i)
-    for (n_loops, buffers), rows in groups.items():
-        if n_loops > MAX_LOOPS or len(buffers) > MAX_BUFFERS:
-            raise TuningError(
-                f"loop nest has {n_loops} loops and {len(buffers)} buffers; "
-                f"features hold at most {MAX_LOOPS} and {MAX_BUFFERS}"
-            )
-        ext = np.array([[lp.extent for lp in nests[r].loops] for r in rows], dtype=np.float64)
-        ann = np.array(
-            [[ANNOTATIONS.index(lp.annotation) for lp in nests[r].loops] for r in rows],
-            dtype=np.int64,
-        ).reshape(len(rows), n_loops)
-        strides = np.array(
-            [[nests[r].strides[b] for b in buffers] for r in rows], dtype=np.float64
-        ).reshape(len(rows), len(buffers), n_loops)
-        out[rows] = _features(ext.reshape(len(rows), n_loops), ann, strides)
+    for rows in groups.values():
+        arrays = [nest_arrays(nests[r]) for r in rows]
+        out[rows] = nest_features(*(np.stack([a[k] for a in arrays]) for k in range(3)))
     return out
 
 
@@ -97,9 +84,16 @@ def _suffix_sum(x: np.ndarray) -> np.ndarray:
     return np.flip(np.cumsum(np.flip(x, axis=-1), axis=-1), axis=-1)
 
 
-def _features(ext: np.ndarray, ann: np.ndarray, strides: np.ndarray) -> np.ndarray:
+def nest_features(ext: np.ndarray, ann: np.ndarray, strides: np.ndarray) -> np.ndarray:
+    """Feature rows of n nests of one structure: extents and annotations (n, L), strides
+    (n, B, L) with buffers sorted by name."""
     n, n_loops = ext.shape
     n_buf = strides.shape[1]
+    if n_loops > MAX_LOOPS or n_buf > MAX_BUFFERS:
+        raise TuningError(
+            f"loop nest has {n_loops} loops and {n_buf} buffers; "
+            f"features hold at most {MAX_LOOPS} and {MAX_BUFFERS}"
+        )
     log_ext = np.log2(np.maximum(ext, 1))
     topdown = np.cumsum(log_ext, axis=1)
     bottomup = _suffix_sum(log_ext)
@@ -130,16 +124,22 @@ def _features(ext: np.ndarray, ann: np.ndarray, strides: np.ndarray) -> np.ndarr
 
 
 class Featurizer:
-    """Feature rows of a task's configs, by kind ('program' or 'knob'), cached per index."""
+    """Feature rows of a task's configs, by kind ('program' or 'knob'), cached per index.
+
+    Program features come from the loop nest a template returns, or from its (schedule, args)
+    lowered by the compiler; a StructureCache lowers only a few probes per loop structure.
+    """
 
     MAX_CACHE = 100_000
 
-    def __init__(self, task: Task, kind: str = "program"):
+    def __init__(self, task: Task, kind: str = "program", seed: int = 0):
         if kind not in ("program", "knob"):
             raise TuningError(f"feature kind {kind!r} is not 'program' or 'knob'")
         self.task = task
         self.kind = kind
         self._cache: dict[int, np.ndarray] = {}
+        self._structures: Any = None
+        self._seed = seed
 
     @property
     def length(self) -> int:
@@ -147,26 +147,59 @@ class Featurizer:
             return PROGRAM_FEATURE_LENGTH
         return sum(k.features.shape[1] for k in self.task.config_space.knobs.values())
 
+    def loop_nest(self, index: int) -> LoopNest:
+        """The loop nest of one config (raises if the template rejects it)."""
+        instance = self.task.instantiate(index)
+        if isinstance(instance, LoopNest):
+            return instance
+        if isinstance(instance, tuple) and len(instance) == 2:
+            from .tir_features import loop_nest, lower_for_features
+
+            return loop_nest(lower_for_features(*instance))
+        raise TuningError(
+            f"cannot take program features of {type(instance).__name__}; this template "
+            "yields neither a LoopNest nor (schedule, args), so tune it with feature_type='knob'"
+        )
+
+    def _lowered_rows(self, indices: np.ndarray) -> np.ndarray:
+        rows = np.zeros((len(indices), PROGRAM_FEATURE_LENGTH), np.float32)
+        nests, ok = [], []
+        for k, i in enumerate(indices.tolist()):
+            try:
+                nests.append(self.loop_nest(i))
+                ok.append(k)
+            except Exception:  # noqa: BLE001 - an invalid config featurizes as zeros
+                continue
+        if ok:
+            rows[ok] = program_features(nests)
+        return rows
+
+    def _program_rows(self, indices: np.ndarray) -> np.ndarray:
+        from .tir_features import StructureCache
+
+        space = self.task.config_space
+        if self._structures is None:
+            self._structures = StructureCache(space, self.loop_nest, seed=self._seed)
+        rows = np.zeros((len(indices), PROGRAM_FEATURE_LENGTH), np.float32)
+        for sel, arrays in self._structures.arrays(space.digits(indices)):
+            if arrays is None:
+                rows[sel] = self._lowered_rows(indices[sel])
+            else:
+                rows[sel] = nest_features(*arrays)
+        return rows
+
     def __call__(self, indices: np.ndarray) -> np.ndarray:
         indices = np.asarray(indices, dtype=np.int64)
         space = self.task.config_space
         if self.kind == "knob":
             return space.knob_features(space.digits(indices))
-        missing = [int(i) for i in dict.fromkeys(indices.tolist()) if i not in self._cache]
-        if missing:
-            if len(self._cache) + len(missing) > self.MAX_CACHE:
+        missing = np.array(
+            [i for i in dict.fromkeys(indices.tolist()) if i not in self._cache], dtype=np.int64
+        )
+        if missing.size:
+            if len(self._cache) + missing.size > self.MAX_CACHE:
                 self._cache.clear()
-            nests, ok = [], []
-            for i, entity in zip(missing, space.entities(np.array(missing)), strict=True):
-                try:
-                    instance = self.task.instantiate(entity)
-                except Exception:  # noqa: BLE001 - an invalid config featurizes as zeros
-                    self._cache[i] = np.zeros(PROGRAM_FEATURE_LENGTH, np.float32)
-                    continue
-                nests.append(to_loop_nest(instance))
-                ok.append(i)
-            for i, row in zip(ok, program_features(nests), strict=True):
-                self._cache[i] = row
+            self._cache.update(zip(missing.tolist(), self._program_rows(missing), strict=True))
         if not indices.size:
             return np.zeros((0, PROGRAM_FEATURE_LENGTH), np.float32)
         return np.stack([self._cache[i] for i in indices.tolist()])

@@ -11,6 +11,7 @@ import abc
 import enum
 import math
 import os
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ import numpy as np
 from vta.errors import TuningError
 
 from .pool import LocalPool, Outcome
-from .task import Task
+from .task import Task, target_kind
 
 if TYPE_CHECKING:
     from .space import ConfigEntity
@@ -91,12 +92,59 @@ def _short(text: str, limit: int = 2000) -> str:
 
 
 # ------------------------------------------------------------------------------------ building
+@dataclass
+class LibraryKernel:
+    """A built CPU function as shared-library bytes: picklable, so it crosses from the build
+    worker to the runner (even on another machine), where it is written out and loaded."""
+
+    library: bytes
+    arg_specs: list[tuple[tuple[int, ...], str]]
+    n_outputs: int
+    name: str = "main"
+
+    def __post_init__(self) -> None:
+        self._fn: Any = None
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_fn"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _fn=None)
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        if self._fn is None:
+            from compiler import load_module
+
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "kernel.so")
+                with open(path, "wb") as f:
+                    f.write(self.library)
+                self._fn = load_module(path, self.name)  # stays mapped after the unlink
+        self._fn(*arrays)
+
+
 def compiler_build(task: Task, instance: Any) -> Any:
-    """Default build: the template returned (schedule, args); compile for the task's target."""
+    """Default build: the template returned (schedule, args); compile for the task's target:
+    a vta Program for the accelerator, else a shared library (non-placeholder args are outputs).
+    """
     import compiler
+    from compiler.te import PlaceholderOp
 
     schedule, args = instance
-    return compiler.build(schedule, args, target=task.target)
+    module = compiler.build(schedule, args, target=task.target)
+    if target_kind(task.target) == "vta":
+        return module.program
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.so")
+        module.export_library(path)
+        with open(path, "rb") as f:
+            library = f.read()
+    return LibraryKernel(
+        library,
+        [(tuple(a.shape), a.dtype) for a in args],
+        sum(not isinstance(a.op, PlaceholderOp) for a in args),
+        module.name,
+    )
 
 
 def _build_job(build_func: Callable[[Task, Any], Any], task: Task, index: int) -> BuildResult:

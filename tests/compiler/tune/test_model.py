@@ -1,7 +1,5 @@
 """Program features, the XGBoost cost model and transfer learning from the records database."""
 
-import time
-
 import numpy as np
 from tune_templates import analytic_cost
 
@@ -42,19 +40,6 @@ def test_features_have_one_length_whatever_the_loop_count():
     a = LoopNest([Loop("i", 16)], {"A": [1]})
     b = LoopNest([Loop(f"l{k}", 2) for k in range(10)], {"A": [1] * 10, "B": [0] * 10})
     assert program_features([a, b, a]).shape == (3, PROGRAM_FEATURE_LENGTH)
-
-
-def test_program_features_fast_on_conv2d():
-    task = create_task("conv2d", (128, 28, 28, 128, 3, 3), "analytic")
-    featurize = Featurizer(task, "program")
-    rng = np.random.default_rng(0)
-    featurize(task.config_space.sample(rng, 200))  # warm up numpy
-    index = task.config_space.sample(rng, 5000, exclude=set(featurize._cache))
-    start = time.perf_counter()
-    rows = featurize(index)
-    rate = len(index) / (time.perf_counter() - start)
-    print(f"program features: {rate:,.0f} configurations/s")
-    assert rows.shape == (5000, PROGRAM_FEATURE_LENGTH) and rate >= 5000
 
 
 def _data(seed, n=400):

@@ -1,0 +1,92 @@
+"""`vta tune`: tune named workloads (or every task of a workload list) with a progress bar,
+records in a database, an optional tuning-curve plot and an optional Dask device pool.
+
+Workloads are written OP:ARG,ARG,... (e.g. matmul:256,256,256), or a ResNet-18 layer name
+(C2..C12) for the accelerator's conv2d_packed; --list FILE reads one workload per line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vta.errors import TuningError
+
+TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga")
+
+
+def parse_workload(text: str, target: str) -> tuple[str, tuple]:
+    """'matmul:64,64,64' -> ('matmul', (64, 64, 64)); 'C9' -> the ResNet-18 layer on `target`."""
+    from .templates.resnet18 import resnet18_task_args
+
+    if ":" not in text:
+        return resnet18_task_args(text, target)
+    op, _, args = text.partition(":")
+    try:
+        return op, tuple(int(a) for a in args.split(",") if a)
+    except ValueError:
+        raise TuningError(f"workload {text!r}: arguments must be integers (OP:1,2,3)") from None
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from . import (
+        CPURunner,
+        Database,
+        DeviceRunner,
+        LocalBuilder,
+        create_task,
+        measure_option,
+        templates,  # noqa: F401 - registers the templates
+        tune,
+    )
+    from .callbacks import plot_tuning_curve
+    from .pool import DaskPool
+
+    names = list(args.workload)
+    if args.list:
+        names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]
+    if not names:
+        raise TuningError("give workload names or --list FILE")
+    is_vta = args.target.split("/")[0] == "vta"
+    pool = DaskPool(args.scheduler) if args.scheduler else None
+    runner = DeviceRunner(args.device, pool=pool) if is_vta else CPURunner(pool=pool)
+    option = measure_option(LocalBuilder(timeout=args.build_timeout, pool=pool), runner)
+    db = Database(args.db) if args.db else None
+    curves = {}
+    try:
+        for name in names:
+            op, wl_args = parse_workload(name, args.target)
+            task = create_task(op, wl_args, args.target)
+            history = tune(
+                task, args.n_trial, option, tuner=args.tuner, database=db, seed=args.seed
+            )
+            curves[name] = history.throughputs
+            unit = option.cost_unit
+            best = history.best_throughput
+            shown = f"{best / 1e9:.2f} GFLOPS" if unit == "s" else f"{best:.1f} ops/cycle"
+            print(
+                f"{name}: best {shown} after {len(history.throughputs)} trials, "
+                f"{history.errors} errors; config {history.best_config}"
+            )
+    finally:
+        option.close()
+    if args.plot:
+        plot_tuning_curve(curves, args.plot, title=f"vta tune ({args.tuner})")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `tune` subcommand to the `vta` command."""
+    p = subparsers.add_parser("tune", help="tune operator schedules (learned cost model)")
+    p.add_argument("workload", nargs="*", help="OP:ARGS (matmul:256,256,256) or C2..C12")
+    p.add_argument("--list", help="file with one workload per line")
+    p.add_argument("--target", default="llvm", help="llvm (CPU) or vta (accelerator)")
+    p.add_argument("--device", default="sim", help="accelerator device for --target vta")
+    p.add_argument("--n-trial", type=int, default=200, help="measurements per workload")
+    p.add_argument("--tuner", choices=TUNERS, default="xgb")
+    p.add_argument("--db", help="SQLite records database (resumes, feeds apply_history_best)")
+    p.add_argument("--plot", help="write the tuning curves to this PNG")
+    p.add_argument("--scheduler", help="Dask scheduler ADDRESS for a distributed device pool")
+    p.add_argument("--build-timeout", type=float, default=30.0, help="seconds per build")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_tune)

@@ -1,0 +1,37 @@
+"""ResNet-18's convolution layers C1-C12 as tuning tasks, on the CPU and on the accelerator."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from vta.errors import TuningError
+
+# (input channels, size, output channels, kernel, stride) as in the seeds' table
+LAYERS = {
+    "C1": (3, 224, 64, 7, 2),
+    "C2": (64, 56, 64, 3, 1),
+    "C3": (64, 56, 64, 1, 1),
+    "C4": (64, 56, 128, 3, 2),
+    "C5": (64, 56, 128, 1, 2),
+    "C6": (128, 28, 128, 3, 1),
+    "C7": (128, 28, 256, 3, 2),
+    "C8": (128, 28, 256, 1, 2),
+    "C9": (256, 14, 256, 3, 1),
+    "C10": (256, 14, 512, 3, 2),
+    "C11": (256, 14, 512, 1, 2),
+    "C12": (512, 7, 512, 3, 1),
+}
+
+
+def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
+    """(op, args) of a layer: conv2d_nchw on llvm, conv2d_packed (C2-C12) on vta."""
+    if layer not in LAYERS:
+        raise TuningError(f"unknown layer {layer!r}; valid: {', '.join(LAYERS)}")
+    if target.split("/")[0] == "vta":
+        from ...topi.vta.conv2d import RESNET18
+
+        if layer not in RESNET18:
+            raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")
+        return "conv2d_packed", dataclasses.astuple(RESNET18[layer])
+    c, size, f, k, stride = LAYERS[layer]
+    return "conv2d_nchw", (c, size, size, f, k, k, stride)

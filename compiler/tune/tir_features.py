@@ -1,0 +1,283 @@
+"""Program features from the compiler's loop IR: lowered PrimFunc -> LoopNest, fast.
+
+`loop_nest(func)` reads the main statement of a lowered function (the buffer store executed
+most often), its enclosing loops (extent, kind) and, for every buffer it touches, each loop
+variable's coefficient in the flattened index. Lowering costs ~10 ms, far too slow for search,
+so `StructureCache` lowers only a few probes per loop *structure*: with perfect splits every
+loop extent and index stride is a monomial in the split factors, i.e. log2 of it is affine in
+the split knobs' log2 factors. A recipe fitted on probes (least squares, checked exact) gives
+the nest of any config of that structure with one matrix product; configs whose structure has
+no exact recipe are lowered one by one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.functor import collect
+from .features import Loop, LoopNest, nest_arrays
+from .space import ConfigSpace, SplitKnob
+
+KIND_TO_ANNOTATION = {"parallel": "parallel", "vectorized": "vec", "unrolled": "unroll"}
+FEATURE_PASSES = ("inject_virtual_thread", "storage_flatten")
+
+
+def lower_for_features(schedule: Any, args: Sequence[Any]) -> S.PrimFunc:
+    """The loop IR after storage flattening, before unrolling and vectorization erase loops."""
+    from ..arith import Analyzer
+    from ..driver import PIPELINE
+    from ..schedule.ops import schedule_ops
+
+    ana = Analyzer()
+    body, params = schedule_ops(schedule, list(args), ana)
+    func = S.PrimFunc("main", params, body)
+    for name, fn in PIPELINE:
+        if name in FEATURE_PASSES:
+            func = fn(func, ana)
+    return func
+
+
+def linear_coefficients(expr: E.Expr, out: dict[E.Var, int], scale: int = 1) -> None:
+    """Add scale * (coefficient of each variable in `expr`) to `out`; a variable under a
+    non-affine operation (div, mod, min, ...) counts with coefficient 1 (touched, stride unknown).
+    """
+    if isinstance(expr, E.Var):
+        out[expr] = out.get(expr, 0) + scale
+    elif isinstance(expr, E.Add | E.Sub):
+        linear_coefficients(expr.a, out, scale)
+        linear_coefficients(expr.b, out, -scale if isinstance(expr, E.Sub) else scale)
+    elif isinstance(expr, E.Mul) and isinstance(expr.b, E.IntImm):
+        linear_coefficients(expr.a, out, scale * expr.b.value)
+    elif isinstance(expr, E.Mul) and isinstance(expr.a, E.IntImm):
+        linear_coefficients(expr.b, out, scale * expr.a.value)
+    elif isinstance(expr, E.Cast):
+        linear_coefficients(expr.value, out, scale)
+    elif isinstance(expr, E.Ramp):
+        linear_coefficients(expr.base, out, scale)
+    elif not isinstance(expr, E.IntImm | E.FloatImm):
+        for v in collect(expr, lambda n: isinstance(n, E.Var)):
+            out.setdefault(v, 1)
+
+
+def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
+    """The store with the largest product of enclosing loop extents (first one on ties)."""
+    best: tuple[float, S.BufferStore | None, list[S.For]] = (-1.0, None, [])
+    stack: list[tuple[Any, list[S.For]]] = [(body, [])]
+    while stack:
+        node, loops = stack.pop()
+        if isinstance(node, S.BufferStore):
+            trips = math.prod(E.as_int(f.extent) or 1 for f in loops)
+            if trips > best[0]:
+                best = (trips, node, loops)
+        elif isinstance(node, S.For):
+            stack.append((node.body, [*loops, node]))
+        elif isinstance(node, S.SeqStmt):
+            stack.extend((s, loops) for s in reversed(node.seq))
+        elif isinstance(node, S.IfThenElse):
+            stack.extend((s, loops) for s in (node.else_case, node.then_case) if s is not None)
+        elif isinstance(node, S.Allocate | S.AttrStmt | S.LetStmt):
+            stack.append((node.body, loops))
+    if best[1] is None:
+        raise ValueError("the lowered function stores to no buffer")
+    return best[1], best[2]
+
+
+def loop_nest(func: S.PrimFunc) -> LoopNest:
+    """The main statement's loops (outermost first) and per-buffer strides of each loop var."""
+    store, fors = _main_store(func.body)
+    loops, names = [], {}
+    for f in fors:
+        name = f.loop_var.name
+        names[name] = names.get(name, 0) + 1
+        loops.append(
+            Loop(
+                name if names[name] == 1 else f"{name}#{names[name]}",
+                E.as_int(f.extent) or 1,
+                KIND_TO_ANNOTATION.get(f.kind, "none"),
+            )
+        )
+    loads = collect(store.value, lambda n: isinstance(n, E.BufferLoad))
+    accesses = [(store.buffer, store.indices)] + [(ld.buffer, ld.indices) for ld in loads]
+    strides: dict[str, list[int]] = {}
+    for buf, indices in accesses:
+        if buf.name in strides:
+            continue
+        coef: dict[E.Var, int] = {}
+        for index in indices:
+            linear_coefficients(index, coef)
+        # a loop that runs once moves no index (the simplifier may or may not have folded it)
+        strides[buf.name] = [
+            coef.get(f.loop_var, 0) if lp.extent > 1 else 0
+            for f, lp in zip(fors, loops, strict=True)
+        ]
+    return LoopNest(loops, strides)
+
+
+# ------------------------------------------------------------------------------ structure cache
+@dataclass(frozen=True)
+class _Structure:
+    """What one class of configs shares: loop names in order, their annotations, buffers."""
+
+    names: tuple[str, ...]
+    ann: tuple[int, ...]
+    buffers: tuple[str, ...]
+
+    @staticmethod
+    def of(nest: LoopNest) -> _Structure:
+        _, ann, _, buffers = nest_arrays(nest)
+        return _Structure(tuple(lp.name for lp in nest.loops), tuple(ann.tolist()), buffers)
+
+
+@dataclass
+class _Recipe:
+    """log2 extents (L) and log2 |strides| (B, L) of named loops, affine in the split knobs'
+    log2 factors, and which loops move which buffer; shared by every structure with these
+    loops and buffers, whatever their order."""
+
+    names: tuple[str, ...]
+    buffers: tuple[str, ...]
+    weights: np.ndarray  # (n_z + 1, L + B * L)
+    touches: np.ndarray  # (B, L) bool
+
+    def predict(self, z: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Extents (n, L) and |strides| (n, B, L) with loops in the order of `names`."""
+        logs = np.hstack([z, np.ones((len(z), 1))]) @ self.weights
+        values = np.rint(np.exp2(logs))
+        n_loops = len(self.names)
+        order = [self.names.index(n) for n in names]
+        ext = values[:, :n_loops][:, order]
+        strides = values[:, n_loops:].reshape(len(z), -1, n_loops)[:, :, order]
+        return ext, strides * self.touches[:, order] * (ext[:, None, :] > 1)
+
+    def matches(self, z: np.ndarray, nests: Sequence[LoopNest]) -> bool:
+        for k, nest in enumerate(nests):
+            e, _, s, buffers = nest_arrays(nest)
+            names = [lp.name for lp in nest.loops]
+            if buffers != self.buffers or sorted(names) != sorted(self.names):
+                return False
+            ext, strides = self.predict(z[k : k + 1], names)
+            if not (np.array_equal(e, ext[0]) and np.array_equal(np.abs(s), strides[0])):
+                return False
+        return True
+
+
+def _fit(z: np.ndarray, nests: Sequence[LoopNest], rank: int) -> _Recipe | None:
+    """The exact affine recipe through probes of one structure, or None (too few probes, not
+    monomial). A stride is only seen where its loop runs more than once."""
+    x = np.hstack([z, np.ones((len(z), 1))])
+    arrays = [nest_arrays(n) for n in nests]
+    ext = np.stack([a[0] for a in arrays])  # (P, L)
+    strides = np.abs(np.stack([a[2] for a in arrays]))  # (P, B, L)
+    seen = np.broadcast_to(ext[:, None, :] > 1, strides.shape)
+    touches = (strides != 0).any(axis=0)
+    if np.any(seen & ((strides != 0) != touches)):
+        return None  # a loop moves a buffer in some configs and not in others
+    columns = [np.log2(ext)]
+    masks = [np.ones_like(ext, dtype=bool)]
+    columns.append(np.log2(np.maximum(strides, 1)).reshape(len(z), -1))
+    masks.append((seen & touches).reshape(len(z), -1))
+    y, mask = np.hstack(columns), np.hstack(masks)
+    weights = np.zeros((x.shape[1], y.shape[1]))
+    for col in range(y.shape[1]):
+        rows = mask[:, col]
+        if not rows.any():
+            continue
+        if np.linalg.matrix_rank(x[rows]) < rank:
+            return None
+        weights[:, col] = np.linalg.lstsq(x[rows], y[rows, col], rcond=None)[0]
+    first = nests[0]
+    recipe = _Recipe(tuple(lp.name for lp in first.loops), arrays[0][3], weights, touches)
+    return recipe if recipe.matches(z, nests) else None
+
+
+class StructureCache:
+    """LoopNest arrays of many configs of one task, lowering only a few probes per structure.
+
+    `lower(index) -> LoopNest` lowers one config (raising if it is invalid). A structure class
+    is the set of configs sharing the digits of every knob that is not a split.
+    """
+
+    def __init__(self, space: ConfigSpace, lower: Any, seed: int = 0, probes: int = 2):
+        self.space = space
+        self.lower = lower
+        self.rng = np.random.default_rng(seed)
+        self.probes = probes
+        knobs = list(space.knobs.values())
+        self._split = np.array([isinstance(k, SplitKnob) for k in knobs])
+        self._z_tables = [k.features for k in knobs if isinstance(k, SplitKnob)]
+        self._rank = 1 + sum(
+            np.linalg.matrix_rank(t - t.mean(axis=0)) if len(t) > 1 else 0 for t in self._z_tables
+        )
+        self._recipes: list[_Recipe] = []
+        self._classes: dict[tuple, tuple[_Structure, _Recipe] | None] = {}
+
+    def z(self, digits: np.ndarray) -> np.ndarray:
+        """Split knobs' log2 factors of each config, (n, n_z)."""
+        split = digits[:, self._split]
+        if not self._z_tables:
+            return np.zeros((len(digits), 0))
+        return np.hstack([t[split[:, j]] for j, t in enumerate(self._z_tables)]).astype(np.float64)
+
+    def _probe(self, key: tuple, n: int) -> tuple[np.ndarray, list[LoopNest]]:
+        digits = np.empty((n, len(self._split)), dtype=np.int64)
+        digits[:, ~self._split] = key
+        for j in np.flatnonzero(self._split):
+            digits[:, j] = self.rng.integers(0, self.space.dims[j], size=n)
+        index = self.space.indices(digits)
+        kept, nests = [], []
+        for row, i in enumerate(index.tolist()):
+            try:
+                nests.append(self.lower(i))
+                kept.append(row)
+            except Exception:  # noqa: BLE001 - an invalid probe is just skipped
+                continue
+        return self.z(digits[kept]), nests
+
+    def _learn(self, key: tuple) -> tuple[_Structure, _Recipe] | None:
+        z, nests = self._probe(key, self.probes)
+        if not nests:
+            return None
+        structure = _Structure.of(nests[0])
+        if any(_Structure.of(n) != structure for n in nests):
+            return None
+        for recipe in self._recipes:
+            if recipe.matches(z, nests):
+                return structure, recipe
+        more_z, more = self._probe(key, 2 * self._rank + 4)
+        z, nests = np.vstack([z, more_z]), nests + more
+        if any(_Structure.of(n) != structure for n in nests):
+            return None
+        recipe = _fit(z, nests, self._rank)
+        if recipe is None:
+            return None
+        self._recipes.append(recipe)
+        return structure, recipe
+
+    def arrays(
+        self, digits: np.ndarray
+    ) -> list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]]:
+        """Per structure class: (rows, (extents, annotations, strides)) or (rows, None) when
+        the class has no recipe (its configs must be lowered one by one)."""
+        keys = digits[:, ~self._split]
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        out = []
+        for c, key in enumerate(map(tuple, uniq.tolist())):
+            rows = np.flatnonzero(inverse.ravel() == c)
+            if key not in self._classes:
+                self._classes[key] = self._learn(key)
+            entry = self._classes[key]
+            if entry is None:
+                out.append((rows, None))
+                continue
+            structure, recipe = entry
+            ext, strides = recipe.predict(self.z(digits[rows]), structure.names)
+            ann = np.broadcast_to(np.array(structure.ann, dtype=np.int64), ext.shape)
+            out.append((rows, (ext, ann, strides)))
+        return out
