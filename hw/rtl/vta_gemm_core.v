@@ -14,15 +14,20 @@ module vta_gemm_core #(
     input  wire [BATCH*BLOCK_OUT*AW-1:0]  acc,   // [b][oc]
     output reg  [BATCH*BLOCK_OUT*AW-1:0]  out
 );
+  // The dot product of BLOCK_IN int8 pairs needs only IW + WW + log2(BLOCK_IN) bits (as in the
+  // reference HLS); it is sign-extended once into the accumulator add.
+  localparam integer DW = IW + WW + $clog2(BLOCK_IN) + 1;
   integer b, oc, ic;
+  reg signed [DW-1:0] dot;
   reg signed [AW-1:0] sum;
   always @(*) begin
     for (b = 0; b < BATCH; b = b + 1) begin
       for (oc = 0; oc < BLOCK_OUT; oc = oc + 1) begin
-        sum = acc[(b*BLOCK_OUT+oc)*AW+:AW];
+        dot = 0;
         for (ic = 0; ic < BLOCK_IN; ic = ic + 1) begin
-          sum = sum + $signed(inp[(b*BLOCK_IN+ic)*IW+:IW]) * $signed(wgt[(oc*BLOCK_IN+ic)*WW+:WW]);
+          dot = dot + $signed(inp[(b*BLOCK_IN+ic)*IW+:IW]) * $signed(wgt[(oc*BLOCK_IN+ic)*WW+:WW]);
         end
+        sum = $signed(acc[(b*BLOCK_OUT+oc)*AW+:AW]) + dot;
         out[(b*BLOCK_OUT+oc)*AW+:AW] = reset ? {AW{1'b0}} : sum;
       end
     end

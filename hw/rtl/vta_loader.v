@@ -62,21 +62,26 @@ module vta_loader #(
   wire [3:0] f_xp0 = start ? x_pad_0 : r_xp0;
   wire [3:0] f_xp1 = start ? x_pad_1 : r_xp1;
   wire [16:0] f_w = {13'd0, f_xp0} + {1'b0, f_xs} + {13'd0, f_xp1};  // padded row width
+  wire [AW-1:0] a_base = f_base[AW-1:0];
+  wire [AW-1:0] a_w = f_w[AW-1:0];
+  wire [AW-1:0] a_xs = f_xs[AW-1:0];
 
   // ------------------------------------------------------------------ pad segments
   reg [2:0] seg_kind;
   reg [15:0] seg_row;
-  reg [31:0] seg_left;
-  reg [31:0] pad_addr;
+  // Buffer indices wrap at the buffer depth, so their arithmetic (multiplies included) is AW wide.
+  reg [19:0] seg_left;
+  reg [AW-1:0] pad_addr;
   reg [2:0] nk;
   reg [15:0] nrow;
-  reg [31:0] naddr, nlen;
+  reg [AW-1:0] naddr;
+  reg [19:0] nlen;
   // The segment after (kind, row): top block, per data row left/right pads, bottom block.
   task automatic after_rows;
     begin
       if (f_yp1 != 0) begin
         nk = K_BOTTOM;
-        naddr = f_base + ({28'd0, f_yp0} + {16'd0, f_ys}) * f_w;
+        naddr = a_base + (f_yp0 + f_ys[AW-1:0]) * a_w;
         nlen = f_yp1 * f_w;
       end else nk = K_NONE;
     end
@@ -86,12 +91,12 @@ module vta_loader #(
       nrow = r;
       if (f_xp0 != 0) begin
         nk = K_LEFT;
-        naddr = f_base + ({28'd0, f_yp0} + {16'd0, r}) * f_w;
-        nlen = {28'd0, f_xp0};
+        naddr = a_base + (f_yp0 + r[AW-1:0]) * a_w;
+        nlen = {16'd0, f_xp0};
       end else begin
         nk = K_RIGHT;
-        naddr = f_base + ({28'd0, f_yp0} + {16'd0, r}) * f_w + f_xp0 + f_xs;
-        nlen = {28'd0, f_xp1};
+        naddr = a_base + (f_yp0 + r[AW-1:0]) * a_w + f_xp0 + a_xs;
+        nlen = {16'd0, f_xp1};
       end
     end
   endtask
@@ -111,15 +116,15 @@ module vta_loader #(
       K_START:
       if (f_yp0 != 0) begin
         nk = K_TOP;
-        naddr = {16'd0, f_base};
+        naddr = a_base;
         nlen = f_yp0 * f_w;
       end else after_top();
       K_TOP: after_top();
       K_LEFT:
       if (f_xp1 != 0) begin
         nk = K_RIGHT;
-        naddr = f_base + ({28'd0, f_yp0} + {16'd0, seg_row}) * f_w + f_xp0 + f_xs;
-        nlen = {28'd0, f_xp1};
+        naddr = a_base + (f_yp0 + seg_row[AW-1:0]) * a_w + f_xp0 + a_xs;
+        nlen = {16'd0, f_xp1};
       end else if (seg_row + 1 < f_ys) row_seg(seg_row + 1);
       else after_rows();
       K_RIGHT:
@@ -170,7 +175,7 @@ module vta_loader #(
 
   reg [31:0] c_row_addr, c_beat, row_nbytes, row_stride;
   reg [15:0] c_rows_left;
-  reg [31:0] dst, drow;  // next element's buffer index; current data row's first element
+  reg [AW-1:0] dst, drow;  // next element's buffer index; current data row's first element
   wire [31:0] c_w0 = c_row_addr >> LOG_BB;
   wire [31:0] c_w1 = (c_row_addr + row_nbytes - 1) >> LOG_BB;
   wire row_last_beat = c_beat == c_w1 - c_w0;
@@ -205,7 +210,7 @@ module vta_loader #(
 
   integer k;
   reg [LOG_LANES:0] lane;
-  reg [31:0] idx;
+  reg [AW-1:0] idx;
   always @(*) begin
     we = 0;
     waddr = 0;
@@ -264,8 +269,8 @@ module vta_loader #(
         row_stride <= stride_bytes;
         c_beat <= 0;
         c_rows_left <= f_ys;
-        drow <= f_base + {16'd0, f_yp0} * f_w + f_xp0;
-        dst <= f_base + {16'd0, f_yp0} * f_w + f_xp0;
+        drow <= a_base + f_yp0 * a_w + f_xp0;
+        dst <= a_base + f_yp0 * a_w + f_xp0;
         sub <= 0;
       end else if (beat) begin
         sub <= elem_done ? 0 : sub + 1'b1;
@@ -273,8 +278,8 @@ module vta_loader #(
           c_beat <= 0;
           c_row_addr <= c_row_addr + row_stride;
           c_rows_left <= c_rows_left - 1'b1;
-          drow <= drow + f_w;
-          dst <= drow + f_w;
+          drow <= drow + a_w;
+          dst <= drow + a_w;
           sub <= 0;
         end else begin
           c_beat <= c_beat + 1;
