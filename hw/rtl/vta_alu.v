@@ -16,20 +16,25 @@ module vta_alu #(
     input  wire [LANES*AW-1:0] y,
     output reg  [LANES*AW-1:0] out
 );
+  localparam integer SW = $clog2(AW);  // shift amount bits; magnitudes saturate at AW - 1
   integer n;
   reg signed [AW-1:0] a, b, r;
-  reg [AW-1:0] mag;
+  reg lt, neg, in_range;
+  reg [SW-1:0] amount;
   always @(*) begin
     for (n = 0; n < LANES; n = n + 1) begin
       a = x[n*AW+:AW];
       b = y[n*AW+:AW];
-      mag = b < 0 ? -b : b;
-      if (mag > AW - 1 || b == {1'b1, {(AW - 1) {1'b0}}}) mag = AW - 1;
+      lt = a < b;
+      // |b| <= AW - 1 iff the bits above the amount are all sign (and b is not -2**SW)
+      neg = b[AW-1];
+      in_range = neg ? (&b[AW-1:SW] && |b[SW-1:0]) : !(|b[AW-1:SW]);
+      amount = !in_range ? AW - 1 : neg ? -b[SW-1:0] : b[SW-1:0];
       case (op)
-        OP_MIN[2:0]: r = a < b ? a : b;
-        OP_MAX[2:0]: r = a > b ? a : b;
+        OP_MIN[2:0]: r = lt ? a : b;
+        OP_MAX[2:0]: r = lt ? b : a;
         OP_ADD[2:0]: r = a + b;
-        OP_SHR[2:0]: r = b < 0 ? a << mag : a >>> mag;
+        OP_SHR[2:0]: r = neg ? a << amount : a >>> amount;
         OP_MUL[2:0]: r = MUL_ENABLED != 0 ? a * b : a;
         default: r = a;
       endcase
