@@ -29,11 +29,13 @@ def lower_passes(s: Schedule, args: list[Tensor], name: str = "main") -> dict[st
 
 def _pipeline() -> list[tuple[str, Any]]:
     from .tir.transform.loops import inject_virtual_thread, unroll_loops, vectorize_loops
+    from .tir.transform.partition import loop_partition
 
     return [
         ("inject_virtual_thread", inject_virtual_thread),
         ("storage_flatten", storage_flatten),
         ("simplify", simplify),
+        ("loop_partition", loop_partition),
         ("unroll_loops", unroll_loops),
         ("vectorize_loops", vectorize_loops),
         ("simplify_final", simplify),

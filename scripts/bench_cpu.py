@@ -3,7 +3,8 @@
 
 float32 matmul 1024^3 (x86.matmul_pack + schedule_dense_pack) against numpy/OpenBLAS with the
 machine's OPENBLAS_* environment and with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset (OpenBLAS's
-AVX-512 kernel), 1 and 2 threads; ResNet-18 layers C2, C6, C9 (conv2d_NCHWc, packed data and
+AVX-512 kernel), 1 and 2 threads; a non-divisible 1024x1000x1024 matmul (tail tiles partitioned)
+against the AVX-512 kernel; ResNet-18 layers C2, C6, C9 (conv2d_NCHWc, packed data and
 weights, padding included) against a one-node onnxruntime Conv on NCHW. Prints best / median
 times, GFLOPS and ratios (ours / peer, higher is better); --json prints the same as JSON.
 """
@@ -11,8 +12,6 @@ times, GFLOPS and ratios (ours / peer, higher is better); --json prints the same
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import json
 import os
 import subprocess
@@ -23,9 +22,11 @@ import numpy as np
 
 import compiler
 from compiler import te, topi
+from compiler.runtime import set_num_threads
 from compiler.topi import testing, x86
 
 MATMUL_N = 1024
+TAIL_COLS = 1000  # the non-divisible matmul: the last 64-wide column tile has 40 columns
 GOAL_VS_AVX512 = 0.8
 # (name, size, in_ch, out_ch, kernel, stride) from perf-anchors.md section 4; pad k // 2
 CONV_LAYERS = [("C2", 56, 64, 64, 3, 1), ("C6", 28, 128, 128, 3, 1), ("C9", 14, 256, 256, 3, 1)]
@@ -35,9 +36,9 @@ NUMPY_PROBE = """
 import json, sys, time
 import numpy as np
 from threadpoolctl import threadpool_info
-n, reps = int(sys.argv[1]), int(sys.argv[2])
+n, cols, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(0)
-a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+a, b = rng.random((n, n), dtype=np.float32), rng.random((n, cols), dtype=np.float32)
 c = a @ b
 ts = []
 for _ in range(reps):
@@ -92,19 +93,15 @@ class ForeignLoad:
         return t.user + t.system + t.children_user + t.children_system
 
 
-def set_omp_threads(n: int) -> None:
-    """Thread count of the OpenMP runtime our modules' parallel loops run on."""
-    gomp = ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1")
-    gomp.omp_set_num_threads(n)
-
-
-def numpy_matmul(n: int, threads: int, unset: bool, reps: int) -> dict:
+def numpy_matmul(n: int, threads: int, unset: bool, reps: int, cols: int | None = None) -> dict:
+    """numpy's [n, n] @ [n, cols] in a subprocess (OpenBLAS reads its environment at load)."""
+    cols = cols or n
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     if unset:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
     out = subprocess.run(
-        [sys.executable, "-c", NUMPY_PROBE, str(n), str(reps)],
+        [sys.executable, "-c", NUMPY_PROBE, str(n), str(cols), str(reps)],
         env=env,
         capture_output=True,
         text=True,
@@ -112,7 +109,7 @@ def numpy_matmul(n: int, threads: int, unset: bool, reps: int) -> dict:
     )
     r = json.loads(out.stdout)
     return {
-        **stats(r["times"], 2.0 * n**3),
+        **stats(r["times"], 2.0 * n * n * cols),
         "kernel": r["architecture"],
         "blas_threads": r["num_threads"],
     }
@@ -138,7 +135,7 @@ def bench_matmul(reps: int, thread_counts: list[int]) -> dict:
     err = float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
     out: dict = {"n": n, "build_s": build_s, "max_rel_err": err, "threads": {}}
     for th in thread_counts:
-        set_omp_threads(th)
+        set_num_threads(th)
         with ForeignLoad() as load:
             ours = stats(timeit(mod, (a, b, c), reps), 2.0 * n**3)
             peers = {
@@ -146,6 +143,46 @@ def bench_matmul(reps: int, thread_counts: list[int]) -> dict:
                 "numpy_avx512": numpy_matmul(n, th, unset=True, reps=reps),
             }
         out["threads"][th] = {"ours": ours, **peers, "foreign_cores": load.cores}
+    return out
+
+
+def build_tail_matmul(n: int, cols: int):
+    """[n, n] @ [n, cols] with unpacked B, 4 x 64 register tiles, column panels outermost and
+    parallel: cols % 64 != 0 needs loop partitioning to keep the tiles vectorized."""
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, cols), name="B")
+    k = te.reduce_axis(n, "k")
+    C = te.compute((n, cols), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    acc = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(*C.op.axis, 4, 64)
+    s[C].reorder(jo, io, ii, ji)
+    tile = s[C].fuse(jo, io)
+    s[C].parallel(tile)
+    s[C].vectorize(ji)
+    s[acc].compute_at(s[C], tile)
+    x, y = s[acc].op.axis
+    s[acc].reorder(*s[acc].op.reduce_axis, x, y)
+    s[acc].unroll(x)
+    s[acc].vectorize(y)
+    return compiler.build(s, [A, B, C], name="matmul_tail")
+
+
+def bench_tail_matmul(reps: int, thread_counts: list[int]) -> dict:
+    n, cols = MATMUL_N, TAIL_COLS
+    mod = build_tail_matmul(n, cols)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, cols), dtype=np.float32)
+    c = np.zeros((n, cols), np.float32)
+    mod(a, b, c)
+    err = float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
+    out: dict = {"n": n, "cols": cols, "max_rel_err": err, "threads": {}}
+    for th in thread_counts:
+        set_num_threads(th)
+        with ForeignLoad() as load:
+            ours = stats(timeit(mod, (a, b, c), reps), 2.0 * n * n * cols)
+            peer = numpy_matmul(n, th, unset=True, reps=reps, cols=cols)
+        out["threads"][th] = {"ours": ours, "numpy_avx512": peer, "foreign_cores": load.cores}
     return out
 
 
@@ -197,7 +234,7 @@ def bench_conv(reps: int, thread_counts: list[int]) -> dict:
         model = conv_model(c, oc, size, k, stride, w)
         row: dict = {"mflop": flops / 1e6, "build_s": build_s, "threads": {}}
         for th in thread_counts:
-            set_omp_threads(th)
+            set_num_threads(th)
             sess = ort_session(model, th)
             ref = sess.run(None, {"x": x})[0]
             row["max_abs_err"] = float(np.abs(testing.nchwc_unpack(y) - ref).max())
@@ -218,6 +255,8 @@ def add_ratios(res: dict) -> None:
         per["ratio_vs_numpy_env"] = ratio(per["ours"], per["numpy_env"])
         per["ratio_vs_numpy_avx512"] = ratio(per["ours"], per["numpy_avx512"])
         per["ratio_vs_numpy_avx512_median"] = ratio(per["ours"], per["numpy_avx512"], "median_ms")
+    for per in res["matmul_tail"]["threads"].values():
+        per["ratio_vs_numpy_avx512"] = ratio(per["ours"], per["numpy_avx512"])
     for row in res["conv2d"].values():
         for per in row["threads"].values():
             per["ratio_vs_onnxruntime"] = ratio(per["ours"], per["onnxruntime"])
@@ -246,6 +285,19 @@ def print_table(res: dict) -> None:
     worst = min(per["ratio_vs_numpy_avx512"] for per in mm["threads"].values())
     verdict = "met" if worst >= GOAL_VS_AVX512 else "NOT met"
     print(f"goal >= {GOAL_VS_AVX512}x numpy's AVX-512 kernel: {verdict} (worst {worst:.2f}x)")
+    tail = res["matmul_tail"]
+    print(
+        f"\nmatmul {tail['n']}x{tail['cols']}x{tail['n']} (non-divisible 4x64 tiles, unpacked B), "
+        f"max rel err {tail['max_rel_err']:.1e}"
+    )
+    print(f"{'threads':>7} {'ours':>13} {'numpy unset':>13} {'vs unset':>10} {'foreign':>7}")
+    for th, per in tail["threads"].items():
+        o, u = per["ours"], per["numpy_avx512"]
+        print(
+            f"{th:>7} {o['gflops_best']:6.1f}/{o['gflops_median']:6.1f} "
+            f"{u['gflops_best']:6.1f}/{u['gflops_median']:6.1f} "
+            f"{per['ratio_vs_numpy_avx512']:9.2f}x {per['foreign_cores']:7.2f}"
+        )
     print(f"\nconv2d NCHWc (ic_bn {IC_BN}, oc_bn {OC_BN}, padding included) vs onnxruntime Conv")
     print(
         f"{'layer':>5} {'threads':>7} {'ours ms':>15} {'ORT ms':>15} {'ours GFLOPS':>11} "
@@ -269,7 +321,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--skip-conv", action="store_true", help="matmul only")
     args = ap.parse_args()
-    res = {"matmul": bench_matmul(args.reps, args.threads), "conv2d": {}}
+    res = {
+        "matmul": bench_matmul(args.reps, args.threads),
+        "matmul_tail": bench_tail_matmul(args.reps, args.threads),
+        "conv2d": {},
+    }
     if not args.skip_conv:
         res["conv2d"] = bench_conv(args.reps, args.threads)
     add_ratios(res)

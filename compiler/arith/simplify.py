@@ -74,7 +74,8 @@ class Lin:
         return Lin({k: (a, v * c) for k, (a, v) in self.terms.items()}, self.const * c)
 
 
-def _is_index(e: E.Expr) -> bool:
+def is_index(e: E.Expr) -> bool:
+    """A scalar integer (an index or loop bound)."""
     t = dt.parse(e.dtype)
     return t.code in ("int", "uint") and t.lanes == 1
 
@@ -137,7 +138,7 @@ class Analyzer:
         if isinstance(e, E.Select):
             (a0, a1), (b0, b1) = self.const_bound(e.t), self.const_bound(e.f)
             return (min(a0, b0), max(a1, b1))
-        if isinstance(e, E.Cast) and _is_index(e.value):
+        if isinstance(e, E.Cast) and is_index(e.value):
             lo, hi = self.const_bound(e.value)
             r0, r1 = _dtype_range(e.dtype)
             return (lo, hi) if r0 <= lo and hi <= r1 else (r0, r1)
@@ -320,7 +321,7 @@ class _Simplifier(Mutator):
         self.ana = ana
 
     def visit(self, node: Any) -> Any:
-        if isinstance(node, E.Expr) and _is_index(node) and not isinstance(node, E.CmpOp):
+        if isinstance(node, E.Expr) and is_index(node) and not isinstance(node, E.CmpOp):
             if isinstance(node, (E.Var, E.IntImm)):
                 return node
             return self.ana.from_lin(self.ana.to_lin(node), node.dtype)
@@ -332,7 +333,7 @@ class _Simplifier(Mutator):
             folded = _fold(node)
             if folded is not None:
                 return folded
-            if type(node) in _CMP and _is_index(node.a) and _is_index(node.b):
+            if type(node) in _CMP and is_index(node.a) and is_index(node.b):
                 d = self.ana.lin_bound(self.ana.to_lin(E.Sub(node.a, node.b)))
                 yes, no = _CMP[type(node)](*d)
                 if yes or no:

@@ -1,8 +1,8 @@
 """LLVM IR generation from a lowered PrimFunc with llvmlite.ir.
 
 Each PrimFunc becomes `void name(T0* noalias, T1* noalias, ...)` taking one pointer per buffer.
-Parallel loops are outlined into a function run by libgomp's GOMP_parallel; each thread takes
-one static chunk of the iteration space.
+Parallel loops are outlined into a function run by libgomp's GOMP_parallel_loop_dynamic; the
+threads share the iterations in chunks (dynamic schedule).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..tir.functor import collect
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 STACK_LIMIT = 1 << 20  # bytes; larger allocations go to the heap
+PAR_CHUNKS = 256  # work-sharing chunks per parallel loop (fewer when it has fewer iterations)
 
 _INTRINSIC_MATH = {
     "exp",
@@ -238,7 +239,9 @@ class CodeGenLLVM:
         b.position_at_end(done)
 
     def _parallel_for(self, s: S.For) -> None:
-        """Outline the loop into `void f(ptr ctx)` and run it with GOMP_parallel."""
+        """Outline the loop into `void f(ptr ctx)` and run it with GOMP_parallel_loop_dynamic:
+        threads take chunks of iterations until none is left, so a thread delayed by another
+        process on its core costs only the chunk it holds, not a static half of the loop."""
         captured = self._captured(s)
         values = [self.fn.vars[v] for v in captured]
         ctx_ty = ir.LiteralStructType([v.type for v in values])
@@ -256,27 +259,45 @@ class CodeGenLLVM:
         func.linkage = "internal"
         self.fn = _Fn(func)
         self.fn.in_parallel = True
-        b = self.b
         for k, var in enumerate(captured):
-            p = b.gep(func.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty)
-            self.fn.vars[var] = b.load(p, typ=ctx_ty.elements[k], name=var.name)
-        nt = b.call(self._decl("omp_get_num_threads", I32, []), [])
-        tid = b.call(self._decl("omp_get_thread_num", I32, []), [])
-        lo, ext = self.expr(s.min), self.expr(s.extent)
-        ity = ext.type
-        nt, tid = (
-            b.sext(nt, ity) if ity.width > 32 else nt,
-            b.sext(tid, ity) if ity.width > 32 else tid,
-        )
-        chunk = b.sdiv(b.add(ext, b.sub(nt, ir.Constant(ity, 1))), nt)
-        begin = b.mul(tid, chunk)
-        end = b.add(begin, chunk)
-        end = b.select(b.icmp_signed("<", end, ext), end, ext)
-        self._loop(s.loop_var, b.add(lo, begin), b.add(lo, end), lambda: self.stmt(s.body))
+            p = self.b.gep(
+                func.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty
+            )
+            self.fn.vars[var] = self.b.load(p, typ=ctx_ty.elements[k], name=var.name)
+        self._chunk_loop(s)
         self.fn.finish()
         self.fn = outer
-        gomp = self._decl("GOMP_parallel", ir.VoidType(), [PTR, PTR, I32, I32])
-        self.b.call(gomp, [func, ctx, ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        ext = self._index(s.extent)
+        n = ir.Constant(I64, PAR_CHUNKS)
+        chunk = self.b.sdiv(self.b.add(ext, self.b.sub(n, ir.Constant(I64, 1))), n)
+        gomp = self._decl(
+            "GOMP_parallel_loop_dynamic", ir.VoidType(), [PTR, PTR, I32, I64, I64, I64, I64, I32]
+        )
+        zero32, zero, one = ir.Constant(I32, 0), ir.Constant(I64, 0), ir.Constant(I64, 1)
+        # all threads (0 = the OpenMP default), iterations [0, ext) step 1, flags 0
+        self.b.call(gomp, [func, ctx, zero32, zero, ext, one, chunk, zero32])
+
+    def _chunk_loop(self, s: S.For) -> None:
+        """The outlined body: run chunks [start, end) from GOMP_loop_dynamic_next."""
+        b = self.b
+        with b.goto_block(self.fn.entry):
+            start, end = b.alloca(I64, name="chunk.start"), b.alloca(I64, name="chunk.end")
+        head = b.append_basic_block("chunk.next")
+        work = b.append_basic_block("chunk.run")
+        done = b.append_basic_block("chunk.done")
+        b.branch(head)
+        b.position_at_end(head)
+        more = b.call(self._decl("GOMP_loop_dynamic_next", I8, [PTR, PTR]), [start, end])
+        b.cbranch(b.icmp_unsigned("!=", more, ir.Constant(I8, 0)), work, done)
+        b.position_at_end(work)
+        lo = self.expr(s.min)
+        begin, stop = (b.load(p, typ=I64) for p in (start, end))
+        if lo.type.width < 64:
+            begin, stop = b.trunc(begin, lo.type), b.trunc(stop, lo.type)
+        self._loop(s.loop_var, b.add(lo, begin), b.add(lo, stop), lambda: self.stmt(s.body))
+        b.branch(head)
+        b.position_at_end(done)
+        b.call(self._decl("GOMP_loop_end_nowait", ir.VoidType(), []), [])
 
     def _captured(self, s: S.Stmt) -> list[E.Var]:
         """Variables bound outside `s` that its body uses (scalars and buffer pointers)."""

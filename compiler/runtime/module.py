@@ -34,14 +34,26 @@ class ArgumentError(VTAError, ValueError):
 
 
 @cache
-def _load_openmp() -> str:
+def _load_openmp() -> ctypes.CDLL:
+    """libgomp, loaded globally so JIT and exported modules resolve GOMP_* against it.
+
+    Its threads wait passively (sleep) unless OMP_WAIT_POLICY says otherwise: a spinning idle
+    thread burns a core that other processes share, and the scheduler then delays it when the
+    next parallel loop needs it. The setting takes effect only if libgomp is not loaded yet.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     path = ctypes.util.find_library("gomp") or "libgomp.so.1"
     try:
-        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         llvm.load_library_permanently(path)
     except (OSError, RuntimeError) as e:
         raise CodegenError(f"cannot load the OpenMP runtime {path!r}: {e}") from e
-    return path
+    return lib
+
+
+def set_num_threads(n: int) -> None:
+    """Threads the parallel loops of every module use (OpenMP's omp_set_num_threads)."""
+    _load_openmp().omp_set_num_threads(int(n))
 
 
 def _signature(f: S.PrimFunc) -> list[dict]:

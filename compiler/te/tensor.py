@@ -199,7 +199,9 @@ def compute(
 def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
     """A reduction axis over `dom` (an extent or a (min, max) pair)."""
     if isinstance(dom, (tuple, list)):
-        rng = Range(dom[0], _expr(dom[1]) - _expr(dom[0]))
+        lo, hi = dom
+        both_int = isinstance(lo, int) and isinstance(hi, int)
+        rng = Range(lo, hi - lo if both_int else _expr(hi) - _expr(lo))
     elif isinstance(dom, Range):
         rng = dom
     else:

@@ -6,9 +6,12 @@ from ...arith import Analyzer
 from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
-from ..functor import Mutator, substitute, uses_var
+from ..functor import Mutator, collect, substitute, uses_var
 
 MAX_UNROLL = 256
+# the widest vector register of the supported targets (AVX-512); LLVM splits power-of-two
+# vectors of this size into whole registers on narrower targets (NEON, AVX2)
+MAX_VECTOR_BYTES = 64
 
 
 # ---- virtual threads ----------------------------------------------------------------------
@@ -180,9 +183,38 @@ class _Vectorizer(Mutator):
         raise _Scalarize
 
 
+def register_lanes(body: S.Stmt) -> int:
+    """Lanes of the widest data type loaded, stored or cast to in `body` per vector register."""
+    dtypes = [
+        n.buffer.dtype if isinstance(n, S.BufferStore) else n.dtype
+        for n in collect(body, lambda n: isinstance(n, (E.BufferLoad, S.BufferStore, E.Cast)))
+    ]
+    widest = max((dt.itemsize(dt.element_of(t)) for t in dtypes if t != "handle"), default=4)
+    return max(1, MAX_VECTOR_BYTES // widest)
+
+
+def vector_pieces(n: int, lanes: int) -> list[tuple[int, int]]:
+    """(offset, width) pieces covering n lanes: whole registers of `lanes` (a power of two),
+    then the remainder in decreasing powers of two (40 -> 16, 16, 8), all legal vector types."""
+    out, k, w = [], 0, lanes
+    while k < n:
+        while w > n - k:
+            w //= 2
+        out.append((k, w))
+        k += w
+    return out
+
+
 class _Vectorize(Mutator):
     def __init__(self, ana: Analyzer):
         self.ana = ana
+
+    def _piece(self, s: S.For, offset: int, width: int) -> S.Stmt:
+        v = s.loop_var
+        if width == 1:
+            return substitute(s.body, {v: E.const(offset, v.dtype)})
+        body = substitute(s.body, {v: v + offset}) if offset else s.body
+        return _Vectorizer(v, width, self.ana).visit(body)
 
     def visit_For(self, s: S.For) -> S.Stmt:
         lo, n = E.as_int(s.min), E.as_int(s.extent)
@@ -194,11 +226,13 @@ class _Vectorize(Mutator):
         if n is None or n < 2 or lo != 0:
             return s.replace(kind="serial")
         try:
-            return _Vectorizer(s.loop_var, n, self.ana).visit(s.body)
+            pieces = vector_pieces(n, register_lanes(s.body))
+            return S.seq(*(self._piece(s, k, w) for k, w in pieces))
         except _Scalarize:
             return s.replace(kind="serial")
 
 
 def vectorize_loops(f: S.PrimFunc, ana: Analyzer) -> S.PrimFunc:
-    """Replace vectorized loops by vector code; loops that cannot be vectorized stay serial."""
+    """Replace vectorized loops by vector code in register-sized pieces; loops that cannot be
+    vectorized stay serial."""
     return f.replace(body=_Vectorize(ana).visit(f.body))

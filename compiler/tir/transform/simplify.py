@@ -23,7 +23,8 @@ class _Simplify(Mutator):
             return S.Evaluate(0)
         if lo is not None and ext is not None:
             self.ana.bind(s.loop_var, lo, lo + ext - 1)
-        return self.generic(s)
+        s = self.generic(s)
+        return s.body if _is_nop(s.body) else s
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
         s = self.generic(s)
@@ -35,8 +36,16 @@ class _Simplify(Mutator):
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         items = [self.visit(x) for x in s.seq]
-        return S.seq(*(x for x in items if not (isinstance(x, S.Evaluate) and E.is_const(x.value))))
+        return S.seq(*(x for x in items if not _is_nop(x)))
+
+
+def _is_nop(s: S.Stmt) -> bool:
+    return isinstance(s, S.Evaluate) and E.is_const(s.value)
+
+
+def simplify_stmt(s: S.Stmt, ana: Analyzer) -> S.Stmt:
+    return _Simplify(ana).visit(s)
 
 
 def simplify(f: S.PrimFunc, ana: Analyzer) -> S.PrimFunc:
-    return f.replace(body=_Simplify(ana).visit(f.body))
+    return f.replace(body=simplify_stmt(f.body, ana))
