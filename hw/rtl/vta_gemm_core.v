@@ -1,5 +1,9 @@
 // GEMM core: one (BATCH x BLOCK_IN) by (BLOCK_IN x BLOCK_OUT) int8 product per cycle, added to
 // the int32 accumulator tile (wrap-around). reset gives zero.
+// Two output channels share one multiplier (the DSP48 int8 packing of Xilinx WP486): with
+// W = w_hi * 2**16 + w_lo (25 bits), P = a * W holds a*w_lo in its low 16 bits (signed) and
+// a*w_hi = (P >>> 16) + sign(a*w_lo). So BLOCK_OUT/2 multipliers per input lane; the 8+8-bit
+// products are summed in IW + WW + log2(BLOCK_IN) + 1 bits, as in the reference HLS.
 module vta_gemm_core #(
     parameter integer BATCH = 1,
     parameter integer BLOCK_IN = 16,
@@ -14,21 +18,33 @@ module vta_gemm_core #(
     input  wire [BATCH*BLOCK_OUT*AW-1:0]  acc,   // [b][oc]
     output reg  [BATCH*BLOCK_OUT*AW-1:0]  out
 );
-  // The dot product of BLOCK_IN int8 pairs needs only IW + WW + log2(BLOCK_IN) bits (as in the
-  // reference HLS); it is sign-extended once into the accumulator add.
+  localparam integer SHIFT = IW + WW;  // holds one signed product (|a*w| <= 2**(IW+WW-2))
   localparam integer DW = IW + WW + $clog2(BLOCK_IN) + 1;
   integer b, oc, ic;
-  reg signed [DW-1:0] dot;
-  reg signed [AW-1:0] sum;
+  reg signed [WW+SHIFT:0] w_pair;
+  reg signed [IW+WW+SHIFT:0] p;
+  reg signed [SHIFT-1:0] lo;
+  reg signed [IW+WW-1:0] hi;
+  reg signed [DW-1:0] dot_lo, dot_hi;
+  reg signed [AW-1:0] sum_lo, sum_hi;
   always @(*) begin
     for (b = 0; b < BATCH; b = b + 1) begin
-      for (oc = 0; oc < BLOCK_OUT; oc = oc + 1) begin
-        dot = 0;
+      for (oc = 0; oc < BLOCK_OUT; oc = oc + 2) begin
+        dot_lo = 0;
+        dot_hi = 0;
         for (ic = 0; ic < BLOCK_IN; ic = ic + 1) begin
-          dot = dot + $signed(inp[(b*BLOCK_IN+ic)*IW+:IW]) * $signed(wgt[(oc*BLOCK_IN+ic)*WW+:WW]);
+          w_pair = ($signed(wgt[((oc + 1)*BLOCK_IN+ic)*WW+:WW]) <<< SHIFT) +
+                   $signed(wgt[(oc*BLOCK_IN+ic)*WW+:WW]);
+          p = $signed(inp[(b*BLOCK_IN+ic)*IW+:IW]) * w_pair;
+          lo = p[SHIFT-1:0];
+          hi = p[IW+WW+SHIFT-1:SHIFT] + lo[SHIFT-1];
+          dot_lo = dot_lo + lo;
+          dot_hi = dot_hi + hi;
         end
-        sum = $signed(acc[(b*BLOCK_OUT+oc)*AW+:AW]) + dot;
-        out[(b*BLOCK_OUT+oc)*AW+:AW] = reset ? {AW{1'b0}} : sum;
+        sum_lo = $signed(acc[(b*BLOCK_OUT+oc)*AW+:AW]) + dot_lo;
+        sum_hi = $signed(acc[(b*BLOCK_OUT+oc+1)*AW+:AW]) + dot_hi;
+        out[(b*BLOCK_OUT+oc)*AW+:AW] = reset ? {AW{1'b0}} : sum_lo;
+        out[(b*BLOCK_OUT+oc+1)*AW+:AW] = reset ? {AW{1'b0}} : sum_hi;
       end
     end
   end
