@@ -146,9 +146,10 @@ def dma_ops(
         mask = full_mask[tuple(slice(None) if k in kept else 0 for k in range(len(nest)))]
         if mask.all():
             mask = None
-    if mask is not None and mem != MemType.INP:
+    if mask is not None and mem == MemType.WGT:
         raise LoweringError(
-            f"{what}: only local.inp_buffer loads can be zero-padded (WGT and ACC loads cannot)"
+            f"{what}: local.wgt_buffer loads cannot be zero-padded (valid: local.inp_buffer "
+            "and local.acc_buffer loads)"
         )
     dims = _merge(
         [[nest[k].extent, s, d] for k, s, d in zip(kept, sst, dst, strict=True)], mask is not None

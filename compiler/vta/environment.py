@@ -1,13 +1,15 @@
 """The accelerator as the compiler sees it: memory scopes, element sizes, capacities, pragmas,
-the GEMM tensor intrinsic and the ALU intrinsics (shifts) used in tensor expressions."""
+the GEMM and ALU tensor intrinsics and the shifts used in tensor expressions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
 
-from vta.config import VTAConfig
+from vta.config import ALU_IMM_WIDTH, VTAConfig
+from vta.errors import LoweringError
 from vta.isa import MemType
 
 from .. import te
@@ -19,22 +21,37 @@ INP_SCOPE, WGT_SCOPE, ACC_SCOPE = "local.inp_buffer", "local.wgt_buffer", "local
 DMA_COPY, ALU = "dma_copy", "alu"
 GEMM_CALL, GEMM_RESET_CALL = "vta.gemm", "vta.gemm_reset"
 SHR_CALL, SHL_CALL = "vta.shift_right", "vta.shift_left"
+ALU_CALL = "vta.alu"
+IMM_RANGE = (-(1 << (ALU_IMM_WIDTH - 1)), (1 << (ALU_IMM_WIDTH - 1)) - 1)
 
 # memory kind (VTAConfig key) and the memory type DMA writes, per scope
 SCOPE_KIND = {INP_SCOPE: "inp", WGT_SCOPE: "wgt", ACC_SCOPE: "acc"}
 SCOPE_MEM = {INP_SCOPE: MemType.INP, WGT_SCOPE: MemType.WGT, ACC_SCOPE: MemType.ACC}
 
 
-def shift_right(x: Any, n: int) -> E.Expr:
-    """Arithmetic shift right by an immediate (ALU SHR)."""
+def shift_right(x: Any, n: Any) -> E.Expr:
+    """Arithmetic shift right (ALU SHR) by an immediate or elementwise by an accumulator tensor
+    (signed amounts: a negative one shifts left)."""
     x = E.convert(x)
-    return E.Call(x.dtype, SHR_CALL, [x, E.const(int(n))])
+    return E.Call(x.dtype, SHR_CALL, [x, E.convert(n)])
 
 
 def shift_left(x: Any, n: int) -> E.Expr:
     """Shift left by an immediate (ALU SHR by a negative amount)."""
     x = E.convert(x)
     return E.Call(x.dtype, SHL_CALL, [x, E.const(int(n))])
+
+
+# ALU intrinsics: name -> (ALU opcode, the operation on (x, operand)); copy is SHR by 0
+ALU_INTRINS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "add": ("ADD", lambda x, y: x + y),
+    "min": ("MIN", te.min),
+    "max": ("MAX", te.max),
+    "mul": ("MUL", lambda x, y: x * y),
+    "shr": ("SHR", shift_right),
+    "shl": ("SHR", shift_left),
+    "copy": ("SHR", lambda x, y: x),
+}
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,47 @@ class Environment:
             return S.seq(reset, update), reset, update
 
         return decl_tensor_intrin(out.op, fcompute, "vta.gemm", binds)
+
+    def alu_intrin(self, name: str, imm: int | None = None) -> TensorIntrin:
+        """ALU tensor intrinsic over one accumulator element (BATCH x BLOCK_OUT int32):
+        out = name(x, y) with y an accumulator tensor, or the immediate `imm` (shl: immediate
+        only; copy: no operand). Tensorize an elementwise local.acc_buffer stage with it."""
+        return _alu_intrin(self, name, imm)
+
+
+@cache
+def _alu_intrin(env: Environment, name: str, imm: int | None) -> TensorIntrin:
+    if name not in ALU_INTRINS:
+        raise LoweringError(f"ALU intrinsic '{name}' is unknown (valid: {', '.join(ALU_INTRINS)})")
+    opcode, fop = ALU_INTRINS[name]
+    if opcode == "MUL" and not env.config.alu_mul:
+        raise LoweringError(
+            f"ALU intrinsic 'mul': configuration {env.config.name!r} has no ALU multiply"
+        )
+    if name == "shl" and imm is None:
+        raise LoweringError(
+            "ALU intrinsic 'shl' takes an immediate (shift_right a tensor of "
+            "negative amounts to shift left elementwise)"
+        )
+    if name == "copy":
+        imm = 0
+    shape, dtype = (env.batch, env.block_out), env.acc_dtype
+    x = te.placeholder(shape, dtype, "x")
+    ins = [x] if imm is not None else [x, te.placeholder(shape, dtype, "y")]
+    if imm is not None:
+        out = te.compute(shape, lambda i, j: fop(x[i, j], imm), "out")
+    else:
+        out = te.compute(shape, lambda i, j: fop(x[i, j], ins[1][i, j]), "out")
+    binds = {t: decl_buffer(shape, dtype, t.name, scope=ACC_SCOPE) for t in [*ins, out]}
+
+    def fcompute(bufs: list[S.Buffer], outs: list[S.Buffer]) -> S.Stmt:
+        operand = (
+            bufs[1].access_ptr("r") if imm is None else E.const(-imm if name == "shl" else imm)
+        )
+        ptrs = [outs[0].access_ptr("w"), bufs[0].access_ptr("r")]
+        return S.Evaluate(E.Call("int32", ALU_CALL, [E.StringImm(opcode), *ptrs, operand]))
+
+    return decl_tensor_intrin(out.op, fcompute, f"vta.alu_{name}", binds)
 
 
 @cache

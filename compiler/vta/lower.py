@@ -2,10 +2,11 @@
 
 Shapes are static, so the host loops run here, at compile time: the walk visits every host
 iteration and turns each `dma_copy` nest into LOAD/STORE, each tensorized GEMM nest into GEMM
-and each `alu` nest into ALU instructions. A virtual-thread loop runs its body once per thread,
-interleaved statement by statement, each thread with its own SRAM buffers; dependence tokens are
-added afterwards (tokens.py). SRAM is allocated lazily at a buffer's first write, so an alu stage
-can update its input's rows in place instead of holding a second copy.
+and each `alu` nest or ALU-tensorized nest into ALU instructions. A virtual-thread loop runs its
+body once per thread, interleaved statement by statement, each thread with its own SRAM
+buffers; dependence tokens are added afterwards (tokens.py). SRAM is allocated lazily at a
+buffer's first write, so an alu stage can update its input's rows in place instead of holding a
+second copy.
 """
 
 from __future__ import annotations
@@ -21,13 +22,21 @@ from vta.isa import Stage
 from ..tir import expr as E
 from ..tir import stmt as S
 from .dma import dma_ops
-from .environment import ALU, DMA_COPY, GEMM_CALL, GEMM_RESET_CALL, SCOPE_KIND, Environment
+from .environment import (
+    ALU,
+    ALU_CALL,
+    DMA_COPY,
+    GEMM_CALL,
+    GEMM_RESET_CALL,
+    SCOPE_KIND,
+    Environment,
+)
 from .evaluate import Loop, evaluate
 from .sram import SramAllocator
 from .tokens import Op
-from .uop import alu_ops, gemm_ops
+from .uop import alu_intrin_ops, alu_ops, gemm_ops
 
-GEMM_CALLS = (GEMM_CALL, GEMM_RESET_CALL)
+KERNEL_CALLS = (GEMM_CALL, GEMM_RESET_CALL, ALU_CALL)
 
 
 @dataclass
@@ -46,11 +55,12 @@ class Ctx:
         return Ctx({**self.vars, var: value}, dict(self.rows), set(self.owned), set(self.dead))
 
 
-def _gemm_calls(leaf: S.Stmt) -> list[E.Call]:
+def _kernel_calls(leaf: S.Stmt) -> list[E.Call]:
+    """The GEMM / ALU intrinsic calls a tensorized nest ends in (empty if it is not one)."""
     stmts = leaf.seq if isinstance(leaf, S.SeqStmt) else (leaf,)
     calls = [s.value for s in stmts if isinstance(s, S.Evaluate)]
     ok = len(calls) == len(stmts) and all(
-        isinstance(c, E.Call) and c.op in GEMM_CALLS for c in calls
+        isinstance(c, E.Call) and c.op in KERNEL_CALLS for c in calls
     )
     return calls if ok else []
 
@@ -196,7 +206,7 @@ class Lowering:
             self.run(s.body, [c.thread(s.loop_var, t) for c in ctxs for t in range(n)])
             return
         loops, leaf = self.nest(s)
-        if _gemm_calls(leaf):
+        if _kernel_calls(leaf):
             self.leaf(loops, leaf, ctxs, None)
             return
         extents = {int(evaluate(s.extent, c.vars)) for c in ctxs}
@@ -224,22 +234,28 @@ class Lowering:
         return loops, s
 
     def leaf(self, loops: list[Loop], leaf: S.Stmt, ctxs: list[Ctx], pragma: str | None) -> None:
-        """One accelerator operation (per thread): a DMA copy, an ALU chain or a GEMM."""
-        calls = _gemm_calls(leaf)
+        """One accelerator operation (per thread): a DMA copy, an ALU chain, or a nest
+        tensorized with the GEMM or an ALU intrinsic."""
+        calls = _kernel_calls(leaf)
         if pragma is None and calls:
             for call in calls:
                 for c in ctxs:
-                    for op in gemm_ops(
-                        self.env, loops, call, c.vars, lambda b, c=c: self.row(c, b)
-                    ):
+                    row = lambda b, c=c: self.row(c, b)  # noqa: E731
+                    if call.op == ALU_CALL:
+                        alias = lambda d, s, o, c=c: self.alias(c, d, s, o)  # noqa: E731
+                        ops = alu_intrin_ops(self.env, loops, call, c.vars, row, alias)
+                    else:
+                        ops = gemm_ops(self.env, loops, call, c.vars, row)
+                    for op in ops:
                         self.add(op)
             return
         if not isinstance(leaf, S.BufferStore) or pragma is None:
             where = f"writing '{leaf.buffer.name}'" if isinstance(leaf, S.BufferStore) else ""
             raise LoweringError(
                 f"statement {where or repr(leaf)} is not an accelerator operation: mark copies "
-                f"with pragma '{DMA_COPY}', elementwise local.acc_buffer stages "
-                f"with pragma '{ALU}', and tensorize the GEMM with env.gemm (as one perfect nest)"
+                f"with pragma '{DMA_COPY}', elementwise local.acc_buffer stages with pragma "
+                f"'{ALU}' (or tensorize them with env.alu_intrin), and tensorize the GEMM with "
+                "env.gemm (as one perfect nest)"
             )
         for c in ctxs:
             row = lambda b, c=c: self.row(c, b)  # noqa: E731

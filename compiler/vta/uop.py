@@ -9,14 +9,21 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vta.config import LOOP_ITER_WIDTH
+from vta.config import ALU_IMM_WIDTH, LOOP_ITER_WIDTH
 from vta.errors import LoweringError
 from vta.isa import Stage
 
 from ..tir import expr as E
 from ..tir import stmt as S
 from .dma import to_elements
-from .environment import ACC_SCOPE, GEMM_RESET_CALL, SHL_CALL, SHR_CALL, Environment
+from .environment import (
+    ACC_SCOPE,
+    GEMM_RESET_CALL,
+    IMM_RANGE,
+    SHL_CALL,
+    SHR_CALL,
+    Environment,
+)
 from .evaluate import Loop, affine
 from .tokens import Op
 
@@ -146,17 +153,24 @@ def gemm_ops(
 Step = tuple[str, int | None, E.BufferLoad | None]  # (opcode, immediate, ACC operand)
 
 
+def _acc_operand(e: E.Expr) -> bool:
+    return isinstance(e, E.BufferLoad) and e.buffer.scope == ACC_SCOPE
+
+
 def alu_chain(e: E.Expr, config_mul: bool) -> tuple[E.BufferLoad, list[Step]]:
     """Split an elementwise expression into the ACC tensor it updates in place and a chain of
     ALU ops, innermost first (shift_right/left, min, max, add, sub of an immediate, mul)."""
     if isinstance(e, E.Cast) and e.value.dtype == e.dtype:
         return alu_chain(e.value, config_mul)
-    if isinstance(e, E.BufferLoad) and e.buffer.scope == ACC_SCOPE:
+    if _acc_operand(e):
         return e, []
     if isinstance(e, E.Call) and e.op in (SHR_CALL, SHL_CALL):
         root, steps = alu_chain(e.args[0], config_mul)
         amount = E.as_int(e.args[1])
-        return root, [*steps, ("SHR", amount if e.op == SHR_CALL else -amount, None)]
+        if amount is not None:
+            return root, [*steps, ("SHR", amount if e.op == SHR_CALL else -amount, None)]
+        if e.op == SHR_CALL and _acc_operand(e.args[1]):
+            return root, [*steps, ("SHR", None, e.args[1])]
     opcode = ALU_OPCODE.get(type(e))
     if opcode == "MUL" and not config_mul:
         raise LoweringError(f"alu: {e!r} needs ALU multiply, which this configuration lacks")
@@ -170,50 +184,50 @@ def alu_chain(e: E.Expr, config_mul: bool) -> tuple[E.BufferLoad, list[Step]]:
             return root, [*steps, (opcode, -imm if isinstance(e, E.Sub) else imm, None)]
         if not isinstance(e, E.Sub):
             for x, y in ((a, b), (b, a)):
-                if isinstance(y, E.BufferLoad) and y.buffer.scope == ACC_SCOPE:
+                if _acc_operand(y):
                     root, steps = alu_chain(x, config_mul)
                     return root, [*steps, (opcode, None, y)]
     raise LoweringError(
         f"alu: {e!r} is not an ALU operation (valid: min, max, add of an immediate or of an "
-        f"{ACC_SCOPE} tensor, sub of an immediate, shift_right/left by an immediate"
-        + (", mul" if config_mul else "")
-        + ")"
+        f"{ACC_SCOPE} tensor, sub of an immediate, shift_right by an immediate or a tensor, "
+        "shift_left by an immediate" + (", mul" if config_mul else "") + ")"
     )
 
 
-def alu_ops(
+Operand = tuple[S.Buffer, tuple[int, list[int]]]  # an ACC buffer and its element fit
+
+
+def _alu_kernels(
     env: Environment,
-    nest: list[Loop],
-    store: S.BufferStore,
-    host: dict[E.Var, int],
+    what: str,
+    extents: list[int],
+    dst: Operand,
+    root: Operand,
+    steps: list[tuple[str, int | None, Operand | None]],
     sram_row: Callable[[S.Buffer], int],
     alias: Callable[[S.Buffer, S.Buffer, int], None],
 ) -> list[Op]:
-    """ALU instructions for one instance of an `alu` nest, updating its source rows in place."""
-    what = f"alu into '{store.buffer.name}'"
-    if store.buffer.scope != ACC_SCOPE:
-        raise LoweringError(f"{what}: alu stages compute in {ACC_SCOPE}, not {store.buffer.scope}")
-    root, steps = alu_chain(store.value, env.config.alu_mul)
-    lanes = env.lanes(ACC_SCOPE)
-    loads = [root] + [s[2] for s in steps if s[2] is not None]
-    fits = [affine(x.indices[0], nest, host, what) for x in [store, *loads]]
-    kept, elems = to_elements(nest, fits, lanes, what)
-    (db, ds), (rb, rs) = elems[0], elems[1]
+    """ALU instructions applying `steps` to `root`'s rows in place, which then hold `dst`."""
+    (dbuf, (db, ds)), (rbuf, (rb, rs)) = dst, root
     if ds != rs:
         raise LoweringError(
-            f"{what}: it must write where it reads '{root.buffer.name}' (ALU ops work in place); "
+            f"{what}: it must write where it reads '{rbuf.name}' (ALU ops work in place); "
             "give both the same index pattern"
         )
-    row0 = sram_row(root.buffer) + rb
-    srcs = {
-        id(x): (sram_row(x.buffer) + b, s) for x, (b, s) in zip(loads[1:], elems[2:], strict=True)
-    }
-    alias(store.buffer, root.buffer, rb - db)
+    for opcode, imm, _ in steps:
+        if imm is not None and not IMM_RANGE[0] <= imm <= IMM_RANGE[1]:
+            raise LoweringError(
+                f"{what}: {opcode} immediate {imm} does not fit the ALU's "
+                f"{ALU_IMM_WIDTH}-bit field (valid: {IMM_RANGE[0]}..{IMM_RANGE[1]})"
+            )
+    row0 = sram_row(rbuf) + rb
+    srcs = [None if x is None else (sram_row(x[0]) + x[1][0], x[1][1]) for *_, x in steps]
+    alias(dbuf, rbuf, rb - db)
     ld = env.config.log_depth
     ops: list[Op] = []
-    for opcode, imm, operand in steps:
-        src0, sst = srcs[id(operand)] if operand is not None else (row0, rs)
-        loops = [(nest[k].extent, [d, s]) for k, d, s in zip(kept, rs, sst, strict=True)]
+    for (opcode, imm, _), src in zip(steps, srcs, strict=True):
+        src0, sst = src or (row0, rs)
+        loops = [(n, [d, s]) for n, d, s in zip(extents, rs, sst, strict=True)]
 
         def make(
             uops: np.ndarray, fields: list, folded: list[UopLoop], opcode=opcode, imm=imm
@@ -227,3 +241,58 @@ def alu_ops(
 
         ops += kernel_ops(env, loops, [row0, src0], make, [ld["acc"], ld["acc"]], gemm=False)
     return ops
+
+
+def alu_ops(
+    env: Environment,
+    nest: list[Loop],
+    store: S.BufferStore,
+    host: dict[E.Var, int],
+    sram_row: Callable[[S.Buffer], int],
+    alias: Callable[[S.Buffer, S.Buffer, int], None],
+) -> list[Op]:
+    """ALU instructions for one instance of an `alu` pragma nest, updating its source rows in
+    place."""
+    what = f"alu into '{store.buffer.name}'"
+    if store.buffer.scope != ACC_SCOPE:
+        raise LoweringError(f"{what}: alu stages compute in {ACC_SCOPE}, not {store.buffer.scope}")
+    root, steps = alu_chain(store.value, env.config.alu_mul)
+    loads = [root] + [s[2] for s in steps if s[2] is not None]
+    fits = [affine(x.indices[0], nest, host, what) for x in [store, *loads]]
+    kept, elems = to_elements(nest, fits, env.lanes(ACC_SCOPE), what)
+    operands = {id(x): (x.buffer, f) for x, f in zip(loads, elems[1:], strict=True)}
+    return _alu_kernels(
+        env,
+        what,
+        [nest[k].extent for k in kept],
+        (store.buffer, elems[0]),
+        operands[id(root)],
+        [(op, imm, None if x is None else operands[id(x)]) for op, imm, x in steps],
+        sram_row,
+        alias,
+    )
+
+
+def alu_intrin_ops(
+    env: Environment,
+    nest: list[Loop],
+    call: E.Call,
+    host: dict[E.Var, int],
+    sram_row: Callable[[S.Buffer], int],
+    alias: Callable[[S.Buffer, S.Buffer, int], None],
+) -> list[Op]:
+    """ALU instructions for one instance of a nest tensorized with an ALU intrinsic
+    (`vta.alu(opcode, dst, src, immediate or operand)`), updating `src` in place."""
+    what = f"ALU micro-op loops ({', '.join(lp.name for lp in nest)})"
+    opcode, *ptrs, operand = call.args
+    imm = E.as_int(operand)
+    loads = [p.args[0] for p in ptrs] + ([] if imm is not None else [operand.args[0]])
+    lanes = env.lanes(ACC_SCOPE)
+    fits = [
+        (x.buffer, _element(affine(x.indices[0], nest, host, what), lanes, what)) for x in loads
+    ]
+    kept = [k for k, lp in enumerate(nest) if lp.extent > 1]
+    fits = [(b, (base, [st[k] for k in kept])) for b, (base, st) in fits]
+    step = (opcode.value, imm, fits[2] if imm is None else None)
+    extents = [nest[k].extent for k in kept]
+    return _alu_kernels(env, what, extents, fits[0], fits[1], [step], sram_row, alias)

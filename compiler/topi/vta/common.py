@@ -20,8 +20,12 @@ def epilogue(
     out_dtype: str,
 ) -> te.Tensor:
     """int8 output = cast(clip(relu(shift_right(acc + bias, shift)))); the arithmetic happens in
-    one accumulator-scope stage ("vta_alu") that the ALU applies op by op in place."""
+    one accumulator-scope stage ("vta_alu") that the ALU applies op by op in place. relu folds
+    into the clip's lower bound (max(max(x, 0), lo) = max(x, max(lo, 0))): one ALU op less."""
     src = acc
+    lo, hi = clip if clip is not None else (None, None)
+    if relu:
+        lo = 0 if lo is None else max(lo, 0)
 
     def alu(*i):
         x = acc(*i)
@@ -29,10 +33,10 @@ def epilogue(
             x = x + bias(*bias_index(*i))
         if shift:
             x = shift_right(x, shift)
-        if relu:
-            x = te.max(x, 0)
-        if clip is not None:
-            x = te.min(te.max(x, clip[0]), clip[1])
+        if lo is not None:
+            x = te.max(x, lo)
+        if hi is not None:
+            x = te.min(x, hi)
         return x
 
     if bias is not None or shift or relu or clip is not None:

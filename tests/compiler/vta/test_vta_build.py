@@ -25,7 +25,7 @@ from compiler.vta import build, get_env
 from compiler.vta.evaluate import Loop, affine
 from compiler.vta.layout import pack_nc, pack_nchw, pack_oihw, unpack_nc, unpack_nchw
 from vta.errors import LoweringError
-from vta.isa import AluInsn, MemInsn, MemType
+from vta.isa import AluInsn, AluOp, MemInsn, MemType
 
 EPILOGUE = dict(shift=8, clip=(0, 127))
 
@@ -136,6 +136,18 @@ def test_alu_copy_inserted_before_store_of_loaded_accumulators(rng):
     (out,), _ = mod(data)
     np.testing.assert_array_equal(out, data.astype(np.int8))
     assert sum(isinstance(i, AluInsn) for i in mod.program.instructions) == 3
+
+
+def test_relu_folds_into_the_clip(rng):
+    data = te.placeholder((1, 2, 1, 16), "int8", "data")
+    weight = te.placeholder((2, 2, 16, 16), "int8", "weight")
+    epi = dict(shift=4, clip=(-100, 100), relu=True)
+    out = dense_packed(data, weight, **epi)
+    mod = build(schedule_dense_packed(out, DenseKnobs(tile_co=2)), [data, weight, out])
+    a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
+    np.testing.assert_array_equal(mod(a, w, device="fsim")[0][0], dense_packed_ref(a, w, **epi))
+    alus = [(i.alu_opcode, i.imm) for i in mod.program.instructions if isinstance(i, AluInsn)]
+    assert alus == [(AluOp.SHR, 4), (AluOp.MAX, 0), (AluOp.MIN, 100)]
 
 
 def test_layouts_round_trip(rng):
