@@ -63,9 +63,7 @@ def synthesize(cfg: VTAConfig, log: Path | None) -> tuple[dict[str, float], dict
         Path(tmp, "vta_config.vh").write_text(generate_header(cfg))
         sources = " ".join(str(p) for p in rtl_sources())
         script = (
-            f"read_verilog -I{tmp} {sources}\n"
-            f"synth_xilinx -family xc7 -top {TOP} -flatten\n"
-            "stat\n"
+            f"read_verilog -I{tmp} {sources}\nsynth_xilinx -family xc7 -top {TOP} -flatten\nstat\n"
         )
         Path(tmp, "synth.ys").write_text(script)
         run = subprocess.run(
