@@ -18,7 +18,7 @@ from vta.validate import TOKEN_QUEUES, find_problems
 CONFIGS = ("tiny", "pynq")
 DEFAULT_SEEDS = range(200)
 SLOW_SEEDS = range(200, 2200)
-RTL_SEEDS = range(60)
+RTL_SEEDS = range(200)
 # Counters every device reports: instruction, micro-op and MAC counts are data-independent.
 COUNTERS = ("instructions", "gemm_uops", "alu_uops", "macs")
 TRAFFIC = ("bytes_loaded", "bytes_stored")  # counted by the simulators
