@@ -86,13 +86,29 @@ def synthesize(cfg: VTAConfig, log: Path | None) -> tuple[dict[str, float], dict
     return totals, cells
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`synth-report [--config NAME] [--json] [--log FILE]`; exit status 1 if it does not fit."""
-    parser = argparse.ArgumentParser(prog="synth-report", description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `synth-report` (shared by scripts/synth_report and `vta synth-report`)."""
     parser.add_argument("--config", default="pynq", help="configuration (default: pynq)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--log", type=Path, help="keep the yosys log here")
-    args = parser.parse_args(argv)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Plug `vta synth-report` into the vta command (entry point group `vta.commands`)."""
+    parser = subparsers.add_parser("synth-report", help=__doc__.splitlines()[0])
+    add_arguments(parser)
+    parser.set_defaults(func=report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`synth-report [--config NAME] [--json] [--log FILE]`; exit status 1 if it does not fit."""
+    parser = argparse.ArgumentParser(prog="synth-report", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return report(parser.parse_args(argv))
+
+
+def report(args: argparse.Namespace) -> int:
+    """Synthesize and print the resource report; 1 if the design does not fit the part."""
     cfg = VTAConfig.load(args.config)
     family = part_family(cfg.fpga_part)
     start = time.perf_counter()
