@@ -1,15 +1,18 @@
 """Tuner component study (issue 6, section 9): best-so-far curves of xgb-rank, xgb-reg, random
 and genetic search on ResNet-18 layers, on the CPU (wall time) and the accelerator (simulator
 cycles); trials each needs to reach 95% of the best any found; transfer from other layers'
-records; program-feature throughput. Tables on stdout (--json for the same figures), PNGs.
+records; program-feature throughput; the tuned CPU matmul 1024^3 against numpy (OpenBLAS
+AVX-512 kernel) and tuned conv2d layers against onnxruntime, timed with scripts/bench_cpu.py's
+protocol. Tables on stdout; --json PATH writes the same figures, with the PNG curves beside it.
 
-    .venv/bin/python scripts/bench_tuner.py --quick        # one layer, few trials, < 10 min
+    .venv/bin/python scripts/bench_tuner.py --quick --json /tmp/bt/quick.json   # < 10 min
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +30,8 @@ from compiler.tune import (
     plot_tuning_curve,
     tune,
 )
-from compiler.tune.templates.resnet18 import resnet18_task_args
+from compiler.tune.measure import compiler_build
+from compiler.tune.templates.resnet18 import LAYERS, resnet18_task_args
 
 TUNERS = ("xgb-rank", "xgb-reg", "random", "ga")
 
@@ -49,6 +53,68 @@ def feature_rate(n: int = 5000) -> float:
     start = time.perf_counter()
     featurize(index)
     return n / (time.perf_counter() - start)
+
+
+def retime(task, config, threads: int, reps: int = 20) -> list[float]:
+    """Seconds per call of one config, rebuilt here and timed as bench_cpu times its kernels."""
+    from bench_cpu import timeit
+
+    from compiler.runtime import set_num_threads
+    from compiler.tune.measure import random_arrays
+
+    kernel = compiler_build(task, task.instantiate(config))
+    specs = list(kernel.arg_specs)
+    arrays = random_arrays(specs[: len(specs) - kernel.n_outputs])
+    arrays += [np.zeros(shape, dtype) for shape, dtype in specs[len(arrays) :]]
+    set_num_threads(threads)
+    return timeit(kernel, tuple(arrays), reps, 0.2)
+
+
+def peers(matmul_trials: int, conv_layers: list[str], conv_trials: int, seed: int) -> dict:
+    """Tuned (xgb-rank) matmul 1024^3 vs numpy AVX-512 and conv layers vs onnxruntime, 2 threads
+    (matmul also 1 thread); ratio = peer time / ours (best of the repeats)."""
+    from bench_cpu import ForeignLoad, conv_model, numpy_matmul, ort_session, timeit
+
+    option = option_for("llvm")
+    out: dict = {"matmul": {}, "conv2d": {}}
+    try:
+        task = create_task("matmul", (1024, 1024, 1024), "llvm")
+        best = tune(task, matmul_trials, option, progress=False, seed=seed, batch_size=8)
+        out["matmul_config"] = best.best_config.to_json()
+        for th in (1, 2):
+            with ForeignLoad() as load:
+                ours = min(retime(task, best.best_config, th))
+                numpy = numpy_matmul(1024, th, unset=True, reps=20)
+            out["matmul"][th] = {
+                "ours_gflops": task.flop / ours / 1e9,
+                "numpy_avx512_gflops": numpy["gflops_best"],
+                "kernel": numpy["kernel"],
+                "ratio": numpy["best_ms"] / 1e3 / ours,
+                "foreign_cores": load.cores,
+            }
+        rng = np.random.default_rng(0)
+        for layer in conv_layers:
+            c, size, f, k, stride = LAYERS[layer]
+            op, args = resnet18_task_args(layer, "llvm")
+            task = create_task(op, args, "llvm")
+            best = tune(task, conv_trials, option, progress=False, seed=seed, batch_size=8)
+            x = rng.standard_normal((1, c, size, size)).astype(np.float32)
+            w = rng.standard_normal((f, c, k, k)).astype(np.float32)
+            sess = ort_session(conv_model(c, f, size, k, stride, w), 2)
+            with ForeignLoad() as load:
+                ours = min(retime(task, best.best_config, 2))
+                ort = min(timeit(sess.run, (None, {"x": x}), 20, 0.2))
+            out["conv2d"][layer] = {
+                "ours_gflops": task.flop / ours / 1e9,
+                "ort_gflops": task.flop / ort / 1e9,
+                "ratio": ort / ours,
+                "foreign_cores": load.cores,
+            }
+        ratios = [r["ratio"] for r in out["conv2d"].values()]
+        out["conv2d_geomean"] = float(np.exp(np.mean(np.log(ratios)))) if ratios else None
+    finally:
+        option.close()
+    return out
 
 
 def option_for(target: str):
@@ -132,18 +198,19 @@ def transfer_study(
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="one layer, few trials (< 10 min)")
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p.add_argument("--out", default="bench_tuner_out", help="directory for the PNG curves")
+    p.add_argument("--json", help="write the figures as JSON to this file (PNGs beside it)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    out = Path(args.out)
-    out.mkdir(exist_ok=True)
+    out = Path(args.json).parent if args.json else Path(tempfile.mkdtemp(prefix="bench_tuner_"))
+    out.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        plan = {"llvm": (["C9"], 48, 8), "vta": (["C9"], 24, 8)}
-        transfer = ("vta", ["C6"], "C9", 24, 8)
+        plan = {"llvm": (["C9"], 32, 8), "vta": (["C9"], 16, 8)}
+        transfer = ("vta", ["C6"], "C9", 16, 8)
+        peer_plan = (32, ["C9"], 32)
     else:
         plan = {"llvm": (["C2", "C6", "C9"], 400, 64), "vta": (["C2", "C6", "C9"], 400, 64)}
         transfer = ("vta", ["C2", "C3", "C4", "C5", "C6"], "C9", 200, 32)
+        peer_plan = (200, list(LAYERS), 100)
 
     report: dict = {"feature_rate": feature_rate(), "studies": [], "transfer": None}
     for target, (layers, n_trial, batch) in plan.items():
@@ -169,9 +236,9 @@ def main() -> None:
     finally:
         option.close()
 
+    report["peers"] = peers(*peer_plan, args.seed)
     if args.json:
-        print(json.dumps(report))
-        return
+        Path(args.json).write_text(json.dumps(report))
     print(f"program features: {report['feature_rate']:,.0f} configs/s (conv2d C6, one core)")
     print(f"\n{'target':6} {'layer':5} {'tuner':9} {'best':>10} {'unit':9} {'to 95%':>7} {'s':>6}")
     for r in report["studies"]:
@@ -186,6 +253,20 @@ def main() -> None:
         f"\ntransfer {'+'.join(t['sources'])} -> {t['layer']} on {t['target']}: trials to 95% "
         f"without {t['trials_to_95']['plain']}, with {t['trials_to_95']['transfer']}"
     )
+    pr = report["peers"]
+    print(f"\ntuned matmul 1024^3 ({pr['matmul_config']}) vs numpy, OpenBLAS AVX-512")
+    for th, r in pr["matmul"].items():
+        print(
+            f"  {th} thread(s): ours {r['ours_gflops']:.1f} GFLOPS, numpy {r['kernel']} "
+            f"{r['numpy_avx512_gflops']:.1f}: {r['ratio']:.2f}x (foreign {r['foreign_cores']:.2f})"
+        )
+    print("tuned conv2d_NCHWc vs onnxruntime, 2 threads (best of 20 calls)")
+    for layer, r in pr["conv2d"].items():
+        print(
+            f"  {layer:4} ours {r['ours_gflops']:6.1f} GFLOPS, ORT {r['ort_gflops']:6.1f}: "
+            f"{r['ratio']:.2f}x (foreign {r['foreign_cores']:.2f})"
+        )
+    print(f"  geomean {pr['conv2d_geomean']:.2f}x; curves in {out}")
 
 
 if __name__ == "__main__":

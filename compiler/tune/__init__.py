@@ -16,7 +16,7 @@ from vta.errors import TuningError
 from .callbacks import ProgressBar, plot_tuning_curve
 from .cost_model import XGBCostModel
 from .database import Database, Record
-from .dispatch import apply_history_best, get_config
+from .dispatch import apply_history_best, best_config, get_config
 from .features import Featurizer, Loop, LoopNest
 from .ga_tuner import GATuner
 from .measure import (
@@ -110,6 +110,7 @@ __all__ = [
     "XGBCostModel",
     "XGBTuner",
     "apply_history_best",
+    "best_config",
     "create_task",
     "get_config",
     "measure_option",

@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 from vta.errors import TuningError
 
 from .database import Database
 from .space import ConfigEntity, FallbackConfigEntity
-from .task import Task
+from .task import Task, create_task
 
 _stack: list[Database] = []
 _warned: set[tuple[str, str]] = set()
@@ -52,3 +53,24 @@ def get_config(task: Task) -> ConfigEntity:
             stacklevel=2,
         )
     return FallbackConfigEntity(task.config_space)
+
+
+def best_config(
+    task_or_workload: Task | tuple[str, tuple], target: str, db_path: str | Path
+) -> ConfigEntity | None:
+    """The best recorded config of a task (or an (op, args) workload) on `target` in the
+    records database at `db_path`; None when the file or a usable record is missing."""
+    if not Path(db_path).exists():
+        return None
+    task = task_or_workload
+    if not isinstance(task, Task):
+        op, args = task_or_workload
+        task = create_task(op, args, target)
+    with Database(db_path) as db:
+        best = db.best(task.workload_key, target)
+    if best is None:
+        return None
+    try:
+        return task.config_space.from_json(best.config)
+    except TuningError:
+        return None  # recorded under another version of the template

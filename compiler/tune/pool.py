@@ -2,7 +2,9 @@
 
 Both pools map a picklable function over jobs and return one Outcome per job, never raising for
 a job's failure: an exception, a hang past the deadline or a dead worker process is reported as
-such, and the local pool replaces the worker so the next job runs on a fresh one.
+such, and the local pool replaces the worker so the next job runs on a fresh one. A job's
+deadline starts when a worker has loaded it (process start-up and imports do not count), so a
+loaded machine does not turn slow-starting healthy jobs into timeouts.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from vta.errors import TuningError
+
+STARTED = "started"  # what a worker sends once it has loaded a job, before running it
 
 
 @dataclass
@@ -44,6 +48,7 @@ def _worker_main(conn: Connection) -> None:
             if job is None:
                 return
             fn, args = job
+            conn.send(STARTED)
             outcome = Outcome(fn(*args))
         except BaseException as err:  # noqa: BLE001 - a job's failure is data, not our crash
             outcome = Outcome(None, "exception", "".join(traceback.format_exception(err)))
@@ -60,6 +65,7 @@ class _Worker:
         self.process.start()
         child.close()
         self.job: int | None = None
+        self.started = False
         self.deadline = 0.0
 
     def stop(self, kill: bool = False) -> None:
@@ -78,15 +84,24 @@ class _Worker:
 
 
 class LocalPool:
-    """`n_workers` persistent spawned processes; a hung or dead one is killed and replaced."""
+    """`n_workers` persistent spawned processes; a hung or dead one is killed and replaced.
 
-    def __init__(self, n_workers: int | None = None, start_method: str = "spawn"):
+    A worker gets `startup_timeout` seconds to start and load a job, then `timeout` to run it.
+    """
+
+    def __init__(
+        self,
+        n_workers: int | None = None,
+        start_method: str = "spawn",
+        startup_timeout: float = 120.0,
+    ):
         self.n_workers = n_workers or os.cpu_count() or 1
+        self.startup_timeout = startup_timeout
         self._ctx = mp.get_context(start_method)
         self._workers: list[_Worker] = []
 
     def map(self, fn: Callable[..., Any], jobs: Sequence[tuple], timeout: float) -> list[Outcome]:
-        """Run fn(*job) for every job, each within `timeout` seconds of being started."""
+        """Run fn(*job) for every job, each within `timeout` seconds of a worker starting it."""
         while len(self._workers) < min(self.n_workers, len(jobs)):
             self._workers.append(_Worker(self._ctx))
         outcomes: list[Outcome | None] = [None] * len(jobs)
@@ -95,7 +110,8 @@ class LocalPool:
         while pending or busy:
             for w in self._workers:
                 if w.job is None and pending:
-                    w.job, w.deadline = pending.pop(), time.monotonic() + timeout
+                    w.job, w.started = pending.pop(), False
+                    w.deadline = time.monotonic() + self.startup_timeout
                     w.conn.send((fn, jobs[w.job]))
                     busy.append(w)
             wait_for = min(w.deadline for w in busy) - time.monotonic()
@@ -105,19 +121,26 @@ class LocalPool:
             for w in list(busy):
                 if w.conn in ready:
                     try:
-                        outcomes[w.job] = w.conn.recv()
+                        message = w.conn.recv()
+                    except (EOFError, OSError):
+                        message = None  # died while answering: handled as a crash below
+                    if message == STARTED:
+                        w.started, w.deadline = True, time.monotonic() + timeout
+                        continue
+                    if isinstance(message, Outcome):
+                        outcomes[w.job] = message
                         w.job = None
                         busy.remove(w)
                         continue
-                    except (EOFError, OSError):
-                        pass  # died while answering: handled as a crash below
                 if w.conn in ready or w.process.sentinel in ready:
                     w.process.join()
                     code = w.process.exitcode
                     why = f"killed by signal {-code}" if code and code < 0 else f"exit {code}"
                     outcomes[w.job] = Outcome(None, "crash", f"worker process died ({why})")
                 elif time.monotonic() >= w.deadline:
-                    outcomes[w.job] = Outcome(None, "timeout", f"no answer within {timeout:g} s")
+                    limit = timeout if w.started else self.startup_timeout
+                    what = "no answer" if w.started else "worker did not start the job"
+                    outcomes[w.job] = Outcome(None, "timeout", f"{what} within {limit:g} s")
                 else:
                     continue
                 busy.remove(w)

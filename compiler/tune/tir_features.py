@@ -201,7 +201,9 @@ class StructureCache:
     """LoopNest arrays of many configs of one task, lowering only a few probes per structure.
 
     `lower(index) -> LoopNest` lowers one config (raising if it is invalid). A structure class
-    is the set of configs sharing the digits of every knob that is not a split.
+    is the set of configs sharing the digits of every knob that is not a split, and which split
+    factors are 1 (a loop of extent 1 vanishes, which can turn a fused loop's div/mod index
+    into an affine one or untouch a buffer).
     """
 
     def __init__(self, space: ConfigSpace, lower: Any, seed: int = 0, probes: int = 2):
@@ -212,9 +214,8 @@ class StructureCache:
         knobs = list(space.knobs.values())
         self._split = np.array([isinstance(k, SplitKnob) for k in knobs])
         self._z_tables = [k.features for k in knobs if isinstance(k, SplitKnob)]
-        self._rank = 1 + sum(
-            np.linalg.matrix_rank(t - t.mean(axis=0)) if len(t) > 1 else 0 for t in self._z_tables
-        )
+        # per split knob: each candidate's pattern of unit factors, as a small integer
+        self._units = [(t == 0) @ (1 << np.arange(t.shape[1])) for t in self._z_tables]
         self._recipes: list[_Recipe] = []
         self._classes: dict[tuple, tuple[_Structure, _Recipe] | None] = {}
 
@@ -225,11 +226,28 @@ class StructureCache:
             return np.zeros((len(digits), 0))
         return np.hstack([t[split[:, j]] for j, t in enumerate(self._z_tables)]).astype(np.float64)
 
+    def _keys(self, digits: np.ndarray) -> np.ndarray:
+        """Each config's class: its non-split digits, then its splits' unit-factor patterns."""
+        split = digits[:, self._split]
+        units = [u[split[:, j]] for j, u in enumerate(self._units)]
+        return np.column_stack([digits[:, ~self._split], *units]).astype(np.int64)
+
+    def _members(self, key: tuple) -> list[np.ndarray]:
+        """Per split knob, the candidates with the class's unit-factor pattern."""
+        patterns = key[len(key) - len(self._units) :]
+        return [np.flatnonzero(u == p) for u, p in zip(self._units, patterns, strict=True)]
+
+    def _class_rank(self, key: tuple) -> int:
+        tables = [t[m] for t, m in zip(self._z_tables, self._members(key), strict=True)]
+        return 1 + sum(
+            np.linalg.matrix_rank(t - t.mean(axis=0)) if len(t) > 1 else 0 for t in tables
+        )
+
     def _probe(self, key: tuple, n: int) -> tuple[np.ndarray, list[LoopNest]]:
         digits = np.empty((n, len(self._split)), dtype=np.int64)
-        digits[:, ~self._split] = key
-        for j in np.flatnonzero(self._split):
-            digits[:, j] = self.rng.integers(0, self.space.dims[j], size=n)
+        digits[:, ~self._split] = key[: len(key) - len(self._units)]
+        for j, members in zip(np.flatnonzero(self._split), self._members(key), strict=True):
+            digits[:, j] = self.rng.choice(members, size=n)
         index = self.space.indices(digits)
         kept, nests = [], []
         for row, i in enumerate(index.tolist()):
@@ -250,11 +268,12 @@ class StructureCache:
         for recipe in self._recipes:
             if recipe.matches(z, nests):
                 return structure, recipe
-        more_z, more = self._probe(key, 2 * self._rank + 4)
+        rank = self._class_rank(key)
+        more_z, more = self._probe(key, 2 * rank + 4)
         z, nests = np.vstack([z, more_z]), nests + more
         if any(_Structure.of(n) != structure for n in nests):
             return None
-        recipe = _fit(z, nests, self._rank)
+        recipe = _fit(z, nests, rank)
         if recipe is None:
             return None
         self._recipes.append(recipe)
@@ -265,7 +284,7 @@ class StructureCache:
     ) -> list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]]:
         """Per structure class: (rows, (extents, annotations, strides)) or (rows, None) when
         the class has no recipe (its configs must be lowered one by one)."""
-        keys = digits[:, ~self._split]
+        keys = self._keys(digits)
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
         out = []
         for c, key in enumerate(map(tuple, uniq.tolist())):

@@ -3,6 +3,9 @@ tile_b/h/w/ci/co, oc_nthread, h_nthread; builds are Programs measured in device 
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 from ...topi.vta.conv2d import (
     Conv2DKnobs,
     Conv2DWorkload,
@@ -50,3 +53,11 @@ def conv2d_packed(cfg, n, ci, h, w, co, kh, kw, stride, pad):
 def conv2d_packed_reference(inputs, n, ci, h, w, co, kh, kw, stride, pad):
     data, kernel = inputs
     return [conv2d_packed_ref(data, kernel, stride, pad, shift=SHIFT, clip=CLIP)]
+
+
+def tuned_conv2d_knobs(wl: Conv2DWorkload, db_path: str | Path) -> Conv2DKnobs | None:
+    """The best recorded conv2d_packed knobs of `wl` in the records database, else None."""
+    from ..dispatch import best_config
+
+    cfg = best_config(("conv2d_packed", dataclasses.astuple(wl)), "vta", db_path)
+    return None if cfg is None else _knobs(cfg)

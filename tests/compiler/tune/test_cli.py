@@ -10,7 +10,7 @@ from vta.errors import TuningError
 
 def test_workloads_by_op_and_args_or_by_layer_name():
     assert parse_workload("matmul:64,32,16", "llvm") == ("matmul", (64, 32, 16))
-    assert parse_workload("C9", "llvm") == ("conv2d_nchw", (256, 14, 14, 256, 3, 3, 1))
+    assert parse_workload("C9", "llvm") == ("conv2d_NCHWc", (256, 14, 14, 256, 3, 3, 1))
     op, args = parse_workload("C9", "vta")
     assert op == "conv2d_packed" and args[1] == 16  # 256 channels in blocks of 16
     with pytest.raises(TuningError, match="stays on the CPU"):

@@ -24,34 +24,33 @@ def test_loop_nest_of_a_lowered_matmul():
     task = create_task("matmul", (64, 32, 16), "llvm")
     cfg = task.config_space.from_json(
         {
-            "tile_i": [8, 8],
-            "tile_j": [2, 16],
+            "tile_y": [8, 8],
+            "tile_x": [2, 16],
             "tile_k": [4, 4],
-            "order": [0, 1, 2, 3],
+            "unroll_k": False,
+            "order": [0, 1],
             "ann_outer": ["parallel"],
-            "ann_rows": ["unroll"],
-            "ann_cols": ["vec"],
         }
     )
     nest = loop_nest(lower_for_features(*task.instantiate(cfg)))
     assert [(lp.name, lp.extent, lp.annotation) for lp in nest.loops] == [
-        ("i.outer", 8, "parallel"),
-        ("j.outer", 2, "none"),
+        ("j.outer.i.outer.fused", 16, "parallel"),
         ("k.outer", 4, "none"),
         ("k.inner", 4, "none"),
         ("i", 8, "unroll"),
         ("j", 16, "vec"),
     ]
-    # A[i, k] (row 16), B[k, j] (row 32), the 8 x 16 accumulator tile C.local
+    # the 8 x 16 register tile, A[i, k] (row 16), packed B [32 / 16, 16, 16]; the fused loop
+    # moves A and B through div/mod (coefficient 1: touched, stride unknown)
     assert nest.strides == {
-        "C.local": [0, 0, 0, 0, 16, 1],
-        "A": [128, 0, 4, 1, 16, 0],
-        "B": [0, 16, 128, 32, 0, 1],
+        "T_matmul_pack.local": [0, 0, 0, 16, 1],
+        "A": [1, 4, 1, 16, 0],
+        "T_packed_B": [1, 64, 16, 0, 1],
     }
 
 
 @pytest.mark.parametrize(
-    "op, args", [("matmul", (128, 128, 128)), ("conv2d_nchw", (32, 14, 14, 32, 3, 3))]
+    "op, args", [("matmul", (128, 128, 128)), ("conv2d_NCHWc", (32, 14, 14, 32, 3, 3))]
 )
 def test_structure_cache_reproduces_lowering_exactly(op, args):
     task = create_task(op, args, "llvm")
@@ -63,18 +62,33 @@ def test_structure_cache_reproduces_lowering_exactly(op, args):
     np.testing.assert_array_equal(fast[::20], lowered)
     assert len(cache._recipes) <= 2  # one recipe serves every loop order and annotation
     assert all(entry is not None for entry in cache._classes.values())
-    assert len({tuple(r) for r in fast.tolist()}) > 500, "configs are told apart"
+    # configs are told apart (some differ only in a loop of extent 1: the same program)
+    assert len({tuple(r) for r in fast.tolist()}) > 0.4 * len(set(index.tolist()))
 
 
 def test_built_kernel_survives_pickling_and_matches_numpy():
-    task = create_task("conv2d_nchw", (8, 10, 10, 16, 3, 3), "llvm")
-    cfg = task.config_space.get(int(task.config_space.sample(np.random.default_rng(2), 1)[0]))
+    task = create_task("conv2d_NCHWc", (8, 10, 10, 16, 3, 3, 2), "llvm")
+    cfg = task.config_space.from_json(
+        {"tile_ic": [2, 4], "tile_oc": [2, 8], "tile_ow": [1, 5], "unroll_kw": True}
+    )
     kernel = pickle.loads(pickle.dumps(compiler_build(task, task.instantiate(cfg))))
     assert isinstance(kernel, LibraryKernel) and kernel.n_outputs == 1
     data, weight = random_arrays(kernel.arg_specs[:2])
-    out = np.zeros((16, 10, 10), np.float32)
+    assert data.shape == (1, 2, 10, 10, 4) and weight.shape == (2, 2, 3, 3, 4, 8)
+    out = np.zeros((1, 2, 5, 5, 8), np.float32)
     kernel(data, weight, out)
-    np.testing.assert_allclose(out, task.reference([data, weight])[0], rtol=1e-4, atol=1e-4)
+    # the numpy reference, written out: unpack, convolve, pack the output by oc_bn = 8
+    x = np.pad(data.transpose(0, 1, 4, 2, 3).reshape(8, 10, 10), ((0, 0), (1, 1), (1, 1)))
+    w = weight.transpose(0, 5, 1, 4, 2, 3).reshape(16, 8, 3, 3)
+    want = np.zeros((16, 5, 5))
+    for ry in range(3):
+        for rx in range(3):
+            want += np.einsum(
+                "chw,fc->fhw", x[:, ry : ry + 10 : 2, rx : rx + 10 : 2], w[..., ry, rx]
+            )
+    want = want.reshape(2, 8, 5, 5).transpose(0, 2, 3, 1)[None]
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(task.reference([data, weight])[0], want, rtol=1e-5, atol=1e-5)
 
 
 def _best_after(tuner_cls, task, option, n_trial, seed, **kwargs):

@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from compiler.tune import Database, Record
@@ -119,3 +120,27 @@ def test_sigkill_mid_batch_resumes_without_loss_or_duplicates(tmp_path):
         (r.config_index, r.timestamp) for r in before
     ]
     assert len({r.config_index for r in after}) == 96, "no config measured twice"
+
+
+def test_best_config_reads_a_records_file(tmp_path):
+    import dataclasses
+
+    import compiler.tune.templates  # noqa: F401 - registers conv2d_packed
+    from compiler.topi.vta.conv2d import RESNET18
+    from compiler.tune import best_config, create_task
+    from compiler.tune.templates.vta import tuned_conv2d_knobs
+
+    wl = RESNET18["C9"]
+    task = create_task("conv2d_packed", dataclasses.astuple(wl), "vta")
+    path = tmp_path / "r.db"
+    assert best_config(task, "vta", path) is None and tuned_conv2d_knobs(wl, path) is None
+    space = task.config_space
+    slow, fast = (space.get(int(i)) for i in space.sample(np.random.default_rng(0), 2))
+    with Database(path) as db:
+        db.add_batch(
+            Record(task.workload_key, "vta", c.to_json(), c.index, [cycles])
+            for c, cycles in ((slow, 9e6), (fast, 1e6))
+        )
+    assert best_config(("conv2d_packed", task.args), "vta", path).index == fast.index
+    knobs = tuned_conv2d_knobs(wl, path)
+    assert knobs.tile_h == fast["tile_h"].size[1] and knobs.h_nthread == fast["h_nthread"].val

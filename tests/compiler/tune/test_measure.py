@@ -2,7 +2,15 @@
 
 import numpy as np
 import pytest
-from tune_templates import FAULTS, boom, build_blocked_matmul, build_faulty, build_vta_gemm, where
+from tune_templates import (
+    FAULTS,
+    SlowToLoad,
+    boom,
+    build_blocked_matmul,
+    build_faulty,
+    build_vta_gemm,
+    where,
+)
 
 from compiler.tune import (
     CPURunner,
@@ -21,13 +29,28 @@ E = MeasureErrorNo
 def test_local_pool_survives_exceptions_crashes_and_hangs():
     pool = LocalPool(2)
     try:
-        out = pool.map(boom, [("ok",), ("raise",), ("crash",), ("hang",), ("x",)], timeout=3)
-        assert [o.status for o in out] == ["ok", "exception", "crash", "timeout", "ok"]
+        # generous deadlines for healthy jobs (a loaded machine is slow), a short one for the hang
+        out = pool.map(boom, [("ok",), ("raise",), ("crash",), ("x",)], timeout=60)
+        assert [o.status for o in out] == ["ok", "exception", "crash", "ok"]
         assert out[0].value == "okok" and "ValueError: bad" in out[1].message
         assert "signal 6" in out[2].message
-        assert [o.value for o in pool.map(boom, [("a",), ("b",)], timeout=3)] == ["aa", "bb"]
+        hung = pool.map(boom, [("hang",), ("y",)], timeout=1)
+        assert [o.status for o in hung] == ["timeout", "ok"]
+        assert [o.value for o in pool.map(boom, [("a",), ("b",)], timeout=60)] == ["aa", "bb"]
     finally:
         pool.close()
+
+
+def test_local_pool_deadline_starts_when_a_worker_has_loaded_the_job():
+    pool, impatient = LocalPool(1, startup_timeout=60), LocalPool(1, startup_timeout=0.5)
+    try:  # loading the job takes 2 s, running it microseconds: within a 1 s deadline
+        (out,) = pool.map(boom, [(SlowToLoad(2.0, "z"),)], timeout=1)
+        assert out.status == "ok" and out.value == "zz"
+        (late,) = impatient.map(boom, [(SlowToLoad(5.0, "z"),)], timeout=60)
+        assert late.status == "timeout" and "did not start" in late.message
+    finally:
+        pool.close()
+        impatient.close()
 
 
 def test_every_failure_kind_is_classified_and_the_tuner_goes_on():

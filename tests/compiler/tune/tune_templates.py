@@ -278,10 +278,24 @@ def boom(kind):
     if kind == "crash":
         os.abort()
     if kind == "hang":
-        import time
-
         time.sleep(60)
     return kind * 2
+
+
+def _loaded_slowly(seconds, value):
+    time.sleep(seconds)
+    return value
+
+
+@dataclass
+class SlowToLoad:
+    """Unpickles into `value` after `seconds`: a job whose worker-side loading is slow."""
+
+    seconds: float
+    value: str
+
+    def __reduce__(self):
+        return _loaded_slowly, (self.seconds, self.value)
 
 
 def where(_):
