@@ -27,6 +27,7 @@ import numpy as np
 
 from compiler.topi.vta.conv2d import (
     RESNET18,
+    Conv2DKnobs,
     conv2d_from_workload,
     knob_space,
     schedule_conv2d_packed,
@@ -34,6 +35,7 @@ from compiler.topi.vta.conv2d import (
 )
 from compiler.topi.vta.reference import conv2d_packed_ref
 from compiler.vta import build, get_env
+from vta.errors import LoweringError
 
 UTILIZATION_GOAL = 0.90
 EPILOGUE = dict(shift=8, clip=(0, 127))
@@ -53,7 +55,9 @@ def compute_ceiling(stats) -> float:
     return stats.macs / stats.macs_per_cycle / (c.busy + c.stall_dram)
 
 
-def bench_layer(name: str, candidates: int, rng) -> dict:
+def bench_layer(name: str, candidates: int, rng, tuned: Conv2DKnobs | None = None) -> dict:
+    """Best of `candidates` low-traffic threaded knob settings (plus `tuned`, e.g. from tuning
+    records, when it fits this epilogue), and the same tiles without virtual threads."""
     wl = RESNET18[name]
     args, _ = conv2d_from_workload(wl, bias=True)
     inputs = [rng.integers(-128, 128, a.shape, dtype=np.int8) for a in args[:2]]
@@ -61,8 +65,14 @@ def bench_layer(name: str, candidates: int, rng) -> dict:
     expected = conv2d_packed_ref(inputs[0], inputs[1], wl.stride, wl.pad, inputs[2], **EPILOGUE)
     threaded = [k for k in knob_space(wl) if k.oc_nthread * k.h_nthread > 1]
     best = None
-    for knobs in sorted(threaded, key=lambda k: traffic(wl, k))[:candidates]:
-        res, stats = run_layer(wl, knobs, inputs)
+    tried = sorted(threaded, key=lambda k: traffic(wl, k))[:candidates]
+    for knobs in ([tuned] if tuned else []) + tried:
+        try:
+            res, stats = run_layer(wl, knobs, inputs)
+        except LoweringError:
+            if knobs is tuned:  # tuned without the bias buffer; it may not fit with it
+                continue
+            raise
         if not np.array_equal(res, expected):
             raise SystemExit(f"{name} {knobs}: output differs from the numpy reference")
         if best is None or stats.cycles < best[1].cycles:

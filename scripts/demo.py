@@ -3,7 +3,8 @@ fused on the ALU) for the accelerator, run each on the cycle-level simulator wit
 virtual threads, check every output against numpy, and report cycles, utilization and GOPS.
 
 Layer selection and knob choice are shared with scripts/bench_vta.py (the benchmark searches more
-knob settings per layer; the demo takes the best of a few).
+knob settings per layer; the demo takes the best of a few, plus the tuned knobs of each layer when
+a records database from `vta tune C2 ... --target vta --db records.db` is present).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_vta import RESNET18, bench_layer, print_table  # noqa: E402
 
+from compiler.tune.templates.vta import tuned_conv2d_knobs  # noqa: E402
 from vta import VTAError  # noqa: E402
 
 
@@ -26,13 +28,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="*", default=list(RESNET18), choices=list(RESNET18))
     parser.add_argument("--candidates", type=int, default=2, help="knob settings tried per layer")
+    parser.add_argument(
+        "--records", default="records.db", help="tuning records (vta tune --target vta --db)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     rows = []
     for name in args.layers:
+        tuned = tuned_conv2d_knobs(RESNET18[name], args.records)
+        if tuned and not args.json:
+            print(f"{name}: tuned knobs from {args.records}: {tuned}", file=sys.stderr)
         try:
-            rows.append(bench_layer(name, args.candidates, rng))
+            rows.append(bench_layer(name, args.candidates, rng, tuned))
         except VTAError as err:
             print(f"demo: {name}: error: {err}", file=sys.stderr)
             return 2
