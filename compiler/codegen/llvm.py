@@ -300,14 +300,24 @@ class CodeGenLLVM:
         b.call(self._decl("GOMP_loop_end_nowait", ir.VoidType(), []), [])
 
     def _captured(self, s: S.Stmt) -> list[E.Var]:
-        """Variables bound outside `s` that its body uses (scalars and buffer pointers)."""
+        """Variables bound outside `s` that its body uses (scalars and buffer pointers).
+
+        Variables bound inside `s` are not captured even if an earlier statement bound the same
+        Var (loop partitioning clones loop nests with their loop variables)."""
         used: dict[E.Var, None] = {}
+        bound: set[E.Var] = set()
         for n in collect(s, lambda n: True):
             if isinstance(n, E.Var):
                 used[n] = None
-            elif isinstance(n, (E.BufferLoad, S.BufferStore, S.Allocate)):
+            elif isinstance(n, (E.BufferLoad, S.BufferStore)):
                 used[n.buffer.data] = None
-        return [v for v in used if v in self.fn.vars]
+            if isinstance(n, S.For):
+                bound.add(n.loop_var)
+            elif isinstance(n, S.LetStmt):
+                bound.add(n.var)
+            elif isinstance(n, S.Allocate):
+                bound.add(n.buffer.data)
+        return [v for v in used if v in self.fn.vars and v not in bound]
 
     # ---- expressions ---------------------------------------------------------------------
     def expr(self, e: E.Expr) -> ir.Value:

@@ -164,3 +164,27 @@ def test_parallel_loop_dynamic_schedule(rng):
         mod(a, c)
         np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
     set_num_threads(os.cpu_count() or 1)
+
+
+def test_parallel_loop_after_a_peeled_copy_of_its_nest():
+    """Partitioning peels i.inner = 0 into a serial copy of the nest before the parallel loop;
+    the outlined parallel body must bind its own loop variables, not capture the copy's
+    (found by the random-schedule property test)."""
+    n, m, k = 19, 23, 17
+    A = te.placeholder((n, k), name="A")
+    B = te.placeholder((k, m), name="B")
+    r = te.reduce_axis(k, "k")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], 3)
+    jo, ji = s[C].split(C.op.axis[1], 1)
+    ko, ki = s[C].split(C.op.reduce_axis[0], 1)
+    s[C].reorder(ii, io, ko, jo, ji, ki)
+    s[C].parallel(ii)
+    s[C].unroll(ji)
+    rng = np.random.default_rng(0)
+    a = rng.random((n, k), dtype=np.float32)
+    b = rng.random((k, m), dtype=np.float32)
+    c = np.zeros((n, m), np.float32)
+    compiler.build(s, [A, B, C])(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
