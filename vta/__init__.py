@@ -8,6 +8,7 @@ from .errors import (
     DeviceError,
     ISAError,
     LoweringError,
+    OperatorError,
     ProgramError,
     ScheduleError,
     TuningError,
@@ -28,6 +29,7 @@ __all__ = [
     "DeadlockError",
     "ScheduleError",
     "LoweringError",
+    "OperatorError",
     "CodegenError",
     "TuningError",
 ]

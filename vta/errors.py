@@ -40,6 +40,10 @@ class DeadlockError(DeviceError):
     """The modules of a device wait on each other forever; names each blocked module."""
 
 
+class OperatorError(VTAError, ValueError):
+    """A tensor expression or operator got arguments it cannot take (shape, dtype, layout)."""
+
+
 class ScheduleError(VTAError):
     """A schedule primitive was applied where it is not legal."""
 

@@ -19,7 +19,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from vta.errors import CodegenError, VTAError
+from vta.errors import CodegenError, OperatorError, VTAError
 
 from ..codegen.llvm import codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
@@ -113,7 +113,7 @@ class Module(_Callable):
             return self.llvm_ir_unoptimized
         if fmt == "asm":
             return target_machine(self.target, pic=True).emit_assembly(self._mod)
-        raise ValueError(f"unknown format {fmt!r}: ll, ll-raw or asm")
+        raise OperatorError(f"unknown format {fmt!r}: ll, ll-raw or asm")
 
     @property
     def _cfunc(self):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from vta.errors import OperatorError
+
 from ..tir import expr as E
 from ..tir import op
 from ..tir.functor import substitute
@@ -30,7 +32,7 @@ class CommReducer:
         axes = axis if isinstance(axis, (list, tuple)) else [axis]
         for a in axes:
             if a.kind != "reduce":
-                raise ValueError(f"{self.name}: axis {a.name} is not a reduce_axis")
+                raise OperatorError(f"{self.name}: axis {a.name} is not a reduce_axis")
         cond = E.convert(True) if where is None else E.convert(where)
         return E.Reduce(self, E.convert(expr), tuple(axes), cond)
 

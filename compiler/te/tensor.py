@@ -6,6 +6,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vta.errors import OperatorError
+
 from ..tir import expr as E
 from ..tir.expr import Expr, Var, convert
 
@@ -104,7 +106,7 @@ class Tensor:
 
     def __call__(self, *indices: Any) -> E.ProducerLoad:
         if len(indices) != len(self.shape):
-            raise ValueError(
+            raise OperatorError(
                 f"tensor {self.name} has {len(self.shape)} dims, got {len(indices)} indices"
             )
         return E.ProducerLoad(self, [_expr(i) for i in indices])
@@ -188,7 +190,7 @@ def compute(
     else:
         names = [p.name for p in params]
     if len(names) != len(shape):
-        raise ValueError(
+        raise OperatorError(
             f"compute {name}: fcompute takes {len(names)} indices, shape has {len(shape)}"
         )
     axis = [IterVar(Range(0, n), nm) for nm, n in zip(names, shape, strict=False)]

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from vta.errors import OperatorError
+
 
 class DType(NamedTuple):
     """A parsed dtype: code is one of int, uint, float, bool, handle, void."""
@@ -22,7 +24,7 @@ class DType(NamedTuple):
 
 @cache
 def parse(dtype: str) -> DType:
-    """Parse a dtype string; raise ValueError naming the string when it is not one."""
+    """Parse a dtype string; raise OperatorError naming the string when it is not one."""
     base, _, lanes = dtype.partition("x")
     n = int(lanes) if lanes else 1
     if base == "bool":
@@ -38,7 +40,7 @@ def parse(dtype: str) -> DType:
                 code != "float" and bits in (8, 16, 32, 64)
             ):
                 return DType(code, bits, n)
-    raise ValueError(
+    raise OperatorError(
         f"unknown dtype {dtype!r}; expected e.g. int8/16/32/64, uint8, float16/32/64, bool"
     )
 

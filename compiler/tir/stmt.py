@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from vta.errors import OperatorError
+
 from . import dtype as dt
 from .expr import BufferLoad, Call, Expr, Node, Var, convert
 
@@ -33,7 +35,9 @@ class Buffer:
         data: Var | None = None,
     ):
         if scope not in SCOPES:
-            raise ValueError(f"buffer {name}: unknown scope {scope!r}; valid: {', '.join(SCOPES)}")
+            raise OperatorError(
+                f"buffer {name}: unknown scope {scope!r}; valid: {', '.join(SCOPES)}"
+            )
         self.name, self.dtype, self.scope = name, dtype, scope
         self.shape = tuple(convert(s) for s in shape)
         self.strides = tuple(convert(s) for s in strides) if strides else None

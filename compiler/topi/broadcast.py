@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vta.errors import OperatorError
+
 from .. import te
 from ..te.tensor import Tensor
 from ..tir import expr as E
@@ -18,7 +20,7 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
     for k in range(ndim):
         dims = {s[k - ndim + len(s)] for s in shapes if k - ndim + len(s) >= 0} - {1}
         if len(dims) > 1:
-            raise ValueError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+            raise OperatorError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
         out.append(dims.pop() if dims else 1)
     return tuple(out)
 
@@ -33,7 +35,7 @@ def broadcast_to(data: Tensor, shape: Sequence[int]) -> Tensor:
     """data broadcast to `shape`."""
     shape = tuple(int(n) for n in shape)
     if broadcast_shape(data.shape, shape) != shape:
-        raise ValueError(f"cannot broadcast {data.shape} to {shape}")
+        raise OperatorError(f"cannot broadcast {data.shape} to {shape}")
     return te.compute(
         shape, lambda *i: _broadcast_index(data, i), name="broadcast_to", tag=tag.BROADCAST
     )

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from vta.errors import OperatorError
+
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect
@@ -85,7 +87,7 @@ def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
         elif isinstance(node, S.Allocate | S.AttrStmt | S.LetStmt):
             stack.append((node.body, loops))
     if best[1] is None:
-        raise ValueError("the lowered function stores to no buffer")
+        raise OperatorError("the lowered function stores to no buffer")
     return best[1], best[2]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
@@ -23,7 +25,7 @@ def batch_norm(
     c = data.shape[axis]
     for name, t in (("gamma", gamma), ("beta", beta), ("mean", moving_mean), ("var", moving_var)):
         if t.shape != (c,):
-            raise ValueError(f"batch_norm: {name} has shape {t.shape}, expected ({c},)")
+            raise OperatorError(f"batch_norm: {name} has shape {t.shape}, expected ({c},)")
 
     def f(*i):
         ch = i[axis]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
@@ -24,7 +26,7 @@ def conv2d_nchw(
     n, c, h, w = Input.shape
     oc, fc, kh, kw = Filter.shape
     if fc != c:
-        raise ValueError(f"conv2d_nchw: input has {c} channels, filter expects {fc}")
+        raise OperatorError(f"conv2d_nchw: input has {c} channels, filter expects {fc}")
     (sh, sw), (dh, dw) = pair(stride), pair(dilation)
     pads = get_pad_tuple(padding, (kh, kw))
     oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
@@ -57,7 +59,7 @@ def conv2d_NCHWc(
     n, ic_chunk, h, w, ic_bn = data.shape
     oc_chunk, k_ic_chunk, kh, kw, k_ic_bn, oc_bn = kernel.shape
     if (k_ic_chunk, k_ic_bn) != (ic_chunk, ic_bn):
-        raise ValueError(
+        raise OperatorError(
             f"conv2d_NCHWc: data has {ic_chunk}x{ic_bn} input channels, kernel expects "
             f"{k_ic_chunk}x{k_ic_bn}"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
@@ -20,7 +22,7 @@ def matmul(
     m, ka = tensor_a.shape[::-1] if transpose_a else tensor_a.shape
     kb, n = tensor_b.shape[::-1] if transpose_b else tensor_b.shape
     if ka != kb:
-        raise ValueError(f"matmul: reduction extents differ: {ka} (A) and {kb} (B)")
+        raise OperatorError(f"matmul: reduction extents differ: {ka} (A) and {kb} (B)")
     k = te.reduce_axis(ka, "k")
 
     def f(i, j):
@@ -42,7 +44,7 @@ def dense(
 def add_bias(out: Tensor, bias: Tensor) -> Tensor:
     """out [m, n] + bias [n], tagged broadcast so schedules inline it."""
     if bias.shape != (out.shape[1],):
-        raise ValueError(f"bias has shape {bias.shape}, expected ({out.shape[1]},)")
+        raise OperatorError(f"bias has shape {bias.shape}, expected ({out.shape[1]},)")
     return te.compute(
         out.shape,
         lambda i, j: out[i, j] + bias[j].astype(out.dtype),

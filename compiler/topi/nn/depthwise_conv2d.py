@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
@@ -24,7 +26,7 @@ def depthwise_conv2d_nchw(
     n, c, h, w = Input.shape
     fc, mult, kh, kw = Filter.shape
     if fc != c:
-        raise ValueError(f"depthwise_conv2d_nchw: input has {c} channels, filter has {fc}")
+        raise OperatorError(f"depthwise_conv2d_nchw: input has {c} channels, filter has {fc}")
     (sh, sw), (dh, dw) = pair(stride), pair(dilation)
     pads = get_pad_tuple(padding, (kh, kw))
     oh = out_size(h, kh, sh, dh, pads[0] + pads[2])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
@@ -28,7 +30,7 @@ def bias_add(data: Tensor, bias: Tensor, axis: int = 1) -> Tensor:
     """data + bias, the 1-d bias running along `axis` of data."""
     axis = axis % data.ndim
     if bias.shape != (data.shape[axis],):
-        raise ValueError(
+        raise OperatorError(
             f"bias_add: bias shape {bias.shape} must be ({data.shape[axis]},) for axis {axis} "
             f"of data {data.shape}"
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from ...tir import expr as E
@@ -20,7 +22,7 @@ def pad(
     """data with pad_before[k] / pad_after[k] elements of pad_value added around axis k."""
     pad_after = pad_before if pad_after is None else pad_after
     if not len(pad_before) == len(pad_after) == data.ndim:
-        raise ValueError(
+        raise OperatorError(
             f"pad: {data.ndim}-d input needs {data.ndim} pad_before/pad_after entries, "
             f"got {len(pad_before)} and {len(pad_after)}"
         )

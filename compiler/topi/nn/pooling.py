@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...te.tensor import Tensor
 from ...tir import expr as E
@@ -32,9 +34,9 @@ def pool2d(
 ) -> Tensor:
     """Max or average over kernel windows of an NCHW tensor."""
     if layout != "NCHW":
-        raise ValueError(f"pool2d: layout {layout!r} is not supported; use 'NCHW'")
+        raise OperatorError(f"pool2d: layout {layout!r} is not supported; use 'NCHW'")
     if pool_type not in ("max", "avg"):
-        raise ValueError(f"pool2d: pool_type {pool_type!r}: expected 'max' or 'avg'")
+        raise OperatorError(f"pool2d: pool_type {pool_type!r}: expected 'max' or 'avg'")
     n, c, h, w = data.shape
     (kh, kw), (sh, sw), (dh, dw) = pair(kernel), pair(stride), pair(dilation)
     top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
@@ -72,9 +74,9 @@ def pool2d(
 def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
     """Max or average over all of H and W: [N, C, H, W] -> [N, C, 1, 1]."""
     if layout != "NCHW":
-        raise ValueError(f"global_pool: layout {layout!r} is not supported; use 'NCHW'")
+        raise OperatorError(f"global_pool: layout {layout!r} is not supported; use 'NCHW'")
     if pool_type not in ("max", "avg"):
-        raise ValueError(f"global_pool: pool_type {pool_type!r}: expected 'max' or 'avg'")
+        raise OperatorError(f"global_pool: pool_type {pool_type!r}: expected 'max' or 'avg'")
     n, c, h, w = data.shape
     ry, rx = te.reduce_axis(h, "ry"), te.reduce_axis(w, "rx")
     if pool_type == "max":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vta.errors import OperatorError
+
 
 def get_pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int, int]:
     """(top, left, bottom, right) from an int, (h, w), (t, l, b, r), "SAME" or "VALID"."""
@@ -11,7 +13,7 @@ def get_pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int,
         if padding.upper() == "VALID":
             return 0, 0, 0, 0
         if padding.upper() != "SAME":
-            raise ValueError(f"padding {padding!r}: expected 'SAME', 'VALID' or integers")
+            raise OperatorError(f"padding {padding!r}: expected 'SAME', 'VALID' or integers")
         ph, pw = kernel[0] - 1, kernel[1] - 1
         return ph // 2, pw // 2, ph - ph // 2, pw - pw // 2
     if isinstance(padding, int):
@@ -21,7 +23,7 @@ def get_pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int,
         return pads[0], pads[1], pads[0], pads[1]
     if len(pads) == 4:
         return pads  # type: ignore[return-value]
-    raise ValueError(f"padding {padding!r}: expected 1, 2 or 4 integers")
+    raise OperatorError(f"padding {padding!r}: expected 1, 2 or 4 integers")
 
 
 def pair(x: int | tuple[int, int]) -> tuple[int, int]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from vta.errors import OperatorError
+
 from ... import te
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
@@ -46,7 +48,7 @@ def matmul_pack(
     m, ka = a.shape
     kb, n = b.shape[::-1] if transpose_b else b.shape
     if ka != kb:
-        raise ValueError(f"matmul_pack: reduction extents differ: {ka} (A) and {kb} (B)")
+        raise OperatorError(f"matmul_pack: reduction extents differ: {ka} (A) and {kb} (B)")
     packed = _pack(b, bn, transpose_b)
     k = te.reduce_axis(ka, "k")
     # the GEMM covers whole bn-wide panels: a tail guard on the vector lanes would scalarize it

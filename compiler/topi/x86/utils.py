@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from vta.errors import OperatorError
+
 from ...schedule.schedule import Schedule
 from ...te.tensor import ComputeOp, Tensor
 from .. import tag
@@ -16,7 +18,7 @@ def accumulator(s: Schedule, red: Tensor, out: Tensor) -> Tensor:
     if red.op is out.op:
         return s.cache_write(red, "local")
     if out.ndim != red.ndim:
-        raise ValueError(f"output '{out.name}' must index '{red.name}' elementwise")
+        raise OperatorError(f"output '{out.name}' must index '{red.name}' elementwise")
     s[red].set_scope("local")
     return red
 
