@@ -9,8 +9,7 @@ from vta.errors import OperatorError
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
-from .pad import pad_hw
-from .utils import get_pad_tuple, out_size, pair
+from .pad import pad_window
 
 
 def conv2d_nchw(
@@ -27,11 +26,7 @@ def conv2d_nchw(
     oc, fc, kh, kw = Filter.shape
     if fc != c:
         raise OperatorError(f"conv2d_nchw: input has {c} channels, filter expects {fc}")
-    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
-    pads = get_pad_tuple(padding, (kh, kw))
-    oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
-    ow = out_size(w, kw, sw, dw, pads[1] + pads[3])
-    data = pad_hw(Input, 2, pads)
+    data, (oh, ow), (sh, sw), (dh, dw) = pad_window(Input, 2, (kh, kw), stride, padding, dilation)
     rc, ry, rx = te.reduce_axis(c, "rc"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     return te.compute(
         (n, oc, oh, ow),
@@ -63,11 +58,7 @@ def conv2d_NCHWc(
             f"conv2d_NCHWc: data has {ic_chunk}x{ic_bn} input channels, kernel expects "
             f"{k_ic_chunk}x{k_ic_bn}"
         )
-    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
-    pads = get_pad_tuple(padding, (kh, kw))
-    oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
-    ow = out_size(w, kw, sw, dw, pads[1] + pads[3])
-    dpad = pad_hw(data, 2, pads)
+    dpad, (oh, ow), (sh, sw), (dh, dw) = pad_window(data, 2, (kh, kw), stride, padding, dilation)
     icc, icb = te.reduce_axis(ic_chunk, "ic_chunk"), te.reduce_axis(ic_bn, "ic_block")
     ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     return te.compute(

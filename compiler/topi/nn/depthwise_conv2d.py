@@ -9,8 +9,7 @@ from vta.errors import OperatorError
 from ... import te
 from ...te.tensor import Tensor
 from .. import tag
-from .pad import pad_hw
-from .utils import get_pad_tuple, out_size, pair
+from .pad import pad_window
 
 
 def depthwise_conv2d_nchw(
@@ -27,11 +26,7 @@ def depthwise_conv2d_nchw(
     fc, mult, kh, kw = Filter.shape
     if fc != c:
         raise OperatorError(f"depthwise_conv2d_nchw: input has {c} channels, filter has {fc}")
-    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
-    pads = get_pad_tuple(padding, (kh, kw))
-    oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
-    ow = out_size(w, kw, sw, dw, pads[1] + pads[3])
-    data = pad_hw(Input, 2, pads)
+    data, (oh, ow), (sh, sw), (dh, dw) = pad_window(Input, 2, (kh, kw), stride, padding, dilation)
     ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     return te.compute(
         (n, c * mult, oh, ow),

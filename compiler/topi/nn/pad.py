@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from vta.errors import OperatorError
 
@@ -10,6 +11,7 @@ from ... import te
 from ...te.tensor import Tensor
 from ...tir import expr as E
 from .. import tag
+from .utils import get_pad_tuple, out_size, pair
 
 
 def pad(
@@ -50,3 +52,17 @@ def pad_hw(
     before[h_axis : h_axis + 2] = [top, left]
     after[h_axis : h_axis + 2] = [bottom, right]
     return pad(data, before, after, pad_value, name="data_pad")
+
+
+def pad_window(
+    data: Tensor, h_axis: int, kernel: tuple[int, int], stride: Any, padding: Any, dilation: Any
+) -> tuple[Tensor, tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """Pad `data` for a sliding window on axes h_axis, h_axis + 1: returns the padded tensor,
+    the output extents (oh, ow), the strides and the dilations (shared by the convolutions)."""
+    kh, kw = kernel
+    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
+    pads = get_pad_tuple(padding, (kh, kw))
+    h, w = data.shape[h_axis], data.shape[h_axis + 1]
+    oh = out_size(h, kh, sh, dh, pads[0] + pads[2])
+    ow = out_size(w, kw, sw, dw, pads[1] + pads[3])
+    return pad_hw(data, h_axis, pads), (oh, ow), (sh, sw), (dh, dw)
