@@ -16,6 +16,7 @@ import numpy as np
 from vta import VTAConfig
 from vta.device import get_device
 from vta.examples import blocked_gemm
+from vta.validate import validate_program
 
 SIM_GOAL_CYCLES_PER_S = 5e6
 FSIM_GOAL_MACS_PER_S = 1e9
@@ -56,6 +57,9 @@ def main() -> int:
     t_sim = best_time(lambda: sim.execute(program, program.dram.copy()), args.repeats)
     t_fsim = best_time(lambda: fsim.execute(program, program.dram.copy()), args.repeats)
 
+    many = blocked_gemm(cfg, 128, 1024, 512, block=(16, 64, 16), threads=2).program
+    t_validate = best_time(lambda: validate_program(many), args.repeats)
+
     rng = np.random.default_rng(0)
     a = rng.integers(-128, 128, (args.batch, n), dtype=np.int32)
     w = rng.integers(-128, 128, (n, n), dtype=np.int32)
@@ -80,6 +84,7 @@ def main() -> int:
         "numpy_f32_blas_macs_per_s": macs / t_np_f32,
         "fsim_vs_numpy_int32": t_np_int / t_fsim,
         "fsim_vs_numpy_f32_blas": t_np_f32 / t_fsim,
+        "validate_instructions_per_s": len(many) / t_validate,
     }
     if args.json:
         print(json.dumps(fig, indent=2))
@@ -93,6 +98,7 @@ def main() -> int:
         ("sim simulated cycles / s", fig["sim_cycles_per_s"], SIM_GOAL_CYCLES_PER_S),
         ("sim instructions / s", fig["sim_instructions_per_s"], None),
         ("fsim int8 MACs / s", fig["fsim_macs_per_s"], FSIM_GOAL_MACS_PER_S),
+        ("validator instructions / s", fig["validate_instructions_per_s"], None),
         ("numpy int32 matmul MACs / s (peer)", fig["numpy_int32_macs_per_s"], None),
         ("numpy f32 BLAS matmul MACs / s (peer)", fig["numpy_f32_blas_macs_per_s"], None),
     ]

@@ -473,17 +473,14 @@ def test_many_findings_are_summarized(base):
     assert any("and 30 more" in p for p in problems)
 
 
-def test_validation_is_fast_on_large_programs():
-    """Validation keeps up with Program.load on programs of tens of thousands of instructions."""
-    import time
-
+def test_validation_accepts_large_programs():
+    """A valid program of tens of thousands of instructions has no findings (its speed is
+    measured by scripts/bench_sim.py)."""
     from vta.examples import blocked_gemm
 
     ex = blocked_gemm("pynq", 128, 1024, 512, block=(16, 64, 16), threads=2)
     assert len(ex.program) > 10_000
-    start = time.perf_counter()
     assert find_problems(ex.program) == []
-    assert time.perf_counter() - start < 2.0
 
 
 @settings(max_examples=200, deadline=None)
