@@ -12,9 +12,9 @@ vta_setup_env() {
         python3 -m venv "$VENV"
         "$PY" -m pip install -q --upgrade pip
     fi
-    local stamp="$VENV/.vta-installed"
+    local stamp="$VENV/.vta-installed-${extras//,/-}"
     local want
-    want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)-$extras"
+    want="$(sha256sum < "$ROOT/pyproject.toml" | cut -c1-16)"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "[setup] installing vta-codesign[$extras] into .venv"
         "$PY" -m pip install -q -e "$ROOT[$extras]" 2>&1 | grep -v -e '^WARNING: Location' >&2 || true
