@@ -101,7 +101,9 @@ class Stats:
             + "  ".join(f"{k}={v:,}" for k, v in sorted(self.bytes_loaded.items())),
             f"bytes stored    {self.bytes_stored:,}",
         ]
-        if self.cycles is not None:
+        if self.cycles is not None and not any(m.busy for m in self.modules.values()):
+            lines.append("modules         busy/stall cycles not measured by this device")
+        elif self.cycles is not None:
             lines.append("")
             lines.append(
                 f"{'module':<8} {'insns':>8} {'busy':>12} {'stall:token':>12} "
