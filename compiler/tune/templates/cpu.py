@@ -73,6 +73,45 @@ def matmul_reference(inputs, n, m, k):
     return [a @ b]
 
 
+@register_template("matmul_basic", "llvm")
+def matmul_basic(cfg, n: int, m: int, k: int):
+    """C[n, m] = A[n, k] @ B[k, m] (float32) on unpacked B, as AutoTVM's basic matmul template.
+
+    Knobs: tile sizes from all factors of n, m, k; any order of the six split loops;
+    vectorizing j.inner (only when it is innermost); parallel on the outermost loop (only when
+    it is spatial). Most points are poor (reduction or i innermost: strided B, no vectors),
+    a few are fast, so a model has much to gain over random search.
+    """
+    cfg.define_split("tile_y", n, num_outputs=2)
+    cfg.define_split("tile_x", m, num_outputs=2)
+    cfg.define_split("tile_k", k, num_outputs=2)
+    cfg.define_reorder("order", 6)  # permutes (yo, xo, ko, yi, ki, xi)
+    cfg.define_knob("vec", [False, True])
+    cfg.define_annotate("ann_outer", 1, "try_parallel")
+    cfg.add_flop(2 * n * m * k)
+
+    a = te.placeholder((n, k), "float32", "A")
+    b = te.placeholder((k, m), "float32", "B")
+    r = te.reduce_axis((0, k), "k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), "C")
+    s = te.create_schedule(c.op)
+    y, x = s[c].op.axis
+    yo, yi = s[c].split(y, factor=cfg["tile_y"].size[1])
+    xo, xi = s[c].split(x, factor=cfg["tile_x"].size[1])
+    ko, ki = s[c].split(s[c].op.reduce_axis[0], factor=cfg["tile_k"].size[1])
+    loops = [yo, xo, ko, yi, ki, xi]
+    order = [loops[p] for p in cfg["order"].perm]
+    s[c].reorder(*order)
+    if cfg["vec"].val and order[-1] is xi:
+        s[c].vectorize(xi)
+    if cfg["ann_outer"].anns[0] == "parallel" and order[0] in (yo, xo):
+        s[c].parallel(order[0])
+    return s, [a, b, c]
+
+
+register_reference("matmul_basic")(matmul_reference)
+
+
 @register_template("conv2d_NCHWc", "llvm")
 def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1):
     """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks."""

@@ -96,9 +96,9 @@ def _best_after(tuner_cls, task, option, n_trial, seed, **kwargs):
     return tuner.tune(n_trial, option, batch_size=8).best_throughput
 
 
-def _model_vs_random(shape, n_trial, seeds):
+def _model_vs_random(shape, n_trial, seeds, op="matmul"):
     """Mean best GFLOPS after n_trial measured trials, over seeds, for xgb-rank and random."""
-    task = create_task("matmul", shape, "llvm")
+    task = create_task(op, shape, "llvm")
     option = measure_option(LocalBuilder(n_parallel=2), CPURunner(repeat=3, min_repeat_ms=5))
     try:
         xgb = [_best_after(XGBTuner, task, option, n_trial, s, sa_iters=100) for s in seeds]
@@ -126,3 +126,19 @@ def test_model_beats_random_on_a_real_matmul():
     xgb, rand = _model_vs_random((256, 256, 256), n_trial=96, seeds=(0, 1, 2))
     print(f"best after 96 trials: xgb-rank {xgb:.1f} GFLOPS, random {rand:.1f} GFLOPS")
     assert xgb >= MARGIN * rand
+
+
+# AutoTVM's basic matmul space (unpacked B, every loop order, tiles from all factors): of its
+# 49152 points few keep j innermost and vectorized with a cache-sized tile, so random search
+# at 32 trials rarely lands on one while the model learns the order/vector knobs from the first
+# batches. NOT yet reliable: 4 runs (seed 0, 32 trials) gave 1.86x, 1.28x, 1.97x, 1.39x;
+# random's fixed configs themselves moved 60 -> 106 GFLOPS between runs (parallel kernels on a
+# busy 2-core machine), so it stays slow until the noise or the space is tamed (issue 6).
+BASIC_MARGIN = 1.5
+
+
+@pytest.mark.slow
+def test_model_beats_random_on_a_basic_matmul_space():
+    xgb, rand = _model_vs_random((128, 128, 128), n_trial=32, seeds=(0,), op="matmul_basic")
+    print(f"basic space, best after 32 trials: xgb-rank {xgb:.2f} GFLOPS, random {rand:.2f}")
+    assert xgb >= BASIC_MARGIN * rand
