@@ -57,7 +57,7 @@ def static_counts(insns: list[Insn], cfg: VTAConfig, stats: Stats) -> None:
             else:
                 stats.bytes_loaded[kind] = stats.bytes_loaded.get(kind, 0) + nbytes
         if isinstance(insn, (GemmInsn, AluInsn)):
-            uops = insn.iter_out * insn.iter_in * max(insn.uop_end - insn.uop_bgn, 0)
+            uops = insn.uop_count
             if isinstance(insn, GemmInsn):
                 stats.gemm_uops += uops
                 if not insn.reset_reg:
