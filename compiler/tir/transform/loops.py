@@ -155,8 +155,11 @@ class _Vectorizer(Mutator):
             if n > 1:
                 return node.replace(**{f: _bcast(getattr(node, f), n) for f in fields})
         if isinstance(node, E.Call):
-            if node.op == "tir.if_then_else" and _lanes(node.args[0]) > 1:
-                raise _Scalarize
+            if node.op == "tir.if_then_else":
+                if _lanes(node.args[0]) > 1:
+                    raise _Scalarize  # lanes would take different branches
+                n = max(_lanes(a) for a in node.args[1:])
+                return node.replace(args=(node.args[0], *(_bcast(a, n) for a in node.args[1:])))
             if node.extern or node.op == "tir.address_of":
                 if any(_lanes(a) > 1 for a in node.args):
                     raise _Scalarize

@@ -6,7 +6,10 @@ conv2d_NCHWc templates: each returns (schedule, args) for compiler.build.
   and row-tile loops, parallel or not.
 * `conv2d_NCHWc`: topi.nn.conv2d_NCHWc on packed data [1, C/ic_bn, H, W, ic_bn] and kernel
   [F/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]; knobs: the channel blocks ic_bn (tile_ic) and oc_bn
-  (tile_oc), the register tile's output columns (tile_ow), unrolling the kernel width.
+  (tile_oc), the register tile's output rows (tile_oh) and columns (tile_ow), unrolling the
+  kernel width, the parallel loop (channel blocks and/or row bands: fine tasks, or coarse ones
+  that keep a weight block or an input band in one core's cache) and where the zero padding
+  is made (a condition in the kernel, a padded copy at root, or per task).
 
 Both spaces hold the fast hand-written schedules (scripts/bench_cpu.py) and poor ones (half
 vectors, register tiles that spill, scalar reductions), so the search has something to learn.
@@ -18,7 +21,7 @@ import numpy as np
 
 from ... import te
 from ...topi import nn, testing, x86
-from ...topi.utils import traverse_inline
+from ...topi.x86.injective import schedule_injective_from_existing
 from ...topi.x86.utils import accumulator
 from ..task import register_reference, register_template
 
@@ -112,15 +115,28 @@ def matmul_basic(cfg, n: int, m: int, k: int):
 register_reference("matmul_basic")(matmul_reference)
 
 
+# conv2d_NCHWc's parallel loop: the (fused) outer loops run as tasks, the others inside a task
+PARALLEL = {
+    "oc_rows": ("oc", "rows"),  # fine tasks; neighbours share a weight block
+    "rows_oc": ("rows", "oc"),  # fine tasks; neighbours share input rows
+    "oc": ("oc",),  # a task owns a weight block and sweeps all rows
+    "rows": ("rows",),  # a task owns a band of rows and sweeps all weights
+}
+
+
 @register_template("conv2d_NCHWc", "llvm")
 def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1):
     """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks."""
     pad = kh // 2
+    oh = (h + 2 * pad - kh) // stride + 1
     ow = (w + 2 * pad - kw) // stride + 1
     cfg.define_split("tile_ic", c, num_outputs=2, max_factor=64)
     cfg.define_split("tile_oc", f, num_outputs=2, filter=lambda e: e.size[1] in VECTOR_BLOCKS)
     cfg.define_split("tile_ow", ow, num_outputs=2, max_factor=32)
+    cfg.define_split("tile_oh", oh, num_outputs=2, max_factor=4)
     cfg.define_knob("unroll_kw", [True, False])
+    cfg.define_knob("parallel", list(PARALLEL))
+    cfg.define_knob("pad", ["inline", "root", "task"] if pad else ["none"])
     ic_bn, oc_bn = cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]
 
     data = te.placeholder((1, c // ic_bn, h, w, ic_bn), "float32", "data")
@@ -128,20 +144,34 @@ def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: 
     out = nn.conv2d_NCHWc(data, kernel, stride, pad)
     cfg.add_flop(2 * int(np.prod(out.shape)) * c * kh * kw)
     s = te.create_schedule(out.op)
-    traverse_inline(s, out.op, lambda op: None)  # the zero padding is read in the kernel
     acc = accumulator(s, out, out)
-    batch, oc, oh, x, ob = s[out].op.axis
+    batch, oc, y, x, ob = s[out].op.axis
+    yo, yi = s[out].split(y, factor=cfg["tile_oh"].size[1])
     xo, xi = s[out].split(x, factor=cfg["tile_ow"].size[1])
+    loops = {"oc": oc, "rows": yo}
+    tasks = [loops[name] for name in PARALLEL[cfg["parallel"].val]]
+    inner = [lp for lp in (oc, yo) if lp not in tasks]
+    s[out].reorder(batch, *tasks, *inner, xo, yi, xi, ob)
     s[out].vectorize(ob)
-    s[out].parallel(s[out].fuse(batch, oc, oh))
+    task = s[out].fuse(batch, *tasks)
+    s[out].parallel(task)
     s[acc].compute_at(s[out], xo)
-    batch, oc, oh, x, ob = s[acc].op.axis
+    batch, oc, y, x, ob = s[acc].op.axis
     icc, ry, rx, icb = s[acc].op.reduce_axis
-    s[acc].reorder(batch, oc, oh, icc, ry, rx, icb, x, ob)
+    s[acc].reorder(batch, oc, icc, ry, rx, icb, y, x, ob)
     if cfg["unroll_kw"].val:
         s[acc].unroll(rx)
+    s[acc].unroll(y)
     s[acc].unroll(x)
     s[acc].vectorize(ob)
+    padded = acc.op.input_tensors[0]
+    if cfg["pad"].val == "inline":  # zeros chosen by a condition in the kernel
+        s[padded].compute_inline()
+    elif cfg["pad"].val == "task":  # each task pads the input rows it reads
+        s[padded].compute_at(s[out], task)
+        s[padded].vectorize(s[padded].op.axis[-1])
+    elif cfg["pad"].val == "root":  # padded once, in parallel, before the convolution
+        schedule_injective_from_existing(s, padded)
     return s, [data, kernel, out]
 
 
