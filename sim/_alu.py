@@ -6,11 +6,12 @@ exactly the hardware's modular arithmetic.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
 
-from vta.isa import AluOp
+from vta.isa import AluOp, requant_bounds, requant_fields
 
 # Ops whose repeated application to one row numpy can apply in order with `ufunc.at`.
 _UFUNCS = {AluOp.MIN: np.minimum, AluOp.MAX: np.maximum, AluOp.ADD: np.add, AluOp.MUL: np.multiply}
@@ -24,30 +25,54 @@ def shift(x: np.ndarray, amount: np.ndarray | int, acc_width: int) -> np.ndarray
     return np.where(amount >= 0, x >> magnitude, x << magnitude)
 
 
-def alu_apply(op: AluOp, x: np.ndarray, y: np.ndarray | int, acc_width: int) -> np.ndarray:
-    """`op(x, y)` on ACC lanes, wrapped to int32 (the only ACC width the configs allow)."""
+def requant(x: np.ndarray, y: np.ndarray | int, imm: int, out_width: int) -> np.ndarray:
+    """REQ: (x + y) wrapped to int32, shifted right arithmetically by imm[4:0], clipped to the
+    signed `out_width`-bit range ([0, max] when imm[5], relu, is set)."""
+    amount, relu = requant_fields(imm)
+    total = (x.astype(np.int64) + np.asarray(y, dtype=np.int64)).astype(np.int32)
+    return np.clip(total.astype(np.int64) >> amount, *requant_bounds(out_width, relu))
+
+
+def alu_apply(
+    op: AluOp, x: np.ndarray, y: np.ndarray | int, acc_width: int, out_width: int, imm: int = 0
+) -> np.ndarray:
+    """`op(x, y)` on ACC lanes, wrapped to int32 (the only ACC width the configs allow); REQ
+    takes its shift and relu from `imm`."""
     if op == AluOp.SHR:
         out = shift(x, y, acc_width)
+    elif op == AluOp.REQ:
+        out = requant(x, y, imm, out_width)
     else:
         out = _UFUNCS[op](x.astype(np.int64), np.asarray(y, dtype=np.int64))
     return out.astype(np.int32)
 
 
 def alu_update(
-    acc: np.ndarray, op: AluOp, dst: np.ndarray, src: np.ndarray | None, imm: int, acc_width: int
+    acc: np.ndarray,
+    op: AluOp,
+    dst: np.ndarray,
+    src: np.ndarray | None,
+    imm: int,
+    acc_width: int,
+    out_width: int,
 ) -> None:
-    """ACC[dst[n]] = op(ACC[dst[n]], imm if src is None else ACC[src[n]]), for n in order.
+    """ACC[dst[n]] = op(ACC[dst[n]], imm if src is None else ACC[src[n]]), for n in order (REQ
+    adds 0 instead of the immediate, which holds its shift and relu).
 
     Runs of micro-ops in which no source reads a row written earlier in the run are applied at
     once; a row written several times in a run is updated in order (`ufunc.at`, or rounds of
-    its successive writes for SHR). Only true read-after-write chains split the batch.
+    its successive writes for SHR and REQ). Only true read-after-write chains split the batch.
     """
+    apply = functools.partial(alu_apply, op, acc_width=acc_width, out_width=out_width, imm=imm)
     for start, stop in _independent_runs(dst, src):
         rows = dst[start:stop]
-        operand = imm if src is None else acc[src[start:stop]].astype(np.int64)
+        if src is None:
+            operand = 0 if op == AluOp.REQ else imm
+        else:
+            operand = acc[src[start:stop]].astype(np.int64)
         touched, slot = np.unique(rows, return_inverse=True)
         if touched.size == rows.size:
-            acc[rows] = alu_apply(op, acc[rows], operand, acc_width)
+            acc[rows] = apply(acc[rows], operand)
         elif op in _UFUNCS:
             work = acc[touched].astype(np.int64)
             lanes = work.shape[1]
@@ -58,7 +83,7 @@ def alu_update(
         else:
             for picks in _write_rounds(slot):
                 y = operand if src is None else operand[picks]
-                acc[rows[picks]] = alu_apply(op, acc[rows[picks]], y, acc_width)
+                acc[rows[picks]] = apply(acc[rows[picks]], y)
 
 
 def _independent_runs(dst: np.ndarray, src: np.ndarray | None) -> list[tuple[int, int]]:

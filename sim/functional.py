@@ -3,7 +3,7 @@
 Each instruction is applied whole, vectorized with numpy over its elements and micro-ops. The
 semantics are the toolkit's ISA decisions (ARCHITECTURE.md): STORE copies the OUT buffer, which
 only GEMM and ALU micro-ops write (OUT[d] = low 8 bits of the new ACC[d]); GEMM reset zeroes ACC
-and OUT; SHR takes a signed amount; MUL exists only if the configuration enables it.
+and OUT; SHR takes a signed amount; MUL and REQ exist only if the configuration enables them.
 
 Dependence flags are ignored: a valid Program's tokens only order the load, compute and store
 modules so that running its single instruction stream in order gives the same result. A Program
@@ -19,7 +19,16 @@ import numpy as np
 from vta.config import VTAConfig
 from vta.device import Device
 from vta.errors import DeviceError
-from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, Insn, MemInsn, MemType, decode_uops
+from vta.isa import (
+    AluInsn,
+    FinishInsn,
+    GemmInsn,
+    Insn,
+    MemInsn,
+    MemType,
+    available_alu_ops,
+    decode_uops,
+)
 from vta.program import Program
 from vta.stats import Stats
 
@@ -228,10 +237,12 @@ class FunctionalCore:
             self.out[touched] = self.acc[touched].astype(np.int8)
 
     def _alu(self, insn: AluInsn, index: int) -> None:
-        if insn.alu_opcode == AluOp.MUL and not self.config.alu_mul:
+        ops = available_alu_ops(self.config)
+        if insn.alu_opcode not in ops:
             raise DeviceError(
-                f"instruction {index}: ALU field 'alu_opcode' = MUL is not available on "
-                f"configuration {self.config.name!r} (valid: MIN, MAX, ADD, SHR)"
+                f"instruction {index}: ALU field 'alu_opcode' = {insn.alu_opcode.name} is not "
+                f"available on configuration {self.config.name!r} "
+                f"(valid: {', '.join(op.name for op in ops)})"
             )
         fields = (("dst", 0, MemType.ACC), ("src", 1, MemType.ACC))
         for dst, src in self._uop_batches(insn, index, fields):
@@ -243,6 +254,7 @@ class FunctionalCore:
                 None if insn.use_imm else src,
                 insn.imm,
                 self.config.acc_width,
+                self.config.out_width,
             )
             touched = np.flatnonzero(np.bincount(dst, minlength=self.acc.shape[0]))
             self.out[touched] = self.acc[touched].astype(np.int8)

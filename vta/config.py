@@ -56,6 +56,9 @@ class VTAConfig:
     clock_mhz: float = 100.0
     log_bus_width: int = 6
     alu_mul: bool = False
+    # REQ (requantize) ALU opcode: add + arithmetic shift + clip in one op (our extension; False
+    # is the reference ISA exactly).
+    alu_requant: bool = False
     fpga_part: str = "xc7z020clg484-1"
     # Queues (reference block design: command FIFOs 512 deep, token FIFOs 1024 deep).
     cmd_queue_depth: int = 512

@@ -11,6 +11,7 @@ from .config import VTAConfig
 from .isa import (
     DEP_FIELDS,
     AluInsn,
+    AluOp,
     FinishInsn,
     GemmInsn,
     Insn,
@@ -18,6 +19,7 @@ from .isa import (
     MemType,
     decode_stream,
     decode_uops,
+    requant_fields,
 )
 from .program import Program
 
@@ -61,6 +63,9 @@ def format_insn(insn: Insn, index: int) -> str:
         )
     elif isinstance(insn, AluInsn):
         operand = f"imm={insn.imm}" if insn.use_imm else "src=acc"
+        if insn.alu_opcode == AluOp.REQ:
+            shift, relu = requant_fields(insn.imm)
+            operand = ("" if insn.use_imm else "src=acc ") + f"shr={shift}" + " relu" * relu
         body = (
             f" {insn.alu_opcode.name:<4} {operand} uop=[{insn.uop_bgn},{insn.uop_end}) "
             + _loops(insn, ("dst", "src"))

@@ -14,7 +14,7 @@ import numpy as np
 from .builder import ProgramBuilder
 from .config import VTAConfig
 from .errors import ProgramError
-from .isa import AluOp, MemType, Stage
+from .isa import ALU_OP_GATES, AluOp, MemType, Stage, available_alu_ops
 from .program import Program
 
 LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
@@ -104,9 +104,16 @@ def _shift(x: np.ndarray, amount: np.ndarray | int, width: int) -> np.ndarray:
     )
 
 
-def alu_reference(op: AluOp, a: np.ndarray, b: np.ndarray | int, acc_width: int = 32) -> np.ndarray:
-    """The ALU's int32 semantics in numpy (wrap-around, signed shifts)."""
+def alu_reference(
+    op: AluOp, a: np.ndarray, b: np.ndarray | int, acc_width: int = 32, imm: int = 0
+) -> np.ndarray:
+    """The ALU's int32 semantics in numpy (wrap-around, signed shifts). For REQ, `b` is the
+    addend (ACC[src], or 0 with an immediate) and `imm` holds the shift (bits 4:0) and relu
+    (bit 5): clip((a + b) >> shift) to int8, or to [0, 127] with relu."""
     x, y = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if op == AluOp.REQ:
+        lo = 0 if imm & 0x20 else INT8_MIN
+        return np.clip(_wrap_int32(x + y).astype(np.int64) >> (imm & 0x1F), lo, INT8_MAX)
     if op == AluOp.MIN:
         return _wrap_int32(np.minimum(x, y))
     if op == AluOp.MAX:
@@ -129,14 +136,19 @@ def alu(
     """One ALU op over ACC rows, with an immediate or a second ACC tensor as operand."""
     cfg = _config(config)
     op = AluOp[op.upper()] if isinstance(op, str) else AluOp(op)
-    if op == AluOp.MUL and not cfg.alu_mul:
-        raise ProgramError(f"configuration {cfg.name!r} has no ALU MUL (alu_mul is false)")
+    if op not in available_alu_ops(cfg):
+        field = ALU_OP_GATES[op]
+        raise ProgramError(f"configuration {cfg.name!r} has no ALU {op.name} ({field} is false)")
     rng = np.random.default_rng(seed)
     shape = _acc_shape(cfg, rows)
     if op == AluOp.SHR:
         a = rng.integers(-(2**20), 2**20, shape).astype(np.int32)
         operand = rng.integers(-8, 9, shape).astype(np.int32)
         default_imm = int(rng.integers(-5, 6))
+    elif op == AluOp.REQ:  # full-range values: the add wraps, the clip saturates
+        a = rng.integers(-(2**31), 2**31, shape, dtype=np.int64).astype(np.int32)
+        operand = rng.integers(-(2**31), 2**31, shape, dtype=np.int64).astype(np.int32)
+        default_imm = int(rng.integers(0, 64))
     else:
         a = rng.integers(-(2**31), 2**31, shape, dtype=np.int64).astype(np.int32)
         operand = rng.integers(-(2**31), 2**31, shape, dtype=np.int64).astype(np.int32)
@@ -148,12 +160,13 @@ def alu(
     b.load(MemType.ACC, 0, "a", 0, 1, rows, rows)
     if use_imm:
         b.alu(op, [(0, 0)], loops=[(rows, 1, 1)], use_imm=True, imm=imm)
-        result = alu_reference(op, a, imm, cfg.acc_width)
+        y = 0 if op == AluOp.REQ else imm
+        result = alu_reference(op, a, y, cfg.acc_width, imm)
     else:
         b.buffer("b", shape, "int32", "input", operand)
         b.load(MemType.ACC, rows, "b", 0, 1, rows, rows)
-        b.alu(op, [(0, rows)], loops=[(rows, 1, 1)])
-        result = alu_reference(op, a, operand, cfg.acc_width)
+        b.alu(op, [(0, rows)], loops=[(rows, 1, 1)], imm=imm if op == AluOp.REQ else 0)
+        result = alu_reference(op, a, operand, cfg.acc_width, imm)
     _store_rows(b, "out", rows)
     b.finish()
     operand_name = f"imm{imm}" if use_imm else "tensor"
@@ -387,7 +400,7 @@ def blocked_gemm(
 def all_examples(config: VTAConfig | str | None = None) -> list[Example]:
     """Small instances of every example, for differential testing across devices."""
     cfg = _config(config)
-    ops = [AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR] + ([AluOp.MUL] if cfg.alu_mul else [])
+    ops = available_alu_ops(cfg)
     examples = [save_load_out(cfg)]
     examples += [
         padded_load(cfg, pad)

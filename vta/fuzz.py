@@ -4,10 +4,10 @@
 thread owns disjoint INP/WGT/ACC windows of SRAM and repeats load -> compute -> store phases,
 joined by RAW tokens (l2g, g2s) and WAR tokens (g2l, s2g; with prologue/epilogue tokens or with
 the first pop and last push left out). Phases carry random 2-D loads with zero padding, LOAD ACC,
-GEMM with and without reset and every ALU op over micro-op kernels with 0-2 affine loops, and
-stores. Choices only read SRAM already written, never let two consecutive GEMM micro-ops write
-one ACC row, and interleave the threads so each token pairs with its own thread's producer:
-every Program validates.
+GEMM with and without reset and every ALU op the configuration has (MUL, REQ where enabled) over
+micro-op kernels with 0-2 affine loops, and stores. Choices only read SRAM already written, never
+let two consecutive GEMM micro-ops write one ACC row, and interleave the threads so each token
+pairs with its own thread's producer: every Program validates.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from .builder import ProgramBuilder
 from .config import VTAConfig
-from .isa import AluOp, MemType, Stage
+from .isa import AluOp, MemType, Stage, available_alu_ops, requant_imm
 from .program import Program
 
 LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
@@ -97,8 +97,7 @@ class _Generator:
     def __init__(self, seed: int, cfg: VTAConfig, knobs: FuzzKnobs):
         self.rng = np.random.default_rng(seed)
         self.cfg, self.knobs = cfg, knobs
-        self.ops = [AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR]
-        self.ops += [AluOp.MUL] if cfg.alu_mul else []
+        self.ops = available_alu_ops(cfg)
 
     def _int(self, lo: int, hi: int) -> int:
         """A random integer in [lo, hi]."""
@@ -222,6 +221,8 @@ class _Generator:
         uops, loops = self._kernel([(acc, t.lo["acc"]), (src, t.lo["acc"])], gemm=False)
         if op == AluOp.SHR:
             imm = self._int(-40, 40)  # negative: left shift; beyond +-31: saturates
+        elif op == AluOp.REQ:
+            imm = requant_imm(self._int(0, 31), self.rng.random() < 0.5)
         elif self.rng.random() < 0.5:
             imm = self._int(-100, 100)
         else:

@@ -73,6 +73,7 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
         ("ACC_WIDTH", cfg.acc_width),
         ("OUT_WIDTH", cfg.out_width),
         ("ALU_MUL_ENABLED", int(cfg.alu_mul)),
+        ("ALU_REQUANT_ENABLED", int(cfg.alu_requant)),
         ("BUS_BITS", cfg.bus_width),
         ("BUS_BYTES", cfg.bus_bytes),
         ("LOG_BUS_BYTES", cfg.bus_bytes.bit_length() - 1),

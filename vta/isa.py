@@ -51,6 +51,38 @@ class AluOp(enum.IntEnum):
     ADD = 2
     SHR = 3
     MUL = 4
+    REQ = 5  # requantize: our extension, unused by the reference ISA
+
+
+# ALU opcodes a configuration may leave out, and the config field that enables each.
+ALU_OP_GATES = {AluOp.MUL: "alu_mul", AluOp.REQ: "alu_requant"}
+
+# REQ immediate: shift amount in bits 4:0, relu (clip at 0 instead of -2^(out_width-1)) in bit 5.
+REQ_SHIFT_MASK = 0x1F
+REQ_RELU_BIT = 0x20
+
+
+def available_alu_ops(cfg: VTAConfig) -> tuple[AluOp, ...]:
+    """The ALU opcodes `cfg` implements (MUL and REQ only where their config field is set)."""
+    return tuple(op for op in AluOp if op not in ALU_OP_GATES or getattr(cfg, ALU_OP_GATES[op]))
+
+
+def requant_imm(shift: int, relu: bool) -> int:
+    """The immediate of a REQ instruction: arithmetic shift 0..31, relu or the full clip."""
+    if not 0 <= shift <= REQ_SHIFT_MASK:
+        raise ISAError(f"REQ shift {shift} does not fit 5 bits (valid: 0..{REQ_SHIFT_MASK})")
+    return shift | (REQ_RELU_BIT if relu else 0)
+
+
+def requant_fields(imm: int) -> tuple[int, bool]:
+    """(shift, relu) of a REQ immediate; other bits are ignored (the validator reports them)."""
+    return imm & REQ_SHIFT_MASK, bool(imm & REQ_RELU_BIT)
+
+
+def requant_bounds(out_width: int, relu: bool) -> tuple[int, int]:
+    """The clip [lo, hi] of REQ: the signed `out_width`-bit range, lo = 0 with relu."""
+    hi = (1 << (out_width - 1)) - 1
+    return (0 if relu else -hi - 1), hi
 
 
 class Stage(enum.IntEnum):
@@ -152,7 +184,8 @@ class GemmInsn(_KernelInsn):
 
 @dataclasses.dataclass(frozen=True)
 class AluInsn(_KernelInsn):
-    """Vector ALU over a micro-op kernel: ACC[dst] = op(ACC[dst], imm or ACC[src])."""
+    """Vector ALU over a micro-op kernel: ACC[dst] = op(ACC[dst], imm or ACC[src]); REQ computes
+    clip((ACC[dst] + (0 or ACC[src])) >> shift) with shift and relu from `imm` in both modes."""
 
     alu_opcode: AluOp = AluOp.MIN
     use_imm: bool = False
@@ -336,7 +369,7 @@ def decode(data: bytes, cfg: VTAConfig, index: int | None = None) -> Insn:
             values["alu_opcode"] = AluOp(values["alu_opcode"])
         except ValueError:
             raise ISAError(
-                f"{where}unknown alu_opcode {values['alu_opcode']} (valid: 0..4)"
+                f"{where}unknown alu_opcode {values['alu_opcode']} (valid: 0..{int(max(AluOp))})"
             ) from None
         values["use_imm"] = bool(values["use_imm"])
         return AluInsn(**values)

@@ -35,7 +35,7 @@ CONTROL_BUSY = 1 << 2
 # STATUS error bits.
 STATUS_BAD_OPCODE = 1 << 0  # an instruction's opcode is not LOAD/STORE/GEMM/FINISH/ALU
 STATUS_BAD_MEMTYPE = 1 << 1  # LOAD/STORE memory_type this design does not execute
-STATUS_BAD_ALU_OP = 1 << 2  # ALU opcode unknown, or MUL in a configuration without alu_mul
+STATUS_BAD_ALU_OP = 1 << 2  # ALU opcode unknown, or MUL/REQ where alu_mul/alu_requant is off
 STATUS_AXI_ERROR = 1 << 3  # a DRAM read or write response was not OKAY
 
 STATUS_BITS = {

@@ -2,12 +2,13 @@
 
 Findings name the instruction index and field and say what would be valid. The checks follow
 ARCHITECTURE.md ("ISA decisions") and vta-isa.md sections 2-3: memory types per stage, SRAM and
-DRAM ranges, dependence-flag directions, token balance and capacity, GEMM write hazards, MUL
-availability, reads of SRAM never written, races between modules (an SRAM entry written by one
-module and read by another with no dependence token ordering the two), FINISH, and a static
-deadlock check. Field decoding is vectorized over the whole stream; the per-instruction passes
-(token run, dataflow) do small constant work per instruction and analyse each distinct GEMM/ALU
-instruction and kernel once, so ~100k instructions validate in about a second.
+DRAM ranges, dependence-flag directions, token balance and capacity, GEMM write hazards, MUL and
+REQ availability, REQ immediates, reads of SRAM never written, races between modules (an SRAM
+entry written by one module and read by another with no dependence token ordering the two),
+FINISH, and a static deadlock check. Field decoding is vectorized over the whole stream; the
+per-instruction passes (token run, dataflow) do small constant work per instruction and analyse
+each distinct GEMM/ALU instruction and kernel once, so ~100k instructions validate in about a
+second.
 """
 
 from __future__ import annotations
@@ -18,7 +19,18 @@ from collections.abc import Callable
 import numpy as np
 
 from .errors import ValidationError
-from .isa import AluOp, MemType, Opcode, Stage, decode_uops, layouts
+from .isa import (
+    ALU_OP_GATES,
+    REQ_RELU_BIT,
+    REQ_SHIFT_MASK,
+    AluOp,
+    MemType,
+    Opcode,
+    Stage,
+    available_alu_ops,
+    decode_uops,
+    layouts,
+)
 from .program import Program
 
 MAX_PER_CHECK = 20  # findings reported per kind of check before summarizing the rest
@@ -162,7 +174,10 @@ class _Checker:
         alu_op = self.cols["alu"]["alu_opcode"]
         bad_alu = (self.opcode == Opcode.ALU) & (alu_op > max(AluOp))
         self._each(
-            bad_alu, lambda i: f"instruction {i}: unknown alu_opcode {alu_op[i]} (valid: 0..4)"
+            bad_alu,
+            lambda i: (
+                f"instruction {i}: unknown alu_opcode {alu_op[i]} (valid: 0..{int(max(AluOp))})"
+            ),
         )
         return bool(self.problems)
 
@@ -313,16 +328,25 @@ class _Checker:
             ),
         )
         self.compute_ok = compute & ~empty & ~beyond & (c["iter_out"] > 0) & (c["iter_in"] > 0)
-        if not self.config.alu_mul:
-            mul = is_alu & (self.cols["alu"]["alu_opcode"] == AluOp.MUL)
-            self._each(
-                mul,
-                lambda i: (
-                    f"instruction {i}: ALU alu_opcode MUL needs a "
-                    f"configuration with alu_mul (config {self.config.name!r} has none; "
-                    "valid: MIN, MAX, ADD, SHR)"
-                ),
-            )
+        alu = self.cols["alu"]
+        valid = ", ".join(op.name for op in available_alu_ops(self.config))
+        for op, field in ALU_OP_GATES.items():
+            if not getattr(self.config, field):
+                self._each(
+                    is_alu & (alu["alu_opcode"] == op),
+                    lambda i, op=op, field=field: (
+                        f"instruction {i}: ALU alu_opcode {op.name} needs a configuration with "
+                        f"{field} (config {self.config.name!r} has none; valid: {valid})"
+                    ),
+                )
+        stray = alu["imm"] & ~(REQ_SHIFT_MASK | REQ_RELU_BIT)
+        self._each(
+            is_alu & (alu["alu_opcode"] == AluOp.REQ) & (stray != 0),
+            lambda i: (
+                f"instruction {i} (ALU REQ): imm {alu['imm'][i]} sets bits other than the shift "
+                "(bits 4:0) and relu (bit 5) (valid: 0..63)"
+            ),
+        )
 
     # ------------------------------------------------------------------------- dataflow
     def _check_dataflow(self) -> None:

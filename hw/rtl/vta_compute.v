@@ -116,8 +116,9 @@ module vta_compute (
   assign g2l_push = last_cycle && (one_cycle ? push_prev : r_push_prev);
   assign g2s_push = last_cycle && (one_cycle ? push_next : r_push_next);
   assign finish = accept && is_finish;
-  assign bad_alu_op = accept && is_alu &&
-      (alu_op > 3'd`VTA_ALUOP_MUL || (alu_op == 3'd`VTA_ALUOP_MUL && `VTA_ALU_MUL_ENABLED == 0));
+  assign bad_alu_op = accept && is_alu && (alu_op > 3'd`VTA_ALUOP_REQ ||
+      (alu_op == 3'd`VTA_ALUOP_MUL && `VTA_ALU_MUL_ENABLED == 0) ||
+      (alu_op == 3'd`VTA_ALUOP_REQ && `VTA_ALU_REQUANT_ENABLED == 0));
 
   wire start_uop = accept && is_load && !load_nop && mem_type == 3'd`VTA_MEM_UOP;
   wire start_acc = accept && is_load && !load_nop && mem_type == 3'd`VTA_MEM_ACC;
@@ -385,13 +386,13 @@ module vta_compute (
       .acc(acc_now), .out(gemm_out)
   );
   wire [ACC_EW-1:0] alu_x = r_tensor ? t_x : acc_now;
-  wire [ACC_EW-1:0] alu_y = r_tensor ? acc_now : {LANES{r_imm}};
   vta_alu #(
-      .LANES(LANES), .AW(`VTA_ACC_WIDTH), .MUL_ENABLED(`VTA_ALU_MUL_ENABLED),
+      .LANES(LANES), .AW(`VTA_ACC_WIDTH), .OUT_W(`VTA_OUT_WIDTH),
+      .MUL_ENABLED(`VTA_ALU_MUL_ENABLED), .REQ_ENABLED(`VTA_ALU_REQUANT_ENABLED),
       .OP_MIN(`VTA_ALUOP_MIN), .OP_MAX(`VTA_ALUOP_MAX), .OP_ADD(`VTA_ALUOP_ADD),
-      .OP_SHR(`VTA_ALUOP_SHR), .OP_MUL(`VTA_ALUOP_MUL)
+      .OP_SHR(`VTA_ALUOP_SHR), .OP_MUL(`VTA_ALUOP_MUL), .OP_REQ(`VTA_ALUOP_REQ)
   ) alu (
-      .op(r_op), .x(alu_x), .y(alu_y), .out(alu_out)
+      .op(r_op), .use_imm(!r_tensor), .imm(r_imm), .x(alu_x), .s(acc_now), .out(alu_out)
   );
   wire res_valid = r_tensor ? t_valid : b_valid && !r_tensor;
   wire [ACC_AW-1:0] res_addr = r_tensor ? t_d : b_d;

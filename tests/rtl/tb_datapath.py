@@ -45,22 +45,44 @@ async def gemm_core_matches_numpy(dut):
 
 @cocotb.test()
 async def alu_lanes_match_reference(dut):
+    """Every opcode in both operand modes; a disabled MUL/REQ passes x through unchanged."""
     lanes = int(dut.LANES.value)
-    mul = int(dut.MUL_ENABLED.value)
+    enabled = {AluOp.MUL: int(dut.MUL_ENABLED.value), AluOp.REQ: int(dut.REQ_ENABLED.value)}
     rng = np.random.default_rng(2)
-    ops = [AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR] + ([AluOp.MUL] if mul else [])
-    for trial in range(400):
-        op = random.choice(ops)
+    for trial in range(600):
+        op = random.choice(list(AluOp))
+        use_imm = trial % 2 == 0
         x = rng.integers(-(2**31), 2**31, lanes)
         if op == AluOp.SHR:  # amounts inside, at and beyond the width, both signs
-            y = rng.integers(-40, 40, lanes)
-            y[0] = -(2**31)
+            s = rng.integers(-40, 40, lanes)
+            s[0] = -(2**31)
+            imm = int(rng.integers(-40, 40))
+        elif op == AluOp.REQ:  # shift and relu in imm[5:0]; small sums hit both clip sides
+            s = rng.integers(-(2**31), 2**31, lanes)
+            if trial % 3 == 0:
+                x, s = rng.integers(-2000, 2000, lanes), rng.integers(-2000, 2000, lanes)
+            imm = [0, 31, int(rng.integers(0, 32))][trial % 3] | (32 * (trial % 4 < 2))
         else:
-            y = rng.integers(-(2**31), 2**31, lanes)
+            s = rng.integers(-(2**31), 2**31, lanes)
+            imm = int(rng.integers(-(2**15), 2**15))
         dut.op.value = int(op)
+        dut.use_imm.value = int(use_imm)
+        dut.imm.value = imm & 0xFFFFFFFF
         dut.x.value = pack(x, 32)
-        dut.y.value = pack(y, 32)
+        dut.s.value = pack(s, 32)
         await Timer(1, unit="ns")
-        want = np.array([alu_reference(op, x[i : i + 1], y[i : i + 1])[0] for i in range(lanes)])
+        y = (
+            np.zeros_like(s)
+            if op == AluOp.REQ and use_imm
+            else np.full_like(s, imm)
+            if use_imm
+            else s
+        )
+        if not enabled.get(op, 1):
+            want = x
+        else:
+            want = np.array(
+                [alu_reference(op, x[i : i + 1], y[i : i + 1], imm=imm)[0] for i in range(lanes)]
+            )
         got = unpack(int(dut.out.value), lanes, 32)
-        assert np.array_equal(got, want.astype(np.int64)), f"trial {trial} {op.name}"
+        assert np.array_equal(got, want.astype(np.int64)), f"trial {trial} {op.name} imm={imm}"

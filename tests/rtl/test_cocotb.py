@@ -32,10 +32,11 @@ def test_gemm_core(run_bench):
     )
 
 
-def test_alu(run_bench):
-    params = {"LANES": 8, "MUL_ENABLED": 1}
+@pytest.mark.parametrize("enabled", [1, 0])  # MUL and REQ implemented, or passing x through
+def test_alu(run_bench, enabled):
+    params = {"LANES": 8, "MUL_ENABLED": enabled, "REQ_ENABLED": enabled}
     run_bench(
-        "alu",
+        f"alu{enabled}",
         "vta_alu",
         "tb_datapath",
         ["vta_alu.v"],

@@ -103,11 +103,14 @@ def test_unknown_option_is_refused():
         get_device("rtl", waves=True)
 
 
-def test_unavailable_alu_mul_sets_status():
+@pytest.mark.parametrize("op", ["MUL", "REQ"])
+def test_unavailable_alu_op_sets_status(op):
     from vta.isa import AluInsn, AluOp
 
-    cfg = VTAConfig.load("tiny").replace(name="tiny-nomul", alu_mul=False)
-    insns = [AluInsn(alu_opcode=AluOp.MUL, use_imm=True, uop_end=0), FinishInsn()]
+    cfg = VTAConfig.load("tiny")  # has MUL, not REQ
+    if op == "MUL":
+        cfg = cfg.replace(name="tiny-nomul", alu_mul=False)
+    insns = [AluInsn(alu_opcode=AluOp[op], use_imm=True, uop_end=0), FinishInsn()]
     with pytest.raises(DeviceError, match="BAD_ALU_OP"):
         get_device("rtl").execute(_program(cfg, insns), np.zeros(64, np.uint8))
 

@@ -21,12 +21,14 @@ from vta.isa import (
     MemType,
     encode_stream,
     encode_uops,
+    requant_imm,
 )
 from vta.program import BufferSpec, Program
 from vta.stats import Stats
 
 PYNQ = VTAConfig.load("pynq")
 TINY = VTAConfig.load("tiny")
+TINY_REQ = TINY.replace(name="tiny-req", alu_requant=True)  # every ALU op: MUL and REQ
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -103,7 +105,11 @@ def reference_gemm(core_inp, core_wgt, acc, out, uops, insn):
     return acc.astype(np.int32), out
 
 
-def ref_lane(op: AluOp, x: int, y: int) -> int:
+def ref_lane(op: AluOp, x: int, y: int, imm: int = 0) -> int:
+    """One lane of the ALU; REQ adds y (0 in immediate mode), shifts by imm[4:0] and clips to
+    int8, or to [0, 127] when imm[5] (relu) is set."""
+    if op == AluOp.REQ:
+        return min(max(wrap32(x + y) >> (imm & 31), 0 if imm & 32 else -128), 127)
     if op == AluOp.MIN:
         return min(x, y)
     if op == AluOp.MAX:
@@ -123,8 +129,11 @@ def reference_alu(acc, uops, insn):
         u = uops[k - insn.uop_bgn]
         d = u[0] + i * insn.dst_factor_out + j * insn.dst_factor_in
         s = u[1] + i * insn.src_factor_out + j * insn.src_factor_in
-        ys = [insn.imm] * acc.shape[1] if insn.use_imm else [int(v) for v in acc[s]]
-        acc[d] = [ref_lane(insn.alu_opcode, int(x), y) for x, y in zip(acc[d], ys, strict=True)]
+        imm = 0 if insn.alu_opcode == AluOp.REQ else insn.imm
+        ys = [imm] * acc.shape[1] if insn.use_imm else [int(v) for v in acc[s]]
+        acc[d] = [
+            ref_lane(insn.alu_opcode, int(x), y, insn.imm) for x, y in zip(acc[d], ys, strict=True)
+        ]
     return acc
 
 
@@ -303,7 +312,11 @@ def compute_insns(draw, kind: str):
         insn = AluInsn(
             alu_opcode=draw(st.sampled_from(list(AluOp))),
             use_imm=draw(st.booleans()),
-            imm=draw(st.one_of(st.integers(-40, 40), st.integers(-(2**15), 2**15 - 1))),
+            imm=draw(
+                st.one_of(
+                    st.integers(-40, 40), st.integers(0, 63), st.integers(-(2**15), 2**15 - 1)
+                )
+            ),
             **common,
         )
     return insn, uops
@@ -335,7 +348,7 @@ def test_random_gemm_matches_reference(case, seed: int, batch: int) -> None:
 @given(case=compute_insns("alu"), seed=st.integers(0, 2**32 - 1), batch=st.sampled_from([0, 5]))
 def test_random_alu_matches_reference(case, seed: int, batch: int) -> None:
     insn, uops = case
-    core = new_core(TINY)
+    core = new_core(TINY_REQ)
     rng = np.random.default_rng(seed)
     _random_sram(core, rng)
     small = rng.random(core.acc.shape) < 0.5  # shift amounts in and beyond [-31, 31]
@@ -397,6 +410,44 @@ def test_alu_op_edge_values(op: AluOp, imm: int | None) -> None:
     np.testing.assert_array_equal(core.out[:8], np.array(expected).astype(np.int8))
 
 
+@pytest.mark.parametrize("use_imm", [True, False])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("amount", [0, 1, 8, 31])
+def test_req_edge_values(amount: int, relu: bool, use_imm: bool) -> None:
+    """REQ on int32 extremes: the add wraps before the shift, the clip saturates, relu clips at
+    0; in immediate mode the addend is 0 (the immediate holds the shift and relu)."""
+    core = new_core(PYNQ)
+    lanes = core.acc.shape[1]
+    x = np.resize(EDGE, (8, lanes))
+    y = np.resize(np.r_[EDGE, 1, -1, 255, -256], (8, lanes))[::-1]
+    x[0, 0], y[0, 0] = 2**31 - 1, 1  # the sum wraps to -2**31
+    core.acc[:8] = x
+    core.acc[8:16] = y
+    put_uops(core, [(0, 8, 0)])
+    imm = requant_imm(amount, relu)
+    insn = AluInsn(
+        uop_end=1,
+        iter_out=8,
+        dst_factor_out=1,
+        src_factor_out=1,
+        alu_opcode=AluOp.REQ,
+        use_imm=use_imm,
+        imm=imm,
+    )
+    core.execute(insn, 1)
+    ys = np.zeros_like(x) if use_imm else y
+    expected = np.array(
+        [
+            [ref_lane(AluOp.REQ, int(a), int(b), imm) for a, b in zip(r, s, strict=True)]
+            for r, s in zip(x, ys, strict=True)
+        ]
+    )
+    if not use_imm:
+        assert expected[0, 0] == (0 if relu else -128 if amount < 31 else -1)
+    np.testing.assert_array_equal(core.acc[:8], expected)
+    np.testing.assert_array_equal(core.out[:8], expected.astype(np.int8))
+
+
 def test_alu_chain_reads_values_written_earlier() -> None:
     """Prefix sum: micro-op k reads the row micro-op k-1 wrote in the same instruction."""
     core = new_core(TINY)
@@ -408,10 +459,11 @@ def test_alu_chain_reads_values_written_earlier() -> None:
     np.testing.assert_array_equal(core.acc[:10, 0], np.cumsum(np.arange(10)))
 
 
-def test_mul_rejected_when_disabled() -> None:
-    core = new_core(PYNQ)
-    with pytest.raises(DeviceError, match=r"instruction 7: ALU field 'alu_opcode' = MUL"):
-        core.execute(AluInsn(uop_end=1, alu_opcode=AluOp.MUL, use_imm=True, imm=2), 7)
+@pytest.mark.parametrize(("cfg", "op"), [(PYNQ, AluOp.MUL), (TINY, AluOp.REQ)])
+def test_gated_op_rejected_when_disabled(cfg: VTAConfig, op: AluOp) -> None:
+    core = new_core(cfg)
+    with pytest.raises(DeviceError, match=rf"instruction 7: ALU field 'alu_opcode' = {op.name}"):
+        core.execute(AluInsn(uop_end=1, alu_opcode=op, use_imm=True, imm=2), 7)
 
 
 # ---------------------------------------------------------------------------------- errors

@@ -19,10 +19,20 @@ def test_default_is_the_reference_pynq_configuration():
     assert cfg.clock_mhz == 100
     assert cfg.bus_width == 64
     assert not cfg.alu_mul
+    assert cfg.alu_requant  # our REQ extension; the other fields are the reference's
 
 
 def test_configuration_string_finds_the_preset():
     assert VTAConfig.load("1x16_i8w8a32_15_15_18_17").name == "pynq"
+
+
+def test_requant_is_a_preset_choice_and_off_by_default():
+    assert [load_config(n).alu_requant for n in ("pynq", "ultra96", "tiny")] == [True, True, False]
+    assert not VTAConfig().alu_requant  # the dataclass default is the reference ISA
+    assert not VTAConfig.load("1x8_i8w8a32_15_14_16_16").alu_requant
+    ref = load_config("pynq").replace(alu_requant=False)
+    assert VTAConfig.from_dict(ref.to_dict()) == ref
+    assert VTAConfig.from_dict(load_config("pynq").to_dict()).alu_requant
 
 
 def test_configuration_string_without_preset_builds_one():

@@ -56,6 +56,9 @@ def test_nop_gemm_alu_finish_lines():
     alu = AluInsn(alu_opcode=AluOp.SHR, use_imm=True, imm=-3, uop_end=1)
     assert "ALU   SHR  imm=-3 uop=[0,1)" in format_insn(alu, 1)
     assert "src=acc" in format_insn(alu.replace(use_imm=False), 1)
+    req = AluInsn(alu_opcode=AluOp.REQ, imm=0x28, uop_end=1)
+    assert "ALU   REQ  src=acc shr=8 relu uop=[0,1)" in format_insn(req, 1)
+    assert "ALU   REQ  shr=31 uop=[0,1)" in format_insn(req.replace(use_imm=True, imm=31), 1)
     assert format_insn(FinishInsn(pop_prev_dep=True), 7) == "   7 FINISH  [pop_prev]"
 
 

@@ -48,16 +48,21 @@ def test_example_runs_bit_exact(device, example):
 
 
 def test_every_alu_op_is_covered():
-    names = {ex.name for ex in all_examples("tiny")}
-    for op in ("min", "max", "add", "shr", "mul"):
-        assert {f"alu_{op}_tensor"} <= names
-        assert any(n.startswith(f"alu_{op}_imm") for n in names)
-    assert not any("mul" in ex.name for ex in all_examples("pynq"))
+    tiny, pynq = ({ex.name for ex in all_examples(c)} for c in ("tiny", "pynq"))
+    for names, ops in ((tiny, ("min", "max", "add", "shr", "mul")), (pynq, ("req",))):
+        for op in ops:
+            assert {f"alu_{op}_tensor"} <= names
+            assert any(n.startswith(f"alu_{op}_imm") for n in names)
+    assert not any("mul" in name for name in pynq)
+    assert not any("req" in name for name in tiny)
 
 
-def test_mul_needs_a_config_with_the_multiplier():
-    with pytest.raises(ProgramError, match="alu_mul"):
-        alu("pynq", AluOp.MUL)
+@pytest.mark.parametrize(
+    ("config", "op", "field"), [("pynq", "MUL", "alu_mul"), ("tiny", "REQ", "alu_requant")]
+)
+def test_gated_op_needs_a_config_with_it(config, op, field):
+    with pytest.raises(ProgramError, match=f"no ALU {op} \\({field} is false\\)"):
+        alu(config, AluOp[op])
 
 
 def test_alu_reference_semantics():
@@ -66,6 +71,11 @@ def test_alu_reference_semantics():
     np.testing.assert_array_equal(alu_reference(AluOp.SHR, a[:2], -2), [20, -20])
     np.testing.assert_array_equal(alu_reference(AluOp.ADD, a[2:3], 1), [-(2**31)])  # wraps
     np.testing.assert_array_equal(alu_reference(AluOp.SHR, a[:1], 40), [0])  # saturates at 31
+    # REQ: add (wrapping), shift by imm[4:0], clip to int8 or, with imm[5] (relu), to [0, 127]
+    np.testing.assert_array_equal(alu_reference(AluOp.REQ, a, 0, imm=1), [2, -3, 127, 0, -128])
+    np.testing.assert_array_equal(alu_reference(AluOp.REQ, a, 0, imm=0x21), [2, 0, 127, 0, 0])
+    np.testing.assert_array_equal(alu_reference(AluOp.REQ, a[2:3], 1, imm=31), [-1])  # wraps
+    np.testing.assert_array_equal(alu_reference(AluOp.REQ, a[:2], 300, imm=8), [1, 1])
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,7 @@ def test_every_program_validates(programs):
 def test_programs_cover_the_isa(programs):
     cfg = programs[0].config
     seen = sum((features(p) for p in programs), Counter())
-    ops = ["MIN", "MAX", "ADD", "SHR"] + ["MUL"] * cfg.alu_mul
+    ops = ["MIN", "MAX", "ADD", "SHR"] + ["MUL"] * cfg.alu_mul + ["REQ"] * cfg.alu_requant
     want = ["LOAD", "STORE", "GEMM", "ALU", "FINISH", "LOAD UOP", "LOAD WGT", "STORE OUT"]
     want += [f"LOAD {m} {p}" for m in ("INP", "ACC") for p in (*PADS, "padding only")]
     want += [f"LOAD {m} stride {c} x_size" for m in ("INP", "WGT", "ACC") for c in "<=>"]
@@ -90,6 +90,7 @@ def test_programs_cover_the_isa(programs):
     missing = [name for name in want if not seen[name]]
     assert not missing, f"never generated on {cfg.name}: {missing}"
     assert ("ALU MUL imm" in seen) == cfg.alu_mul
+    assert ("ALU REQ imm" in seen) == cfg.alu_requant
     assert not any(key.startswith("LOAD WGT ") and "pad" in key for key in seen)
     # padding, both operand kinds and every token queue are common, not one-off
     assert min(seen[f"LOAD INP {p}"] for p in PADS) >= 10

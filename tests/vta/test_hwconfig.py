@@ -49,6 +49,7 @@ def test_header_geometry_and_timing_come_from_the_config(preset):
     values = parse(generate_header(cfg))
     assert values["VTA_BUS_BITS"] == cfg.bus_width
     assert values["VTA_ALU_MUL_ENABLED"] == int(cfg.alu_mul)
+    assert values["VTA_ALU_REQUANT_ENABLED"] == int(cfg.alu_requant)
     for buf in ("uop", "inp", "wgt", "acc", "out"):
         key = buf.upper()
         assert values[f"VTA_{key}_ELEM_BITS"] == cfg.elem_bits[buf]

@@ -25,6 +25,9 @@ from vta.isa import (
     field_range,
     insn_stage,
     layouts,
+    requant_bounds,
+    requant_fields,
+    requant_imm,
     uop_layout,
 )
 
@@ -159,6 +162,22 @@ def test_out_of_range_field_raises_naming_the_field(family):
         for bad in (hi + 1, lo - 1):
             with pytest.raises(ISAError, match=f"instruction 7: .*'{field.name}' = {bad}"):
                 encode(cls(**{field.name: bad}), cfg, index=7)
+
+
+def test_req_encoding_at_its_limits():
+    """REQ (opcode 5) with the largest shift and relu, in both operand modes, round trips; its
+    immediate packs the shift in bits 4:0 and relu in bit 5."""
+    cfg = CONFIGS[0]
+    for use_imm in (False, True):
+        insn = AluInsn(alu_opcode=AluOp.REQ, use_imm=use_imm, imm=requant_imm(31, True))
+        word = int.from_bytes(encode(insn, cfg), "little")
+        assert (word >> 108) & 0x7 == 5 and word >> 112 == 0x3F
+        assert decode(encode(insn, cfg), cfg) == insn
+    assert requant_imm(0, False) == 0 and requant_fields(0x28) == (8, True)
+    assert requant_bounds(8, relu=False) == (-128, 127) and requant_bounds(8, relu=True) == (0, 127)
+    for bad in (-1, 32):
+        with pytest.raises(ISAError, match=f"REQ shift {bad} does not fit 5 bits"):
+            requant_imm(bad, False)
 
 
 def test_decode_rejects_unknown_codes():

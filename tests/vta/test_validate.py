@@ -227,6 +227,20 @@ def test_mul_needs_alu_mul(base):
     assert find_problems(prog) == []
 
 
+def test_req_needs_alu_requant(base):
+    tiny = small_gemm(VTAConfig.load("tiny"))
+    prog, i = mutate(tiny, lambda x: isinstance(x, AluInsn), alu_opcode=AluOp.REQ, imm=8)
+    assert_finding(prog, i, "REQ", "alu_requant")
+    prog, _ = mutate(base, lambda x: isinstance(x, AluInsn), alu_opcode=AluOp.REQ, imm=8)
+    assert find_problems(prog) == []
+
+
+@pytest.mark.parametrize("imm", [64, 0x128, -1, -(2**15)])
+def test_req_immediate_holds_only_shift_and_relu(base, imm):
+    prog, i = mutate(base, lambda x: isinstance(x, AluInsn), alu_opcode=AluOp.REQ, imm=imm)
+    assert_finding(prog, i, "REQ", f"imm {imm} sets bits other than the shift")
+
+
 def gemm_with_kernel(uops, loops=()) -> Program:
     """small_gemm with its accumulating GEMM replaced by `uops` (loaded from a fresh region)."""
     b = ProgramBuilder(PYNQ)
