@@ -37,14 +37,16 @@ class ArgumentError(VTAError, ValueError):
 def _load_openmp() -> ctypes.CDLL:
     """libgomp, loaded globally so JIT and exported modules resolve GOMP_* against it.
 
-    Its idle threads spin only briefly (GOMP_SPINCOUNT 10000, ~0.1 ms), then sleep, unless
-    OMP_WAIT_POLICY / GOMP_SPINCOUNT say otherwise: back-to-back calls find the threads awake
-    (waking a sleeping thread costs 10-50 us, as much as a whole small layer), while a thread
-    left idle does not burn a core that other processes share for long. The settings take
-    effect only if libgomp is not loaded yet.
+    Its waiting threads spin only briefly (GOMP_SPINCOUNT 1000, ~10-20 us), then sleep,
+    unless OMP_WAIT_POLICY / GOMP_SPINCOUNT say otherwise. Back-to-back calls then find the
+    threads awake: waking a sleeping thread costs 10-50 us on this VM, as much as a small
+    layer (a 2-thread 1x1 conv: median 70 -> 43 us). Longer spins hurt once other processes
+    load the cores: a spinning thread competes with them for its core (same conv, one core
+    busy elsewhere: median 72 us without spinning, 130 us with 1000, 660 us with 10000).
+    The settings take effect only if libgomp is not loaded yet.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
     path = ctypes.util.find_library("gomp") or "libgomp.so.1"
     try:
         lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
