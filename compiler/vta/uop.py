@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vta.config import ALU_IMM_WIDTH, LOOP_ITER_WIDTH
+from vta.config import ALU_IMM_WIDTH, LOOP_ITER_WIDTH, VTAConfig
 from vta.errors import LoweringError
-from vta.isa import Stage
+from vta.isa import REQ_SHIFT_MASK, Stage, requant_bounds, requant_imm
 
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -194,6 +194,32 @@ def alu_chain(e: E.Expr, config_mul: bool) -> tuple[E.BufferLoad, list[Step]]:
     )
 
 
+def fuse_requant(steps: list[Step], out_width: int) -> list[Step]:
+    """Replace a chain's tail [ADD of a tensor (or of 0)] [SHR 0..31] MAX lo, MIN hi (either
+    order; lo = 0 or the lowest `out_width`-bit value, hi the highest) by one REQ step, which
+    carries both the immediate (shift, relu) and the ADD's tensor. Other chains are unchanged."""
+    lo_full, hi = requant_bounds(out_width, relu=False)
+    if len(steps) < 2 or {op for op, _, _ in steps[-2:]} != {"MAX", "MIN"}:
+        return steps
+    bounds = {op: imm for op, imm, _ in steps[-2:]}
+    if bounds["MIN"] != hi or bounds["MAX"] not in (0, lo_full):
+        return steps
+    rest, shift, addend = steps[:-2], 0, None
+    op, imm, operand = rest[-1] if rest else (None, None, None)
+    if op == "SHR" and imm is not None and 0 <= imm <= REQ_SHIFT_MASK:
+        shift, rest = imm, rest[:-1]
+    op, imm, operand = rest[-1] if rest else (None, None, None)
+    if op == "ADD" and (operand is not None or imm == 0):
+        addend, rest = operand, rest[:-1]
+    return [*rest, ("REQ", requant_imm(shift, relu=bounds["MAX"] == 0), addend)]
+
+
+def alu_steps(e: E.Expr, config: VTAConfig) -> tuple[E.BufferLoad, list[Step]]:
+    """`alu_chain` with a requantizing tail fused into REQ where the configuration has it."""
+    root, steps = alu_chain(e, config.alu_mul)
+    return root, fuse_requant(steps, config.out_width) if config.alu_requant else steps
+
+
 Operand = tuple[S.Buffer, tuple[int, list[int]]]  # an ACC buffer and its element fit
 
 
@@ -230,12 +256,17 @@ def _alu_kernels(
         loops = [(n, [d, s]) for n, d, s in zip(extents, rs, sst, strict=True)]
 
         def make(
-            uops: np.ndarray, fields: list, folded: list[UopLoop], opcode=opcode, imm=imm
+            uops: np.ndarray,
+            fields: list,
+            folded: list[UopLoop],
+            opcode=opcode,
+            imm=imm,
+            use_imm=src is None,
         ) -> Op:
             return Op(
                 Stage.COMPUTE,
                 "alu",
-                dict(op=opcode, uops=uops, loops=fields, use_imm=imm is not None, imm=imm or 0),
+                dict(op=opcode, uops=uops, loops=fields, use_imm=use_imm, imm=imm or 0),
                 writes=[("out", *_rows(uops, folded, 0))],
             )
 
@@ -256,7 +287,7 @@ def alu_ops(
     what = f"alu into '{store.buffer.name}'"
     if store.buffer.scope != ACC_SCOPE:
         raise LoweringError(f"{what}: alu stages compute in {ACC_SCOPE}, not {store.buffer.scope}")
-    root, steps = alu_chain(store.value, env.config.alu_mul)
+    root, steps = alu_steps(store.value, env.config)
     loads = [root] + [s[2] for s in steps if s[2] is not None]
     fits = [affine(x.indices[0], nest, host, what) for x in [store, *loads]]
     kept, elems = to_elements(nest, fits, env.lanes(ACC_SCOPE), what)

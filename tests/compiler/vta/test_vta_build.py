@@ -24,8 +24,9 @@ from compiler.topi.vta.reference import conv2d_packed_ref, dense_packed_ref
 from compiler.vta import build, get_env
 from compiler.vta.evaluate import Loop, affine
 from compiler.vta.layout import pack_nc, pack_nchw, pack_oihw, unpack_nc, unpack_nchw
+from compiler.vta.uop import fuse_requant
 from vta.errors import LoweringError
-from vta.isa import AluInsn, AluOp, MemInsn, MemType
+from vta.isa import AluInsn, AluOp, GemmInsn, MemInsn, MemType, requant_imm
 
 EPILOGUE = dict(shift=8, clip=(0, 127))
 
@@ -147,7 +148,104 @@ def test_relu_folds_into_the_clip(rng):
     a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
     np.testing.assert_array_equal(mod(a, w, device="fsim")[0][0], dense_packed_ref(a, w, **epi))
     alus = [(i.alu_opcode, i.imm) for i in mod.program.instructions if isinstance(i, AluInsn)]
-    assert alus == [(AluOp.SHR, 4), (AluOp.MAX, 0), (AluOp.MIN, 100)]
+    assert alus == [(AluOp.SHR, 4), (AluOp.MAX, 0), (AluOp.MIN, 100)]  # no REQ: not int8 bounds
+
+
+def _alu_ops(mod) -> list[tuple[AluOp, bool, int]]:
+    return [
+        (i.alu_opcode, i.use_imm, i.imm) for i in mod.program.instructions if isinstance(i, AluInsn)
+    ]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_conv2d_epilogue_is_one_requantize_per_kernel(rng, relu):
+    """Default config: bias + shift + clip (+ relu) is one tensor REQ per epilogue kernel, no
+    ADD/SHR/MIN/MAX; tiny (no alu_requant) keeps the reference chain. Both bit-exact."""
+    wl = Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1)
+    knobs = Conv2DKnobs(tile_h=4, tile_w=8, oc_nthread=2)
+    epi = dict(bias=True, shift=8, clip=(-128, 127), relu=relu)
+    mod, res, expected, _ = _run_conv(rng, wl, knobs, **epi)
+    np.testing.assert_array_equal(res, expected)
+    ops = _alu_ops(mod)
+    gemm_kernels = sum(isinstance(i, GemmInsn) and i.reset_reg for i in mod.program.instructions)
+    assert ops == [(AluOp.REQ, False, requant_imm(8, relu))] * gemm_kernels
+
+    env = get_env("tiny")
+    args, out = conv2d_from_workload(wl, env, **epi)
+    tiny = build(schedule_conv2d_packed(out, knobs, env), [*args, out], config="tiny")
+    ins = [_int8(rng, a.shape) for a in args[:2]]
+    ins.append(rng.integers(-3000, 3000, args[2].shape, dtype=np.int32))
+    (res,), _ = tiny(*ins, device="fsim")
+    want = conv2d_packed_ref(*ins[:2], wl.stride, wl.pad, ins[2], 8, (-128, 127), relu)
+    np.testing.assert_array_equal(res, want)
+    chain = [(op, imm) for op, _, imm in _alu_ops(tiny)]
+    lo = 0 if relu else -128
+    assert chain == [(AluOp.ADD, 0), (AluOp.SHR, 8), (AluOp.MAX, lo), (AluOp.MIN, 127)] * (
+        len(chain) // 4
+    )
+
+
+def test_dense_requantize_without_bias_uses_the_immediate_form(rng):
+    data = te.placeholder((2, 2, 1, 16), "int8", "data")
+    weight = te.placeholder((2, 2, 16, 16), "int8", "weight")
+    epi = dict(shift=5, clip=(-128, 127), relu=True)
+    out = dense_packed(data, weight, **epi)
+    mod = build(schedule_dense_packed(out, DenseKnobs(tile_co=2)), [data, weight, out])
+    a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
+    np.testing.assert_array_equal(mod(a, w, device="fsim")[0][0], dense_packed_ref(a, w, **epi))
+    assert set(_alu_ops(mod)) == {(AluOp.REQ, True, requant_imm(5, relu=True))}
+
+
+BIAS, OTHER = object(), object()  # stand-ins for ACC operands of a chain
+
+
+@pytest.mark.parametrize(
+    "steps, fused",
+    [
+        (
+            [("ADD", None, BIAS), ("SHR", 8, None), ("MAX", -128, None), ("MIN", 127, None)],
+            [("REQ", 8, BIAS)],
+        ),
+        ([("SHR", 31, None), ("MIN", 127, None), ("MAX", 0, None)], [("REQ", 31 | 32, None)]),
+        ([("ADD", 0, None), ("MAX", 0, None), ("MIN", 127, None)], [("REQ", 32, None)]),
+        (
+            [("MUL", 3, None), ("ADD", None, BIAS), ("MAX", 0, None), ("MIN", 127, None)],
+            [("MUL", 3, None), ("REQ", 32, BIAS)],
+        ),
+        # the ADD of an immediate (REQ's immediate form adds 0) and a tensor shift stay
+        (
+            [("ADD", 5, None), ("MAX", 0, None), ("MIN", 127, None)],
+            [("ADD", 5, None), ("REQ", 32, None)],
+        ),
+        (
+            [("ADD", None, BIAS), ("SHR", None, OTHER), ("MAX", 0, None), ("MIN", 127, None)],
+            [("ADD", None, BIAS), ("SHR", None, OTHER), ("REQ", 32, None)],
+        ),
+    ],
+)
+def test_requantizing_tails_fuse(steps, fused):
+    assert fuse_requant(steps, 8) == fused
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [("ADD", None, BIAS), ("SHR", 8, None), ("MAX", -100, None), ("MIN", 100, None)],
+        [("SHR", 8, None), ("MAX", 0, None), ("MIN", 126, None)],
+        [("SHR", 8, None), ("MAX", 0, None)],  # relu without an upper clip
+        [("SHR", 8, None), ("MAX", 0, None), ("MIN", 127, None), ("ADD", 1, None)],
+        [("SHR", 8, None), ("MAX", None, OTHER), ("MIN", 127, None)],
+        [("SHR", 8, None), ("MIN", 127, None), ("MIN", 127, None)],
+    ],
+)
+def test_other_chains_do_not_fuse(steps):
+    assert fuse_requant(steps, 8) == steps
+
+
+def test_negative_shift_is_not_fused():
+    """shift_left is SHR by a negative amount: REQ only shifts right."""
+    steps = [("SHR", -2, None), ("MAX", 0, None), ("MIN", 127, None)]
+    assert fuse_requant(steps, 8) == [("SHR", -2, None), ("REQ", 32, None)]
 
 
 def test_layouts_round_trip(rng):
