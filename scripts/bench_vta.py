@@ -9,11 +9,12 @@ raises utilization on every layer; compute-bound layers reach >= 0.90. Writes a 
 The ALU epilogue shares the compute module with the GEMM, which bounds utilization per layer
 (column `ceil`: MAC cycles over the cycles compute instructions occupy that module, i.e. the
 utilization with every load and store hidden). Per output row a 3x3 layer with c input-channel
-blocks issues 9c GEMM micro-ops against 6 cycles of reset (1) + bias add (tensor ALU, II 2) +
-shift (1) + clip max/min (2), so C2/C4 (c = 4) cannot pass 36/42 = 0.857, C6/C7 78 -> 0.923,
-C9/C10 0.96, C12 0.98; 1x1 layers give c/(c+6): C3/C5 0.40, C8 0.57, C11 0.73. None of the six
-is redundant for this epilogue (relu would fold into the clip's max). Layers whose ceiling is
-below the goal are reported as ALU-bound.
+blocks issues 9c GEMM micro-ops against its epilogue. With the REQ ALU op (`alu_requant`, on in
+the default config) the epilogue is reset (1) + one tensor REQ = bias add, shift and clip (II 2):
+3 cycles, so C2/C4 (c = 4) cap at 36/39 = 0.923, C6/C7 0.96, C9/C10 0.98, C12 0.99, and 1x1
+layers at c/(c+3): C3/C5 0.57, C8 0.73, C11 0.84. On the reference ISA (`--no-requant`) the
+epilogue is reset + bias add (II 2) + shift + clip max/min = 6 cycles: C2/C4 cap at 36/42 = 0.857.
+Layers whose ceiling is below the goal are reported as ALU-bound.
 """
 
 from __future__ import annotations
@@ -35,15 +36,19 @@ from compiler.topi.vta.conv2d import (
 )
 from compiler.topi.vta.reference import conv2d_packed_ref
 from compiler.vta import build, get_env
+from compiler.vta.environment import Environment
+from vta.config import VTAConfig
 from vta.errors import LoweringError
 
 UTILIZATION_GOAL = 0.90
 EPILOGUE = dict(shift=8, clip=(0, 127))
 
 
-def run_layer(wl, knobs, inputs, device="sim"):
-    args, out = conv2d_from_workload(wl, bias=True, **EPILOGUE)
-    mod = build(schedule_conv2d_packed(out, knobs), [*args, out], device=device)
+def run_layer(wl, knobs, inputs, device="sim", env: Environment | None = None):
+    env = env or get_env()
+    args, out = conv2d_from_workload(wl, env, bias=True, **EPILOGUE)
+    s = schedule_conv2d_packed(out, knobs, env)
+    mod = build(s, [*args, out], config=env.config, device=device)
     (res,), stats = mod(*inputs)
     return res, stats
 
@@ -55,20 +60,26 @@ def compute_ceiling(stats) -> float:
     return stats.macs / stats.macs_per_cycle / (c.busy + c.stall_dram)
 
 
-def bench_layer(name: str, candidates: int, rng, tuned: Conv2DKnobs | None = None) -> dict:
+def bench_layer(
+    name: str,
+    candidates: int,
+    rng,
+    tuned: Conv2DKnobs | None = None,
+    config: VTAConfig | str | None = None,
+) -> dict:
     """Best of `candidates` low-traffic threaded knob settings (plus `tuned`, e.g. from tuning
     records, when it fits this epilogue), and the same tiles without virtual threads."""
-    wl = RESNET18[name]
-    args, _ = conv2d_from_workload(wl, bias=True)
+    wl, env = RESNET18[name], get_env(config)
+    args, _ = conv2d_from_workload(wl, env, bias=True)
     inputs = [rng.integers(-128, 128, a.shape, dtype=np.int8) for a in args[:2]]
     inputs.append(rng.integers(-4000, 4000, args[2].shape, dtype=np.int32))
     expected = conv2d_packed_ref(inputs[0], inputs[1], wl.stride, wl.pad, inputs[2], **EPILOGUE)
-    threaded = [k for k in knob_space(wl) if k.oc_nthread * k.h_nthread > 1]
+    threaded = [k for k in knob_space(wl, env) if k.oc_nthread * k.h_nthread > 1]
     best = None
     tried = sorted(threaded, key=lambda k: traffic(wl, k))[:candidates]
     for knobs in ([tuned] if tuned else []) + tried:
         try:
-            res, stats = run_layer(wl, knobs, inputs)
+            res, stats = run_layer(wl, knobs, inputs, env=env)
         except LoweringError:
             if knobs is tuned:  # tuned without the bias buffer; it may not fit with it
                 continue
@@ -79,7 +90,7 @@ def bench_layer(name: str, candidates: int, rng, tuned: Conv2DKnobs | None = Non
             best = (knobs, stats)
     knobs, stats = best
     serial = dataclasses.replace(knobs, oc_nthread=1, h_nthread=1)
-    res, base = run_layer(wl, serial, inputs)
+    res, base = run_layer(wl, serial, inputs, env=env)
     if not np.array_equal(res, expected):
         raise SystemExit(f"{name} {serial}: output differs from the numpy reference")
     dram = sum(stats.bytes_loaded.values()) + stats.bytes_stored
@@ -98,16 +109,16 @@ def bench_layer(name: str, candidates: int, rng, tuned: Conv2DKnobs | None = Non
         * base.macs
         / (sum(base.bytes_loaded.values()) + base.bytes_stored),
         "knobs": dataclasses.asdict(knobs),
+        "config": env.config.name,
     }
 
 
-def roofline(rows: list[dict], path: str) -> None:
+def roofline(rows: list[dict], path: str, cfg: VTAConfig) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cfg = get_env().config
     peak = cfg.peak_gops
     bandwidth = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9  # GB/s
     xs = np.logspace(0, 3, 100)
@@ -149,16 +160,35 @@ def print_table(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", nargs="*", default=list(RESNET18), choices=list(RESNET18))
-    p.add_argument("--candidates", type=int, default=6, help="knob settings simulated per layer")
+    p.add_argument(
+        "--candidates",
+        type=int,
+        default=16,
+        help="knob settings simulated per layer (many tie on traffic; 16 reach C4's best)",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="preset name, configuration string or .json file (default: the pynq preset)",
+    )
+    p.add_argument(
+        "--no-requant",
+        action="store_true",
+        help="turn alu_requant off: the reference ISA, epilogue as ADD, SHR, MAX, MIN",
+    )
     p.add_argument("--png", default="bench_vta_roofline.png", help="roofline plot path")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = p.parse_args(argv)
+    cfg = VTAConfig.load(args.config)
+    if args.no_requant and cfg.alu_requant:
+        cfg = cfg.replace(name=f"{cfg.name}-norequant", alu_requant=False)
     rng = np.random.default_rng(0)
-    rows = [bench_layer(name, args.candidates, rng) for name in args.layers]
-    roofline(rows, args.png)
+    rows = [bench_layer(name, args.candidates, rng, config=cfg) for name in args.layers]
+    roofline(rows, args.png, cfg)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
+        print(f"config {cfg.name} (alu_requant={cfg.alu_requant})")
         print_table(rows)
         print(f"roofline: {args.png}")
     raised = all(r["utilization"] > r["utilization_no_vthread"] for r in rows)
