@@ -20,8 +20,9 @@ def epilogue(
     out_dtype: str,
 ) -> te.Tensor:
     """int8 output = cast(clip(relu(shift_right(acc + bias, shift)))); the arithmetic happens in
-    one accumulator-scope stage ("vta_alu") that the ALU applies op by op in place. relu folds
-    into the clip's lower bound (max(max(x, 0), lo) = max(x, max(lo, 0))): one ALU op less."""
+    one accumulator-scope stage ("vta_alu") that the ALU applies op by op in place, or as one
+    REQ where the config has alu_requant and the clip is the int8 range (lo 0 with relu). relu
+    folds into the clip's lower bound (max(max(x, 0), lo) = max(x, max(lo, 0))): one op less."""
     src = acc
     lo, hi = clip if clip is not None else (None, None)
     if relu:
