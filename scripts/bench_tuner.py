@@ -1,22 +1,38 @@
 """Tuner component study (issue 6, section 9): best-so-far curves of xgb-rank, xgb-reg, random
 and genetic search on ResNet-18 layers, on the CPU (wall time) and the accelerator (simulator
 cycles); trials each needs to reach 95% of the best any found; transfer from other layers'
-records; program-feature throughput; the tuned CPU matmul 1024^3 against numpy (OpenBLAS
-AVX-512 kernel) and tuned conv2d layers against onnxruntime, timed with scripts/bench_cpu.py's
-protocol. Tables on stdout; --json PATH writes the same figures, with the PNG curves beside it.
+records; program-feature throughput; with --peers, the tuned CPU matmul 1024^3 against numpy and
+conv2d layers against onnxruntime (scripts/bench_tuned.py). Tables on stdout; --json PATH writes
+the same figures, with the PNG curves beside it.
+
+The study is a list of parts, one tuning run each (target, layer, tuner), run in priority order:
+  (a) xgb-rank and random on C2, C6, C9, CPU then accelerator; (b) xgb-reg and ga on the same;
+  (c) transfer: xgb-rank on C7-C9 with the records of C2-C6 (accelerator) or C1-C6 (CPU).
+Each part writes its curve to PARTS/<target>_<layer>_<tuner>.json (and its records to a .db
+beside it) when it finishes; a rerun skips finished parts and resumes an interrupted one from
+its records, and the report is rewritten after every part. The accelerator's cycles are
+deterministic, so one target's parts share measurements: a config another tuner already had
+measured is not built and simulated again (the JSON counts measured and reused trials). Every
+tuner of a layer shares one feature cache (features depend on the config alone).
 
     .venv/bin/python scripts/bench_tuner.py --quick --json /tmp/bt/quick.json   # < 10 min
+    .venv/bin/python scripts/bench_tuner.py --json /tmp/bench_tuner/full.json    # the study
+    .venv/bin/python scripts/bench_tuner.py --json /tmp/bench_tuner/full.json --report-only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from bench_cpu import ForeignLoad
 from bench_tuned import peers, print_peers
 
 import compiler.tune.templates  # noqa: F401 - registers the templates
@@ -25,15 +41,58 @@ from compiler.tune import (
     Database,
     DeviceRunner,
     Featurizer,
+    GATuner,
     LocalBuilder,
+    MeasureOption,
+    RandomTuner,
+    Task,
+    XGBTuner,
     create_task,
     measure_option,
     plot_tuning_curve,
     tune,
 )
-from compiler.tune.templates.resnet18 import LAYERS, resnet18_task_args
+from compiler.tune.templates.resnet18 import resnet18_task_args
+from vta.errors import TuningError
 
 TUNERS = ("xgb-rank", "xgb-reg", "random", "ga")
+TRANSFER = "xgb-rank+transfer"
+STUDY_LAYERS = ("C2", "C6", "C9")
+TRANSFER_TARGETS = ("C7", "C8", "C9")
+TRANSFER_SOURCES = {
+    "vta": ("C2", "C3", "C4", "C5", "C6"),
+    "llvm": ("C1", "C2", "C3", "C4", "C5", "C6"),
+}
+UNIT = {"llvm": ("GFLOPS", 1e9), "vta": ("ops/cycle", 1.0)}
+ROOT = Path(__file__).resolve().parent.parent
+PREWARM_LIMIT = 100_000
+
+
+class StudyLoad(ForeignLoad):
+    """ForeignLoad counting this process's live worker processes as its own, not foreign."""
+
+    @staticmethod
+    def _own() -> float:
+        tick = os.sysconf("SC_CLK_TCK")
+        children: dict[int, list[int]] = {}
+        stats: dict[int, list[str]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry))
+        total, todo = 0.0, [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            if pid in stats:  # utime, stime, then reaped children's cutime, cstime
+                total += sum(int(x) for x in stats[pid][11:15]) / tick
+            todo.extend(children.get(pid, []))
+        return total
 
 
 def trials_to_reach(curve: list[float], mark: float) -> int | None:
@@ -58,145 +117,327 @@ def feature_rate(repeats: int = 20) -> float:
     return repeats * len(index) / (time.perf_counter() - start)
 
 
-def option_for(target: str):
+def option_for(target: str) -> MeasureOption:
+    """Accelerator: sim cycles, two simulations at a time. CPU: one kernel at a time, on one
+    thread (a foreign process busy on one of the two cores would halve a 2-thread kernel's
+    speed: the same config measured 153 and 425 GFLOPS minutes apart), ten short timings of
+    >= 1 ms, ranked by the fastest."""
     if target == "vta":
         return measure_option(
-            LocalBuilder(timeout=60, n_parallel=2), DeviceRunner("sim", n_parallel=2)
+            LocalBuilder(timeout=120, n_parallel=2), DeviceRunner("sim", n_parallel=2)
         )
-    return measure_option(LocalBuilder(timeout=30, n_parallel=2), CPURunner(min_repeat_ms=10))
+    return measure_option(
+        LocalBuilder(timeout=60, n_parallel=2), CPURunner(repeat=10, min_repeat_ms=1, threads=1)
+    )
 
 
-def study(target: str, layer: str, n_trial: int, batch: int, option, seed: int) -> dict:
+def commit() -> str:
+    """HEAD, plus the tracked files under compiler/ and scripts/ that differ from it."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+
+    dirty = git("diff", "--name-only", "HEAD", "--", "compiler", "scripts").split()
+    return git("rev-parse", "HEAD").strip() + (f" +changes: {' '.join(dirty)}" if dirty else "")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One tuning run: `tuner` on `layer`; transfer parts first read the sources' records."""
+
+    target: str
+    layer: str
+    tuner: str
+    n_trial: int
+    batch: int
+    sources: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.target}_{self.layer}_{self.tuner}"
+
+
+@dataclass
+class Study:
+    """Runs parts in order, sharing per-target measure options and per-layer feature caches."""
+
+    parts_dir: Path
+    seed: int
+    source_trials: dict[str, int]
+    options: dict[str, MeasureOption] = field(default_factory=dict)
+    tasks: dict[tuple[str, str], tuple[Task, Featurizer]] = field(default_factory=dict)
+
+    def task(self, target: str, layer: str) -> tuple[Task, Featurizer]:
+        """The layer's task and its feature cache, filled with every valid config (the study's
+        spaces hold at most ~15,000: seconds of work, then search never lowers a probe)."""
+        if (target, layer) not in self.tasks:
+            op, args = resnet18_task_args(layer, target)
+            task = create_task(op, args, target)
+            featurizer = Featurizer(task)
+            space = task.config_space
+            if space.range_length <= PREWARM_LIMIT:
+                every = np.arange(space.range_length, dtype=np.int64)
+                featurizer(every[space.valid_mask(every)])
+            self.tasks[target, layer] = task, featurizer
+        return self.tasks[target, layer]
+
+    def option(self, target: str) -> MeasureOption:
+        if target not in self.options:
+            self.options[target] = option_for(target)
+        return self.options[target]
+
+    def tuner(self, part: Part):
+        task, featurizer = self.task(part.target, part.layer)
+        if part.tuner in ("xgb-rank", "xgb-reg", TRANSFER):
+            loss = "reg" if part.tuner == "xgb-reg" else "rank"
+            return XGBTuner(task, loss=loss, seed=self.seed, featurizer=featurizer)
+        if part.tuner == "random":
+            return RandomTuner(task, seed=self.seed)
+        if part.tuner == "ga":
+            return GATuner(task, seed=self.seed)
+        raise TuningError(f"no tuner {part.tuner!r} in this study")
+
+    def done(self, part: Part) -> dict | None:
+        path = self.parts_dir / f"{part.name}.json"
+        if not path.exists():
+            return None
+        r = json.loads(path.read_text())
+        same = (r["n_trial"], r["batch"], r["seed"]) == (part.n_trial, part.batch, self.seed)
+        return r if same else None
+
+    def run(self, part: Part) -> dict:
+        """Run one part (resuming from its records) and write its JSON."""
+        if (r := self.done(part)) is not None:
+            return r
+        for src in part.sources:
+            self.run(Part(part.target, src, "random", self.source_trials[part.target], part.batch))
+        db = Database(self.parts_dir / f"{part.name}.db")
+        if part.sources and not len(db):
+            for src in part.sources:
+                with Database(self.parts_dir / f"{part.target}_{src}_random.db") as source:
+                    db.add_batch(source.records())
+        option = self.option(part.target)
+        measured, reused = option.measured, option.reused
+        tuner = self.tuner(part)
+        with StudyLoad() as load:
+            start = time.perf_counter()
+            history = tune(
+                tuner.task,
+                part.n_trial,
+                option,
+                tuner=tuner,
+                database=db,
+                transfer=bool(part.sources),
+                progress=False,
+                seed=self.seed,
+                batch_size=part.batch,
+            )
+            seconds = time.perf_counter() - start
+        db.close()
+        r = {
+            "target": part.target,
+            "layer": part.layer,
+            "tuner": part.tuner,
+            "sources": list(part.sources),
+            "n_trial": part.n_trial,
+            "batch": part.batch,
+            "seed": self.seed,
+            "commit": commit(),
+            "curve": history.throughputs,
+            "errors": history.errors,
+            "best_config": history.best_config.to_json() if history.best_config else None,
+            "seconds": seconds,
+            "measured": option.measured - measured,
+            "reused": option.reused - reused,
+            "foreign_cores": load.cores,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (self.parts_dir / f"{part.name}.json").write_text(json.dumps(r))
+        print(
+            f"{part.name}: best {max(r['curve']) / UNIT[part.target][1]:.2f} "
+            f"{UNIT[part.target][0]} in {seconds:.0f} s ({r['measured']} measured, "
+            f"{r['reused']} reused, foreign load {load.cores:.2f} cores)",
+            flush=True,
+        )
+        return r
+
+    def close(self) -> None:
+        for option in self.options.values():
+            option.close()
+
+
+def plan(args: argparse.Namespace) -> list[Part]:
+    """The parts in priority order, restricted by --targets/--layers/--tuners/--transfer."""
+    targets, layers, tuners = args.targets.split(","), args.layers.split(","), args.tuners
+
+    def trials(target: str, tuner: str) -> int:
+        model_free = tuner in ("random", "ga") and target == "vta"
+        return args.vta_model_free_trials if model_free else args.trials
+
+    parts = []
+    for group in (("xgb-rank", "random"), ("xgb-reg", "ga")):
+        order = targets if group[0] == "xgb-rank" else targets[::-1]  # (b): no idle switch
+        for target in order:
+            for layer in layers:
+                for tuner in group:
+                    if tuner in tuners.split(","):
+                        parts.append(Part(target, layer, tuner, trials(target, tuner), args.batch))
+    for target in args.transfer.split(",") if args.transfer else []:
+        sources = TRANSFER_SOURCES[target][args.skip_sources :]
+        for layer in args.transfer_layers.split(","):
+            parts.append(Part(target, layer, "xgb-rank", args.trials, args.batch))
+            parts.append(Part(target, layer, TRANSFER, args.trials, args.batch, sources))
+    return parts
+
+
+def space_context(target: str, layer: str) -> dict:
+    """Valid configs of the layer's space (None when too large to count)."""
     op, args = resnet18_task_args(layer, target)
-    task = create_task(op, args, target)
-    curves, seconds = {}, {}
-    for name in TUNERS:
-        start = time.perf_counter()
-        history = tune(
-            task, n_trial, option, tuner=name, progress=False, seed=seed, batch_size=batch
-        )
-        curves[name] = history.throughputs
-        seconds[name] = time.perf_counter() - start
-    best = max(max(c) for c in curves.values())
-    return {
-        "target": target,
-        "layer": layer,
-        "unit": "GFLOPS" if target == "llvm" else "ops/cycle",
-        "scale": 1e9 if target == "llvm" else 1.0,
-        "best": {k: max(c) for k, c in curves.items()},
-        "trials_to_95": {k: trials_to_reach(c, 0.95 * best) for k, c in curves.items()},
-        "seconds": seconds,
-        "curves": curves,
-    }
+    space = create_task(op, args, target).config_space
+    if space.range_length > 2_000_000:
+        return {"configs": space.range_length, "valid": None}
+    valid = int(space.valid_mask(np.arange(space.range_length, dtype=np.int64)).sum())
+    return {"configs": space.range_length, "valid": valid}
 
 
-def transfer_study(
-    target: str, sources: list[str], layer: str, n_trial: int, batch: int, option, seed: int
-) -> dict:
-    """Trials xgb-rank needs to reach 95% of the best with and without the sources' records."""
-    db = Database()
-    for src in sources:
-        op, args = resnet18_task_args(src, target)
-        tune(
-            create_task(op, args, target),
-            n_trial,
-            option,
-            tuner="random",
-            database=db,
-            progress=False,
-            seed=seed,
-            batch_size=batch,
+def report(parts: list[dict], out: Path) -> dict:
+    """Per (target, layer): best and trials to 95% of the best any part found, per tuner; the
+    fraction of random's trials within 95% (the space's density near the top); PNG curves."""
+    layers: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in parts:
+        layers.setdefault((r["target"], r["layer"]), {})[r["tuner"]] = r
+    studies = []
+    for (target, layer), runs in layers.items():
+        best = max(max(r["curve"]) for r in runs.values())
+        unit, scale = UNIT[target]
+        s = {
+            "target": target,
+            "layer": layer,
+            "unit": unit,
+            "scale": scale,
+            "best_any": best,
+            "space": space_context(target, layer),
+            "tuners": {},
+        }
+        for name, r in runs.items():
+            s["tuners"][name] = {
+                "best": max(r["curve"]),
+                "trials_to_95": trials_to_reach(r["curve"], 0.95 * best),
+                "trials_to_99": trials_to_reach(r["curve"], 0.99 * best),
+                "trials_to_best": trials_to_reach(r["curve"], best),
+                **{k: r[k] for k in ("n_trial", "batch", "seconds", "measured", "reused")},
+                **{k: r[k] for k in ("foreign_cores", "commit", "errors", "sources")},
+            }
+        if "random" in runs:  # an unbiased sample of the space: how dense is its top?
+            y = np.asarray(runs["random"]["curve"])
+            s["random_within"] = {
+                f"{k}": int((y >= k / 100 * best).sum()) for k in (90, 95, 99)
+            } | {"of": len(y)}
+        png = out / f"{target}_{layer}.png"
+        plot_tuning_curve(
+            {k: np.asarray(r["curve"]) / scale for k, r in runs.items()},
+            png,
+            title=f"{layer} on {target}",
+            ylabel=f"best {unit}",
         )
-    op, args = resnet18_task_args(layer, target)
-    task = create_task(op, args, target)
-    plain = tune(
-        task, n_trial, option, tuner="xgb-rank", progress=False, seed=seed, batch_size=batch
-    ).throughputs
-    warm = tune(
-        task,
-        n_trial,
-        option,
-        tuner="xgb-rank",
-        database=db,
-        transfer=True,
-        progress=False,
-        seed=seed,
-        batch_size=batch,
-    ).throughputs[-n_trial:]
-    best = max(max(plain), max(warm))
-    return {
-        "target": target,
-        "sources": sources,
-        "layer": layer,
-        "trials_to_95": {
-            "plain": trials_to_reach(plain, 0.95 * best),
-            "transfer": trials_to_reach(warm, 0.95 * best),
-        },
-        "curves": {"xgb-rank": plain, "xgb-rank+transfer": warm},
-    }
+        s["png"] = str(png)
+        studies.append(s)
+    return {"studies": studies}
+
+
+def print_report(rep: dict) -> None:
+    if "feature_rate" in rep:
+        print(f"program features: {rep['feature_rate']:,.0f} configs/s (conv2d C6, one core)")
+    print(
+        f"\n{'target':6} {'layer':5} {'tuner':18} {'trials':>6} {'best':>8} {'unit':9} "
+        f"{'to 95%':>6} {'to 99%':>6} {'to best':>7} {'s':>5} {'meas':>5} {'foreign':>7}"
+    )
+    for s in rep["studies"]:
+        for name, t in s["tuners"].items():
+            t95, t99, tb = (t[f"trials_to_{k}"] or "-" for k in ("95", "99", "best"))
+            print(
+                f"{s['target']:6} {s['layer']:5} {name:18} {t['n_trial']:6d} "
+                f"{t['best'] / s['scale']:8.2f} {s['unit']:9} {t95:>6} {t99:>6} {tb:>7} "
+                f"{t['seconds']:5.0f} {t['measured']:5d} {t['foreign_cores']:7.2f}"
+            )
+        space = s["space"]
+        w = s.get("random_within")
+        density = (
+            f"; random trials within 90/95/99% of the best: "
+            f"{w['90']}/{w['95']}/{w['99']} of {w['of']}"
+            if w
+            else ""
+        )
+        print(f"{'':13}space {space['valid']} valid of {space['configs']}{density}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="one layer, few trials (< 10 min)")
     p.add_argument("--json", help="write the figures as JSON to this file (PNGs beside it)")
+    p.add_argument("--parts", help="folder of finished parts (default: PARTS beside --json)")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
-    out = Path(args.json).parent if args.json else Path(tempfile.mkdtemp(prefix="bench_tuner_"))
-    out.mkdir(parents=True, exist_ok=True)
-    if args.quick:
-        plan = {"llvm": (["C9"], 32, 8), "vta": (["C9"], 16, 8)}
-        transfer = ("vta", ["C6"], "C9", 16, 8)
-        peer_plan = (32, ["C9"], 32)
-    else:
-        plan = {"llvm": (["C2", "C6", "C9"], 400, 64), "vta": (["C2", "C6", "C9"], 400, 64)}
-        transfer = ("vta", ["C2", "C3", "C4", "C5", "C6"], "C9", 200, 32)
-        peer_plan = (200, list(LAYERS), 100)
-
-    report: dict = {"feature_rate": feature_rate(), "studies": [], "transfer": None}
-    for target, (layers, n_trial, batch) in plan.items():
-        option = option_for(target)
-        try:
-            for layer in layers:
-                r = study(target, layer, n_trial, batch, option, args.seed)
-                report["studies"].append(r)
-                plot_tuning_curve(
-                    {k: np.asarray(v) / r["scale"] for k, v in r["curves"].items()},
-                    out / f"{target}_{layer}.png",
-                    title=f"{layer} on {target}",
-                    ylabel=f"best {r['unit']}",
-                )
-        finally:
-            option.close()
-    target, sources, layer, n_trial, batch = transfer
-    option = option_for(target)
-    try:
-        report["transfer"] = transfer_study(
-            target, sources, layer, n_trial, batch, option, args.seed
-        )
-    finally:
-        option.close()
-
-    report["peers"] = peers(*peer_plan, args.seed)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report))
-    print(f"program features: {report['feature_rate']:,.0f} configs/s (conv2d C6, one core)")
-    print(f"\n{'target':6} {'layer':5} {'tuner':9} {'best':>10} {'unit':9} {'to 95%':>7} {'s':>6}")
-    for r in report["studies"]:
-        for k in TUNERS:
-            t95 = r["trials_to_95"][k]
-            print(
-                f"{r['target']:6} {r['layer']:5} {k:9} {r['best'][k] / r['scale']:10.2f} "
-                f"{r['unit']:9} {t95 if t95 else '-':>7} {r['seconds'][k]:6.0f}"
-            )
-    t = report["transfer"]
-    print(
-        f"\ntransfer {'+'.join(t['sources'])} -> {t['layer']} on {t['target']}: trials to 95% "
-        f"without {t['trials_to_95']['plain']}, with {t['trials_to_95']['transfer']}"
+    p.add_argument("--targets", default="llvm,vta")
+    p.add_argument("--layers", default=",".join(STUDY_LAYERS))
+    p.add_argument("--tuners", default=",".join(TUNERS))
+    p.add_argument("--trials", type=int, default=400)
+    p.add_argument("--batch", type=int, default=8, help="study batch size (tuners' default: 64)")
+    p.add_argument("--transfer", default="vta,llvm", help="targets of the transfer parts")
+    p.add_argument("--transfer-layers", default=",".join(TRANSFER_TARGETS))
+    p.add_argument("--skip-sources", type=int, default=0, help="drop the first N source layers")
+    p.add_argument(
+        "--vta-model-free-trials",
+        type=int,
+        default=100,
+        help="trials of random and ga (and transfer sources) on the accelerator, where a random "
+        "config takes ~5 s to build",
     )
-    print()
-    print_peers(report["peers"])
-    print(f"curves in {out}")
+    p.add_argument("--peers", action="store_true", help="also run bench_tuned's peer comparison")
+    p.add_argument("--report-only", action="store_true", help="report the finished parts")
+    args = p.parse_args()
+    if args.quick:
+        args.layers, args.trials, args.batch, args.vta_model_free_trials = "C9", 32, 8, 32
+        args.transfer, args.transfer_layers = "vta", "C9"
+    out = Path(args.json).parent if args.json else Path(tempfile.mkdtemp(prefix="bench_tuner_"))
+    parts_dir = Path(args.parts) if args.parts else out / "parts"
+    parts_dir.mkdir(parents=True, exist_ok=True)
+    todo = plan(args)
+    if args.quick:  # one source layer, few trials
+        todo = [
+            Part(p.target, p.layer, p.tuner, p.n_trial, p.batch, p.sources and ("C6",))
+            for p in todo
+        ]
+
+    rep: dict = {
+        "commit": commit(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    source_trials = {"vta": args.vta_model_free_trials, "llvm": args.trials}
+    study = Study(parts_dir, args.seed, source_trials)
+    finished = [r for p in todo if (r := study.done(p)) is not None]
+    if not args.report_only:
+        rep["feature_rate"] = feature_rate()
+        try:
+            finished = []
+            for part in todo:
+                finished.append(study.run(part))
+                rep.update(report(finished, out))
+                if args.json:
+                    Path(args.json).write_text(json.dumps(rep))
+        finally:
+            study.close()
+    rep.update(report(finished, out))
+    if args.peers:
+        rep["peers"] = (
+            peers(32, ["C9"], 32, args.seed) if args.quick else peers(200, ["C9"], 100, args.seed)
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rep))
+    print_report(rep)
+    if "peers" in rep:
+        print()
+        print_peers(rep["peers"])
+    print(f"curves in {out}, parts in {parts_dir}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from vta.errors import TuningError
 
 from .measure import MeasureErrorNo
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS records (
     config       TEXT    NOT NULL,
     config_index INTEGER NOT NULL,
     costs        TEXT    NOT NULL,
-    mean_cost    REAL,
+    cost         REAL,
     error_no     INTEGER NOT NULL,
     error_class  TEXT    NOT NULL,
     error_msg    TEXT    NOT NULL DEFAULT '',
@@ -64,8 +64,9 @@ class Record:
         return self.error_no == MeasureErrorNo.NO_ERROR
 
     @property
-    def mean_cost(self) -> float | None:
-        return sum(self.costs) / len(self.costs) if self.ok and self.costs else None
+    def cost(self) -> float | None:
+        """The cost configs are ranked by: the fastest timing (as MeasureResult.cost)."""
+        return min(self.costs) if self.ok and self.costs else None
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "v": SCHEMA_VERSION}, separators=(",", ":"))
@@ -91,6 +92,13 @@ class Database:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 self.conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] == 1:  # version 1 ranked by the mean of the costs, 2 by the minimum
+                self.conn.execute("ALTER TABLE records RENAME COLUMN mean_cost TO cost")
+                self.conn.execute(
+                    "UPDATE records SET cost = (SELECT MIN(value) FROM json_each(records.costs)) "
+                    "WHERE error_no = 0"
+                )
+                self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise TuningError(
                     f"records database {self.path} has schema version {row[0]}; "
@@ -118,7 +126,7 @@ class Database:
                 json.dumps(r.config, sort_keys=True),
                 r.config_index,
                 json.dumps(r.costs),
-                r.mean_cost,
+                r.cost,
                 int(r.error_no),
                 MeasureErrorNo(r.error_no).name,
                 r.error_msg,
@@ -131,7 +139,7 @@ class Database:
         with self._transaction():
             before = self.conn.total_changes
             self.conn.executemany(
-                f"{verb} INTO records (workload, target, config, config_index, costs, mean_cost, "
+                f"{verb} INTO records (workload, target, config, config_index, costs, cost, "
                 "error_no, error_class, error_msg, all_cost, measured_at, stored_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
@@ -152,10 +160,10 @@ class Database:
         ]
 
     def best(self, workload: str, target: str) -> Record | None:
-        """The successful record with the lowest mean cost, if any."""
+        """The successful record with the lowest cost, if any."""
         rows = self.conn.execute(
             "SELECT id FROM records WHERE workload = ? AND target = ? AND error_no = 0 "
-            "ORDER BY mean_cost LIMIT 1",
+            "ORDER BY cost LIMIT 1",
             (workload, target),
         ).fetchone()
         if rows is None:

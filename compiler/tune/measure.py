@@ -3,6 +3,10 @@
 Both run their jobs in a pool of isolated worker processes (or on Dask), so an exception, a
 crash or a hang in one candidate becomes a classified MeasureResult and never stops the tuner.
 Costs are in the runner's `cost_unit`: seconds for wall time, cycles for accelerator devices.
+A result's `cost`, the figure tuners rank by, is the minimum of its costs: foreign load on a
+shared machine only ever adds time, so the fastest of several short timings is the estimate it
+disturbs least. Deterministic runners (simulated cycles) are measured once per config: a
+MeasureOption hands a repeated config the result it already has.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,8 +74,9 @@ class MeasureResult:
         return self.error_no == MeasureErrorNo.NO_ERROR
 
     @property
-    def mean_cost(self) -> float:
-        return float(np.mean(self.costs)) if self.ok else math.inf
+    def cost(self) -> float:
+        """The cost tuners rank by: the fastest timing (inf for a failure)."""
+        return min(self.costs) if self.ok and self.costs else math.inf
 
 
 class WrongAnswer(TuningError):
@@ -147,10 +152,14 @@ def compiler_build(task: Task, instance: Any) -> Any:
     )
 
 
-def _build_job(build_func: Callable[[Task, Any], Any], task: Task, index: int) -> BuildResult:
+def _build_job(
+    build_func: Callable[[Task, Any], Any], task: Task, knobs: dict[str, Any]
+) -> BuildResult:
     start = time.perf_counter()
     try:
-        instance = task.instantiate(index)
+        # by knob values, not index: a template changed since the tuner started fails here
+        # instead of building whichever config the index now names
+        instance = task.instantiate(task.config_space.from_json(knobs))
     except Exception:  # noqa: BLE001
         return BuildResult(
             None,
@@ -185,7 +194,7 @@ class LocalBuilder:
         self.pool = pool or LocalPool(n_parallel or os.cpu_count())
 
     def build(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
-        jobs = [(self.build_func, inp.task, inp.config.index) for inp in inputs]
+        jobs = [(self.build_func, inp.task, inp.config.to_json()) for inp in inputs]
         return [_outcome_to_build(o) for o in self.pool.map(_build_job, jobs, self.timeout)]
 
     def close(self) -> None:
@@ -212,10 +221,33 @@ def random_arrays(specs: Sequence[tuple[Sequence[int], str]], seed: int = 0) -> 
     return out
 
 
+_DATA: dict[tuple, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+
+
+def _test_data(
+    task: Task, specs: Sequence[tuple[Sequence[int], str]], check: bool
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Inputs and (if checking) expected outputs of a task, computed once per worker process:
+    they are the same for every config, so only the first job of a task pays for them."""
+    key = (task.workload_key, task.target, tuple((tuple(s), d) for s, d in specs), check)
+    if key not in _DATA:
+        inputs = random_arrays(specs)
+        _DATA.clear()  # one task at a time: a worker keeps just the latest
+        _DATA[key] = (inputs, task.reference(inputs) if check else [])
+    return _DATA[key]
+
+
 def check_outputs(
-    task: Task, inputs: list[np.ndarray], outputs: list[np.ndarray], rtol: float
+    task: Task,
+    inputs: list[np.ndarray],
+    outputs: list[np.ndarray],
+    rtol: float,
+    expected: list[np.ndarray] | None = None,
 ) -> None:
-    expected = task.reference(inputs)
+    """Raise WrongAnswer naming the first output that differs from the reference's (given as
+    `expected` when already computed for these inputs)."""
+    if expected is None:
+        expected = task.reference(inputs)
     for i, (got, want) in enumerate(zip(outputs, expected, strict=True)):
         if not np.allclose(got, want, rtol=rtol, atol=rtol):
             bad = np.abs(np.asarray(got, np.float64) - want).max()
@@ -234,15 +266,23 @@ def time_kernel(
     repeat: int,
     min_repeat_ms: float,
     warmup: int,
+    threads: int | None = None,
 ) -> list[float]:
-    """Wall-clock seconds per call: `repeat` means of >= `number` calls lasting >= min_repeat_ms."""
+    """Wall-clock seconds per call: `repeat` timings, each of >= `number` calls lasting
+    >= min_repeat_ms. Keep them short and many: their minimum (MeasureResult.cost) then likely
+    includes one that no burst of foreign load hit. `threads` sets the parallel loops' thread
+    count (None: OpenMP's default, every core)."""
+    if threads is not None:
+        from compiler.runtime import set_num_threads
+
+        set_num_threads(threads)
     specs = list(kernel.arg_specs)
     n_in = len(specs) - kernel.n_outputs
-    inputs = random_arrays(specs[:n_in])
+    inputs, expected = _test_data(task, specs[:n_in], check)
     outputs = [np.zeros(shape, dtype) for shape, dtype in specs[n_in:]]
     kernel(*inputs, *outputs)
     if check:
-        check_outputs(task, inputs, outputs, rtol)
+        check_outputs(task, inputs, outputs, rtol, expected)
     for _ in range(warmup):
         kernel(*inputs, *outputs)
     start = time.perf_counter()
@@ -264,10 +304,10 @@ def run_on_device(program: Any, task: Task, device: str, check: bool) -> list[fl
 
     names = [b.name for b in program.buffers if b.role in ("input", "weight")]
     specs = [(program.buffer(n).shape, program.buffer(n).dtype) for n in names]
-    inputs = random_arrays(specs)
+    inputs, expected = _test_data(task, specs, check)
     outputs, stats = get_device(device).run(program, dict(zip(names, inputs, strict=True)))
     if check:
-        check_outputs(task, inputs, list(outputs.values()), rtol=0.0)
+        check_outputs(task, inputs, list(outputs.values()), 0.0, expected)
     if stats.cycles is None:
         raise TuningError(f"device {device!r} reports no cycle count; measure on 'sim' or 'rtl'")
     return [float(stats.cycles)]
@@ -283,9 +323,14 @@ def _run_job(measure: Callable[[Any, Task], list[float]], task: Task, artifact: 
 
 
 class Runner(abc.ABC):
-    """Measures built candidates in isolated workers; one at a time unless n_parallel > 1."""
+    """Measures built candidates in isolated workers; one at a time unless n_parallel > 1.
+
+    `deterministic` runners give a config the same costs every time (simulated cycles), so a
+    config needs measuring only once.
+    """
 
     cost_unit = "s"
+    deterministic = False
 
     def __init__(self, timeout: float = 10.0, n_parallel: int = 1, pool: Any = None):
         self.timeout = timeout
@@ -320,16 +365,20 @@ class Runner(abc.ABC):
 
 
 class CPURunner(Runner):
-    """Wall time on this CPU: warm-up, then `repeat` timings of >= min_repeat_ms each."""
+    """Wall time on this CPU: warm-up, then `repeat` timings of >= min_repeat_ms each; the
+    fastest is the config's cost. `threads` fixes the kernels' thread count (None: every core).
+    On a shared machine, one thread per kernel is the robust choice: a foreign process busy on
+    one of two cores halves a 2-thread kernel's speed but leaves a 1-thread kernel's alone."""
 
     def __init__(
         self,
         number: int = 1,
-        repeat: int = 3,
-        min_repeat_ms: float = 50.0,
+        repeat: int = 10,
+        min_repeat_ms: float = 5.0,
         warmup: int = 1,
         check: bool = True,
         rtol: float = 1e-3,
+        threads: int | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -340,6 +389,7 @@ class CPURunner(Runner):
             repeat=repeat,
             min_repeat_ms=min_repeat_ms,
             warmup=warmup,
+            threads=threads,
         )
 
     def measure_func(self) -> Callable[[Any, Task], list[float]]:
@@ -347,14 +397,19 @@ class CPURunner(Runner):
 
 
 class DeviceRunner(Runner):
-    """Cycles of a vta Program on `vta.device.get_device(device)`; deterministic, so one run."""
+    """Cycles of a vta Program on `vta.device.get_device(device)`, one run each. Simulated
+    devices (`sim`, `rtl`) count the same cycles every run; set `deterministic=False` for a
+    board whose count can vary."""
 
     cost_unit = "cycles"
 
-    def __init__(self, device: str = "sim", check: bool = True, **kwargs: Any):
+    def __init__(
+        self, device: str = "sim", check: bool = True, deterministic: bool = True, **kwargs: Any
+    ):
         super().__init__(**kwargs)
         self.device = device
         self.check = check
+        self.deterministic = deterministic
 
     def measure_func(self) -> Callable[[Any, Task], list[float]]:
         return partial(run_on_device, device=self.device, check=self.check)
@@ -363,16 +418,42 @@ class DeviceRunner(Runner):
 # ------------------------------------------------------------------------------------- options
 @dataclass
 class MeasureOption:
-    """A builder and a runner: measure(inputs) builds then runs every candidate."""
+    """A builder and a runner: measure(inputs) builds then runs every candidate.
+
+    With a deterministic runner a config already measured through this option is not built or
+    run again: it gets a copy of its result (timestamped now, `all_cost` 0). `reused` counts
+    those results, `measured` the ones the builder and runner produced.
+    """
 
     builder: Any
     runner: Runner
+    measured: int = 0
+    reused: int = 0
+    _known: dict[tuple[str, str, int], MeasureResult] = field(default_factory=dict, repr=False)
 
     @property
     def cost_unit(self) -> str:
         return self.runner.cost_unit
 
     def measure(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
+        keys = [(i.task.workload_key, i.task.target, i.config.index) for i in inputs]
+        results: list[MeasureResult | None] = [None] * len(inputs)
+        if self.runner.deterministic:
+            for n, key in enumerate(keys):
+                if key in self._known:
+                    results[n] = replace(self._known[key], timestamp=time.time(), all_cost=0.0)
+        todo = [n for n, r in enumerate(results) if r is None]
+        for n, r in zip(todo, self._build_and_run([inputs[n] for n in todo]), strict=True):
+            results[n] = r
+            if self.runner.deterministic and r.error_no != MeasureErrorNo.TIMEOUT:
+                self._known[keys[n]] = r
+        self.measured += len(todo)
+        self.reused += len(inputs) - len(todo)
+        return results  # type: ignore[return-value]
+
+    def _build_and_run(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
+        if not inputs:
+            return []
         start = time.perf_counter()
         builds = self.builder.build(inputs)
         built = [i for i, b in enumerate(builds) if b.error_no == MeasureErrorNo.NO_ERROR]
@@ -380,7 +461,7 @@ class MeasureOption:
         results = [MeasureResult([], b.error_no, b.error_msg) for b in builds]
         for i, r in zip(built, ran, strict=True):
             results[i] = r
-        per_item = (time.perf_counter() - start) / max(len(inputs), 1)
+        per_item = (time.perf_counter() - start) / len(inputs)
         for r in results:
             r.all_cost = per_item
         return results

@@ -45,7 +45,7 @@ def history_dataset(
             continue  # its template is gone or changed: its records no longer apply
         flop = other.flop or 1.0
         xs.append(featurize(index))
-        ys.append([flop / r.mean_cost if r.ok and r.mean_cost else 0.0 for r in records])
+        ys.append([flop / r.cost if r.ok and r.cost else 0.0 for r in records])
         gs.append(np.full(len(records), n))
     if not xs:
         return np.zeros((0, length), np.float32), np.zeros(0), np.zeros(0, np.int64)

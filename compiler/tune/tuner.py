@@ -59,7 +59,7 @@ class Tuner(abc.ABC):
         """flop / cost (FLOP/s for wall time, ops per cycle for devices); 0 for a failure."""
         if not result.ok or not result.costs:
             return 0.0
-        return (self.task.flop or 1.0) / max(result.mean_cost, 1e-30)
+        return (self.task.flop or 1.0) / max(result.cost, 1e-30)
 
     def update(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
         """Learn from a measured batch; subclasses extend this (and call it)."""

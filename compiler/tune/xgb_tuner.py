@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vta.errors import TuningError
+
 from .cost_model import XGBCostModel
 from .database import Database
 from .features import Featurizer
@@ -62,9 +64,18 @@ class XGBTuner(Tuner):
         sa_iters: int = 500,
         n_threads: int | None = None,
         seed: int = 0,
+        featurizer: Featurizer | None = None,
     ):
         super().__init__(task, seed)
-        self.featurize = Featurizer(task, feature_type)
+        if featurizer is not None and (
+            featurizer.task is not task or featurizer.kind != feature_type
+        ):
+            raise TuningError(
+                f"the featurizer given computes {featurizer.kind!r} features of "
+                f"{featurizer.task.workload_key}, not {feature_type!r} ones of {task.workload_key}"
+            )
+        # features depend on the config alone, so tuners of one task may share the cache
+        self.featurize = featurizer or Featurizer(task, feature_type)
         self.model = XGBCostModel(loss=loss, n_threads=n_threads, seed=seed)
         self.sa = SimulatedAnnealingOptimizer(self.space, n_iter=sa_iters, seed=seed)
         self.epsilon = epsilon

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from compiler.tune import Database, Record
+from compiler.tune.database import SCHEMA_VERSION
 from compiler.tune.measure import MeasureErrorNo
 from vta.errors import TuningError
 
@@ -36,15 +37,37 @@ def test_schema_wal_and_batches(tmp_path):
         assert [r.ok for r in db.records()] == [True, True, False]
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 1
+    assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION
     row = conn.execute(
-        "SELECT error_class, mean_cost, measured_at, stored_at FROM records WHERE config_index = 2"
+        "SELECT error_class, cost, measured_at, stored_at FROM records WHERE config_index = 2"
     ).fetchone()
     assert row[0] == "TIMEOUT" and row[1] is None and row[2] <= row[3]
     conn.execute("UPDATE schema_version SET version = 99")
     conn.commit()
     with pytest.raises(TuningError, match="schema version 99"):
         Database(path)
+
+
+def test_version_1_files_are_migrated_to_rank_by_the_fastest_timing(tmp_path):
+    path = tmp_path / "old.db"
+    noisy = Record('["op",[1]]', "llvm", {"k": 0}, 0, [3.0, 1.0])  # mean 2, fastest 1
+    steady = Record('["op",[1]]', "llvm", {"k": 1}, 1, [1.5, 1.5])  # mean 1.5, fastest 1.5
+    with Database(path) as db:
+        db.add_batch([noisy, steady])
+    conn = sqlite3.connect(path)  # turn it back into a version 1 file, ranked by the mean
+    conn.execute("ALTER TABLE records RENAME COLUMN cost TO mean_cost")
+    conn.execute("UPDATE records SET mean_cost = 2.0 WHERE config_index = 0")
+    conn.execute("UPDATE schema_version SET version = 1")
+    conn.commit()
+    conn.close()
+    with Database(path) as db:
+        assert db.best('["op",[1]]', "llvm").config_index == 0
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("SELECT cost FROM records ORDER BY config_index").fetchall() == [
+        (1.0,),
+        (1.5,),
+    ]
 
 
 def test_a_failing_batch_stores_nothing(tmp_path):
@@ -62,7 +85,7 @@ def test_jsonl_round_trip_skips_duplicates(tmp_path):
     src.add_batch([rec(i, float(i + 1), target=t) for i in range(4) for t in ("llvm", "vta")])
     assert src.export_jsonl(tmp_path / "r.jsonl") == 8
     first = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
-    assert first["workload"] == '["op",[1]]' and first["costs"] == [1.0] and first["v"] == 1
+    assert first["workload"] == '["op",[1]]' and first["costs"] == [1.0] and first["v"] == SCHEMA_VERSION
     dst = Database(tmp_path / "b.db")
     assert dst.import_jsonl(tmp_path / "r.jsonl") == 8
     assert dst.import_jsonl(tmp_path / "r.jsonl") == 0
