@@ -85,7 +85,11 @@ def test_jsonl_round_trip_skips_duplicates(tmp_path):
     src.add_batch([rec(i, float(i + 1), target=t) for i in range(4) for t in ("llvm", "vta")])
     assert src.export_jsonl(tmp_path / "r.jsonl") == 8
     first = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
-    assert first["workload"] == '["op",[1]]' and first["costs"] == [1.0] and first["v"] == SCHEMA_VERSION
+    assert (
+        first["workload"] == '["op",[1]]'
+        and first["costs"] == [1.0]
+        and first["v"] == SCHEMA_VERSION
+    )
     dst = Database(tmp_path / "b.db")
     assert dst.import_jsonl(tmp_path / "r.jsonl") == 8
     assert dst.import_jsonl(tmp_path / "r.jsonl") == 0

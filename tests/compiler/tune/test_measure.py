@@ -19,6 +19,7 @@ from compiler.tune import (
     LocalPool,
     MeasureErrorNo,
     MeasureInput,
+    MeasureResult,
     create_task,
     measure_option,
 )
@@ -88,7 +89,8 @@ def test_cpu_runner_measures_real_differences():
     tiny = space.from_json({"tile_i": [32, 4], "tile_j": [32, 4], "tile_k": [32, 4]})
     whole = space.from_json({"tile_i": [1, 128], "tile_j": [1, 128], "tile_k": [1, 128]})
     option = measure_option(
-        LocalBuilder(build_blocked_matmul, n_parallel=1), CPURunner(repeat=3, min_repeat_ms=20)
+        LocalBuilder(build_blocked_matmul, n_parallel=1),
+        CPURunner(repeat=3, min_repeat_ms=20, threads=1),
     )
     try:
         slow, fast = option.measure([MeasureInput(task, tiny), MeasureInput(task, whole)])
@@ -112,6 +114,28 @@ def test_device_runner_reports_simulator_cycles_and_checks_outputs():
     assert r_bad.error_no == E.COMPILE_ERROR and "ProgramError" in r_bad.error_msg
     assert r_small.ok and r_big.ok  # outputs checked bit-exactly against the numpy reference
     assert r_small.costs[0] > 3 * r_big.costs[0] > 0  # 1-row tiles waste the 16-row GEMM
+
+
+def test_a_deterministic_runner_measures_each_config_once():
+    task = create_task("vta_gemm", (16, 64, 64), "vta")
+    space = task.config_space
+    option = measure_option(LocalBuilder(build_vta_gemm, n_parallel=1), DeviceRunner("sim"))
+    try:
+        first = option.measure([MeasureInput(task, space.get(i)) for i in (0, 4, 5)])
+        again = option.measure([MeasureInput(task, space.get(i)) for i in (4, 1, 0, 5)])
+    finally:
+        option.close()
+    assert (option.measured, option.reused) == (4, 3)
+    assert again[0].costs == first[1].costs and again[2].costs == first[0].costs
+    assert again[0].timestamp > first[1].timestamp and again[0].all_cost == 0
+    assert again[3].error_no == first[2].error_no == E.COMPILE_ERROR  # failures are kept too
+    assert again[1].ok and again[1].costs != first[0].costs
+
+
+def test_cpu_timings_are_ranked_by_the_fastest():
+    result = MeasureResult([3.0, 1.0, 2.0])
+    assert result.cost == 1.0
+    assert MeasureResult([], E.RUNTIME_ERROR).cost == float("inf")
 
 
 def test_dask_pool_requests_worker_resources():
