@@ -2,9 +2,9 @@
 fused on the ALU) for the accelerator, run each on the cycle-level simulator with and without
 virtual threads, check every output against numpy, and report cycles, utilization and GOPS.
 
-Layer selection and knob choice are shared with scripts/bench_vta.py (the benchmark searches more
-knob settings per layer; the demo takes the best of a few, plus the tuned knobs of each layer when
-a records database from `vta tune C2 ... --target vta --db records.db` is present).
+Layer selection and knob choice are shared with scripts/bench_vta.py (the same search over the
+lowest-traffic knob settings per layer, plus the tuned knobs of each layer when a records
+database from `vta tune C2 ... --target vta --db records.db` is present).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_vta import RESNET18, bench_layer, print_table  # noqa: E402
+from bench_vta import CANDIDATES, RESNET18, bench_layer, print_table  # noqa: E402
 
 from compiler.tune.templates.vta import tuned_conv2d_knobs  # noqa: E402
 from vta import VTAError  # noqa: E402
@@ -27,7 +27,9 @@ from vta import VTAError  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", nargs="*", default=list(RESNET18), choices=list(RESNET18))
-    parser.add_argument("--candidates", type=int, default=2, help="knob settings tried per layer")
+    parser.add_argument(
+        "--candidates", type=int, default=CANDIDATES, help="knob settings tried per layer"
+    )
     parser.add_argument(
         "--records", default="records.db", help="tuning records (vta tune --target vta --db)"
     )
