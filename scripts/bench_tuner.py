@@ -164,6 +164,7 @@ class Study:
     parts_dir: Path
     seed: int
     source_trials: dict[str, int]
+    commit: str = field(default_factory=commit)  # of the code this process runs
     options: dict[str, MeasureOption] = field(default_factory=dict)
     tasks: dict[tuple[str, str], tuple[Task, Featurizer]] = field(default_factory=dict)
 
@@ -242,7 +243,7 @@ class Study:
             "n_trial": part.n_trial,
             "batch": part.batch,
             "seed": self.seed,
-            "commit": commit(),
+            "commit": self.commit,
             "curve": history.throughputs,
             "errors": history.errors,
             "best_config": history.best_config.to_json() if history.best_config else None,
@@ -432,6 +433,7 @@ def main() -> None:
     out = Path(args.json).parent if args.json else Path(tempfile.mkdtemp(prefix="bench_tuner_"))
     parts_dir = Path(args.parts) if args.parts else out / "parts"
     parts_dir.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     todo = plan(args)
     if args.quick:  # one source layer, few trials
         todo = [

@@ -35,6 +35,7 @@ class GATuner(Tuner):
         self.generation: list[int] = list(self.queue)
 
     def next_batch(self, batch_size: int) -> list[ConfigEntity]:
+        self.queue = [i for i in self.queue if i not in self.visited]  # replayed on resume
         if not self.queue:
             self.queue = self._next_generation()
             self.generation = list(self.queue)

@@ -54,6 +54,8 @@ def _worker_main(conn: Connection) -> None:
             outcome = Outcome(None, "exception", "".join(traceback.format_exception(err)))
         try:
             conn.send(outcome)
+        except OSError:  # the pool is gone (its process was killed): nobody to answer
+            return
         except Exception as err:  # the value did not pickle
             conn.send(Outcome(None, "exception", f"result could not be sent back: {err!r}"))
 

@@ -60,6 +60,20 @@ def test_tuners_never_repeat_a_config(cls):
     assert history.best_throughput == max(history.throughputs) > 0
 
 
+@pytest.mark.parametrize("cls", [RandomTuner, GridSearchTuner, GATuner, XGBTuner])
+def test_a_resumed_tuner_skips_what_its_records_hold(cls, tmp_path):
+    from compiler.tune import Database
+
+    task = create_task("tiled_matmul", (32, 32, 32), "analytic")
+    kwargs = {"feature_type": "knob", "sa_iters": 40} if cls is XGBTuner else {}
+    db = Database(tmp_path / "r.db")
+    cls(task, seed=3, **kwargs).tune(24, AnalyticMeasure(), batch_size=8, database=db)
+    # a new process, same seed: GA's first generation holds the configs already measured
+    history = cls(task, seed=3, **kwargs).tune(48, AnalyticMeasure(), batch_size=8, database=db)
+    assert len(history.throughputs) == len(db) == 48
+    assert len({r.config_index for r in db.records()}) == 48
+
+
 def test_grid_tuner_walks_in_index_order():
     task = create_task("tiled_matmul", (8, 8, 8), "analytic")
     tuner = GridSearchTuner(task)
