@@ -71,6 +71,7 @@ class FunctionalCore:
         self.out = self.sram[MemType.OUT].view(np.int8).reshape(-1, c.batch * c.block_out)
         self.uop_words = self.sram[MemType.UOP].view("<u4").reshape(-1)
         self.uops = decode_uops(self.uop_words, c)  # (depth, 3): dst, src, wgt; kept in sync
+        self.alu_ops = available_alu_ops(c)
 
     # ------------------------------------------------------------------------------ dispatch
     def execute(self, insn: Insn, index: int) -> None:
@@ -237,7 +238,7 @@ class FunctionalCore:
             self.out[touched] = self.acc[touched].astype(np.int8)
 
     def _alu(self, insn: AluInsn, index: int) -> None:
-        ops = available_alu_ops(self.config)
+        ops = self.alu_ops
         if insn.alu_opcode not in ops:
             raise DeviceError(
                 f"instruction {index}: ALU field 'alu_opcode' = {insn.alu_opcode.name} is not "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import compiler
-from compiler import te
+from compiler import te, topi
 from compiler.arith import Analyzer
 from compiler.runtime import set_num_threads
 from compiler.tir import expr as E
@@ -173,8 +173,7 @@ def test_parallel_loop_after_a_peeled_copy_of_its_nest():
     n, m, k = 19, 23, 17
     A = te.placeholder((n, k), name="A")
     B = te.placeholder((k, m), name="B")
-    r = te.reduce_axis(k, "k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    C = topi.nn.matmul(A, B)
     s = te.create_schedule(C.op)
     io, ii = s[C].split(C.op.axis[0], 3)
     jo, ji = s[C].split(C.op.axis[1], 1)

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler
-from compiler import te
+from compiler import te, topi
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KINDS = st.sampled_from(["serial", "vectorize", "unroll", "parallel"])
@@ -31,8 +31,7 @@ def test_random_matmul_schedules(fi, fj, fk, perm, inner, outer, cache, at):
     n, m, k = 19, 23, 17
     A = te.placeholder((n, k), name="A")
     B = te.placeholder((k, m), name="B")
-    r = te.reduce_axis(k, "k")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    C = topi.nn.matmul(A, B)
     s = te.create_schedule(C.op)
     if cache:
         CC = s.cache_write(C, "local")

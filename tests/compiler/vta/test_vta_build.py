@@ -139,14 +139,20 @@ def test_alu_copy_inserted_before_store_of_loaded_accumulators(rng):
     assert sum(isinstance(i, AluInsn) for i in mod.program.instructions) == 3
 
 
-def test_relu_folds_into_the_clip(rng):
-    data = te.placeholder((1, 2, 1, 16), "int8", "data")
+def _checked_dense(rng, batch_blocks: int, **epi):
+    """A dense_packed (2 x 2 blocks of weights) with epilogue `epi`, built for the default
+    config and checked bit-exact on fsim against the numpy reference."""
+    data = te.placeholder((batch_blocks, 2, 1, 16), "int8", "data")
     weight = te.placeholder((2, 2, 16, 16), "int8", "weight")
-    epi = dict(shift=4, clip=(-100, 100), relu=True)
     out = dense_packed(data, weight, **epi)
     mod = build(schedule_dense_packed(out, DenseKnobs(tile_co=2)), [data, weight, out])
     a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
     np.testing.assert_array_equal(mod(a, w, device="fsim")[0][0], dense_packed_ref(a, w, **epi))
+    return mod
+
+
+def test_relu_folds_into_the_clip(rng):
+    mod = _checked_dense(rng, 1, shift=4, clip=(-100, 100), relu=True)
     alus = [(i.alu_opcode, i.imm) for i in mod.program.instructions if isinstance(i, AluInsn)]
     assert alus == [(AluOp.SHR, 4), (AluOp.MAX, 0), (AluOp.MIN, 100)]  # no REQ: not int8 bounds
 
@@ -186,13 +192,7 @@ def test_conv2d_epilogue_is_one_requantize_per_kernel(rng, relu):
 
 
 def test_dense_requantize_without_bias_uses_the_immediate_form(rng):
-    data = te.placeholder((2, 2, 1, 16), "int8", "data")
-    weight = te.placeholder((2, 2, 16, 16), "int8", "weight")
-    epi = dict(shift=5, clip=(-128, 127), relu=True)
-    out = dense_packed(data, weight, **epi)
-    mod = build(schedule_dense_packed(out, DenseKnobs(tile_co=2)), [data, weight, out])
-    a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
-    np.testing.assert_array_equal(mod(a, w, device="fsim")[0][0], dense_packed_ref(a, w, **epi))
+    mod = _checked_dense(rng, 2, shift=5, clip=(-128, 127), relu=True)
     assert set(_alu_ops(mod)) == {(AluOp.REQ, True, requant_imm(5, relu=True))}
 
 
