@@ -1,28 +1,31 @@
 """Tuner component study (issue 6, section 9): best-so-far curves of xgb-rank, xgb-reg, random
 and genetic search on ResNet-18 layers, on the CPU (wall time) and the accelerator (simulator
-cycles); trials each needs to reach 95% of the best any found; transfer from other layers'
-records; program-feature throughput; with --peers, the tuned CPU matmul 1024^3 against numpy and
-conv2d layers against onnxruntime (scripts/bench_tuned.py). Tables on stdout; --json PATH writes
-the same figures, with the PNG curves beside it.
+cycles); trials each needs to reach 95% of the best any found (the median over --seeds); transfer
+from other layers' records; program-feature throughput; with --peers, the tuned CPU matmul 1024^3
+against numpy and conv2d layers against onnxruntime (scripts/bench_tuned.py). Tables on stdout;
+--json PATH writes the same figures, with the PNG curves beside it.
 
-The study is a list of parts, one tuning run each (target, layer, tuner), run in priority order:
-  (a) xgb-rank and random on C2, C6, C9, CPU then accelerator; (b) xgb-reg and ga on the same;
-  (c) transfer: xgb-rank on C7-C9 with the records of C2-C6 (accelerator) or C1-C6 (CPU).
-Each part writes its curve to PARTS/<target>_<layer>_<tuner>.json (and its records to a .db
-beside it) when it finishes; a rerun skips finished parts and resumes an interrupted one from
+The study is a list of parts, one tuning run each (target, layer, tuner, seed), run in priority
+order: (a) xgb-rank and random on C2, C6, C9, CPU then accelerator; (b) xgb-reg and ga on the
+same; (c) transfer: xgb-rank on C7-C9 with the records of C2-C6 (accelerator) or C1-C6 (CPU).
+Each part writes its curve to PARTS/seed<N>/<target>_<layer>_<tuner>.json (and its records to a
+.db beside it) when it finishes; a rerun skips finished parts and resumes an interrupted one from
 its records, and the report is rewritten after every part. The accelerator's cycles are
-deterministic, so one target's parts share measurements: a config another tuner already had
-measured is not built and simulated again (the JSON counts measured and reused trials). Every
+deterministic, so its parts share measurements: a config any part (of any seed) already had
+simulated is not built and simulated again (the JSON counts measured and reused trials). Every
 tuner of a layer shares one feature cache (features depend on the config alone).
 
     .venv/bin/python scripts/bench_tuner.py --quick --json /tmp/bt/quick.json   # < 10 min
     .venv/bin/python scripts/bench_tuner.py --json /tmp/bench_tuner/full.json    # the study
+    .venv/bin/python scripts/bench_tuner.py --json /tmp/bench_tuner/full.json --seeds 0,1,2 \
+        --tuners xgb-rank,random --transfer ''                                  # + seeds 1, 2
     .venv/bin/python scripts/bench_tuner.py --json /tmp/bench_tuner/full.json --report-only
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -150,19 +153,25 @@ class Part:
     tuner: str
     n_trial: int
     batch: int
+    seed: int = 0
     sources: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return f"{self.target}_{self.layer}_{self.tuner}"
 
+    @property
+    def folder(self) -> str:
+        return f"seed{self.seed}"
+
 
 @dataclass
 class Study:
-    """Runs parts in order, sharing per-target measure options and per-layer feature caches."""
+    """Runs parts in order, sharing per-target measure options and per-layer feature caches.
+    The accelerator's option starts out knowing every simulated config of earlier runs (any
+    seed): cycles are deterministic, so a rerun or another seed only simulates what is new."""
 
     parts_dir: Path
-    seed: int
     source_trials: dict[str, int]
     commit: str = field(default_factory=commit)  # of the code this process runs
     options: dict[str, MeasureOption] = field(default_factory=dict)
@@ -184,39 +193,50 @@ class Study:
 
     def option(self, target: str) -> MeasureOption:
         if target not in self.options:
-            self.options[target] = option_for(target)
+            self.options[target] = option = option_for(target)
+            for path in sorted(self.parts_dir.glob(f"seed*/{target}_*.db")):
+                with Database(path) as db:
+                    option.remember(db.records())
         return self.options[target]
+
+    def path(self, part: Part, suffix: str) -> Path:
+        return self.parts_dir / part.folder / f"{part.name}{suffix}"
 
     def tuner(self, part: Part):
         task, featurizer = self.task(part.target, part.layer)
         if part.tuner in ("xgb-rank", "xgb-reg", TRANSFER):
             loss = "reg" if part.tuner == "xgb-reg" else "rank"
-            return XGBTuner(task, loss=loss, seed=self.seed, featurizer=featurizer)
+            return XGBTuner(task, loss=loss, seed=part.seed, featurizer=featurizer)
         if part.tuner == "random":
-            return RandomTuner(task, seed=self.seed)
+            return RandomTuner(task, seed=part.seed)
         if part.tuner == "ga":
-            return GATuner(task, seed=self.seed)
+            return GATuner(task, seed=part.seed)
         raise TuningError(f"no tuner {part.tuner!r} in this study")
 
     def done(self, part: Part) -> dict | None:
-        path = self.parts_dir / f"{part.name}.json"
+        path = self.path(part, ".json")
         if not path.exists():
             return None
         r = json.loads(path.read_text())
-        same = (r["n_trial"], r["batch"], r["seed"]) == (part.n_trial, part.batch, self.seed)
+        same = (r["n_trial"], r["batch"], r["seed"]) == (part.n_trial, part.batch, part.seed)
         return r if same else None
 
     def run(self, part: Part) -> dict:
         """Run one part (resuming from its records) and write its JSON."""
         if (r := self.done(part)) is not None:
             return r
-        for src in part.sources:
-            self.run(Part(part.target, src, "random", self.source_trials[part.target], part.batch))
-        db = Database(self.parts_dir / f"{part.name}.db")
-        if part.sources and not len(db):
-            for src in part.sources:
-                with Database(self.parts_dir / f"{part.target}_{src}_random.db") as source:
-                    db.add_batch(source.records())
+        trials = self.source_trials[part.target]
+        sources = [
+            Part(part.target, s, "random", trials, part.batch, part.seed) for s in part.sources
+        ]
+        for source in sources:
+            self.run(source)
+        self.path(part, "").parent.mkdir(parents=True, exist_ok=True)
+        db = Database(self.path(part, ".db"))
+        if sources and not len(db):
+            for source in sources:
+                with Database(self.path(source, ".db")) as records:
+                    db.add_batch(records.records())
         option = self.option(part.target)
         measured, reused = option.measured, option.reused
         tuner = self.tuner(part)
@@ -230,7 +250,7 @@ class Study:
                 database=db,
                 transfer=bool(part.sources),
                 progress=False,
-                seed=self.seed,
+                seed=part.seed,
                 batch_size=part.batch,
             )
             seconds = time.perf_counter() - start
@@ -242,7 +262,7 @@ class Study:
             "sources": list(part.sources),
             "n_trial": part.n_trial,
             "batch": part.batch,
-            "seed": self.seed,
+            "seed": part.seed,
             "commit": self.commit,
             "curve": history.throughputs,
             "errors": history.errors,
@@ -253,9 +273,9 @@ class Study:
             "foreign_cores": load.cores,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        (self.parts_dir / f"{part.name}.json").write_text(json.dumps(r))
+        self.path(part, ".json").write_text(json.dumps(r))
         print(
-            f"{part.name}: best {max(r['curve']) / UNIT[part.target][1]:.2f} "
+            f"{part.folder}/{part.name}: best {max(r['curve']) / UNIT[part.target][1]:.2f} "
             f"{UNIT[part.target][0]} in {seconds:.0f} s ({r['measured']} measured, "
             f"{r['reused']} reused, foreign load {load.cores:.2f} cores)",
             flush=True,
@@ -272,9 +292,10 @@ def plan(args: argparse.Namespace) -> list[Part]:
     xgb-rank and random (CPU, accelerator); xgb-reg and ga on the CPU; xgb-reg on the
     accelerator; the accelerator's transfer; ga on the accelerator (its random first generation
     of 100 takes ~15 min to build, on spaces where random search reaches 95% at once); the
-    CPU's transfer."""
+    CPU's transfer. Within each group, every seed of --seeds in turn."""
     targets, layers, tuners = args.targets.split(","), args.layers.split(","), args.tuners
     transfer = args.transfer.split(",") if args.transfer else []
+    seeds = [int(x) for x in args.seeds.split(",")]
 
     def trials(target: str, tuner: str) -> int:
         model_free = tuner in ("random", "ga") and target == "vta"
@@ -285,7 +306,8 @@ def plan(args: argparse.Namespace) -> list[Part]:
             return []
         chosen = [t for t in names if t in tuners.split(",")]
         return [
-            Part(target, layer, t, trials(target, t), args.batch)
+            Part(target, layer, t, trials(target, t), args.batch, seed)
+            for seed in seeds
             for layer in layers
             for t in chosen
         ]
@@ -296,10 +318,11 @@ def plan(args: argparse.Namespace) -> list[Part]:
         sources = TRANSFER_SOURCES[target][args.skip_sources :]
         return [
             part
+            for seed in seeds
             for layer in args.transfer_layers.split(",")
             for part in (
-                Part(target, layer, "xgb-rank", args.trials, args.batch),
-                Part(target, layer, TRANSFER, args.trials, args.batch, sources),
+                Part(target, layer, "xgb-rank", args.trials, args.batch, seed),
+                Part(target, layer, TRANSFER, args.trials, args.batch, seed, sources),
             )
         ]
 
@@ -324,15 +347,31 @@ def space_context(target: str, layer: str) -> dict:
     return {"configs": space.range_length, "valid": valid}
 
 
+def median_trials(runs: list[dict], mark: float) -> tuple[int | None, list[int | None]]:
+    """Trials to reach `mark` per run, and their median (None: not reached within the run); of
+    an even count, the upper of the two middle runs (an observed run, and the cautious one)."""
+    each = [trials_to_reach(r["curve"], mark) for r in runs]
+    reached = sorted(t if t is not None else np.inf for t in each)
+    middle = reached[len(reached) // 2]
+    return (None if middle == np.inf else int(middle)), each
+
+
+def median_curve(runs: list[dict]) -> np.ndarray:
+    """Element-wise median over runs of the best-so-far curves (cut to the shortest run)."""
+    n = min(len(r["curve"]) for r in runs)
+    return np.median([np.maximum.accumulate(r["curve"][:n]) for r in runs], axis=0)
+
+
 def report(parts: list[dict], out: Path) -> dict:
-    """Per (target, layer): best and trials to 95% of the best any part found, per tuner; the
-    fraction of random's trials within 95% (the space's density near the top); PNG curves."""
-    layers: dict[tuple[str, str], dict[str, dict]] = {}
+    """Per (target, layer): the best any run found and, per tuner, the trials to 95% / 99% / 100%
+    of it in each seed's run and their median; how dense the space's top is among random's
+    trials; PNG of the median best-so-far curves."""
+    layers: dict[tuple[str, str], dict[str, list[dict]]] = {}
     for r in parts:
-        layers.setdefault((r["target"], r["layer"]), {})[r["tuner"]] = r
+        layers.setdefault((r["target"], r["layer"]), {}).setdefault(r["tuner"], []).append(r)
     studies = []
-    for (target, layer), runs in layers.items():
-        best = max(max(r["curve"]) for r in runs.values())
+    for (target, layer), tuners in layers.items():
+        best = max(max(r["curve"]) for runs in tuners.values() for r in runs)
         unit, scale = UNIT[target]
         s = {
             "target": target,
@@ -343,25 +382,32 @@ def report(parts: list[dict], out: Path) -> dict:
             "space": space_context(target, layer),
             "tuners": {},
         }
-        for name, r in runs.items():
-            s["tuners"][name] = {
-                "best": max(r["curve"]),
-                "trials_to_95": trials_to_reach(r["curve"], 0.95 * best),
-                "trials_to_99": trials_to_reach(r["curve"], 0.99 * best),
-                "trials_to_best": trials_to_reach(r["curve"], best),
-                **{k: r[k] for k in ("n_trial", "batch", "seconds", "measured", "reused")},
-                **{k: r[k] for k in ("foreign_cores", "commit", "errors", "sources")},
+        for name, runs in tuners.items():
+            t = s["tuners"][name] = {
+                "seeds": [r["seed"] for r in runs],
+                "best": max(max(r["curve"]) for r in runs),
+                "n_trial": runs[0]["n_trial"],
+                "batch": runs[0]["batch"],
+                "sources": runs[0]["sources"],
+                "commits": sorted({r["commit"] for r in runs}),
+                "foreign_cores": max(r["foreign_cores"] for r in runs),
+                **{k: sum(r[k] for r in runs) for k in ("seconds", "measured", "reused", "errors")},
             }
-        if "random" in runs:  # an unbiased sample of the space: how dense is its top?
-            y = np.asarray(runs["random"]["curve"])
+            for key, fraction in (("95", 0.95), ("99", 0.99), ("best", 1.0)):
+                t[f"trials_to_{key}"], t[f"trials_to_{key}_per_seed"] = median_trials(
+                    runs, fraction * best
+                )
+        if "random" in tuners:  # an unbiased sample of the space: how dense is its top?
+            y = np.concatenate([r["curve"] for r in tuners["random"]])
             s["random_within"] = {
                 f"{k}": int((y >= k / 100 * best).sum()) for k in (90, 95, 99)
             } | {"of": len(y)}
         png = out / f"{target}_{layer}.png"
+        seeds = len(next(iter(tuners.values())))
         plot_tuning_curve(
-            {k: np.asarray(r["curve"]) / scale for k, r in runs.items()},
+            {k: median_curve(runs) / scale for k, runs in tuners.items()},
             png,
-            title=f"{layer} on {target}",
+            title=f"{layer} on {target}" + (f" (median of {seeds} seeds)" if seeds > 1 else ""),
             ylabel=f"best {unit}",
         )
         s["png"] = str(png)
@@ -370,19 +416,26 @@ def report(parts: list[dict], out: Path) -> dict:
 
 
 def print_report(rep: dict) -> None:
+    """The study table (median trials over seeds; per-seed figures after them), space density,
+    the model-vs-random and transfer ratios."""
     if "feature_rate" in rep:
         print(f"program features: {rep['feature_rate']:,.0f} configs/s (conv2d C6, one core)")
     print(
         f"\n{'target':6} {'layer':5} {'tuner':18} {'trials':>6} {'best':>8} {'unit':9} "
-        f"{'to 95%':>6} {'to 99%':>6} {'to best':>7} {'s':>5} {'meas':>5} {'foreign':>7}"
+        f"{'to 95%':>6} {'to 99%':>6} {'to best':>7} {'s':>5} {'meas':>5} {'foreign':>7}  per seed"
     )
+
+    def shown(t: dict, key: str) -> str:
+        return str(t[f"trials_to_{key}"] or f">{t['n_trial']}")
+
     for s in rep["studies"]:
         for name, t in s["tuners"].items():
-            t95, t99, tb = (t[f"trials_to_{k}"] or "-" for k in ("95", "99", "best"))
+            per_seed = "/".join(str(x or "-") for x in t["trials_to_95_per_seed"])
             print(
                 f"{s['target']:6} {s['layer']:5} {name:18} {t['n_trial']:6d} "
-                f"{t['best'] / s['scale']:8.2f} {s['unit']:9} {t95:>6} {t99:>6} {tb:>7} "
-                f"{t['seconds']:5.0f} {t['measured']:5d} {t['foreign_cores']:7.2f}"
+                f"{t['best'] / s['scale']:8.2f} {s['unit']:9} {shown(t, '95'):>6} "
+                f"{shown(t, '99'):>6} {shown(t, 'best'):>7} {t['seconds']:5.0f} "
+                f"{t['measured']:5d} {t['foreign_cores']:7.2f}  seeds {t['seeds']}: {per_seed}"
             )
         space = s["space"]
         w = s.get("random_within")
@@ -393,14 +446,19 @@ def print_report(rep: dict) -> None:
             else ""
         )
         print(f"{'':13}space {space['valid']} valid of {space['configs']}{density}")
-        plain, warm = s["tuners"].get("xgb-rank"), s["tuners"].get(TRANSFER)
-        if plain and warm:
+        model, rand = s["tuners"].get("xgb-rank"), s["tuners"].get("random")
+        if model and rand:
+            figures = ", ".join(
+                f"to {k}: {shown(rand, k)}/{shown(model, k)}" for k in ("95", "99", "best")
+            )
+            print(f"{'':13}random/xgb-rank median trials {figures}")
+        warm = s["tuners"].get(TRANSFER)
+        if model and warm:
             sources = "+".join(warm["sources"])
             figures = ", ".join(
-                f"to {k}: {plain[f'trials_to_{k}'] or '-'} -> {warm[f'trials_to_{k}'] or '-'}"
-                for k in ("95", "99", "best")
+                f"to {k}: {shown(model, k)} -> {shown(warm, k)}" for k in ("95", "99", "best")
             )
-            print(f"{'':13}transfer from {sources}, trials {figures}")
+            print(f"{'':13}transfer from {sources}, median trials {figures}")
 
 
 def main() -> None:
@@ -408,7 +466,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="one layer, few trials (< 10 min)")
     p.add_argument("--json", help="write the figures as JSON to this file (PNGs beside it)")
     p.add_argument("--parts", help="folder of finished parts (default: PARTS beside --json)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", default="0", help="comma-separated seeds, one run of each part each")
     p.add_argument("--targets", default="llvm,vta")
     p.add_argument("--layers", default=",".join(STUDY_LAYERS))
     p.add_argument("--tuners", default=",".join(TUNERS))
@@ -436,17 +494,15 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     todo = plan(args)
     if args.quick:  # one source layer, few trials
-        todo = [
-            Part(p.target, p.layer, p.tuner, p.n_trial, p.batch, p.sources and ("C6",))
-            for p in todo
-        ]
+        todo = [dataclasses.replace(p, sources=p.sources and ("C6",)) for p in todo]
+    todo = list(dict.fromkeys(todo))  # a transfer's baseline may be a study part too
 
     rep: dict = {
         "commit": commit(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     source_trials = {"vta": args.vta_model_free_trials, "llvm": args.trials}
-    study = Study(parts_dir, args.seed, source_trials)
+    study = Study(parts_dir, source_trials)
     finished = [r for p in todo if (r := study.done(p)) is not None]
     if not args.report_only:
         rep["feature_rate"] = feature_rate()
@@ -461,9 +517,8 @@ def main() -> None:
             study.close()
     rep.update(report(finished, out))
     if args.peers:
-        rep["peers"] = (
-            peers(32, ["C9"], 32, args.seed) if args.quick else peers(200, ["C9"], 100, args.seed)
-        )
+        seed = int(args.seeds.split(",")[0])
+        rep["peers"] = peers(32, ["C9"], 32, seed) if args.quick else peers(200, ["C9"], 100, seed)
     if args.json:
         Path(args.json).write_text(json.dumps(rep))
     print_report(rep)

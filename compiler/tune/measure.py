@@ -18,7 +18,7 @@ import os
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +31,7 @@ from .pool import LocalPool, Outcome
 from .task import Task, target_kind
 
 if TYPE_CHECKING:
+    from .database import Record
     from .space import ConfigEntity
 
 
@@ -450,6 +451,22 @@ class MeasureOption:
         self.measured += len(todo)
         self.reused += len(inputs) - len(todo)
         return results  # type: ignore[return-value]
+
+    def remember(self, records: Iterable[Record]) -> int:
+        """Let a deterministic runner reuse stored measurements (records of earlier runs, e.g.
+        another process's database) instead of building and running those configs again.
+        Timeouts are not remembered. Returns how many records were taken."""
+        if not self.runner.deterministic:
+            return 0
+        taken = 0
+        for r in records:
+            if r.error_no != MeasureErrorNo.TIMEOUT:
+                key = (r.workload, r.target, r.config_index)
+                self._known[key] = MeasureResult(
+                    list(r.costs), MeasureErrorNo(r.error_no), r.error_msg
+                )
+                taken += 1
+        return taken
 
     def _build_and_run(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
         if not inputs:

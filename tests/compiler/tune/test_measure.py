@@ -20,6 +20,7 @@ from compiler.tune import (
     MeasureErrorNo,
     MeasureInput,
     MeasureResult,
+    Record,
     create_task,
     measure_option,
 )
@@ -130,6 +131,28 @@ def test_a_deterministic_runner_measures_each_config_once():
     assert again[0].timestamp > first[1].timestamp and again[0].all_cost == 0
     assert again[3].error_no == first[2].error_no == E.COMPILE_ERROR  # failures are kept too
     assert again[1].ok and again[1].costs != first[0].costs
+
+
+def test_a_deterministic_runner_reuses_stored_records_but_not_timeouts():
+    task = create_task("vta_gemm", (16, 64, 64), "vta")
+    space = task.config_space
+    stored = [
+        Record(task.workload_key, "vta", space.get(0).to_json(), 0, [123.0]),
+        Record(task.workload_key, "vta", space.get(4).to_json(), 4, [], int(E.TIMEOUT), "slow"),
+    ]
+    option = measure_option(LocalBuilder(build_vta_gemm, n_parallel=1), DeviceRunner("sim"))
+    try:
+        assert option.remember(stored) == 1
+        cached, timed_out = option.measure([MeasureInput(task, space.get(i)) for i in (0, 4)])
+    finally:
+        option.close()
+    assert cached.costs == [123.0] and (option.measured, option.reused) == (1, 1)
+    assert timed_out.ok and timed_out.costs[0] > 0  # measured afresh
+    cpu = measure_option(LocalBuilder(n_parallel=1), CPURunner())
+    try:
+        assert cpu.remember(stored) == 0  # wall time is not deterministic
+    finally:
+        cpu.close()
 
 
 def test_cpu_timings_are_ranked_by_the_fastest():

@@ -1,0 +1,61 @@
+"""The tuner study's bookkeeping: trials to a mark, medians over seeds, the report's figures."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import bench_tuner  # noqa: E402 - scripts/ is not a package
+
+
+def run(tuner: str, seed: int, curve: list[float]) -> dict:
+    return {
+        "target": "vta",
+        "layer": "C9",
+        "tuner": tuner,
+        "seed": seed,
+        "curve": curve,
+        "n_trial": len(curve),
+        "batch": 2,
+        "sources": [],
+        "commit": "abc",
+        "foreign_cores": 0.1 * seed,
+        "seconds": 1.0,
+        "measured": len(curve),
+        "reused": 0,
+        "errors": 0,
+    }
+
+
+def test_trials_to_reach_counts_from_one_and_says_never():
+    assert bench_tuner.trials_to_reach([1.0, 0.0, 5.0, 3.0], 4.0) == 3
+    assert bench_tuner.trials_to_reach([1.0, 2.0], 1.0) == 1
+    assert bench_tuner.trials_to_reach([1.0, 2.0], 2.5) is None
+
+
+def test_median_trials_takes_an_observed_run_and_ranks_never_last():
+    runs = [run("random", s, c) for s, c in enumerate(([9, 10], [1, 1], [10, 1]))]
+    assert bench_tuner.median_trials(runs, 10) == (2, [2, None, 1])
+    runs = [run("random", s, c) for s, c in enumerate(([1, 1], [1, 1], [10, 1]))]
+    assert bench_tuner.median_trials(runs, 10) == (None, [None, None, 1])
+    assert bench_tuner.median_trials(runs[1:], 10) == (None, [None, 1])  # even: the upper
+
+
+def test_report_pools_seeds_against_the_best_any_run_found(tmp_path):
+    parts = [
+        run("xgb-rank", 0, [50.0, 96.0, 100.0]),
+        run("xgb-rank", 1, [40.0, 60.0, 99.0]),
+        run("random", 0, [10.0, 20.0, 96.0]),
+        run("random", 1, [97.0, 20.0, 30.0]),
+    ]
+    (study,) = bench_tuner.report(parts, tmp_path)["studies"]
+    xgb, rand = study["tuners"]["xgb-rank"], study["tuners"]["random"]
+    assert study["best_any"] == 100.0
+    assert xgb["seeds"] == [0, 1] and xgb["trials_to_95_per_seed"] == [2, 3]
+    assert (xgb["trials_to_95"], xgb["trials_to_99"], xgb["trials_to_best"]) == (3, 3, None)
+    assert rand["trials_to_95_per_seed"] == [3, 1] and rand["trials_to_95"] == 3
+    assert rand["measured"] == 6 and rand["foreign_cores"] == pytest.approx(0.1)
+    assert study["random_within"] == {"90": 2, "95": 2, "99": 0, "of": 6}
+    assert Path(study["png"]).stat().st_size > 0
+    bench_tuner.print_report({"studies": [study]})
