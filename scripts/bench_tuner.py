@@ -231,7 +231,7 @@ class Study:
         ]
         for source in sources:
             self.run(source)
-        self.path(part, "").parent.mkdir(parents=True, exist_ok=True)
+        (self.parts_dir / part.folder).mkdir(parents=True, exist_ok=True)
         db = Database(self.path(part, ".db"))
         if sources and not len(db):
             for source in sources:

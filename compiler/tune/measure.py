@@ -446,8 +446,7 @@ class MeasureOption:
         todo = [n for n, r in enumerate(results) if r is None]
         for n, r in zip(todo, self._build_and_run([inputs[n] for n in todo]), strict=True):
             results[n] = r
-            if self.runner.deterministic and r.error_no != MeasureErrorNo.TIMEOUT:
-                self._known[keys[n]] = r
+            self._learn(keys[n], r)
         self.measured += len(todo)
         self.reused += len(inputs) - len(todo)
         return results  # type: ignore[return-value]
@@ -456,17 +455,21 @@ class MeasureOption:
         """Let a deterministic runner reuse stored measurements (records of earlier runs, e.g.
         another process's database) instead of building and running those configs again.
         Timeouts are not remembered. Returns how many records were taken."""
-        if not self.runner.deterministic:
-            return 0
-        taken = 0
-        for r in records:
-            if r.error_no != MeasureErrorNo.TIMEOUT:
-                key = (r.workload, r.target, r.config_index)
-                self._known[key] = MeasureResult(
-                    list(r.costs), MeasureErrorNo(r.error_no), r.error_msg
-                )
-                taken += 1
-        return taken
+        results = (
+            (
+                (r.workload, r.target, r.config_index),
+                MeasureResult(list(r.costs), MeasureErrorNo(r.error_no), r.error_msg),
+            )
+            for r in records
+        )
+        return sum(self._learn(key, result) for key, result in results)
+
+    def _learn(self, key: tuple[str, str, int], result: MeasureResult) -> bool:
+        """Keep a deterministic runner's result for reuse (not a timeout: it may pass later)."""
+        if not self.runner.deterministic or result.error_no == MeasureErrorNo.TIMEOUT:
+            return False
+        self._known[key] = result
+        return True
 
     def _build_and_run(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
         if not inputs:
