@@ -68,6 +68,21 @@ def test_early_stopping_watches_the_held_out_split():
     assert model.booster.num_boosted_rounds() <= model.booster.best_iteration + 11 < 100
 
 
+def test_small_fits_use_every_row():
+    """Below min_val held-out rows the model trains on all rows for small_rounds: stopped on
+    ~5 held-out rows, 24-sample models ranked unseen configs at 0.54 pair accuracy (0.5 is
+    chance); on all rows, 0.68."""
+    x, y = _data(0)
+    xt, yt = _data(1, 200)
+    accuracy = []
+    for s in range(10):
+        model = XGBCostModel(seed=s)
+        model.fit(x[24 * s : 24 * s + 24], y[24 * s : 24 * s + 24])
+        assert model.booster.num_boosted_rounds() == model.small_rounds
+        accuracy.append(pair_accuracy(model.predict(xt), yt))
+    assert np.mean(accuracy) > 0.62
+
+
 def _history_db(shapes, n=160):
     db = Database()
     for shape in shapes:
