@@ -126,10 +126,12 @@ class XGBCostModel:
             val[:] = False
         margin = self._base_margin(x)
         dtrain = _dmatrix(x[~val], y[~val], groups[~val], None if margin is None else margin[~val])
-        rounds, kwargs = self.small_rounds, {}
+        rounds: int = self.small_rounds
+        kwargs: dict[str, Any] = {}
         if val.any():
             dval = _dmatrix(x[val], y[val], groups[val], None if margin is None else margin[val])
-            rounds, kwargs = self.max_rounds, dict(
+            rounds = self.max_rounds
+            kwargs = dict(
                 evals=[(dval, "val")],
                 early_stopping_rounds=self.early_stopping,
                 custom_metric=lambda p, d: ("pair-acc", pair_accuracy(p, d.get_label())),
