@@ -47,6 +47,13 @@ TUNERS = {
 }
 
 
+def make_tuner(name: str, task: Task, seed: int = 0) -> Tuner:
+    """A tuner of `task` by name (TUNERS)."""
+    if name not in TUNERS:
+        raise TuningError(f"unknown tuner {name!r}; choose from {sorted(TUNERS)}")
+    return TUNERS[name](task, seed)
+
+
 def tune(
     task: Task,
     n_trial: int,
@@ -57,18 +64,17 @@ def tune(
     transfer: bool = False,
     progress: bool = True,
     seed: int = 0,
+    desc: str | None = None,
     **tune_kwargs: Any,
 ) -> TuningHistory:
     """Tune one task; records go to `database`, which also seeds resume and transfer."""
     if isinstance(tuner, str):
-        if tuner not in TUNERS:
-            raise TuningError(f"unknown tuner {tuner!r}; choose from {sorted(TUNERS)}")
-        tuner = TUNERS[tuner](task, seed)
+        tuner = make_tuner(tuner, task, seed)
     if transfer:
         if database is None or not isinstance(tuner, XGBTuner):
             raise TuningError("transfer learning needs an XGB tuner and a records database")
         tuner.transfer_from(database)
-    bar = ProgressBar(n_trial, desc=task.op) if progress else None
+    bar = ProgressBar(n_trial, desc=desc or task.op) if progress else None
     try:
         return tuner.tune(
             n_trial,
@@ -80,6 +86,45 @@ def tune(
     finally:
         if bar is not None:
             bar.close()
+
+
+def tune_tasks(
+    tasks: Sequence[Task],
+    n_trial: int,
+    measure_option: MeasureOption,
+    tuner: str = "xgb",
+    database: Database | None = None,
+    transfer: bool = True,
+    progress: bool = True,
+    seed: int = 0,
+    **tune_kwargs: Any,
+) -> list[TuningHistory]:
+    """Tune every task in turn, e.g. all operators of a network (AutoTVM's tune_tasks recipe).
+
+    With a database and a model-based tuner, each task's cost model first learns from the
+    records of every other workload there -- the tasks tuned before it in this call included
+    -- so later tasks start from a model instead of random configs (`transfer=False` turns it
+    off). Each task gets its own progress bar, numbered [k/n].
+    """
+    histories = []
+    for k, task in enumerate(tasks, 1):
+        t = make_tuner(tuner, task, seed)
+        warm = transfer and database is not None and isinstance(t, XGBTuner)
+        warm = warm and t.transfer_from(database)
+        desc = f"[{k}/{len(tasks)}] {task.op}" + (" +transfer" if warm else "")
+        histories.append(
+            tune(
+                task,
+                n_trial,
+                measure_option,
+                t,
+                database=database,
+                progress=progress,
+                desc=desc,
+                **tune_kwargs,
+            )
+        )
+    return histories
 
 
 __all__ = [
@@ -113,9 +158,11 @@ __all__ = [
     "best_config",
     "create_task",
     "get_config",
+    "make_tuner",
     "measure_option",
     "plot_tuning_curve",
     "register_reference",
     "register_template",
     "tune",
+    "tune_tasks",
 ]

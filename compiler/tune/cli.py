@@ -1,5 +1,6 @@
 """`vta tune`: tune named workloads (or every task of a workload list) with a progress bar,
-records in a database, an optional tuning-curve plot and an optional Dask device pool.
+records in a database (from which later tasks' cost models learn: transfer), an optional
+tuning-curve plot and an optional Dask device pool.
 
 Workloads are written OP:ARG,ARG,... (e.g. matmul:256,256,256), or a ResNet-18 layer name
 (C2..C12) for the accelerator's conv2d_packed; --list FILE reads one workload per line.
@@ -37,9 +38,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         create_task,
         measure_option,
         templates,  # noqa: F401 - registers the templates
-        tune,
+        tune_tasks,
     )
-    from .callbacks import plot_tuning_curve
+    from .callbacks import format_throughput, plot_tuning_curve
     from .pool import DaskPool
 
     names = list(args.workload)
@@ -47,29 +48,33 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]
     if not names:
         raise TuningError("give workload names or --list FILE")
+    tasks = [create_task(*parse_workload(name, args.target), args.target) for name in names]
     is_vta = args.target.split("/")[0] == "vta"
     pool = DaskPool(args.scheduler) if args.scheduler else None
     runner = DeviceRunner(args.device, pool=pool) if is_vta else CPURunner(pool=pool)
     option = measure_option(LocalBuilder(timeout=args.build_timeout, pool=pool), runner)
     db = Database(args.db) if args.db else None
-    curves = {}
     try:
-        for name in names:
-            op, wl_args = parse_workload(name, args.target)
-            task = create_task(op, wl_args, args.target)
-            history = tune(
-                task, args.n_trial, option, tuner=args.tuner, database=db, seed=args.seed
-            )
-            curves[name] = history.throughputs
-            unit = option.cost_unit
-            best = history.best_throughput
-            shown = f"{best / 1e9:.2f} GFLOPS" if unit == "s" else f"{best:.1f} ops/cycle"
-            print(
-                f"{name}: best {shown} after {len(history.throughputs)} trials, "
-                f"{history.errors} errors; config {history.best_config}"
-            )
+        histories = tune_tasks(
+            tasks,
+            args.n_trial,
+            option,
+            tuner=args.tuner,
+            database=db,
+            transfer=not args.no_transfer,
+            seed=args.seed,
+            early_stopping=args.early_stopping,
+            batch_size=args.batch_size,
+        )
     finally:
         option.close()
+    for name, history in zip(names, histories, strict=True):
+        best = format_throughput(history.best_throughput, option.cost_unit)
+        print(
+            f"{name}: best {best} after {len(history.throughputs)} trials, "
+            f"{history.errors} errors; config {history.best_config}"
+        )
+    curves = {name: h.throughputs for name, h in zip(names, histories, strict=True)}
     if args.plot:
         plot_tuning_curve(curves, args.plot, title=f"vta tune ({args.tuner})")
     return 0
@@ -88,5 +93,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", help="write the tuning curves to this PNG")
     p.add_argument("--scheduler", help="Dask scheduler ADDRESS for a distributed device pool")
     p.add_argument("--build-timeout", type=float, default=30.0, help="seconds per build")
+    p.add_argument(
+        "--batch-size", type=int, default=64, help="configs proposed and measured per batch"
+    )
+    p.add_argument(
+        "--early-stopping",
+        type=int,
+        metavar="N",
+        help="stop a workload after N trials without a better config",
+    )
+    p.add_argument(
+        "--no-transfer",
+        action="store_true",
+        help="do not train the cost model on the database's records of other workloads",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_cmd_tune)

@@ -2,9 +2,12 @@
 
 import argparse
 
+import numpy as np
 import pytest
 
+from compiler.tune import Database
 from compiler.tune.cli import parse_workload, register
+from vta.cli import main
 from vta.errors import TuningError
 
 
@@ -27,5 +30,24 @@ def test_tune_subcommand_options():
     )
     assert args.workload == ["C2", "C6"] and args.tuner == "ga" and args.n_trial == 8
     assert args.db == "x.db" and args.plot == "c.png" and args.scheduler is None
+    assert args.early_stopping is None and not args.no_transfer
+    args = parser.parse_args(["tune", "C2", "--early-stopping", "16", "--no-transfer"])
+    assert args.early_stopping == 16 and args.no_transfer
     with pytest.raises(SystemExit):
         parser.parse_args(["tune", "C2", "--tuner", "annealing"])
+
+
+def test_vta_tune_two_cpu_workloads_end_to_end(tmp_path, capsys):
+    db, png = tmp_path / "r.db", tmp_path / "curves.png"
+    argv = ["tune", "matmul:32,32,32", "matmul:64,32,32", "--n-trial", "60", "--tuner", "random"]
+    argv += ["--batch-size", "2", "--early-stopping", "4", "--db", str(db), "--plot", str(png)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.count("GFLOPS after") == 2 and "[2/2] matmul" in err
+    with Database(db) as records:
+        assert len(records.workloads()) == 2
+        for workload in records.workloads():
+            costs = [r.cost for r in records.records(workload)]
+            # stopped in the batch that made 4 trials since the best
+            assert len(costs) - (int(np.argmin(costs)) + 1) in (4, 5), costs
+    assert png.read_bytes()[:4] == b"\x89PNG"

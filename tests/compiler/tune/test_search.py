@@ -16,6 +16,7 @@ from compiler.tune import (
     create_task,
     plot_tuning_curve,
     tune,
+    tune_tasks,
 )
 from compiler.tune.sa import SimulatedAnnealingOptimizer
 from compiler.tune.space import ConfigSpace
@@ -130,3 +131,24 @@ def test_tune_with_progress_bar_database_and_plot(tmp_path, capsys):
     assert "GFLOPS" in capsys.readouterr().err
     plot_tuning_curve({"random": history.throughputs}, tmp_path / "curve.png")
     assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tune_tasks_warms_each_task_from_the_records_before_it(capsys):
+    from compiler.tune import Database
+
+    shapes = [(64, 64, 64), (128, 64, 64), (64, 128, 128)]
+    tasks = [create_task("tiled_matmul", shape, "analytic") for shape in shapes]
+    db = Database()
+    histories = tune_tasks(
+        tasks, 64, AnalyticMeasure(), tuner="xgb-knob", database=db, batch_size=32
+    )
+    assert [len(h.throughputs) for h in histories] == [64, 64, 64] and len(db) == 192
+    err = capsys.readouterr().err
+    # the first task has no history; the later ones learn from >= 64 records of the others
+    assert "[1/3] tiled_matmul:" in err and "[1/3] tiled_matmul +transfer" not in err
+    assert "[2/3] tiled_matmul +transfer" in err and "[3/3] tiled_matmul +transfer" in err
+
+    tune_tasks(tasks[:1], 64, AnalyticMeasure(), tuner="random", database=db)  # resumed: done
+    assert len(db) == 192
+    tune_tasks(tasks[2:], 96, AnalyticMeasure(), tuner="xgb-knob", database=db, transfer=False)
+    assert "+transfer" not in capsys.readouterr().err and len(db) == 224
