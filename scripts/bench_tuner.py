@@ -49,6 +49,7 @@ from compiler.tune import (
     MeasureOption,
     RandomTuner,
     Task,
+    XGBCostModel,
     XGBTuner,
     create_task,
     measure_option,
@@ -69,6 +70,7 @@ TRANSFER_SOURCES = {
 UNIT = {"llvm": ("GFLOPS", 1e9), "vta": ("ops/cycle", 1.0)}
 ROOT = Path(__file__).resolve().parent.parent
 PREWARM_LIMIT = 100_000
+GOAL_RATIO = 3.0  # xgb-rank reaches 95% of the best in at most a third of random's trials
 
 
 class StudyLoad(ForeignLoad):
@@ -356,6 +358,29 @@ def median_trials(runs: list[dict], mark: float) -> tuple[int | None, list[int |
     return (None if middle == np.inf else int(middle)), each
 
 
+def first_guided_trial(batch: int) -> int:
+    """The first trial xgb-rank picks with its model: until the model has its minimum number
+    of samples its batches are random -- with one seed, the very configs random search tries."""
+    min_samples = XGBCostModel().min_samples
+    return -(-min_samples // batch) * batch + 1
+
+
+def goal_verdict(model: dict, rand: dict) -> dict:
+    """random/xgb-rank median trials to 95% against GOAL_RATIO. Per seed xgb-rank needs at
+    least min(random's trials, its first guided trial), so the goal is within reach only where
+    random needs GOAL_RATIO x that trial or more; a random run that never reached the mark
+    counts as n_trial + 1 (the ratio is then a lower bound)."""
+    first = first_guided_trial(model["batch"])
+    x, r = model["trials_to_95"], rand["trials_to_95"] or rand["n_trial"] + 1
+    ratio = r / x if x else None
+    return {
+        "ratio": ratio,
+        "met": ratio is not None and ratio >= GOAL_RATIO,
+        "first_guided_trial": first,
+        "in_reach": r >= GOAL_RATIO * first,
+    }
+
+
 def median_curve(runs: list[dict]) -> np.ndarray:
     """Element-wise median over runs of the best-so-far curves (cut to the shortest run)."""
     n = min(len(r["curve"]) for r in runs)
@@ -397,6 +422,8 @@ def report(parts: list[dict], out: Path) -> dict:
                 t[f"trials_to_{key}"], t[f"trials_to_{key}_per_seed"] = median_trials(
                     runs, fraction * best
                 )
+        if "xgb-rank" in tuners and "random" in tuners:
+            s["goal"] = goal_verdict(s["tuners"]["xgb-rank"], s["tuners"]["random"])
         if "random" in tuners:  # an unbiased sample of the space: how dense is its top?
             y = np.concatenate([r["curve"] for r in tuners["random"]])
             s["random_within"] = {
@@ -452,6 +479,16 @@ def print_report(rep: dict) -> None:
                 f"to {k}: {shown(rand, k)}/{shown(model, k)}" for k in ("95", "99", "best")
             )
             print(f"{'':13}random/xgb-rank median trials {figures}")
+            g = s["goal"]
+            verdict = "met" if g["met"] else "not met"
+            if not g["in_reach"]:
+                verdict += (
+                    f"; out of reach: random needs {shown(rand, '95')} trials, under "
+                    f"{GOAL_RATIO:g} x {g['first_guided_trial']} (xgb-rank's first "
+                    "model-guided trial; the ones before are random search's own)"
+                )
+            ratio = "-" if g["ratio"] is None else f"{g['ratio']:.1f}"
+            print(f"{'':13}goal random/xgb-rank >= {GOAL_RATIO:g} to 95%: {ratio}, {verdict}")
         warm = s["tuners"].get(TRANSFER)
         if model and warm:
             sources = "+".join(warm["sources"])

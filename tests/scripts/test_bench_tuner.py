@@ -58,4 +58,29 @@ def test_report_pools_seeds_against_the_best_any_run_found(tmp_path):
     assert rand["measured"] == 6 and rand["foreign_cores"] == pytest.approx(0.1)
     assert study["random_within"] == {"90": 2, "95": 2, "99": 0, "of": 6}
     assert Path(study["png"]).stat().st_size > 0
+    # batches of 2: the model fits at 16 samples, so xgb-rank's own picks start at trial 17
+    assert study["goal"] == {
+        "ratio": 1.0,
+        "met": False,
+        "first_guided_trial": 17,
+        "in_reach": False,
+    }
     bench_tuner.print_report({"studies": [study]})
+
+
+def test_the_goal_is_in_reach_only_where_random_needs_3x_the_first_guided_trial():
+    def tuner(trials_to_95, batch=8, n_trial=400):
+        return {"trials_to_95": trials_to_95, "batch": batch, "n_trial": n_trial}
+
+    verdict = bench_tuner.goal_verdict
+    assert verdict(tuner(29), tuner(185)) == {
+        "ratio": 185 / 29,
+        "met": True,
+        "first_guided_trial": 17,
+        "in_reach": True,
+    }
+    assert not verdict(tuner(16), tuner(16))["in_reach"]  # random's own first batches
+    assert verdict(tuner(50), tuner(None))["ratio"] == 401 / 50  # random never: a lower bound
+    assert verdict(tuner(None), tuner(100))["ratio"] is None
+    assert not verdict(tuner(None), tuner(100))["met"]
+    assert bench_tuner.first_guided_trial(64) == 65
