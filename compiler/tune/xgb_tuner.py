@@ -1,9 +1,11 @@
 """The model-based tuner: XGBoost cost model + simulated annealing + diverse batch selection.
 
 Each batch (the seeds' Algorithm 8): simulated annealing on the model's scores collects the top
-`diversity_ratio * b` unmeasured candidates; a greedy submodular pick keeps (1 - eps) * b of them,
-trading predicted quality against how many distinct knob values the batch covers; eps * b random
-configs are added for exploration. The model is refit after every measured batch.
+`diversity_ratio * b` unmeasured candidates; a greedy submodular pick fills the batch from them,
+trading predicted quality against how many distinct knob values the batch covers, except that
+each slot is a random config with probability eps (exploration; drawn per slot, so small
+batches explore too, where AutoTVM's round(eps * b) random picks would be none). The model is
+refit after every measured batch.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class XGBTuner(Tuner):
         if not self.model.fitted:
             picks = self.space.sample(self.rng, batch_size, exclude=self.visited)
             return [self.space.get(int(i)) for i in picks]
-        n_random = int(round(self.epsilon * batch_size))
+        n_random = int(self.rng.binomial(batch_size, self.epsilon))
         n_model = batch_size - n_random
         pool = self.sa.find_maximums(
             self._score, max(int(self.diversity_ratio * n_model), 1), self.visited

@@ -90,6 +90,22 @@ def test_epsilon_greedy_adds_random_configs():
     assert not {c.index for c in batch} & tuner.visited
 
 
+def test_epsilon_is_drawn_per_slot_so_small_batches_explore_too(monkeypatch):
+    import compiler.tune.xgb_tuner as xgb_tuner
+
+    n_model = []
+    pick = xgb_tuner.submodular_pick
+    monkeypatch.setattr(
+        xgb_tuner, "submodular_pick", lambda d, s, n, w: n_model.append(n) or pick(d, s, n, w)
+    )
+    task = create_task("tiled_matmul", (64, 64, 64), "analytic")
+    tuner = XGBTuner(task, feature_type="knob", sa_iters=20, epsilon=0.05, seed=0)
+    tuner.tune(16 + 8 * 60, AnalyticMeasure(), batch_size=8)
+    # round(0.05 x 8) = 0 random picks per batch; per slot, 0.4 on average: 24 in 60 batches
+    random_picks = [8 - n for n in n_model]
+    assert len(random_picks) == 60 and 8 <= sum(random_picks) <= 48
+
+
 def _best_after(tuner, n_trial):
     return tuner.tune(n_trial, AnalyticMeasure(), batch_size=64).best_throughput
 
