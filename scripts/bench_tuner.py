@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import os
 import subprocess
@@ -71,6 +72,7 @@ UNIT = {"llvm": ("GFLOPS", 1e9), "vta": ("ops/cycle", 1.0)}
 ROOT = Path(__file__).resolve().parent.parent
 PREWARM_LIMIT = 100_000
 GOAL_RATIO = 3.0  # xgb-rank reaches 95% of the best in at most a third of random's trials
+TRANSFER_MIN_RECORDS = inspect.signature(XGBTuner.transfer_from).parameters["min_records"].default
 
 
 class StudyLoad(ForeignLoad):
@@ -227,7 +229,9 @@ class Study:
         """Run one part (resuming from its records) and write its JSON."""
         if (r := self.done(part)) is not None:
             return r
-        trials = self.source_trials[part.target]
+        # sources hold at least what the global model needs, or the transfer part would be
+        # plain xgb-rank under another name
+        trials = max(self.source_trials[part.target], TRANSFER_MIN_RECORDS)
         sources = [
             Part(part.target, s, "random", trials, part.batch, part.seed) for s in part.sources
         ]
@@ -242,6 +246,9 @@ class Study:
         option = self.option(part.target)
         measured, reused = option.measured, option.reused
         tuner = self.tuner(part)
+        transferred = bool(part.sources) and tuner.transfer_from(db)
+        if part.sources and not transferred:
+            print(f"{part.name}: too few source records for a global model", flush=True)
         with StudyLoad() as load:
             start = time.perf_counter()
             history = tune(
@@ -250,7 +257,6 @@ class Study:
                 option,
                 tuner=tuner,
                 database=db,
-                transfer=bool(part.sources),
                 progress=False,
                 seed=part.seed,
                 batch_size=part.batch,
@@ -262,6 +268,7 @@ class Study:
             "layer": part.layer,
             "tuner": part.tuner,
             "sources": list(part.sources),
+            "transferred": transferred,
             "n_trial": part.n_trial,
             "batch": part.batch,
             "seed": part.seed,
@@ -414,6 +421,7 @@ def report(parts: list[dict], out: Path) -> dict:
                 "n_trial": runs[0]["n_trial"],
                 "batch": runs[0]["batch"],
                 "sources": runs[0]["sources"],
+                "transferred": all(r.get("transferred", True) for r in runs),
                 "commits": sorted({r["commit"] for r in runs}),
                 "foreign_cores": max(r["foreign_cores"] for r in runs),
                 **{k: sum(r[k] for r in runs) for k in ("seconds", "measured", "reused", "errors")},
@@ -495,7 +503,8 @@ def print_report(rep: dict) -> None:
             figures = ", ".join(
                 f"to {k}: {shown(model, k)} -> {shown(warm, k)}" for k in ("95", "99", "best")
             )
-            print(f"{'':13}transfer from {sources}, median trials {figures}")
+            missing = "" if warm["transferred"] else " (not applied: too few source records)"
+            print(f"{'':13}transfer from {sources}, median trials {figures}{missing}")
 
 
 def main() -> None:

@@ -84,3 +84,15 @@ def test_the_goal_is_in_reach_only_where_random_needs_3x_the_first_guided_trial(
     assert verdict(tuner(None), tuner(100))["ratio"] is None
     assert not verdict(tuner(None), tuner(100))["met"]
     assert bench_tuner.first_guided_trial(64) == 65
+
+
+def test_the_report_says_when_a_transfer_part_had_no_global_model(tmp_path, capsys):
+    warm = run(bench_tuner.TRANSFER, 0, [50.0, 100.0]) | {"sources": ["C6"], "transferred": False}
+    parts = [run("xgb-rank", 0, [50.0, 100.0]), warm]
+    bench_tuner.print_report(bench_tuner.report(parts, tmp_path))
+    out = capsys.readouterr().out
+    assert "transfer from C6" in out and "(not applied: too few source records)" in out
+    warm["transferred"] = True
+    bench_tuner.print_report(bench_tuner.report(parts, tmp_path))
+    assert "not applied" not in capsys.readouterr().out
+    assert bench_tuner.TRANSFER_MIN_RECORDS == 64
