@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import os
 import subprocess
@@ -50,14 +49,15 @@ from compiler.tune import (
     MeasureOption,
     RandomTuner,
     Task,
-    XGBCostModel,
     XGBTuner,
     create_task,
     measure_option,
     plot_tuning_curve,
     tune,
 )
+from compiler.tune.cost_model import MIN_SAMPLES
 from compiler.tune.templates.resnet18 import resnet18_task_args
+from compiler.tune.transfer import MIN_RECORDS
 from vta.errors import TuningError
 
 TUNERS = ("xgb-rank", "xgb-reg", "random", "ga")
@@ -72,7 +72,6 @@ UNIT = {"llvm": ("GFLOPS", 1e9), "vta": ("ops/cycle", 1.0)}
 ROOT = Path(__file__).resolve().parent.parent
 PREWARM_LIMIT = 100_000
 GOAL_RATIO = 3.0  # xgb-rank reaches 95% of the best in at most a third of random's trials
-TRANSFER_MIN_RECORDS = inspect.signature(XGBTuner.transfer_from).parameters["min_records"].default
 
 
 class StudyLoad(ForeignLoad):
@@ -231,7 +230,7 @@ class Study:
             return r
         # sources hold at least what the global model needs, or the transfer part would be
         # plain xgb-rank under another name
-        trials = max(self.source_trials[part.target], TRANSFER_MIN_RECORDS)
+        trials = max(self.source_trials[part.target], MIN_RECORDS)
         sources = [
             Part(part.target, s, "random", trials, part.batch, part.seed) for s in part.sources
         ]
@@ -246,9 +245,6 @@ class Study:
         option = self.option(part.target)
         measured, reused = option.measured, option.reused
         tuner = self.tuner(part)
-        transferred = bool(part.sources) and tuner.transfer_from(db)
-        if part.sources and not transferred:
-            print(f"{part.name}: too few source records for a global model", flush=True)
         with StudyLoad() as load:
             start = time.perf_counter()
             history = tune(
@@ -257,12 +253,14 @@ class Study:
                 option,
                 tuner=tuner,
                 database=db,
+                transfer=bool(part.sources),
                 progress=False,
                 seed=part.seed,
                 batch_size=part.batch,
             )
             seconds = time.perf_counter() - start
         db.close()
+        transferred = isinstance(tuner, XGBTuner) and tuner.model.global_model is not None
         r = {
             "target": part.target,
             "layer": part.layer,
@@ -368,8 +366,7 @@ def median_trials(runs: list[dict], mark: float) -> tuple[int | None, list[int |
 def first_guided_trial(batch: int) -> int:
     """The first trial xgb-rank picks with its model: until the model has its minimum number
     of samples its batches are random -- with one seed, the very configs random search tries."""
-    min_samples = XGBCostModel().min_samples
-    return -(-min_samples // batch) * batch + 1
+    return -(-MIN_SAMPLES // batch) * batch + 1
 
 
 def goal_verdict(model: dict, rand: dict) -> dict:

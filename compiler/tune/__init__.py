@@ -67,14 +67,16 @@ def tune(
     desc: str | None = None,
     **tune_kwargs: Any,
 ) -> TuningHistory:
-    """Tune one task; records go to `database`, which also seeds resume and transfer."""
+    """Tune one task; records go to `database`, which also seeds resume and transfer (the
+    progress bar says +transfer when the database held enough records for a global model)."""
     if isinstance(tuner, str):
         tuner = make_tuner(tuner, task, seed)
+    desc = desc or task.op
     if transfer:
         if database is None or not isinstance(tuner, XGBTuner):
             raise TuningError("transfer learning needs an XGB tuner and a records database")
-        tuner.transfer_from(database)
-    bar = ProgressBar(n_trial, desc=desc or task.op) if progress else None
+        desc += " +transfer" if tuner.transfer_from(database) else ""
+    bar = ProgressBar(n_trial, desc=desc) if progress else None
     try:
         return tuner.tune(
             n_trial,
@@ -109,9 +111,6 @@ def tune_tasks(
     histories = []
     for k, task in enumerate(tasks, 1):
         t = make_tuner(tuner, task, seed)
-        warm = transfer and database is not None and isinstance(t, XGBTuner)
-        warm = warm and t.transfer_from(database)
-        desc = f"[{k}/{len(tasks)}] {task.op}" + (" +transfer" if warm else "")
         histories.append(
             tune(
                 task,
@@ -119,8 +118,9 @@ def tune_tasks(
                 measure_option,
                 t,
                 database=database,
+                transfer=transfer and database is not None and isinstance(t, XGBTuner),
                 progress=progress,
-                desc=desc,
+                desc=f"[{k}/{len(tasks)}] {task.op}",
                 **tune_kwargs,
             )
         )

@@ -20,6 +20,7 @@ import xgboost as xgb
 from vta.errors import TuningError
 
 LOSSES = {"rank": "rank:pairwise", "reg": "reg:squarederror"}
+MIN_SAMPLES = 16  # a model is fitted from this many measurements; before, batches are random
 
 
 def pair_accuracy(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -53,7 +54,7 @@ class XGBCostModel:
         max_rounds: int = 400,
         early_stopping: int = 20,
         val_fraction: float = 0.2,
-        min_samples: int = 16,
+        min_samples: int = MIN_SAMPLES,
         min_val: int = 32,
         small_rounds: int = 100,
         half_life: float = 64.0,

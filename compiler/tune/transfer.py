@@ -18,6 +18,8 @@ from .database import Database
 from .features import Featurizer
 from .task import Task, target_kind
 
+MIN_RECORDS = 64  # fewer usable records of other workloads train no global model
+
 
 def history_dataset(
     db: Database, task: Task, kind: str, max_per_workload: int = 2000
@@ -53,7 +55,12 @@ def history_dataset(
 
 
 def global_model(
-    db: Database, task: Task, kind: str, loss: str = "rank", seed: int = 0, min_records: int = 64
+    db: Database,
+    task: Task,
+    kind: str,
+    loss: str = "rank",
+    seed: int = 0,
+    min_records: int = MIN_RECORDS,
 ) -> XGBCostModel | None:
     """A model of the history, or None when fewer than `min_records` usable records exist."""
     x, y, groups = history_dataset(db, task, kind)

@@ -23,7 +23,7 @@ from .measure import MeasureInput, MeasureResult
 from .sa import SimulatedAnnealingOptimizer
 from .space import ConfigEntity
 from .task import Task
-from .transfer import global_model
+from .transfer import MIN_RECORDS, global_model
 from .tuner import Tuner
 
 
@@ -85,7 +85,7 @@ class XGBTuner(Tuner):
         self.diversity_weight = diversity_weight
         self._indices: list[int] = []
 
-    def transfer_from(self, database: Database, min_records: int = 64) -> bool:
+    def transfer_from(self, database: Database, min_records: int = MIN_RECORDS) -> bool:
         """Train the global model on other workloads' records; True if there was enough."""
         model = global_model(
             database, self.task, self.featurize.kind, self.model.loss, min_records=min_records

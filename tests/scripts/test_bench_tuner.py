@@ -95,4 +95,4 @@ def test_the_report_says_when_a_transfer_part_had_no_global_model(tmp_path, caps
     warm["transferred"] = True
     bench_tuner.print_report(bench_tuner.report(parts, tmp_path))
     assert "not applied" not in capsys.readouterr().out
-    assert bench_tuner.TRANSFER_MIN_RECORDS == 64
+    assert bench_tuner.MIN_RECORDS == 64
