@@ -6,6 +6,7 @@ reasoning symbolically: a nest is affine when its values equal base + sum(stride
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -39,9 +40,7 @@ def evaluate(e: E.Expr, values: Mapping[E.Var, np.ndarray | int]) -> np.ndarray:
     if isinstance(e, E.IntImm):
         return np.int64(e.value)
     if isinstance(e, E.Var):
-        if e not in values:
-            raise LoweringError(f"index uses '{e.name}', which is not a loop of the host or nest")
-        return np.asarray(values[e], dtype=np.int64)
+        return np.asarray(_lookup(e, values), dtype=np.int64)
     if isinstance(e, E.Cast):
         return evaluate(e.value, values)
     if isinstance(e, E.Not):
@@ -52,6 +51,12 @@ def evaluate(e: E.Expr, values: Mapping[E.Var, np.ndarray | int]) -> np.ndarray:
     if fn is not None:
         return fn(evaluate(e.a, values), evaluate(e.b, values))
     raise LoweringError(f"cannot evaluate {e!r} as an address: it is not integer arithmetic")
+
+
+def _lookup(v: E.Var, values: Mapping[E.Var, np.ndarray | int]) -> np.ndarray | int:
+    if v not in values:
+        raise LoweringError(f"index uses '{v.name}', which is not a loop of the host or nest")
+    return values[v]
 
 
 @dataclass(frozen=True)
@@ -81,10 +86,49 @@ def full(value: np.ndarray, loops: Sequence[Loop]) -> np.ndarray:
     return np.broadcast_to(value, tuple(lp.extent for lp in loops))
 
 
+@functools.lru_cache(maxsize=4096)
+def linear(e: E.Expr) -> tuple[dict[E.Var, int], int] | None:
+    """`e` as (coefficient per variable, constant) when it is a sum of constant multiples of
+    variables (most addresses), else None. Cached by node identity (a lowering asks again for
+    every instance of a nest), so the result is shared: read it, do not change it."""
+    if isinstance(e, E.IntImm):
+        return {}, e.value
+    if isinstance(e, E.Var):
+        return {e: 1}, 0
+    if isinstance(e, E.Cast):
+        return linear(e.value)
+    if not isinstance(e, (E.Add, E.Sub, E.Mul)):
+        return None
+    a, b = linear(e.a), linear(e.b)
+    if a is None or b is None:
+        return None
+    if isinstance(e, E.Mul):
+        if a[0] and b[0]:
+            return None
+        (terms, k), scale = (a, b[1]) if a[0] else (b, a[1])
+        return {v: c * scale for v, c in terms.items()}, k * scale
+    sign = 1 if isinstance(e, E.Add) else -1
+    terms = dict(a[0])
+    for v, c in b[0].items():
+        terms[v] = terms.get(v, 0) + sign * c
+    return terms, a[1] + sign * b[1]
+
+
 def affine(
     e: E.Expr, loops: Sequence[Loop], host: Mapping[E.Var, int], what: str
 ) -> tuple[int, list[int]]:
-    """(base, stride per loop) of `e` over the nest, or a LoweringError naming the loop."""
+    """(base, stride per loop) of `e` over the nest, or a LoweringError naming the loop.
+
+    Linear expressions are read off their coefficients; any other is evaluated over the whole
+    grid and fitted."""
+    form = linear(e)
+    if form is not None:
+        terms, base = form
+        nest = {lp.var for lp in loops}
+        for v, c in terms.items():
+            if v not in nest:
+                base += c * int(_lookup(v, host))
+        return base, [terms.get(lp.var, 0) if lp.extent > 1 else 0 for lp in loops]
     value = full(evaluate(e, grid(loops, host)), loops)
     origin = (0,) * len(loops)
     base = int(value[origin]) if loops else int(value)

@@ -289,6 +289,20 @@ def test_non_affine_micro_op_loop_names_the_loop():
         affine(i * 16 + j * j, [Loop(i, 4), Loop(j, 4)], {}, "GEMM micro-op loops")
 
 
+def test_linear_addresses_fit_as_the_grid_does():
+    """Linear addresses are read off their coefficients; an equal but non-linear form of the
+    same address (a floor division the grid fit must evaluate) gives the same fit."""
+    i, j, h = te.var("i"), te.var("j"), te.var("h")
+    nest, host = [Loop(i, 4), Loop(j, 1), Loop(h, 3)], {}
+    linear = (h * 7 - i) * 3 + 16 * j + 5
+    same = (h * 42 - i * 6 + 32 * j + 10) // 2
+    assert affine(linear, nest, host, "x") == affine(same, nest, host, "x") == (5, [-3, 0, 21])
+    outer = te.var("o")
+    assert affine(linear + outer * 100, nest[:1], {outer: 2, j: 1, h: 1}, "x") == (242, [-3])
+    with pytest.raises(LoweringError, match="index uses 'o'"):
+        affine(linear + outer, nest, host, "x")
+
+
 def test_non_affine_gemm_nest_from_a_fused_schedule():
     data = te.placeholder((2, 4, 1, 16), "int8", "data")
     weight = te.placeholder((3, 4, 16, 16), "int8", "weight")
