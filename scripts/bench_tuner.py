@@ -72,6 +72,7 @@ UNIT = {"llvm": ("GFLOPS", 1e9), "vta": ("ops/cycle", 1.0)}
 ROOT = Path(__file__).resolve().parent.parent
 PREWARM_LIMIT = 100_000
 GOAL_RATIO = 3.0  # xgb-rank reaches 95% of the best in at most a third of random's trials
+TRANSFER_GOAL = 2.0  # transfer cuts xgb-rank's trials to 95% at least 2x
 
 
 class StudyLoad(ForeignLoad):
@@ -375,14 +376,27 @@ def goal_verdict(model: dict, rand: dict) -> dict:
     random needs GOAL_RATIO x that trial or more; a random run that never reached the mark
     counts as n_trial + 1 (the ratio is then a lower bound)."""
     first = first_guided_trial(model["batch"])
-    x, r = model["trials_to_95"], rand["trials_to_95"] or rand["n_trial"] + 1
-    ratio = r / x if x else None
+    ratio = speedup_to_95(rand, model)
     return {
         "ratio": ratio,
         "met": ratio is not None and ratio >= GOAL_RATIO,
         "first_guided_trial": first,
-        "in_reach": r >= GOAL_RATIO * first,
+        "in_reach": (rand["trials_to_95"] or rand["n_trial"] + 1) >= GOAL_RATIO * first,
     }
+
+
+def transfer_verdict(model: dict, warm: dict) -> dict:
+    """xgb-rank's median trials to 95% over xgb-rank+transfer's, against TRANSFER_GOAL (a
+    transfer part that got no global model cannot meet it)."""
+    ratio = speedup_to_95(model, warm)
+    return {"ratio": ratio, "met": bool(warm["transferred"] and ratio and ratio >= TRANSFER_GOAL)}
+
+
+def speedup_to_95(slow: dict, fast: dict) -> float | None:
+    """slow's median trials to 95% over fast's; a slow run that never reached it counts as
+    n_trial + 1 (a lower bound); None when fast never reached it."""
+    x = fast["trials_to_95"]
+    return (slow["trials_to_95"] or slow["n_trial"] + 1) / x if x else None
 
 
 def median_curve(runs: list[dict]) -> np.ndarray:
@@ -429,6 +443,8 @@ def report(parts: list[dict], out: Path) -> dict:
                 )
         if "xgb-rank" in tuners and "random" in tuners:
             s["goal"] = goal_verdict(s["tuners"]["xgb-rank"], s["tuners"]["random"])
+        if "xgb-rank" in tuners and TRANSFER in tuners:
+            s["transfer_goal"] = transfer_verdict(s["tuners"]["xgb-rank"], s["tuners"][TRANSFER])
         if "random" in tuners:  # an unbiased sample of the space: how dense is its top?
             y = np.concatenate([r["curve"] for r in tuners["random"]])
             s["random_within"] = {
@@ -502,6 +518,10 @@ def print_report(rep: dict) -> None:
             )
             missing = "" if warm["transferred"] else " (not applied: too few source records)"
             print(f"{'':13}transfer from {sources}, median trials {figures}{missing}")
+            g = s["transfer_goal"]
+            ratio = "-" if g["ratio"] is None else f"{g['ratio']:.1f}"
+            verdict = "met" if g["met"] else "not met"
+            print(f"{'':13}goal xgb-rank/transfer >= {TRANSFER_GOAL:g} to 95%: {ratio}, {verdict}")
 
 
 def main() -> None:

@@ -92,7 +92,20 @@ def test_the_report_says_when_a_transfer_part_had_no_global_model(tmp_path, caps
     bench_tuner.print_report(bench_tuner.report(parts, tmp_path))
     out = capsys.readouterr().out
     assert "transfer from C6" in out and "(not applied: too few source records)" in out
+    assert "goal xgb-rank/transfer >= 2 to 95%: 1.0, not met" in out
     warm["transferred"] = True
     bench_tuner.print_report(bench_tuner.report(parts, tmp_path))
     assert "not applied" not in capsys.readouterr().out
     assert bench_tuner.MIN_RECORDS == 64
+
+
+def test_the_transfer_goal_needs_a_global_model_and_half_the_trials():
+    def tuner(trials_to_95, transferred=True, n_trial=400):
+        return {"trials_to_95": trials_to_95, "transferred": transferred, "n_trial": n_trial}
+
+    verdict = bench_tuner.transfer_verdict
+    assert verdict(tuner(7), tuner(1)) == {"ratio": 7.0, "met": True}
+    assert verdict(tuner(7), tuner(4)) == {"ratio": 1.75, "met": False}
+    assert verdict(tuner(None), tuner(100))["ratio"] == 4.01  # never without: a lower bound
+    assert verdict(tuner(7), tuner(None)) == {"ratio": None, "met": False}
+    assert not verdict(tuner(7), tuner(1, transferred=False))["met"]
