@@ -299,7 +299,7 @@ def plan(args: argparse.Namespace) -> list[Part]:
     """The parts in priority order, restricted by --targets/--layers/--tuners/--transfer:
     xgb-rank and random (CPU, accelerator); xgb-reg and ga on the CPU; xgb-reg on the
     accelerator; the accelerator's transfer; ga on the accelerator (its random first generation
-    of 100 takes ~15 min to build, on spaces where random search reaches 95% at once); the
+    of 100 is the slowest to build, on spaces where random search reaches 95% at once); the
     CPU's transfer. Within each group, every seed of --seeds in turn."""
     targets, layers, tuners = args.targets.split(","), args.layers.split(","), args.tuners
     transfer = args.transfer.split(",") if args.transfer else []
@@ -541,13 +541,14 @@ def main() -> None:
     p.add_argument(
         "--vta-model-free-trials",
         type=int,
-        default=100,
-        help="trials of random and ga (and transfer sources) on the accelerator, where a random "
-        "config takes ~5 s to build",
+        help="trials of random and ga (and transfer sources) on the accelerator (default: "
+        "--trials); fewer shorten the study, as random configs are its slowest builds",
     )
     p.add_argument("--peers", action="store_true", help="also run bench_tuned's peer comparison")
     p.add_argument("--report-only", action="store_true", help="report the finished parts")
     args = p.parse_args()
+    if args.vta_model_free_trials is None:
+        args.vta_model_free_trials = args.trials
     if args.quick:
         args.layers, args.trials, args.batch, args.vta_model_free_trials = "C9", 32, 8, 32
         args.transfer, args.transfer_layers = "vta", "C9"
