@@ -273,6 +273,7 @@ class Study:
             "seed": part.seed,
             "commit": self.commit,
             "curve": history.throughputs,
+            "configs": history.configs,
             "errors": history.errors,
             "best_config": history.best_config.to_json() if history.best_config else None,
             "seconds": seconds,
@@ -399,6 +400,27 @@ def speedup_to_95(slow: dict, fast: dict) -> float | None:
     return (slow["trials_to_95"] or slow["n_trial"] + 1) / x if x else None
 
 
+def run_to_run(parts: list[dict]) -> dict | None:
+    """How far apart two runs measure the same config: over the configs that several runs (of
+    any tuner or seed) measured without error, the ratio of the highest throughput to the
+    lowest -- the timing noise the marks sit in (1.0 for deterministic cycles). None: no
+    config was measured twice (or the parts predate per-trial configs)."""
+    seen: dict[int, list[float]] = {}
+    for r in parts:
+        for config, value in zip(r.get("configs", ()), r["curve"], strict=False):
+            if value > 0:
+                seen.setdefault(config, []).append(value)
+    ratios = np.array([max(v) / min(v) for v in seen.values() if len(v) > 1])
+    if not ratios.size:
+        return None
+    return {
+        "configs": int(ratios.size),
+        "median": float(np.median(ratios)),
+        "p90": float(np.percentile(ratios, 90)),
+        "max": float(ratios.max()),
+    }
+
+
 def median_curve(runs: list[dict]) -> np.ndarray:
     """Element-wise median over runs of the best-so-far curves (cut to the shortest run)."""
     n = min(len(r["curve"]) for r in runs)
@@ -445,6 +467,7 @@ def report(parts: list[dict], out: Path) -> dict:
             s["goal"] = goal_verdict(s["tuners"]["xgb-rank"], s["tuners"]["random"])
         if "xgb-rank" in tuners and TRANSFER in tuners:
             s["transfer_goal"] = transfer_verdict(s["tuners"]["xgb-rank"], s["tuners"][TRANSFER])
+        s["run_to_run"] = run_to_run([r for runs in tuners.values() for r in runs])
         if "random" in tuners:  # an unbiased sample of the space: how dense is its top?
             y = np.concatenate([r["curve"] for r in tuners["random"]])
             s["random_within"] = {
@@ -494,6 +517,11 @@ def print_report(rep: dict) -> None:
             else ""
         )
         print(f"{'':13}space {space['valid']} valid of {space['configs']}{density}")
+        if n := s["run_to_run"]:
+            print(
+                f"{'':13}same config, run to run: {n['configs']} configs measured in 2+ runs, "
+                f"highest/lowest median {n['median']:.3f}, p90 {n['p90']:.3f}, max {n['max']:.2f}"
+            )
         model, rand = s["tuners"].get("xgb-rank"), s["tuners"].get("random")
         if model and rand:
             figures = ", ".join(

@@ -26,9 +26,11 @@ Callback = Callable[["Tuner", Sequence[MeasureInput], Sequence[MeasureResult]], 
 
 @dataclass
 class TuningHistory:
-    """Throughput of every trial in order (0 for failures) and the best config so far."""
+    """Throughput of every trial in order (0 for failures), its config index, and the best
+    config so far."""
 
     throughputs: list[float] = field(default_factory=list)
+    configs: list[int] = field(default_factory=list)
     best_config: ConfigEntity | None = None
     best_throughput: float = 0.0
     errors: int = 0
@@ -67,6 +69,7 @@ class Tuner(abc.ABC):
             self.visited.add(inp.config.index)
             value = self.throughput(res)
             self.history.throughputs.append(value)
+            self.history.configs.append(inp.config.index)
             self.history.errors += not res.ok
             if value > self.history.best_throughput:
                 self.history.best_throughput = value

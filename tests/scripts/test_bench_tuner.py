@@ -99,6 +99,20 @@ def test_the_report_says_when_a_transfer_part_had_no_global_model(tmp_path, caps
     assert bench_tuner.MIN_RECORDS == 64
 
 
+def test_run_to_run_compares_configs_measured_in_several_runs():
+    a = run("xgb-rank", 0, [100.0, 50.0, 0.0]) | {"configs": [7, 8, 9]}
+    b = run("random", 0, [90.0, 0.0, 60.0, 10.0]) | {"configs": [7, 9, 8, 3]}
+    c = run("random", 1, [80.0]) | {"configs": [7]}
+    # config 7: 100/80; config 8: 60/50; config 9 failed in one run and is left out
+    assert bench_tuner.run_to_run([a, b, c]) == {
+        "configs": 2,
+        "median": pytest.approx(1.225),
+        "p90": pytest.approx(1.245),
+        "max": 1.25,
+    }
+    assert bench_tuner.run_to_run([a, run("random", 1, [1.0])]) is None  # no configs: old parts
+
+
 def test_the_transfer_goal_needs_a_global_model_and_half_the_trials():
     def tuner(trials_to_95, transferred=True, n_trial=400):
         return {"trials_to_95": trials_to_95, "transferred": transferred, "n_trial": n_trial}

@@ -57,8 +57,10 @@ def test_tuners_never_repeat_a_config(cls):
     tuner = cls(task, seed=3, **kwargs)
     history = tuner.tune(200, AnalyticMeasure(), batch_size=40)
     assert len(history.throughputs) == 200
-    assert len(tuner.visited) == 200
+    assert len(tuner.visited) == 200 and set(history.configs) == tuner.visited
     assert history.best_throughput == max(history.throughputs) > 0
+    best = history.configs[int(np.argmax(history.throughputs))]
+    assert best == history.best_config.index
 
 
 @pytest.mark.parametrize("cls", [RandomTuner, GridSearchTuner, GATuner, XGBTuner])
