@@ -382,7 +382,7 @@ def goal_verdict(model: dict, rand: dict) -> dict:
         "ratio": ratio,
         "met": ratio is not None and ratio >= GOAL_RATIO,
         "first_guided_trial": first,
-        "in_reach": (rand["trials_to_95"] or rand["n_trial"] + 1) >= GOAL_RATIO * first,
+        "in_reach": trials_to_95(rand) >= GOAL_RATIO * first,
     }
 
 
@@ -393,11 +393,15 @@ def transfer_verdict(model: dict, warm: dict) -> dict:
     return {"ratio": ratio, "met": bool(warm["transferred"] and ratio and ratio >= TRANSFER_GOAL)}
 
 
+def trials_to_95(t: dict) -> int:
+    """A tuner's median trials to 95%, n_trial + 1 when it never got there (a lower bound)."""
+    return t["trials_to_95"] or t["n_trial"] + 1
+
+
 def speedup_to_95(slow: dict, fast: dict) -> float | None:
-    """slow's median trials to 95% over fast's; a slow run that never reached it counts as
-    n_trial + 1 (a lower bound); None when fast never reached it."""
-    x = fast["trials_to_95"]
-    return (slow["trials_to_95"] or slow["n_trial"] + 1) / x if x else None
+    """slow's median trials to 95% over fast's (a lower bound when slow never reached it);
+    None when fast never reached it."""
+    return trials_to_95(slow) / fast["trials_to_95"] if fast["trials_to_95"] else None
 
 
 def run_to_run(parts: list[dict]) -> dict | None:
