@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vta.errors import CodegenError
-
 from .arith import Analyzer
+from .errors import CodegenError
 from .schedule.ops import schedule_ops
 from .schedule.schedule import Schedule
 from .te.tensor import Tensor

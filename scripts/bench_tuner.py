@@ -39,6 +39,7 @@ from bench_cpu import ForeignLoad
 from bench_tuned import peers, print_peers
 
 import compiler.tune.templates  # noqa: F401 - registers the templates
+from compiler.errors import TuningError
 from compiler.tune import (
     CPURunner,
     Database,
@@ -58,7 +59,6 @@ from compiler.tune import (
 from compiler.tune.cost_model import MIN_SAMPLES
 from compiler.tune.templates.resnet18 import resnet18_task_args
 from compiler.tune.transfer import MIN_RECORDS
-from vta.errors import TuningError
 
 TUNERS = ("xgb-rank", "xgb-reg", "random", "ga")
 TRANSFER = "xgb-rank+transfer"

@@ -26,6 +26,7 @@ import sys
 
 import numpy as np
 
+from compiler.errors import LoweringError
 from compiler.topi.vta.conv2d import (
     RESNET18,
     Conv2DKnobs,
@@ -38,7 +39,6 @@ from compiler.topi.vta.reference import conv2d_packed_ref
 from compiler.vta import build, get_env
 from compiler.vta.environment import Environment
 from vta.config import VTAConfig
-from vta.errors import LoweringError
 
 UTILIZATION_GOAL = 0.90
 CANDIDATES = 16  # knob settings per layer: many tie on traffic; C4's best ranks 14th

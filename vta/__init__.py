@@ -2,16 +2,11 @@
 
 from .config import VTAConfig, load_config, preset_names
 from .errors import (
-    CodegenError,
     ConfigError,
     DeadlockError,
     DeviceError,
     ISAError,
-    LoweringError,
-    OperatorError,
     ProgramError,
-    ScheduleError,
-    TuningError,
     ValidationError,
     VTAError,
 )
@@ -27,9 +22,4 @@ __all__ = [
     "ValidationError",
     "DeviceError",
     "DeadlockError",
-    "ScheduleError",
-    "LoweringError",
-    "OperatorError",
-    "CodegenError",
-    "TuningError",
 ]

@@ -38,23 +38,3 @@ class DeviceError(VTAError):
 
 class DeadlockError(DeviceError):
     """The modules of a device wait on each other forever; names each blocked module."""
-
-
-class OperatorError(VTAError, ValueError):
-    """A tensor expression or operator got arguments it cannot take (shape, dtype, layout)."""
-
-
-class ScheduleError(VTAError):
-    """A schedule primitive was applied where it is not legal."""
-
-
-class LoweringError(VTAError):
-    """Lowering a schedule to loop IR (or to accelerator instructions) failed."""
-
-
-class CodegenError(VTAError):
-    """Generating or loading native code failed."""
-
-
-class TuningError(VTAError):
-    """The tuner, its measurements or its records failed."""

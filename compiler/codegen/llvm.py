@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from vta.errors import CodegenError
-
+from ..errors import CodegenError
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S

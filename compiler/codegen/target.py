@@ -11,7 +11,7 @@ from functools import cache
 
 import llvmlite.binding as llvm
 
-from vta.errors import CodegenError
+from ..errors import CodegenError
 
 # the PYNQ board's Cortex-A9 and a 64-bit Arm host, so `-mtriple` alone gives sensible code
 _DEFAULT_CPU = {"aarch64": ("generic", "+neon"), "armv7": ("cortex-a9", "+neon,+vfp3")}

@@ -19,10 +19,11 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from vta.errors import CodegenError, OperatorError, VTAError
+from vta.errors import VTAError
 
 from ..codegen.llvm import codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
+from ..errors import CodegenError, OperatorError
 from ..tir import dtype as dt
 from ..tir import stmt as S
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vta.errors import LoweringError, ScheduleError
-
 from ..arith import Analyzer, eval_interval
+from ..errors import LoweringError, ScheduleError
 from ..te.tensor import IterVar
 from ..tir import expr as E
 from ..tir.functor import Mutator, collect, free_vars, substitute

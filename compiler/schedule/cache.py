@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vta.errors import ScheduleError
-
+from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, IterVar, Range, Tensor
 from ..tir import expr as E
 from ..tir.functor import Mutator, substitute

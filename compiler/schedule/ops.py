@@ -8,9 +8,8 @@ innermost loop they depend on.
 
 from __future__ import annotations
 
-from vta.errors import LoweringError
-
 from ..arith import Analyzer
+from ..errors import LoweringError
 from ..te.tensor import IterVar, PlaceholderOp, Tensor
 from ..tir import expr as E
 from ..tir import stmt as S

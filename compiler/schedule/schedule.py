@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vta.errors import ScheduleError
-
+from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, IterVar, Operation, Tensor
 from ..tir import expr as E
 from ..tir.stmt import SCOPES

@@ -12,9 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vta.errors import ScheduleError
-
 from ..arith import eval_interval, structural_equal
+from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, PlaceholderOp, Tensor
 from ..tir import expr as E
 from ..tir import stmt as S

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vta.errors import OperatorError
-
+from ..errors import OperatorError
 from ..tir import expr as E
 from ..tir import op
 from ..tir.functor import substitute

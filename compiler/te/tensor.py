@@ -6,8 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vta.errors import OperatorError
-
+from ..errors import OperatorError
 from ..tir import expr as E
 from ..tir.expr import Expr, Var, convert
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vta.errors import OperatorError
+from ..errors import OperatorError
 
 
 class DType(NamedTuple):

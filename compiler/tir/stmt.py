@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from vta.errors import OperatorError
-
+from ..errors import OperatorError
 from . import dtype as dt
 from .expr import BufferLoad, Call, Expr, Node, Var, convert
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vta.errors import OperatorError
-
 from .. import te
+from ..errors import OperatorError
 from ..te.tensor import Tensor
 from ..tir import expr as E
 from . import tag

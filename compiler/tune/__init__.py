@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .callbacks import ProgressBar, plot_tuning_curve
 from .cost_model import XGBCostModel
 from .database import Database, Record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vta.errors import TuningError
+from ..errors import TuningError
 
 TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga")
 

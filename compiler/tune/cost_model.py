@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-from vta.errors import TuningError
+from ..errors import TuningError
 
 LOSSES = {"rank": "rank:pairwise", "reg": "reg:squarederror"}
 MIN_SAMPLES = 16  # a model is fitted from this many measurements; before, batches are random

@@ -17,8 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .measure import MeasureErrorNo
 
 SCHEMA_VERSION = 2

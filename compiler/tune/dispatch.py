@@ -12,8 +12,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .database import Database
 from .space import ConfigEntity, FallbackConfigEntity
 from .task import Task, create_task

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .space import ANNOTATIONS
 from .task import Task
 

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .pool import LocalPool, Outcome
 from .task import Task, target_kind
 

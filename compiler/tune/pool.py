@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from vta.errors import TuningError
+from ..errors import TuningError
 
 STARTED = "started"  # what a worker sends once it has loaded a job, before running it
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.errors import TuningError
+from ..errors import TuningError
 
 ANNOTATIONS = ("none", "unroll", "vec", "parallel")
 MAX_RANGE = 2**62  # flat indices must fit int64 for the vectorized paths

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .space import ConfigEntity, ConfigSpace
 
 Template = Callable[..., Any]

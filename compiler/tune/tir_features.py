@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vta.errors import OperatorError
-
+from ..errors import OperatorError
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect

@@ -11,8 +11,7 @@ import json
 
 import numpy as np
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
 from .features import Featurizer

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .database import Database, Record
 from .measure import MeasureErrorNo, MeasureInput, MeasureOption, MeasureResult
 from .space import ConfigEntity

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vta.errors import TuningError
-
+from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
 from .features import Featurizer

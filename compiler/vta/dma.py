@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from vta.errors import LoweringError
 from vta.isa import MemType, Stage
 
+from ..errors import LoweringError
 from ..tir import expr as E
 from ..tir import stmt as S
 from .environment import ACC_SCOPE, SCOPE_KIND, SCOPE_MEM, Environment

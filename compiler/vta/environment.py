@@ -9,10 +9,10 @@ from functools import cache, cached_property
 from typing import Any
 
 from vta.config import ALU_IMM_WIDTH, VTAConfig
-from vta.errors import LoweringError
 from vta.isa import MemType
 
 from .. import te
+from ..errors import LoweringError
 from ..schedule.tensorize import TensorIntrin, decl_buffer, decl_tensor_intrin
 from ..tir import expr as E
 from ..tir import stmt as S

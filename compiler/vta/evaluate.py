@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vta.errors import LoweringError
-
+from ..errors import LoweringError
 from ..tir import expr as E
 
 _BINARY = {

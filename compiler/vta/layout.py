@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vta.errors import LoweringError
+from ..errors import LoweringError
 
 
 def _blocks(n: int, block: int, what: str) -> int:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vta.errors import LoweringError
 from vta.isa import Stage
 
+from ..errors import LoweringError
 from ..tir import expr as E
 from ..tir import stmt as S
 from .dma import dma_ops

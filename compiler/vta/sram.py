@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from vta.errors import LoweringError
-
+from ..errors import LoweringError
 from .environment import Environment
 
 

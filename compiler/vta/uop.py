@@ -10,9 +10,9 @@ from collections.abc import Callable
 import numpy as np
 
 from vta.config import ALU_IMM_WIDTH, LOOP_ITER_WIDTH, VTAConfig
-from vta.errors import LoweringError
 from vta.isa import REQ_SHIFT_MASK, Stage, requant_bounds, requant_imm
 
+from ..errors import LoweringError
 from ..tir import expr as E
 from ..tir import stmt as S
 from .dma import to_elements

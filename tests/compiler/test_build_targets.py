@@ -5,9 +5,9 @@ import pytest
 
 import compiler
 from compiler import te
+from compiler.errors import CodegenError
 from compiler.topi.vta import DenseKnobs, dense_packed, schedule_dense_packed
 from compiler.topi.vta.reference import dense_packed_ref
-from vta.errors import CodegenError
 
 
 def _dense():

@@ -5,7 +5,7 @@ import pytest
 
 import compiler
 from compiler import te
-from vta.errors import CodegenError, ScheduleError
+from compiler.errors import CodegenError, ScheduleError
 
 
 def matmul(n=16):
@@ -135,3 +135,13 @@ def test_cross_compile_object_elf_header(tmp_path, triple, machine, elf_class):
             np.zeros((32, 32), np.float32),
             np.zeros((32, 32), np.float32),
         )
+
+
+def test_compiler_errors_share_the_toolkit_root():
+    from compiler import errors
+    from vta.errors import VTAError
+
+    for name in ("OperatorError", "ScheduleError", "LoweringError", "CodegenError", "TuningError"):
+        cls = getattr(errors, name)
+        assert issubclass(cls, errors.CompilerError) and issubclass(cls, VTAError), name
+    assert issubclass(errors.OperatorError, ValueError)

@@ -5,8 +5,8 @@ import pytest
 
 import compiler
 from compiler import te
+from compiler.errors import ScheduleError
 from compiler.tir.stmt import Evaluate, seq
-from vta.errors import ScheduleError
 
 GEMV_LL = """
 define void @gemv_update(ptr %c, ptr %a, ptr %b, i32 %m, i32 %l, i32 %stride) {

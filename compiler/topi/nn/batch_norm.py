@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from vta.errors import OperatorError
-
 from ... import te
+from ...errors import OperatorError
 from ...te.tensor import Tensor
 from .. import tag
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vta.errors import OperatorError
-
 from ... import te
+from ...errors import OperatorError
 from ...te.tensor import Tensor
 from .. import tag
 from .pad import pad_window

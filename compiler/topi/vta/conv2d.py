@@ -6,9 +6,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from vta.errors import LoweringError
-
 from ... import te
+from ...errors import LoweringError
 from ...schedule.schedule import Schedule
 from ...vta.environment import Environment, get_env
 from .common import epilogue, schedule_epilogue, vthread_split

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 
-from vta.errors import LoweringError
-
 from ... import te
+from ...errors import LoweringError
 from ...schedule.schedule import Schedule
 from ...topi.utils import largest_divisor
 from ...vta.environment import ALU_INTRINS, Environment, get_env

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from vta.errors import OperatorError
-
 from ... import te
+from ...errors import OperatorError
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
 from .. import tag

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from vta.errors import OperatorError
-
+from ...errors import OperatorError
 from ...schedule.schedule import Schedule
 from ...te.tensor import ComputeOp, Tensor
 from .. import tag

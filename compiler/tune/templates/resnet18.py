@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from vta.errors import TuningError
+from ...errors import TuningError
 
 # (input channels, size, output channels, kernel, stride) as in the seeds' table
 LAYERS = {

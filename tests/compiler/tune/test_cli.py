@@ -5,10 +5,10 @@ import argparse
 import numpy as np
 import pytest
 
+from compiler.errors import TuningError
 from compiler.tune import Database
 from compiler.tune.cli import parse_workload, register
 from vta.cli import main
-from vta.errors import TuningError
 
 
 def test_workloads_by_op_and_args_or_by_layer_name():

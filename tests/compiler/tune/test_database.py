@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compiler.errors import TuningError
 from compiler.tune import Database, Record
 from compiler.tune.database import SCHEMA_VERSION
 from compiler.tune.measure import MeasureErrorNo
-from vta.errors import TuningError
 
 HERE = Path(__file__).parent
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compiler.errors import TuningError
 from compiler.tune import ConfigSpace, Database, apply_history_best, create_task, get_config
 from compiler.tune.space import SplitKnob
 from compiler.tune.task import register_template
-from vta.errors import TuningError
 
 
 def make_space():

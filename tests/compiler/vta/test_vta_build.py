@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from compiler import te
+from compiler.errors import LoweringError
 from compiler.topi.vta import (
     Conv2DKnobs,
     DenseKnobs,
@@ -25,7 +26,6 @@ from compiler.vta import build, get_env
 from compiler.vta.evaluate import Loop, affine
 from compiler.vta.layout import pack_nc, pack_nchw, pack_oihw, unpack_nc, unpack_nchw
 from compiler.vta.uop import fuse_requant
-from vta.errors import LoweringError
 from vta.isa import AluInsn, AluOp, GemmInsn, MemInsn, MemType, requant_imm
 
 EPILOGUE = dict(shift=8, clip=(0, 127))

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from compiler import te
+from compiler.errors import LoweringError, ScheduleError
 from compiler.topi import vta as topi_vta
 from compiler.topi.nn.pad import pad
 from compiler.vta import build, get_env, shift_right
-from vta.errors import LoweringError, ScheduleError
 from vta.isa import AluInsn, AluOp, MemInsn, MemType
 
 ENV = get_env()
