@@ -13,7 +13,10 @@ from .config import VTAConfig
 from .errors import ConfigError
 from .isa import (
     INSN_BITS,
+    INSN_BYTES,
     LOAD_ROUTES,
+    REQ_RELU_BIT,
+    REQ_SHIFT_MASK,
     STORE_TYPES,
     UOP_BITS,
     AluOp,
@@ -25,19 +28,35 @@ from .isa import (
 )
 
 AXI_ADDR_BITS = 32
+AXI_LEN_BITS = 8  # AXI4 AxLEN: bursts of 1..256 beats
+AXI_RESP_BITS = 2  # AXI xRESP (0 = OKAY)
 PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
+
+# vta_compute.v's micro-op pipeline: the stage (cycles after issue) whose combinational result
+# enters the first result register, per kind of micro-op. A micro-op's ACC/OUT write happens
+# its latency (pipeline depth + issue interval - 1) cycles after issue, so that the last write
+# lands in the instruction's last cycle; the register that holds it then is its write tap.
+GEMM_RESULT_STAGE = 2
+ALU_IMM_RESULT_STAGE = 2
+ALU_TENSOR_RESULT_STAGE = 3
 
 
 def _clog2(value: int) -> int:
     return max(1, (value - 1).bit_length())
 
 
-def _write_tap(cfg: VTAConfig) -> int:
-    """Pipeline registers between the compute result stage and the ACC write (see compute.v)."""
-    gemm = cfg.gemm_pipeline_depth - 2
-    alu_tensor = cfg.alu_pipeline_depth + cfg.alu_ii_tensor - 4
-    alu_imm = cfg.alu_pipeline_depth + cfg.alu_ii_imm - 3
-    return max(gemm, alu_tensor, alu_imm)
+def _micro_op_timing(cfg: VTAConfig) -> dict[str, tuple[int, int]]:
+    """Kind of micro-op -> (latency from issue to its ACC write, write tap) in vta_compute.v."""
+    kinds = {
+        "GEMM": (cfg.gemm_pipeline_depth, 1, GEMM_RESULT_STAGE),
+        "ALU_IMM": (cfg.alu_pipeline_depth, cfg.alu_ii_imm, ALU_IMM_RESULT_STAGE),
+        "ALU_TENSOR": (cfg.alu_pipeline_depth, cfg.alu_ii_tensor, ALU_TENSOR_RESULT_STAGE),
+    }
+    out = {}
+    for kind, (depth, interval, stage) in kinds.items():
+        latency = depth + interval - 1
+        out[kind] = (latency, latency - stage)
+    return out
 
 
 def _check(cfg: VTAConfig) -> None:
@@ -47,12 +66,18 @@ def _check(cfg: VTAConfig) -> None:
         if not cond:
             raise ConfigError(f"config {cfg.name!r}: field {field!r} {msg} for the RTL")
 
-    need(cfg.gemm_pipeline_depth >= 3, "gemm_pipeline_depth", "must be >= 3")
     need(cfg.alu_ii_tensor >= 2, "alu_ii_tensor", "must be >= 2 (two ACC reads per micro-op)")
+    taps = _micro_op_timing(cfg)
     need(
-        cfg.alu_pipeline_depth + min(cfg.alu_ii_imm, cfg.alu_ii_tensor - 1) >= 4,
+        taps["GEMM"][1] >= 1,
+        "gemm_pipeline_depth",
+        f"must be >= {GEMM_RESULT_STAGE + 1}",
+    )
+    need(
+        min(taps["ALU_IMM"][1], taps["ALU_TENSOR"][1]) >= 1,
         "alu_pipeline_depth",
-        "plus the ALU issue interval (alu_ii_imm, alu_ii_tensor - 1) must be >= 4",
+        f"plus the ALU issue interval (alu_ii_imm, alu_ii_tensor - 1) must be >= "
+        f"{ALU_IMM_RESULT_STAGE + 2}",
     )
     need(cfg.bus_bytes <= 16, "log_bus_width", "must be <= 7 (fetch takes whole instructions)")
     for buf in (MemType.WGT, MemType.ACC):
@@ -88,8 +113,10 @@ def _routing() -> list[tuple[str, int]]:
 def header_params(cfg: VTAConfig) -> dict[str, int]:
     """Name -> value of every parameter in the header (names without the `VTA_` prefix)."""
     _check(cfg)
+    timing = _micro_op_timing(cfg)
     pairs: list[tuple[str, int]] = [
         ("INSN_BITS", INSN_BITS),
+        ("LOG_INSN_BYTES", INSN_BYTES.bit_length() - 1),
         ("UOP_BITS", UOP_BITS),
         ("BATCH", cfg.batch),
         ("BLOCK_IN", cfg.block_in),
@@ -104,6 +131,8 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
         ("BUS_BYTES", cfg.bus_bytes),
         ("LOG_BUS_BYTES", cfg.bus_bytes.bit_length() - 1),
         ("AXI_ADDR_BITS", AXI_ADDR_BITS),
+        ("AXI_LEN_BITS", AXI_LEN_BITS),
+        ("AXI_RESP_BITS", AXI_RESP_BITS),
         ("PAGE_BYTES", PAGE_BYTES),
         ("CMD_QUEUE_DEPTH", cfg.cmd_queue_depth),
         ("LOG_CMD_QUEUE_DEPTH", cfg.cmd_queue_depth.bit_length() - 1),
@@ -117,8 +146,18 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
         ("ALU_PIPE", cfg.alu_pipeline_depth),
         ("ALU_II_TENSOR", cfg.alu_ii_tensor),
         ("ALU_II_IMM", cfg.alu_ii_imm),
-        ("WRITE_TAPS", _write_tap(cfg)),
+        ("ALU_II_BITS", _clog2(max(cfg.alu_ii_imm, cfg.alu_ii_tensor) + 1)),
+        ("ALU_REQ_SHIFT_BITS", REQ_SHIFT_MASK.bit_length()),
+        ("ALU_REQ_RELU_BIT", REQ_RELU_BIT.bit_length() - 1),
     ]
+    for kind, (latency, tap) in timing.items():
+        pairs.append((f"{kind}_LATENCY", latency))
+        pairs.append((f"{kind}_WRITE_TAP", tap))
+    latencies = [latency for latency, _ in timing.values()]
+    taps = max(tap for _, tap in timing.values())
+    pairs.append(("WRITE_TAPS", taps))
+    pairs.append(("WRITE_TAP_BITS", _clog2(taps + 1)))
+    pairs.append(("DRAIN_BITS", _clog2(max(latencies + [cfg.alu_pipeline_depth]) + 1)))
     for buf in cfg.depth:
         key = buf.name
         pairs.append((f"{key}_ELEM_BITS", cfg.elem_bits[buf]))
@@ -148,6 +187,8 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
     for name, offset in regmap.REGISTERS.items():
         pairs.append((f"REG_{name}", offset))
     pairs.append(("REG_ADDR_BITS", regmap.ADDR_BITS))
+    pairs.append(("REG_BITS", regmap.REG_BITS))
+    pairs.append(("CYCLES_BITS", regmap.CYCLES_BITS))
     pairs.append(("CONTROL_START_BIT", regmap.CONTROL_START.bit_length() - 1))
     pairs.append(("CONTROL_DONE_BIT", regmap.CONTROL_DONE.bit_length() - 1))
     pairs.append(("CONTROL_BUSY_BIT", regmap.CONTROL_BUSY.bit_length() - 1))

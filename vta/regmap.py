@@ -26,6 +26,8 @@ REGISTERS = {
     "HW_ID": HW_ID,
 }
 ADDR_BITS = 5  # AXI4-Lite address width covering every register
+REG_BITS = 32  # every register (and the AXI4-Lite data bus) is 32 bits wide
+CYCLES_BITS = 64  # the cycle counter, read as CYCLES_LO and CYCLES_HI
 
 # CONTROL bits.
 CONTROL_START = 1 << 0

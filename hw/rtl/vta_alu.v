@@ -1,22 +1,26 @@
-// Tensor ALU lanes: ACC[d] = op(ACC[d], y) with y the immediate or ACC[s] (ARCHITECTURE.md):
+`include "vta_config.vh"
+// Tensor ALU lanes: ACC[d] = op(ACC[d], y) with y the immediate or ACC[s]:
 // MIN, MAX, ADD wrap; SHR takes a signed amount (>= 0 arithmetic right, < 0 left), magnitude
 // saturating at width - 1; MUL only when MUL_ENABLED; REQ (requantize, only when REQ_ENABLED)
-// clips (x + (use_imm ? 0 : ACC[s])) >>> imm[4:0] to the signed OUT_W-bit range, or to
-// [0, max] when imm[5] (relu) is set. A disabled op passes x unchanged.
+// clips (x + (use_imm ? 0 : ACC[s])) >>> imm[shift bits] to the signed OUT_W-bit range, or to
+// [0, max] when imm[RELU_BIT] (relu) is set. A disabled op passes x unchanged.
 module vta_alu #(
-    parameter integer LANES = 16,
-    parameter integer AW = 32,
-    parameter integer OUT_W = 8,
-    parameter integer MUL_ENABLED = 0,
-    parameter integer REQ_ENABLED = 0,
-    parameter integer OP_MIN = 0,
-    parameter integer OP_MAX = 1,
-    parameter integer OP_ADD = 2,
-    parameter integer OP_SHR = 3,
-    parameter integer OP_MUL = 4,
-    parameter integer OP_REQ = 5
+    parameter integer LANES = `VTA_BATCH * `VTA_BLOCK_OUT,
+    parameter integer AW = `VTA_ACC_WIDTH,
+    parameter integer OUT_W = `VTA_OUT_WIDTH,
+    parameter integer MUL_ENABLED = `VTA_ALU_MUL_ENABLED,
+    parameter integer REQ_ENABLED = `VTA_ALU_REQUANT_ENABLED,
+    parameter integer OP_W = `VTA_ALU_ALU_OPCODE_W,
+    parameter integer OP_MIN = `VTA_ALUOP_MIN,
+    parameter integer OP_MAX = `VTA_ALUOP_MAX,
+    parameter integer OP_ADD = `VTA_ALUOP_ADD,
+    parameter integer OP_SHR = `VTA_ALUOP_SHR,
+    parameter integer OP_MUL = `VTA_ALUOP_MUL,
+    parameter integer OP_REQ = `VTA_ALUOP_REQ,
+    parameter integer REQ_SHIFT_BITS = `VTA_ALU_REQ_SHIFT_BITS,
+    parameter integer RELU_BIT = `VTA_ALU_REQ_RELU_BIT
 ) (
-    input  wire [2:0]          op,
+    input  wire [OP_W-1:0]     op,
     input  wire                use_imm,
     input  wire [AW-1:0]       imm,  // the sign-extended immediate
     input  wire [LANES*AW-1:0] x,    // ACC[d]
@@ -26,8 +30,14 @@ module vta_alu #(
   localparam integer SW = $clog2(AW);  // shift amount bits; magnitudes saturate at AW - 1
   localparam signed [AW-1:0] HI = (1 << (OUT_W - 1)) - 1;
   localparam signed [AW-1:0] LO = -(1 << (OUT_W - 1));
-  wire req = op == OP_REQ[2:0];
-  wire signed [AW-1:0] req_lo = imm[5] ? {AW{1'b0}} : LO;  // imm[5]: relu
+  localparam integer WIDEST_SHIFT = AW - 1;
+  localparam [SW-1:0] MAX_SHIFT = WIDEST_SHIFT[SW-1:0];
+  localparam [OP_W-1:0] MIN_OP = OP_MIN[OP_W-1:0], MAX_OP = OP_MAX[OP_W-1:0],
+                        ADD_OP = OP_ADD[OP_W-1:0], SHR_OP = OP_SHR[OP_W-1:0],
+                        MUL_OP = OP_MUL[OP_W-1:0], REQ_OP = OP_REQ[OP_W-1:0];
+  wire req = op == REQ_OP;
+  wire signed [AW-1:0] req_lo = imm[RELU_BIT] ? {AW{1'b0}} : LO;
+  wire [SW-1:0] req_shift = imm[REQ_SHIFT_BITS-1:0];
   integer n;
   reg signed [AW-1:0] a, b, sum, shifted, r;
   reg lt, neg, in_range;
@@ -40,17 +50,17 @@ module vta_alu #(
       // |b| <= AW - 1 iff the bits above the amount are all sign (and b is not -2**SW)
       neg = b[AW-1];
       in_range = neg ? (&b[AW-1:SW] && |b[SW-1:0]) : !(|b[AW-1:SW]);
-      amount = req ? imm[4:0] : !in_range ? AW - 1 : neg ? -b[SW-1:0] : b[SW-1:0];
+      amount = req ? req_shift : !in_range ? MAX_SHIFT : neg ? -b[SW-1:0] : b[SW-1:0];
       // one adder and one right shifter serve ADD/REQ and SHR/REQ
       sum = a + (req && use_imm ? {AW{1'b0}} : b);
       shifted = (req ? sum : a) >>> amount;
       case (op)
-        OP_MIN[2:0]: r = lt ? a : b;
-        OP_MAX[2:0]: r = lt ? b : a;
-        OP_ADD[2:0]: r = sum;
-        OP_SHR[2:0]: r = neg ? a << amount : shifted;
-        OP_MUL[2:0]: r = MUL_ENABLED != 0 ? a * b : a;
-        OP_REQ[2:0]: r = REQ_ENABLED == 0 ? a : shifted > HI ? HI : shifted < req_lo ? req_lo : shifted;
+        MIN_OP: r = lt ? a : b;
+        MAX_OP: r = lt ? b : a;
+        ADD_OP: r = sum;
+        SHR_OP: r = neg ? a << amount : shifted;
+        MUL_OP: r = MUL_ENABLED != 0 ? a * b : a;
+        REQ_OP: r = REQ_ENABLED == 0 ? a : shifted > HI ? HI : shifted < req_lo ? req_lo : shifted;
         default: r = a;
       endcase
       out[n*AW+:AW] = r;

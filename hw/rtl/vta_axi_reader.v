@@ -1,60 +1,59 @@
+`include "vta_config.vh"
 // AXI4 read master for one client: issues the bursts of a 2-D transfer (vta_burst_gen), at most
 // one request per cycle and at most MAX_OUT bursts outstanding (a burst stops being outstanding
 // the cycle after its last beat). Read data is handed to the client as it arrives.
 module vta_axi_reader #(
-    parameter integer LOG_BB = 3,
-    parameter integer MAX_BEATS = 16,
-    parameter integer PAGE_BYTES = 4096,
-    parameter integer MAX_OUT = 4,
-    parameter integer OUT_W = 3
+    parameter integer LOG_BB = `VTA_LOG_BUS_BYTES,
+    parameter integer MAX_BEATS = `VTA_MAX_BURST_BEATS,
+    parameter integer PAGE_BYTES = `VTA_PAGE_BYTES,
+    parameter integer MAX_OUT = `VTA_MAX_OUTSTANDING,
+    parameter integer OUT_W = `VTA_LOG_MAX_OUTSTANDING,
+    parameter integer ADDR_W = `VTA_AXI_ADDR_BITS,
+    parameter integer ROWS_W = `VTA_MEM_Y_SIZE_W,
+    parameter integer LEN_W = `VTA_AXI_LEN_BITS
 ) (
-    input  wire        clk,
-    input  wire        rst,
-    input  wire        start,
-    input  wire [31:0] addr,
-    input  wire [31:0] row_bytes,
-    input  wire [15:0] rows,
-    input  wire [31:0] stride_bytes,
-    output wire        idle,          // no burst left to request or outstanding
+    input  wire              clk,
+    input  wire              rst,
+    input  wire              start,
+    input  wire [ADDR_W-1:0] addr,
+    input  wire [ADDR_W-1:0] row_bytes,
+    input  wire [ROWS_W-1:0] rows,
+    input  wire [ADDR_W-1:0] stride_bytes,
     // AXI4 read address / data channels
-    output wire        arvalid,
-    input  wire        arready,
-    output wire [31:0] araddr,
-    output wire [7:0]  arlen,
-    input  wire        rvalid,
-    input  wire        rlast,
-    output wire        rready,
-    input  wire        client_ready,
-    output wire        beat          // a data beat is taken this cycle
+    output wire              arvalid,
+    input  wire              arready,
+    output wire [ADDR_W-1:0] araddr,
+    output wire [LEN_W-1:0]  arlen,
+    input  wire              rvalid,
+    input  wire              rlast,
+    output wire              rready,
+    input  wire              client_ready,
+    output wire              beat          // a data beat is taken this cycle
 );
+  localparam [OUT_W-1:0] MOST = MAX_OUT[OUT_W-1:0];
   reg [OUT_W-1:0] outstanding;
+  wire can_issue = outstanding < MOST;
   wire req_valid;
-  wire [8:0] req_len;
-  wire row_end_unused;
-  wire can_issue = outstanding < MAX_OUT;
+  wire [LEN_W:0] req_len;
+  // Bursts of 1..2**LEN_W beats: AxLEN = beats - 1 always fits LEN_W bits (its top bit is 0).
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [LEN_W:0] len_minus_1 = req_len - 1'b1;
+  /* verilator lint_on UNUSEDSIGNAL */
+  // The reader needs no row ends: every beat goes to the client, which counts its own rows.
+  /* verilator lint_off PINCONNECTEMPTY */
   vta_burst_gen #(
-      .LOG_BB(LOG_BB),
-      .MAX_BEATS(MAX_BEATS),
-      .PAGE_BYTES(PAGE_BYTES)
+      .LOG_BB(LOG_BB), .MAX_BEATS(MAX_BEATS), .PAGE_BYTES(PAGE_BYTES), .ADDR_W(ADDR_W),
+      .ROWS_W(ROWS_W), .LEN_W(LEN_W)
   ) gen (
-      .clk(clk),
-      .rst(rst),
-      .start(start),
-      .addr(addr),
-      .row_bytes(row_bytes),
-      .rows(rows),
-      .stride_bytes(stride_bytes),
-      .req_valid(req_valid),
-      .req_addr(araddr),
-      .req_len(req_len),
-      .req_row_end(row_end_unused),
-      .req_ready(arready && can_issue)
+      .clk(clk), .rst(rst), .start(start), .addr(addr), .row_bytes(row_bytes), .rows(rows),
+      .stride_bytes(stride_bytes), .req_valid(req_valid), .req_addr(araddr), .req_len(req_len),
+      .req_row_end(), .req_ready(arready && can_issue)
   );
+  /* verilator lint_on PINCONNECTEMPTY */
   assign arvalid = req_valid && can_issue;
-  assign arlen = req_len[7:0] - 8'd1;
+  assign arlen = len_minus_1[LEN_W-1:0];
   assign rready = client_ready;
   assign beat = rvalid && rready;
-  assign idle = !req_valid && outstanding == 0;
   wire issue = arvalid && arready;
   wire retire = beat && rlast;
   always @(posedge clk) begin

@@ -1,38 +1,43 @@
+`include "vta_config.vh"
 // Splits a 2-D DRAM transfer (rows of row_bytes bytes, row starts stride_bytes apart) into
 // AXI bursts per docs/timing.md: each row covers the bus words floor(A/BB)..floor((A+n-1)/BB),
 // cut into bursts of at most MAX_BEATS beats that never cross a PAGE_BYTES boundary. Rows follow
 // each other back to back; one burst per req_valid && req_ready cycle.
 module vta_burst_gen #(
-    parameter integer LOG_BB = 3,
-    parameter integer MAX_BEATS = 16,
-    parameter integer PAGE_BYTES = 4096
+    parameter integer LOG_BB = `VTA_LOG_BUS_BYTES,
+    parameter integer MAX_BEATS = `VTA_MAX_BURST_BEATS,
+    parameter integer PAGE_BYTES = `VTA_PAGE_BYTES,
+    parameter integer ADDR_W = `VTA_AXI_ADDR_BITS,
+    parameter integer ROWS_W = `VTA_MEM_Y_SIZE_W,
+    parameter integer LEN_W = `VTA_AXI_LEN_BITS
 ) (
-    input  wire        clk,
-    input  wire        rst,
-    input  wire        start,
-    input  wire [31:0] addr,
-    input  wire [31:0] row_bytes,
-    input  wire [15:0] rows,
-    input  wire [31:0] stride_bytes,
-    output wire        req_valid,
-    output wire [31:0] req_addr,
-    output wire [8:0]  req_len,     // beats, 1..MAX_BEATS
-    output wire        req_row_end, // this burst ends its row
-    input  wire        req_ready
+    input  wire              clk,
+    input  wire              rst,
+    input  wire              start,
+    input  wire [ADDR_W-1:0] addr,
+    input  wire [ADDR_W-1:0] row_bytes,
+    input  wire [ROWS_W-1:0] rows,
+    input  wire [ADDR_W-1:0] stride_bytes,
+    output wire              req_valid,
+    output wire [ADDR_W-1:0] req_addr,
+    output wire [LEN_W:0]    req_len,     // beats, 1..MAX_BEATS
+    output wire              req_row_end, // this burst ends its row
+    input  wire              req_ready
 );
-  localparam integer PAGE_WORDS = PAGE_BYTES >> LOG_BB;
-  reg [31:0] row_addr, nbytes, stride, off;
-  reg [15:0] rows_left;
-  wire [31:0] w0 = row_addr >> LOG_BB;
-  wire [31:0] w1 = (row_addr + nbytes - 1) >> LOG_BB;
-  wire [31:0] cur = w0 + off;
-  wire [31:0] left = w1 - cur + 1;
-  wire [31:0] to_page = PAGE_WORDS - (cur & (PAGE_WORDS - 1));
-  wire [31:0] lim = left < to_page ? left : to_page;
-  wire [31:0] len = lim < MAX_BEATS ? lim : MAX_BEATS;
+  localparam [ADDR_W-1:0] PAGE_WORDS = PAGE_BYTES >> LOG_BB;
+  localparam [ADDR_W-1:0] MOST = MAX_BEATS;
+  reg [ADDR_W-1:0] row_addr, nbytes, stride, off;
+  reg [ROWS_W-1:0] rows_left;
+  wire [ADDR_W-1:0] w0 = row_addr >> LOG_BB;
+  wire [ADDR_W-1:0] w1 = (row_addr + nbytes - 1'b1) >> LOG_BB;
+  wire [ADDR_W-1:0] cur = w0 + off;
+  wire [ADDR_W-1:0] left = w1 - cur + 1'b1;
+  wire [ADDR_W-1:0] to_page = PAGE_WORDS - (cur & (PAGE_WORDS - 1'b1));
+  wire [ADDR_W-1:0] lim = left < to_page ? left : to_page;
+  wire [ADDR_W-1:0] len = lim < MOST ? lim : MOST;
   assign req_valid = rows_left != 0;
   assign req_addr = cur << LOG_BB;
-  assign req_len = len[8:0];
+  assign req_len = len[LEN_W:0];
   assign req_row_end = len == left;
   always @(posedge clk) begin
     if (rst) begin
@@ -41,7 +46,7 @@ module vta_burst_gen #(
       row_addr <= addr;
       nbytes <= row_bytes;
       stride <= stride_bytes;
-      rows_left <= row_bytes == 0 ? 16'd0 : rows;
+      rows_left <= row_bytes == 0 ? {ROWS_W{1'b0}} : rows;
       off <= 0;
     end else if (req_valid && req_ready) begin
       if (req_row_end) begin

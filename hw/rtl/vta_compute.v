@@ -13,7 +13,10 @@
 module vta_compute (
     input  wire                   clk,
     input  wire                   rst,
-    input  wire [127:0]           insn,
+    // the instruction word also carries fields no compute instruction reads
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_INSN_BITS-1:0] insn,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire                   insn_valid,
     output wire                   insn_pop,
     input  wire                   l2g_empty,
@@ -29,8 +32,8 @@ module vta_compute (
     // AXI4 read master (micro-op and accumulator loads)
     output wire                   arvalid,
     input  wire                   arready,
-    output wire [31:0]            araddr,
-    output wire [7:0]             arlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]  arlen,
     input  wire                   rvalid,
     input  wire [`VTA_BUS_BITS-1:0]    rdata,
     input  wire                   rlast,
@@ -47,14 +50,12 @@ module vta_compute (
     output reg  [`VTA_OUT_BANKS*`VTA_OUT_BANK_AW-1:0] out_waddr,
     output reg  [`VTA_OUT_BANKS*`VTA_OUT_ELEM_BITS-1:0]  out_wdata
 );
-  localparam integer BUS_BITS = `VTA_BUS_BITS;
-  localparam integer LOG_BB = `VTA_LOG_BUS_BYTES;
-  localparam integer OUT_W = `VTA_LOG_MAX_OUTSTANDING;
+  localparam integer ADDR_W = `VTA_AXI_ADDR_BITS;
+  localparam integer LEN_W = `VTA_AXI_LEN_BITS;
   localparam integer INP_EW = `VTA_INP_ELEM_BITS;
   localparam integer LOG_INP_BANKS = `VTA_LOG_INP_BANKS;
   localparam integer INP_BANKS = 1 << LOG_INP_BANKS;
   localparam integer INP_BAW = `VTA_LOG_INP_DEPTH - LOG_INP_BANKS;
-  localparam integer WGT_EW = `VTA_WGT_ELEM_BITS;
   localparam integer WGT_AW = `VTA_LOG_WGT_DEPTH;
   localparam integer OUT_EW = `VTA_OUT_ELEM_BITS;
   localparam integer LOG_OUT_BANKS = `VTA_LOG_OUT_BANKS;
@@ -65,38 +66,78 @@ module vta_compute (
   localparam integer LOG_UOP_BANKS = `VTA_LOG_UOP_BANKS;
   localparam integer UOP_BANKS = 1 << LOG_UOP_BANKS;
   localparam integer UOP_BAW = `VTA_LOG_UOP_DEPTH - LOG_UOP_BANKS;
+  localparam integer UOP_BITS = `VTA_UOP_BITS;
   localparam integer LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
   localparam integer TAPS = `VTA_WRITE_TAPS;
-  localparam integer SRC_W = `VTA_LOG_ACC_DEPTH > `VTA_LOG_INP_DEPTH ? `VTA_LOG_ACC_DEPTH : `VTA_LOG_INP_DEPTH;
+  localparam integer SRC_W = `VTA_UOP_SRC_W;  // an INP (GEMM) or ACC (ALU) index
+  localparam integer OP_W = `VTA_MEM_OPCODE_W;
+  localparam integer MT_W = `VTA_MEM_MEMORY_TYPE_W;
+  localparam integer SIZE_W = `VTA_MEM_X_SIZE_W;
+  localparam integer PAD_W = `VTA_MEM_X_PAD_0_W;
+  localparam integer ALU_OP_W = `VTA_ALU_ALU_OPCODE_W;
+  localparam integer ITER_W = `VTA_GEMM_ITER_OUT_W;
+  localparam integer BGN_W = `VTA_GEMM_UOP_BGN_W;
+  localparam integer END_W = `VTA_GEMM_UOP_END_W;
+  localparam integer II_W = `VTA_ALU_II_BITS;
+  localparam integer TAP_W = `VTA_WRITE_TAP_BITS;
+  localparam integer DRAIN_W = `VTA_DRAIN_BITS;
+  localparam [OP_W-1:0] OP_LOAD = `VTA_OP_LOAD;
+  localparam [OP_W-1:0] OP_GEMM = `VTA_OP_GEMM;
+  localparam [OP_W-1:0] OP_ALU = `VTA_OP_ALU;
+  localparam [OP_W-1:0] OP_FINISH = `VTA_OP_FINISH;
+  localparam [MT_W-1:0] MEM_UOP = `VTA_MEM_UOP;
+  localparam [MT_W-1:0] MEM_ACC = `VTA_MEM_ACC;
+  localparam [ALU_OP_W-1:0] ALUOP_MUL = `VTA_ALUOP_MUL;
+  localparam [ALU_OP_W-1:0] ALUOP_REQ = `VTA_ALUOP_REQ;
+  localparam [II_W-1:0] II_GEMM = 1;
+  localparam [II_W-1:0] II_IMM = `VTA_ALU_II_IMM;
+  localparam [II_W-1:0] II_TENSOR = `VTA_ALU_II_TENSOR;
+  // cycles from a micro-op's issue to its ACC write, and the result register written then
+  localparam [DRAIN_W-1:0] GEMM_LAT = `VTA_GEMM_LATENCY;
+  localparam [DRAIN_W-1:0] IMM_LAT = `VTA_ALU_IMM_LATENCY;
+  localparam [DRAIN_W-1:0] TENSOR_LAT = `VTA_ALU_TENSOR_LATENCY;
+  localparam [TAP_W-1:0] GEMM_TAP = `VTA_GEMM_WRITE_TAP;
+  localparam [TAP_W-1:0] IMM_TAP = `VTA_ALU_IMM_WRITE_TAP;
+  localparam [TAP_W-1:0] TENSOR_TAP = `VTA_ALU_TENSOR_WRITE_TAP;
+  localparam [DRAIN_W-1:0] GEMM_PIPE = `VTA_GEMM_PIPE;
+  localparam [DRAIN_W-1:0] ALU_PIPE = `VTA_ALU_PIPE;
+  localparam integer UOP_LAST_BANK = UOP_BANKS - 1;
+  localparam integer INP_LAST_BANK = INP_BANKS - 1;
+  localparam [LOG_UOP_BANKS:0] UOP_BANK_MASK = UOP_LAST_BANK[LOG_UOP_BANKS:0];
+  localparam [LOG_INP_BANKS:0] INP_BANK_MASK = INP_LAST_BANK[LOG_INP_BANKS:0];
+  localparam integer OUT_LAST_BANK = OUT_BANKS - 1;
+  localparam [LOG_OUT_BANKS:0] OUT_BANK_MASK = OUT_LAST_BANK[LOG_OUT_BANKS:0];
+  localparam [OUT_BANKS-1:0] ONE_BANK = 1;
 
   // ------------------------------------------------------------------ decode
-  wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LSB+:3];
+  wire [OP_W-1:0] opcode = insn[`VTA_MEM_OPCODE_LSB+:OP_W];
   wire pop_prev = insn[`VTA_MEM_POP_PREV_DEP_LSB];
   wire pop_next = insn[`VTA_MEM_POP_NEXT_DEP_LSB];
   wire push_prev = insn[`VTA_MEM_PUSH_PREV_DEP_LSB];
   wire push_next = insn[`VTA_MEM_PUSH_NEXT_DEP_LSB];
-  wire [2:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LSB+:3];
-  wire [15:0] m_sram = insn[`VTA_MEM_SRAM_BASE_LSB+:16];
-  wire [31:0] m_dram = insn[`VTA_MEM_DRAM_BASE_LSB+:32];
-  wire [15:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:16];
-  wire [15:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:16];
-  wire [15:0] m_stride = insn[`VTA_MEM_X_STRIDE_LSB+:16];
-  wire [3:0] m_yp0 = insn[`VTA_MEM_Y_PAD_0_LSB+:4];
-  wire [3:0] m_yp1 = insn[`VTA_MEM_Y_PAD_1_LSB+:4];
-  wire [3:0] m_xp0 = insn[`VTA_MEM_X_PAD_0_LSB+:4];
-  wire [3:0] m_xp1 = insn[`VTA_MEM_X_PAD_1_LSB+:4];
-  wire is_load = opcode == 3'd`VTA_OP_LOAD;
-  wire is_gemm = opcode == 3'd`VTA_OP_GEMM;
-  wire is_alu = opcode == 3'd`VTA_OP_ALU;
-  wire is_finish = opcode == 3'd`VTA_OP_FINISH;
+  wire [MT_W-1:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LSB+:MT_W];
+  wire [`VTA_MEM_SRAM_BASE_W-1:0] m_sram = insn[`VTA_MEM_SRAM_BASE_LSB+:`VTA_MEM_SRAM_BASE_W];
+  wire [`VTA_MEM_DRAM_BASE_W-1:0] m_dram = insn[`VTA_MEM_DRAM_BASE_LSB+:`VTA_MEM_DRAM_BASE_W];
+  wire [SIZE_W-1:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:SIZE_W];
+  wire [SIZE_W-1:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:SIZE_W];
+  wire [SIZE_W-1:0] m_stride = insn[`VTA_MEM_X_STRIDE_LSB+:SIZE_W];
+  wire [PAD_W-1:0] m_yp0 = insn[`VTA_MEM_Y_PAD_0_LSB+:PAD_W];
+  wire [PAD_W-1:0] m_yp1 = insn[`VTA_MEM_Y_PAD_1_LSB+:PAD_W];
+  wire [PAD_W-1:0] m_xp0 = insn[`VTA_MEM_X_PAD_0_LSB+:PAD_W];
+  wire [PAD_W-1:0] m_xp1 = insn[`VTA_MEM_X_PAD_1_LSB+:PAD_W];
+  wire is_load = opcode == OP_LOAD;
+  wire is_gemm = opcode == OP_GEMM;
+  wire is_alu = opcode == OP_ALU;
+  wire is_finish = opcode == OP_FINISH;
   wire load_nop = m_xs == 0 || (m_ys == 0 && m_yp0 == 0 && m_yp1 == 0);
-  wire [2:0] alu_op = insn[`VTA_ALU_ALU_OPCODE_LSB+:3];
+  wire [ALU_OP_W-1:0] alu_op = insn[`VTA_ALU_ALU_OPCODE_LSB+:ALU_OP_W];
   wire use_imm = insn[`VTA_ALU_USE_IMM_LSB];
-  wire [`VTA_GEMM_UOP_BGN_W-1:0] uop_bgn = insn[`VTA_GEMM_UOP_BGN_LSB+:`VTA_GEMM_UOP_BGN_W];
-  wire [`VTA_GEMM_UOP_END_W-1:0] uop_end = insn[`VTA_GEMM_UOP_END_LSB+:`VTA_GEMM_UOP_END_W];
-  wire [13:0] iter_out = insn[`VTA_GEMM_ITER_OUT_LSB+:14];
-  wire [13:0] iter_in = insn[`VTA_GEMM_ITER_IN_LSB+:14];
-  wire no_uops = uop_end <= {1'b0, uop_bgn} || iter_out == 0 || iter_in == 0;
+  wire [BGN_W-1:0] uop_bgn = insn[`VTA_GEMM_UOP_BGN_LSB+:BGN_W];
+  wire [END_W-1:0] uop_end = insn[`VTA_GEMM_UOP_END_LSB+:END_W];
+  wire [END_W-1:0] uop_first = {{(END_W - BGN_W) {1'b0}}, uop_bgn};
+  wire [ITER_W-1:0] iter_out = insn[`VTA_GEMM_ITER_OUT_LSB+:ITER_W];
+  wire [ITER_W-1:0] iter_in = insn[`VTA_GEMM_ITER_IN_LSB+:ITER_W];
+  wire no_uops = uop_end <= uop_first || iter_out == 0 || iter_in == 0;
 
   // ------------------------------------------------------------------ control
   localparam [1:0] S_IDLE = 2'd0, S_LOAD = 2'd1, S_ISSUE = 2'd2, S_DRAIN = 2'd3;
@@ -106,7 +147,7 @@ module vta_compute (
                (!push_prev || !g2l_full) && (!push_next || !g2s_full);
   wire accept = state == S_IDLE && insn_valid && ready;
   wire uop_loader_done, acc_loader_done;
-  reg [15:0] drain;
+  reg [DRAIN_W-1:0] drain;
   wire one_cycle = accept && (is_finish || (is_load && load_nop) || !(is_load || is_gemm || is_alu));
   wire last_cycle = one_cycle || (state == S_LOAD && (uop_loader_done || acc_loader_done)) ||
                     (state == S_DRAIN && drain == 0);
@@ -116,29 +157,29 @@ module vta_compute (
   assign g2l_push = last_cycle && (one_cycle ? push_prev : r_push_prev);
   assign g2s_push = last_cycle && (one_cycle ? push_next : r_push_next);
   assign finish = accept && is_finish;
-  assign bad_alu_op = accept && is_alu && (alu_op > 3'd`VTA_ALUOP_REQ ||
-      (alu_op == 3'd`VTA_ALUOP_MUL && `VTA_ALU_MUL_ENABLED == 0) ||
-      (alu_op == 3'd`VTA_ALUOP_REQ && `VTA_ALU_REQUANT_ENABLED == 0));
+  assign bad_alu_op = accept && is_alu && (alu_op > ALUOP_REQ ||
+      (alu_op == ALUOP_MUL && `VTA_ALU_MUL_ENABLED == 0) ||
+      (alu_op == ALUOP_REQ && `VTA_ALU_REQUANT_ENABLED == 0));
 
-  wire start_uop = accept && is_load && !load_nop && mem_type == 3'd`VTA_MEM_UOP;
-  wire start_acc = accept && is_load && !load_nop && mem_type == 3'd`VTA_MEM_ACC;
+  wire start_uop = accept && is_load && !load_nop && mem_type == MEM_UOP;
+  wire start_acc = accept && is_load && !load_nop && mem_type == MEM_ACC;
   wire start_uops = accept && (is_gemm || is_alu);
 
   // Instruction registers of a GEMM / ALU.
-  reg r_alu, r_reset, r_imm_mode, r_tensor, r_load_acc;
-  reg [2:0] r_op;
+  reg r_alu, r_reset, r_tensor, r_load_acc;
+  reg [ALU_OP_W-1:0] r_op;
   reg [`VTA_ACC_WIDTH-1:0] r_imm;
-  reg [`VTA_GEMM_UOP_BGN_W-1:0] r_bgn;
-  reg [`VTA_GEMM_UOP_END_W-1:0] r_end;
-  reg [13:0] r_iter_out, r_iter_in;
+  reg [END_W-1:0] r_bgn;
+  reg [END_W-1:0] r_end;
+  reg [ITER_W-1:0] r_iter_out, r_iter_in;
   reg [ACC_AW-1:0] r_dfo, r_dfi;
   reg [SRC_W-1:0] r_sfo, r_sfi;
   reg [WGT_AW-1:0] r_wfo, r_wfi;
-  reg [3:0] r_ii, ii_cnt;
-  reg [3:0] r_tap;
+  reg [II_W-1:0] r_ii, ii_cnt;
+  reg [TAP_W-1:0] r_tap;
   // Loop state.
-  reg [`VTA_GEMM_UOP_END_W-1:0] k;
-  reg [13:0] i, j;
+  reg [END_W-1:0] k;
+  reg [ITER_W-1:0] i, j;
   reg [ACC_AW-1:0] dst_i, dst_ij;
   reg [SRC_W-1:0] src_i, src_ij;
   reg [WGT_AW-1:0] wgt_i, wgt_ij;
@@ -148,10 +189,7 @@ module vta_compute (
   wire i_last = i == r_iter_out - 1;
   wire issue_last = issue && k_last && j_last && i_last;
 
-  localparam integer GEMM_LAT = `VTA_GEMM_PIPE;
-  localparam integer IMM_LAT = `VTA_ALU_PIPE + `VTA_ALU_II_IMM - 1;
-  localparam integer TENSOR_LAT = `VTA_ALU_PIPE + `VTA_ALU_II_TENSOR - 1;
-  reg [15:0] r_lat;
+  reg [DRAIN_W-1:0] r_lat;
 
   always @(posedge clk) begin
     if (rst) begin
@@ -160,37 +198,36 @@ module vta_compute (
       if (accept) begin
         r_push_prev <= push_prev;
         r_push_next <= push_next;
-        r_load_acc <= mem_type == 3'd`VTA_MEM_ACC;
+        r_load_acc <= mem_type == MEM_ACC;
         if (start_uop || start_acc) state <= S_LOAD;
         if (start_uops) begin
           r_alu <= is_alu;
           r_reset <= is_gemm && insn[`VTA_GEMM_RESET_REG_LSB];
           r_op <= alu_op;
-          r_imm_mode <= is_alu && use_imm;
           r_tensor <= is_alu && !use_imm;
           r_imm <= {{(`VTA_ACC_WIDTH - `VTA_ALU_IMM_W) {insn[`VTA_ALU_IMM_LSB+`VTA_ALU_IMM_W-1]}},
                     insn[`VTA_ALU_IMM_LSB+:`VTA_ALU_IMM_W]};
-          r_bgn <= uop_bgn;
+          r_bgn <= uop_first;
           r_end <= uop_end;
           r_iter_out <= iter_out;
           r_iter_in <= iter_in;
-          r_dfo <= insn[`VTA_GEMM_DST_FACTOR_OUT_LSB+:ACC_AW];
-          r_dfi <= insn[`VTA_GEMM_DST_FACTOR_IN_LSB+:ACC_AW];
+          r_dfo <= insn[`VTA_GEMM_DST_FACTOR_OUT_LSB+:`VTA_GEMM_DST_FACTOR_OUT_W];
+          r_dfi <= insn[`VTA_GEMM_DST_FACTOR_IN_LSB+:`VTA_GEMM_DST_FACTOR_IN_W];
           if (is_alu) begin
-            r_sfo <= insn[`VTA_ALU_SRC_FACTOR_OUT_LSB+:`VTA_ALU_SRC_FACTOR_OUT_W];
-            r_sfi <= insn[`VTA_ALU_SRC_FACTOR_IN_LSB+:`VTA_ALU_SRC_FACTOR_IN_W];
+            r_sfo <= {{(SRC_W - `VTA_ALU_SRC_FACTOR_OUT_W) {1'b0}}, insn[`VTA_ALU_SRC_FACTOR_OUT_LSB+:`VTA_ALU_SRC_FACTOR_OUT_W]};
+            r_sfi <= {{(SRC_W - `VTA_ALU_SRC_FACTOR_IN_W) {1'b0}}, insn[`VTA_ALU_SRC_FACTOR_IN_LSB+:`VTA_ALU_SRC_FACTOR_IN_W]};
             r_wfo <= 0;
             r_wfi <= 0;
           end else begin
-            r_sfo <= insn[`VTA_GEMM_SRC_FACTOR_OUT_LSB+:`VTA_GEMM_SRC_FACTOR_OUT_W];
-            r_sfi <= insn[`VTA_GEMM_SRC_FACTOR_IN_LSB+:`VTA_GEMM_SRC_FACTOR_IN_W];
-            r_wfo <= insn[`VTA_GEMM_WGT_FACTOR_OUT_LSB+:WGT_AW];
-            r_wfi <= insn[`VTA_GEMM_WGT_FACTOR_IN_LSB+:WGT_AW];
+            r_sfo <= {{(SRC_W - `VTA_GEMM_SRC_FACTOR_OUT_W) {1'b0}}, insn[`VTA_GEMM_SRC_FACTOR_OUT_LSB+:`VTA_GEMM_SRC_FACTOR_OUT_W]};
+            r_sfi <= {{(SRC_W - `VTA_GEMM_SRC_FACTOR_IN_W) {1'b0}}, insn[`VTA_GEMM_SRC_FACTOR_IN_LSB+:`VTA_GEMM_SRC_FACTOR_IN_W]};
+            r_wfo <= insn[`VTA_GEMM_WGT_FACTOR_OUT_LSB+:`VTA_GEMM_WGT_FACTOR_OUT_W];
+            r_wfi <= insn[`VTA_GEMM_WGT_FACTOR_IN_LSB+:`VTA_GEMM_WGT_FACTOR_IN_W];
           end
-          r_ii <= !is_alu ? 4'd1 : use_imm ? 4'd`VTA_ALU_II_IMM : 4'd`VTA_ALU_II_TENSOR;
-          r_lat <= !is_alu ? GEMM_LAT[15:0] : use_imm ? IMM_LAT[15:0] : TENSOR_LAT[15:0];
-          r_tap <= !is_alu ? GEMM_LAT[3:0] - 4'd2 : use_imm ? IMM_LAT[3:0] - 4'd2 : TENSOR_LAT[3:0] - 4'd3;
-          k <= uop_bgn;
+          r_ii <= !is_alu ? II_GEMM : use_imm ? II_IMM : II_TENSOR;
+          r_lat <= !is_alu ? GEMM_LAT : use_imm ? IMM_LAT : TENSOR_LAT;
+          r_tap <= !is_alu ? GEMM_TAP : use_imm ? IMM_TAP : TENSOR_TAP;
+          k <= uop_first;
           i <= 0;
           j <= 0;
           dst_i <= 0;
@@ -202,21 +239,21 @@ module vta_compute (
           ii_cnt <= 0;
           if (no_uops) begin
             state <= S_DRAIN;
-            drain <= (is_alu ? 16'd`VTA_ALU_PIPE : 16'd`VTA_GEMM_PIPE) - 16'd1;
+            drain <= (is_alu ? ALU_PIPE : GEMM_PIPE) - 1'b1;
           end else state <= S_ISSUE;
         end
       end
       if (state == S_LOAD && (uop_loader_done || acc_loader_done)) state <= S_IDLE;
       if (state == S_ISSUE) begin
-        ii_cnt <= issue ? r_ii - 4'd1 : ii_cnt - 4'd1;
+        ii_cnt <= (issue ? r_ii : ii_cnt) - 1'b1;
         if (issue) begin
           if (issue_last) begin
             state <= S_DRAIN;
-            drain <= r_lat - 16'd1;
+            drain <= r_lat - 1'b1;
           end
           if (!k_last) k <= k + 1'b1;
           else begin
-            k <= {1'b0, r_bgn};
+            k <= r_bgn;
             if (!j_last) begin
               j <= j + 1'b1;
               dst_ij <= dst_ij + r_dfi;
@@ -237,29 +274,24 @@ module vta_compute (
       end
       if (state == S_DRAIN) begin
         if (drain == 0) state <= S_IDLE;
-        else drain <= drain - 16'd1;
+        else drain <= drain - 1'b1;
       end
     end
   end
 
   // ------------------------------------------------------------------ loaders (UOP, ACC)
   wire u_arvalid, a_arvalid, u_rready, a_rready;
-  wire [31:0] u_araddr, a_araddr;
-  wire [7:0] u_arlen, a_arlen;
+  wire [ADDR_W-1:0] u_araddr, a_araddr;
+  wire [LEN_W-1:0] u_arlen, a_arlen;
   wire [UOP_BANKS-1:0] uop_we;
   wire [UOP_BANKS*UOP_BAW-1:0] uop_waddr;
-  wire [UOP_BANKS*32-1:0] uop_wdata;
+  wire [UOP_BANKS*UOP_BITS-1:0] uop_wdata;
   wire ld_acc_we;
   wire [ACC_AW-1:0] ld_acc_waddr;
   wire [ACC_EW-1:0] ld_acc_wdata;
   vta_loader #(
-      .LOG_EB(2),
-      .LOG_BB(LOG_BB),
-      .AW(`VTA_LOG_UOP_DEPTH),
-      .MAX_BEATS(`VTA_MAX_BURST_BEATS),
-      .PAGE_BYTES(`VTA_PAGE_BYTES),
-      .MAX_OUT(`VTA_MAX_OUTSTANDING),
-      .OUT_W(OUT_W)
+      .LOG_EB(`VTA_LOG_UOP_ELEM_BYTES),
+      .AW(`VTA_LOG_UOP_DEPTH)
   ) uop_loader (
       .clk(clk), .rst(rst), .start(start_uop),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
@@ -271,12 +303,7 @@ module vta_compute (
   );
   vta_loader #(
       .LOG_EB(`VTA_LOG_ACC_ELEM_BYTES),
-      .LOG_BB(LOG_BB),
-      .AW(ACC_AW),
-      .MAX_BEATS(`VTA_MAX_BURST_BEATS),
-      .PAGE_BYTES(`VTA_PAGE_BYTES),
-      .MAX_OUT(`VTA_MAX_OUTSTANDING),
-      .OUT_W(OUT_W)
+      .AW(ACC_AW)
   ) acc_loader (
       .clk(clk), .rst(rst), .start(start_acc),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
@@ -292,14 +319,14 @@ module vta_compute (
   assign rready = r_load_acc ? a_rready : u_rready;
 
   // ------------------------------------------------------------------ buffers
-  wire [UOP_BANKS*32-1:0] uop_rdata;
+  wire [UOP_BANKS*UOP_BITS-1:0] uop_rdata;
   genvar g;
   generate
     for (g = 0; g < UOP_BANKS; g = g + 1) begin : g_uop
-      vta_sram #(.W(32), .AW(UOP_BAW)) bank (
+      vta_sram #(.W(UOP_BITS), .AW(UOP_BAW)) bank (
           .clk(clk), .we(uop_we[g]), .waddr(uop_waddr[g*UOP_BAW+:UOP_BAW]),
-          .wdata(uop_wdata[g*32+:32]), .re(issue), .raddr(k[LOG_UOP_BANKS+:UOP_BAW]),
-          .rdata(uop_rdata[g*32+:32])
+          .wdata(uop_wdata[g*UOP_BITS+:UOP_BITS]), .re(issue),
+          .raddr(k[LOG_UOP_BANKS+:UOP_BAW]), .rdata(uop_rdata[g*UOP_BITS+:UOP_BITS])
       );
     end
   endgenerate
@@ -321,15 +348,18 @@ module vta_compute (
   reg [WGT_AW-1:0] a_wgt_off;
   always @(posedge clk) begin
     a_valid <= issue;
-    a_sel <= k[LOG_UOP_BANKS:0] & (UOP_BANKS - 1);
+    a_sel <= k[LOG_UOP_BANKS:0] & UOP_BANK_MASK;
     a_dst_off <= dst_ij;
     a_src_off <= src_ij;
     a_wgt_off <= wgt_ij;
   end
-  wire [31:0] uop = uop_rdata[a_sel*32+:32];
-  wire [ACC_AW-1:0] a_d = uop[`VTA_UOP_DST_LSB+:ACC_AW] + a_dst_off;
-  wire [SRC_W-1:0] a_s = uop[`VTA_UOP_SRC_LSB+:`VTA_UOP_SRC_W] + a_src_off;
-  wire [WGT_AW-1:0] a_w = uop[`VTA_UOP_WGT_LSB+:WGT_AW] + a_wgt_off;
+  // (a micro-op may leave high bits unused when its indices need fewer than UOP_BITS)
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [UOP_BITS-1:0] uop = uop_rdata[a_sel*UOP_BITS+:UOP_BITS];
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [ACC_AW-1:0] a_d = uop[`VTA_UOP_DST_LSB+:`VTA_UOP_DST_W] + a_dst_off;
+  wire [SRC_W-1:0] a_s = uop[`VTA_UOP_SRC_LSB+:SRC_W] + a_src_off;
+  wire [WGT_AW-1:0] a_w = uop[`VTA_UOP_WGT_LSB+:`VTA_UOP_WGT_W] + a_wgt_off;
   assign inp_re = {INP_BANKS{a_valid}};
   assign inp_raddr = {INP_BANKS{a_s[LOG_INP_BANKS+:INP_BAW]}};
   assign wgt_re = a_valid;
@@ -343,7 +373,7 @@ module vta_compute (
     b_valid <= a_valid;
     b_d <= a_d;
     b_s <= a_s[ACC_AW-1:0];
-    b_inp_sel <= a_s[LOG_INP_BANKS:0] & (INP_BANKS - 1);
+    b_inp_sel <= a_s[LOG_INP_BANKS:0] & INP_BANK_MASK;
   end
   always @(*) acc_raddr = r_tensor && b_valid ? b_s : a_d;
 
@@ -378,20 +408,12 @@ module vta_compute (
   end
 
   wire [ACC_EW-1:0] gemm_out, alu_out;
-  vta_gemm_core #(
-      .BATCH(`VTA_BATCH), .BLOCK_IN(`VTA_BLOCK_IN), .BLOCK_OUT(`VTA_BLOCK_OUT),
-      .IW(`VTA_INP_WIDTH), .WW(`VTA_WGT_WIDTH), .AW(`VTA_ACC_WIDTH)
-  ) gemm (
+  vta_gemm_core gemm (
       .reset(r_reset), .inp(inp_rdata[b_inp_sel*INP_EW+:INP_EW]), .wgt(wgt_rdata),
       .acc(acc_now), .out(gemm_out)
   );
   wire [ACC_EW-1:0] alu_x = r_tensor ? t_x : acc_now;
-  vta_alu #(
-      .LANES(LANES), .AW(`VTA_ACC_WIDTH), .OUT_W(`VTA_OUT_WIDTH),
-      .MUL_ENABLED(`VTA_ALU_MUL_ENABLED), .REQ_ENABLED(`VTA_ALU_REQUANT_ENABLED),
-      .OP_MIN(`VTA_ALUOP_MIN), .OP_MAX(`VTA_ALUOP_MAX), .OP_ADD(`VTA_ALUOP_ADD),
-      .OP_SHR(`VTA_ALUOP_SHR), .OP_MUL(`VTA_ALUOP_MUL), .OP_REQ(`VTA_ALUOP_REQ)
-  ) alu (
+  vta_alu alu (
       .op(r_op), .use_imm(!r_tensor), .imm(r_imm), .x(alu_x), .s(acc_now), .out(alu_out)
   );
   wire res_valid = r_tensor ? t_valid : b_valid && !r_tensor;
@@ -405,7 +427,7 @@ module vta_compute (
       wl_valid <= 1'b0;
     end else begin
       v_valid[1] <= res_valid;
-      for (t = 2; t <= TAPS; t = t + 1) v_valid[t] <= v_valid[t-1] && (t - 1 < r_tap);
+      for (t = 2; t <= TAPS; t = t + 1) v_valid[t] <= v_valid[t-1] && t[TAP_W-1:0] <= r_tap;
       wl_valid <= acc_we && state != S_LOAD;
     end
     v_addr[1] <= res_addr;
@@ -425,7 +447,7 @@ module vta_compute (
     acc_waddr = 0;
     acc_wdata = 0;
     for (tap = 1; tap <= TAPS; tap = tap + 1) begin
-      if (tap == r_tap) begin
+      if (tap[TAP_W-1:0] == r_tap) begin
         acc_we = v_valid[tap];
         acc_waddr = v_addr[tap];
         acc_wdata = v_data[tap];
@@ -435,7 +457,7 @@ module vta_compute (
     out_waddr = 0;
     out_wdata = 0;
     if (acc_we) begin
-      out_we[acc_waddr[LOG_OUT_BANKS:0] & (OUT_BANKS - 1)] = 1'b1;
+      out_we = ONE_BANK << (acc_waddr[LOG_OUT_BANKS:0] & OUT_BANK_MASK);  // the row's bank
       out_waddr = {OUT_BANKS{acc_waddr[LOG_OUT_BANKS+:OUT_BAW]}};
       for (n = 0; n < LANES; n = n + 1) begin
         out_wdata[n*`VTA_OUT_WIDTH+:`VTA_OUT_WIDTH] = acc_wdata[n*`VTA_ACC_WIDTH+:`VTA_OUT_WIDTH];

@@ -1,23 +1,23 @@
 `include "vta_config.vh"
-// Fetch: reads insn_count 16-byte instructions from DRAM (one AXI read stream) and dispatches
-// at most one per cycle, in order, to the load (LOAD INP/WGT), compute (other LOADs, GEMM, ALU,
+// Fetch: reads insn_count instructions from DRAM (one AXI read stream) and dispatches at most
+// one per cycle, in order, to the load (LOAD INP/WGT), compute (other LOADs, GEMM, ALU,
 // FINISH) or store (STORE) command queue; stalls the read data while the target queue is full.
 // An instruction no module executes raises an error bit and is dropped.
 module vta_fetch (
     input  wire        clk,
     input  wire        rst,
     input  wire        start,
-    input  wire [31:0] insn_addr,
-    input  wire [31:0] insn_count,
+    input  wire [`VTA_AXI_ADDR_BITS-1:0] insn_addr,
+    input  wire [`VTA_REG_BITS-1:0] insn_count,
     output wire        arvalid,
     input  wire        arready,
-    output wire [31:0] araddr,
-    output wire [7:0]  arlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]  arlen,
     input  wire        rvalid,
     input  wire [`VTA_BUS_BITS-1:0] rdata,
     input  wire        rlast,
     output wire        rready,
-    output wire [127:0] insn,
+    output wire [`VTA_INSN_BITS-1:0] insn,
     output wire        load_push,
     input  wire        load_full,
     output wire        compute_push,
@@ -27,50 +27,61 @@ module vta_fetch (
     output wire        bad_opcode,
     output wire        bad_memtype
 );
-  localparam integer BEATS = 16 / `VTA_BUS_BYTES;
+  localparam integer IB = `VTA_INSN_BITS;
+  localparam integer BUS = `VTA_BUS_BITS;
+  localparam integer ADDR_W = `VTA_AXI_ADDR_BITS;
+  localparam integer BEATS = IB / BUS;  // bus beats per instruction
+  localparam integer SUB_W = BEATS > 1 ? $clog2(BEATS) : 1;
+  localparam integer LAST = BEATS - 1;
+  localparam [SUB_W-1:0] LAST_SUB = LAST[SUB_W-1:0];
+  localparam integer ROWS_W = `VTA_MEM_Y_SIZE_W;
+  localparam integer OP_W = `VTA_MEM_OPCODE_W;
+  localparam integer MT_W = `VTA_MEM_MEMORY_TYPE_W;
   wire beat;
   reg held;  // the dispatch register holds an instruction
   wire rready_int;
-  wire [31:0] nbytes = {insn_count[27:0], 4'd0};
-  vta_axi_reader #(
-      .LOG_BB(`VTA_LOG_BUS_BYTES), .MAX_BEATS(`VTA_MAX_BURST_BEATS), .PAGE_BYTES(`VTA_PAGE_BYTES),
-      .MAX_OUT(`VTA_MAX_OUTSTANDING), .OUT_W(`VTA_LOG_MAX_OUTSTANDING)
-  ) reader (
+  // The stream's bytes; instruction counts of 2**(ADDR_W - log2 instruction bytes) or more
+  // would not fit the AXI address space, so the count's top bits are not read.
+  /* verilator lint_off WIDTHTRUNC */
+  wire [ADDR_W-1:0] nbytes = insn_count << `VTA_LOG_INSN_BYTES;
+  /* verilator lint_on WIDTHTRUNC */
+  vta_axi_reader reader (
       .clk(clk), .rst(rst), .start(start), .addr(insn_addr), .row_bytes(nbytes),
-      .rows(16'd1), .stride_bytes(32'd0), .idle(),
+      .rows({{(ROWS_W - 1) {1'b0}}, 1'b1}), .stride_bytes({ADDR_W{1'b0}}),
       .arvalid(arvalid), .arready(arready), .araddr(araddr), .arlen(arlen),
       .rvalid(rvalid), .rlast(rlast), .rready(rready), .client_ready(rready_int), .beat(beat)
   );
   // Assemble instructions from beats (lowest bytes first); a complete instruction is held in
   // the dispatch register for one cycle (docs/timing.md: dispatched the cycle after its last
   // beat) and longer while its queue is full.
-  reg [31:0] sub;
-  reg [127:0] r_insn;
-  wire [127:0] fresh;
+  reg [SUB_W-1:0] sub;
+  reg [IB-1:0] r_insn;
+  wire [IB-1:0] fresh;
   generate
     if (BEATS > 1) begin : g_multi
-      reg [127-`VTA_BUS_BITS:0] part;
-      wire [127:0] shifted = {rdata, part} >> `VTA_BUS_BITS;
-      always @(posedge clk) if (beat) part <= shifted[127-`VTA_BUS_BITS:0];
+      reg [IB-BUS-1:0] part;  // earlier beats, oldest in the low bits
       assign fresh = {rdata, part};
+      always @(posedge clk) if (beat) part <= fresh[IB-1:BUS];
     end else begin : g_one
       assign fresh = rdata;
     end
   endgenerate
-  wire complete = beat && sub == BEATS - 1;
+  wire complete = beat && (BEATS == 1 || sub == LAST_SUB);
   assign insn = r_insn;
 
-  wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LSB+:3];
-  wire [2:0] mtype = insn[`VTA_MEM_MEMORY_TYPE_LSB+:3];
-  wire active = insn[`VTA_MEM_X_SIZE_LSB+:16] != 0;  // not a NOP
+  wire [OP_W-1:0] opcode = insn[`VTA_MEM_OPCODE_LSB+:OP_W];
+  wire [MT_W-1:0] mtype = insn[`VTA_MEM_MEMORY_TYPE_LSB+:MT_W];
+  wire active = insn[`VTA_MEM_X_SIZE_LSB+:`VTA_MEM_X_SIZE_W] != 0;  // not a NOP
   // Routing from the generated header (vta/isa.py's one table, as bit masks over the opcode
   // and memory type).
-  localparam [7:0] COMPUTE_OPS = `VTA_COMPUTE_OPCODES;
-  localparam [7:0] LOAD_MODULE_TYPES = `VTA_LOAD_MODULE_MEMTYPES;
-  localparam [7:0] LOADABLE_TYPES = `VTA_LOADABLE_MEMTYPES;
-  localparam [7:0] STORABLE_TYPES = `VTA_STORABLE_MEMTYPES;
-  wire is_load = opcode == 3'd`VTA_OP_LOAD;
-  wire is_store = opcode == 3'd`VTA_OP_STORE;
+  localparam [(1<<OP_W)-1:0] COMPUTE_OPS = `VTA_COMPUTE_OPCODES;
+  localparam [(1<<MT_W)-1:0] LOAD_MODULE_TYPES = `VTA_LOAD_MODULE_MEMTYPES;
+  localparam [(1<<MT_W)-1:0] LOADABLE_TYPES = `VTA_LOADABLE_MEMTYPES;
+  localparam [(1<<MT_W)-1:0] STORABLE_TYPES = `VTA_STORABLE_MEMTYPES;
+  localparam [OP_W-1:0] OP_LOAD = `VTA_OP_LOAD;
+  localparam [OP_W-1:0] OP_STORE = `VTA_OP_STORE;
+  wire is_load = opcode == OP_LOAD;
+  wire is_store = opcode == OP_STORE;
   wire is_compute_op = COMPUTE_OPS[opcode];
   wire load_side = LOAD_MODULE_TYPES[mtype];
   wire loadable = LOADABLE_TYPES[mtype];
@@ -95,7 +106,7 @@ module vta_fetch (
       sub <= 0;
       held <= 1'b0;
     end else begin
-      if (beat) sub <= complete ? 0 : sub + 1;
+      if (beat) sub <= complete ? 0 : sub + 1'b1;
       if (complete) begin
         held <= 1'b1;
         r_insn <= fresh;

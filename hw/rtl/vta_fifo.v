@@ -1,7 +1,8 @@
+`include "vta_config.vh"
 // Command queue: first-word-fall-through FIFO. A word pushed in cycle c is at the head in c+1.
 module vta_fifo #(
-    parameter integer W = 128,
-    parameter integer LOG_DEPTH = 9
+    parameter integer W = `VTA_INSN_BITS,
+    parameter integer LOG_DEPTH = `VTA_LOG_CMD_QUEUE_DEPTH
 ) (
     input  wire         clk,
     input  wire         rst,
@@ -15,19 +16,21 @@ module vta_fifo #(
   reg [W-1:0] mem[0:(1<<LOG_DEPTH)-1];
   reg [LOG_DEPTH-1:0] wr, rd;
   reg [LOG_DEPTH:0] count;
+  wire do_push = push && !full;
+  wire do_pop = pop && !empty;
   assign full  = count[LOG_DEPTH];
   assign empty = count == 0;
   assign dout  = mem[rd];
   always @(posedge clk) begin
-    if (push && !full) mem[wr] <= din;
+    if (do_push) mem[wr] <= din;
     if (rst) begin
       wr <= 0;
       rd <= 0;
       count <= 0;
     end else begin
-      if (push && !full) wr <= wr + 1'b1;
-      if (pop && !empty) rd <= rd + 1'b1;
-      count <= count + {{LOG_DEPTH{1'b0}}, push && !full} - {{LOG_DEPTH{1'b0}}, pop && !empty};
+      if (do_push) wr <= wr + 1'b1;
+      if (do_pop) rd <= rd + 1'b1;
+      count <= count + {{LOG_DEPTH{1'b0}}, do_push} - {{LOG_DEPTH{1'b0}}, do_pop};
     end
   end
 endmodule

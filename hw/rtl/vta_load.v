@@ -1,10 +1,13 @@
 `include "vta_config.vh"
 // Load module: executes LOAD INP and LOAD WGT (2-D strided DMA with zero padding) from its
-// command queue; pops g2l, pushes l2g (vta-isa.md section 3).
+// command queue; pops g2l, pushes l2g (docs/timing.md, "Modules and instruction issue").
 module vta_load (
     input  wire                 clk,
     input  wire                 rst,
-    input  wire [127:0]         insn,
+    // the instruction word also carries fields this module does not read
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_INSN_BITS-1:0] insn,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire                 insn_valid,
     output wire                 insn_pop,
     input  wire                 g2l_empty,
@@ -13,8 +16,8 @@ module vta_load (
     output wire                 l2g_push,
     output wire                 arvalid,
     input  wire                 arready,
-    output wire [31:0]          araddr,
-    output wire [7:0]           arlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]  arlen,
     input  wire                 rvalid,
     input  wire [`VTA_BUS_BITS-1:0] rdata,
     input  wire                 rlast,
@@ -26,23 +29,22 @@ module vta_load (
     output wire [`VTA_LOG_WGT_DEPTH-1:0] wgt_waddr,
     output wire [`VTA_WGT_ELEM_BITS-1:0] wgt_wdata
 );
-  localparam integer LOG_BB = `VTA_LOG_BUS_BYTES;
-  localparam integer LOG_INP_BANKS = `VTA_LOG_INP_BANKS;
-  localparam integer INP_BANKS = 1 << LOG_INP_BANKS;
-  localparam integer INP_BAW = `VTA_LOG_INP_DEPTH - LOG_INP_BANKS;
+  localparam integer SIZE_W = `VTA_MEM_X_SIZE_W;
+  localparam integer PAD_W = `VTA_MEM_X_PAD_0_W;
+  localparam [`VTA_MEM_MEMORY_TYPE_W-1:0] MEM_WGT = `VTA_MEM_WGT;
 
   wire pop_next = insn[`VTA_MEM_POP_NEXT_DEP_LSB];
   wire push_next = insn[`VTA_MEM_PUSH_NEXT_DEP_LSB];
-  wire is_wgt = insn[`VTA_MEM_MEMORY_TYPE_LSB+:3] == 3'd`VTA_MEM_WGT;
-  wire [15:0] m_sram = insn[`VTA_MEM_SRAM_BASE_LSB+:16];
-  wire [31:0] m_dram = insn[`VTA_MEM_DRAM_BASE_LSB+:32];
-  wire [15:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:16];
-  wire [15:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:16];
-  wire [15:0] m_stride = insn[`VTA_MEM_X_STRIDE_LSB+:16];
-  wire [3:0] m_yp0 = insn[`VTA_MEM_Y_PAD_0_LSB+:4];
-  wire [3:0] m_yp1 = insn[`VTA_MEM_Y_PAD_1_LSB+:4];
-  wire [3:0] m_xp0 = insn[`VTA_MEM_X_PAD_0_LSB+:4];
-  wire [3:0] m_xp1 = insn[`VTA_MEM_X_PAD_1_LSB+:4];
+  wire is_wgt = insn[`VTA_MEM_MEMORY_TYPE_LSB+:`VTA_MEM_MEMORY_TYPE_W] == MEM_WGT;
+  wire [`VTA_MEM_SRAM_BASE_W-1:0] m_sram = insn[`VTA_MEM_SRAM_BASE_LSB+:`VTA_MEM_SRAM_BASE_W];
+  wire [`VTA_MEM_DRAM_BASE_W-1:0] m_dram = insn[`VTA_MEM_DRAM_BASE_LSB+:`VTA_MEM_DRAM_BASE_W];
+  wire [SIZE_W-1:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:SIZE_W];
+  wire [SIZE_W-1:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:SIZE_W];
+  wire [SIZE_W-1:0] m_stride = insn[`VTA_MEM_X_STRIDE_LSB+:SIZE_W];
+  wire [PAD_W-1:0] m_yp0 = insn[`VTA_MEM_Y_PAD_0_LSB+:PAD_W];
+  wire [PAD_W-1:0] m_yp1 = insn[`VTA_MEM_Y_PAD_1_LSB+:PAD_W];
+  wire [PAD_W-1:0] m_xp0 = insn[`VTA_MEM_X_PAD_0_LSB+:PAD_W];
+  wire [PAD_W-1:0] m_xp1 = insn[`VTA_MEM_X_PAD_1_LSB+:PAD_W];
   wire nop = m_xs == 0 || (m_ys == 0 && m_yp0 == 0 && m_yp1 == 0);
 
   reg busy, r_wgt, r_push;
@@ -62,12 +64,10 @@ module vta_load (
   end
 
   wire i_arvalid, w_arvalid, i_rready, w_rready;
-  wire [31:0] i_araddr, w_araddr;
-  wire [7:0] i_arlen, w_arlen;
+  wire [`VTA_AXI_ADDR_BITS-1:0] i_araddr, w_araddr;
+  wire [`VTA_AXI_LEN_BITS-1:0] i_arlen, w_arlen;
   vta_loader #(
-      .LOG_EB(`VTA_LOG_INP_ELEM_BYTES), .LOG_BB(LOG_BB), .AW(`VTA_LOG_INP_DEPTH),
-      .MAX_BEATS(`VTA_MAX_BURST_BEATS), .PAGE_BYTES(`VTA_PAGE_BYTES),
-      .MAX_OUT(`VTA_MAX_OUTSTANDING), .OUT_W(`VTA_LOG_MAX_OUTSTANDING)
+      .LOG_EB(`VTA_LOG_INP_ELEM_BYTES), .AW(`VTA_LOG_INP_DEPTH)
   ) inp_loader (
       .clk(clk), .rst(rst), .start(accept && !nop && !is_wgt),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
@@ -78,9 +78,7 @@ module vta_load (
       .we(inp_we), .waddr(inp_waddr), .wdata(inp_wdata)
   );
   vta_loader #(
-      .LOG_EB(`VTA_LOG_WGT_ELEM_BYTES), .LOG_BB(LOG_BB), .AW(`VTA_LOG_WGT_DEPTH),
-      .MAX_BEATS(`VTA_MAX_BURST_BEATS), .PAGE_BYTES(`VTA_PAGE_BYTES),
-      .MAX_OUT(`VTA_MAX_OUTSTANDING), .OUT_W(`VTA_LOG_MAX_OUTSTANDING)
+      .LOG_EB(`VTA_LOG_WGT_ELEM_BYTES), .AW(`VTA_LOG_WGT_DEPTH)
   ) wgt_loader (
       .clk(clk), .rst(rst), .start(accept && !nop && is_wgt),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),

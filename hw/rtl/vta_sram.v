@@ -1,8 +1,9 @@
+`include "vta_config.vh"
 // One bank of on-chip SRAM: one write port, one synchronous read port (read-first), so
 // synthesis infers a simple dual-port block RAM.
 module vta_sram #(
-    parameter integer W = 32,
-    parameter integer AW = 10
+    parameter integer W = `VTA_UOP_BITS,
+    parameter integer AW = `VTA_LOG_UOP_DEPTH
 ) (
     input  wire          clk,
     input  wire          we,

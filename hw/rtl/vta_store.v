@@ -1,10 +1,13 @@
 `include "vta_config.vh"
 // Store module: executes STORE (OUT buffer -> DRAM) from its command queue; pops g2s, pushes
-// s2g (vta-isa.md section 3).
+// s2g (docs/timing.md, "Modules and instruction issue").
 module vta_store (
     input  wire                 clk,
     input  wire                 rst,
-    input  wire [127:0]         insn,
+    // the instruction word also carries fields this module does not read
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_INSN_BITS-1:0] insn,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire                 insn_valid,
     output wire                 insn_pop,
     input  wire                 g2s_empty,
@@ -13,8 +16,8 @@ module vta_store (
     output wire                 s2g_push,
     output wire                 awvalid,
     input  wire                 awready,
-    output wire [31:0]          awaddr,
-    output wire [7:0]           awlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] awaddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]  awlen,
     output wire                 wvalid,
     input  wire                 wready,
     output wire [`VTA_BUS_BITS-1:0] wdata,
@@ -26,10 +29,11 @@ module vta_store (
     output wire [`VTA_OUT_BANKS*`VTA_OUT_BANK_AW-1:0] out_raddr,
     input  wire [`VTA_OUT_BANKS*`VTA_OUT_ELEM_BITS-1:0] out_rdata
 );
+  localparam integer SIZE_W = `VTA_MEM_X_SIZE_W;
   wire pop_prev = insn[`VTA_MEM_POP_PREV_DEP_LSB];
   wire push_prev = insn[`VTA_MEM_PUSH_PREV_DEP_LSB];
-  wire [15:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:16];
-  wire [15:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:16];
+  wire [SIZE_W-1:0] m_ys = insn[`VTA_MEM_Y_SIZE_LSB+:SIZE_W];
+  wire [SIZE_W-1:0] m_xs = insn[`VTA_MEM_X_SIZE_LSB+:SIZE_W];
   wire nop = m_xs == 0 || m_ys == 0;
   reg busy, r_push;
   wire done;
@@ -44,13 +48,13 @@ module vta_store (
     if (accept) r_push <= push_prev;
   end
   vta_storer #(
-      .LOG_EB(`VTA_LOG_OUT_ELEM_BYTES), .LOG_BB(`VTA_LOG_BUS_BYTES), .AW(`VTA_LOG_OUT_DEPTH),
-      .MAX_BEATS(`VTA_MAX_BURST_BEATS), .PAGE_BYTES(`VTA_PAGE_BYTES),
-      .MAX_OUT(`VTA_MAX_OUTSTANDING), .OUT_W(`VTA_LOG_MAX_OUTSTANDING)
+      .LOG_EB(`VTA_LOG_OUT_ELEM_BYTES), .AW(`VTA_LOG_OUT_DEPTH)
   ) storer (
       .clk(clk), .rst(rst), .start(accept && !nop),
-      .sram_base(insn[`VTA_MEM_SRAM_BASE_LSB+:16]), .dram_base(insn[`VTA_MEM_DRAM_BASE_LSB+:32]),
-      .y_size(m_ys), .x_size(m_xs), .x_stride(insn[`VTA_MEM_X_STRIDE_LSB+:16]), .done(done),
+      .sram_base(insn[`VTA_MEM_SRAM_BASE_LSB+:`VTA_MEM_SRAM_BASE_W]),
+      .dram_base(insn[`VTA_MEM_DRAM_BASE_LSB+:`VTA_MEM_DRAM_BASE_W]),
+      .y_size(m_ys), .x_size(m_xs), .x_stride(insn[`VTA_MEM_X_STRIDE_LSB+:SIZE_W]),
+      .done(done),
       .awvalid(awvalid), .awready(awready), .awaddr(awaddr), .awlen(awlen),
       .wvalid(wvalid), .wready(wready), .wdata(wdata), .wstrb(wstrb), .wlast(wlast),
       .bvalid(bvalid), .bready(bready),

@@ -1,16 +1,22 @@
+`include "vta_config.vh"
 // 2-D strided store of buffer elements to DRAM (docs/timing.md STORE): row y copies x_size
 // elements from buffer index sram_base + y*x_size to DRAM element dram_base + y*x_stride.
 // Bursts are requested one per cycle (at most MAX_OUT unanswered); a data beat leaves in a cycle
 // after its burst was requested, one per cycle; `done` is high in the cycle the last write
 // response arrives. The buffer is read one beat ahead through its synchronous read port.
 module vta_storer #(
-    parameter integer LOG_EB = 4,
-    parameter integer LOG_BB = 3,
-    parameter integer AW = 11,
-    parameter integer MAX_BEATS = 16,
-    parameter integer PAGE_BYTES = 4096,
-    parameter integer MAX_OUT = 4,
-    parameter integer OUT_W = 3,
+    parameter integer LOG_EB = `VTA_LOG_OUT_ELEM_BYTES,
+    parameter integer LOG_BB = `VTA_LOG_BUS_BYTES,
+    parameter integer AW = `VTA_LOG_OUT_DEPTH,
+    parameter integer MAX_BEATS = `VTA_MAX_BURST_BEATS,
+    parameter integer PAGE_BYTES = `VTA_PAGE_BYTES,
+    parameter integer MAX_OUT = `VTA_MAX_OUTSTANDING,
+    parameter integer OUT_W = `VTA_LOG_MAX_OUTSTANDING,
+    parameter integer ADDR_W = `VTA_AXI_ADDR_BITS,
+    parameter integer LEN_W = `VTA_AXI_LEN_BITS,
+    parameter integer SRAM_W = `VTA_MEM_SRAM_BASE_W,
+    parameter integer DRAM_W = `VTA_MEM_DRAM_BASE_W,
+    parameter integer SIZE_W = `VTA_MEM_X_SIZE_W,  // y_size, x_size and x_stride
     // derived
     parameter integer EW = 8 << LOG_EB,
     parameter integer BW = 8 << LOG_BB,
@@ -23,16 +29,19 @@ module vta_storer #(
     input  wire                 clk,
     input  wire                 rst,
     input  wire                 start,
-    input  wire [15:0]          sram_base,
-    input  wire [31:0]          dram_base,
-    input  wire [15:0]          y_size,
-    input  wire [15:0]          x_size,
-    input  wire [15:0]          x_stride,
+    // buffer indices wrap at the buffer depth: only the low AW bits of sram_base matter
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [SRAM_W-1:0]    sram_base,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [DRAM_W-1:0]    dram_base,
+    input  wire [SIZE_W-1:0]    y_size,
+    input  wire [SIZE_W-1:0]    x_size,
+    input  wire [SIZE_W-1:0]    x_stride,
     output wire                 done,
     output wire                 awvalid,
     input  wire                 awready,
-    output wire [31:0]          awaddr,
-    output wire [7:0]           awlen,
+    output wire [ADDR_W-1:0]    awaddr,
+    output wire [LEN_W-1:0]     awlen,
     output wire                 wvalid,
     input  wire                 wready,
     output reg  [BW-1:0]        wdata,
@@ -44,39 +53,41 @@ module vta_storer #(
     output reg  [LANES*BAW-1:0] raddr,
     input  wire [LANES*EW-1:0]  rdata
 );
-  wire [LOG_EB+15:0] row_bytes16 = {x_size, {LOG_EB{1'b0}}};
-  wire [LOG_EB+15:0] stride_bytes16 = {x_stride, {LOG_EB{1'b0}}};
-  wire [31:0] row_bytes = {{(16-LOG_EB){1'b0}}, row_bytes16};
-  wire [31:0] stride_bytes = {{(16-LOG_EB){1'b0}}, stride_bytes16};
-  wire [31:0] dram_addr = dram_base << LOG_EB;
+  localparam integer BYTES_W = SIZE_W + LOG_EB;  // a row or stride in bytes
+  localparam [OUT_W-1:0] MOST = MAX_OUT[OUT_W-1:0];
+  localparam integer LAST_LANE = LANES - 1;
+  localparam integer LAST_BEAT = (1 << LOG_BEATS) - 1;
+  localparam [LOG_LANES:0] LANE_MASK = LAST_LANE[LOG_LANES:0];
+  localparam [LOG_BEATS:0] LAST_SUB = LAST_BEAT[LOG_BEATS:0];
+  localparam integer LANE_BYTES = BB / LANES;  // bytes of one lane of a beat
+  localparam integer LANE_BITS = BW / LANES;
+  wire [ADDR_W-1:0] row_bytes = {{(ADDR_W - BYTES_W) {1'b0}}, x_size, {LOG_EB{1'b0}}};
+  wire [ADDR_W-1:0] stride_bytes = {{(ADDR_W - BYTES_W) {1'b0}}, x_stride, {LOG_EB{1'b0}}};
+  wire [ADDR_W-1:0] dram_addr = dram_base << LOG_EB;  // byte addresses wrap at the AXI width
 
   // ------------------------------------------------------------------ requests (AW, B)
   reg [OUT_W-1:0] outstanding;
-  reg [31:0] aw_count;  // bursts requested so far in this instruction
-  wire a_valid, w_valid;
-  wire [8:0] a_len_unused, w_len;
-  wire a_row_end_unused, w_row_end_unused;
-  wire can_issue = outstanding < MAX_OUT;
+  reg [ADDR_W-1:0] aw_count;  // bursts requested so far in this instruction
+  wire a_valid;
+  wire [LEN_W:0] a_len, w_len;
+  // AxLEN = beats - 1 fits LEN_W bits (bursts of 1..2**LEN_W beats).
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [LEN_W:0] a_len_minus_1 = a_len - 1'b1;
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire can_issue = outstanding < MOST;
+  // The request generator's row ends are not needed: the W side replays the bursts itself.
+  /* verilator lint_off PINCONNECTEMPTY */
   vta_burst_gen #(
-      .LOG_BB(LOG_BB),
-      .MAX_BEATS(MAX_BEATS),
-      .PAGE_BYTES(PAGE_BYTES)
+      .LOG_BB(LOG_BB), .MAX_BEATS(MAX_BEATS), .PAGE_BYTES(PAGE_BYTES), .ADDR_W(ADDR_W),
+      .ROWS_W(SIZE_W), .LEN_W(LEN_W)
   ) agen (
-      .clk(clk),
-      .rst(rst),
-      .start(start),
-      .addr(dram_addr),
-      .row_bytes(row_bytes),
-      .rows(y_size),
-      .stride_bytes(stride_bytes),
-      .req_valid(a_valid),
-      .req_addr(awaddr),
-      .req_len(a_len_unused),
-      .req_row_end(a_row_end_unused),
-      .req_ready(awready && can_issue)
+      .clk(clk), .rst(rst), .start(start), .addr(dram_addr), .row_bytes(row_bytes),
+      .rows(y_size), .stride_bytes(stride_bytes), .req_valid(a_valid), .req_addr(awaddr),
+      .req_len(a_len), .req_row_end(), .req_ready(awready && can_issue)
   );
+  /* verilator lint_on PINCONNECTEMPTY */
   assign awvalid = a_valid && can_issue;
-  assign awlen = a_len_unused[7:0] - 8'd1;
+  assign awlen = a_len_minus_1[LEN_W-1:0];
   assign bready = 1'b1;
   wire aw_fire = awvalid && awready;
   assign done = bvalid && !a_valid && outstanding == 1;
@@ -84,52 +95,46 @@ module vta_storer #(
     if (rst) outstanding <= 0;
     else outstanding <= outstanding + {{(OUT_W-1){1'b0}}, aw_fire} - {{(OUT_W-1){1'b0}}, bvalid};
     if (start) aw_count <= 0;
-    else if (aw_fire) aw_count <= aw_count + 1;
+    else if (aw_fire) aw_count <= aw_count + 1'b1;
   end
 
   // ------------------------------------------------------------------ write data (W)
-  // A second burst generator replays the burst sequence to place WLAST.
-  reg [31:0] w_burst, w_in_burst;
+  reg [ADDR_W-1:0] w_burst, w_in_burst;
   reg beat_valid;  // the W stage holds a beat
   wire w_fire = wvalid && wready;
+  // A second burst generator replays the burst sequence to place WLAST; its addresses, row ends
+  // and valid are those of the requests already issued.
+  /* verilator lint_off PINCONNECTEMPTY */
   vta_burst_gen #(
-      .LOG_BB(LOG_BB),
-      .MAX_BEATS(MAX_BEATS),
-      .PAGE_BYTES(PAGE_BYTES)
+      .LOG_BB(LOG_BB), .MAX_BEATS(MAX_BEATS), .PAGE_BYTES(PAGE_BYTES), .ADDR_W(ADDR_W),
+      .ROWS_W(SIZE_W), .LEN_W(LEN_W)
   ) wgen (
-      .clk(clk),
-      .rst(rst),
-      .start(start),
-      .addr(dram_addr),
-      .row_bytes(row_bytes),
-      .rows(y_size),
-      .stride_bytes(stride_bytes),
-      .req_valid(w_valid),
-      .req_addr(),
-      .req_len(w_len),
-      .req_row_end(w_row_end_unused),
-      .req_ready(w_fire && wlast)
+      .clk(clk), .rst(rst), .start(start), .addr(dram_addr), .row_bytes(row_bytes),
+      .rows(y_size), .stride_bytes(stride_bytes), .req_valid(), .req_addr(), .req_len(w_len),
+      .req_row_end(), .req_ready(w_fire && wlast)
   );
-  assign wlast = w_in_burst == {23'd0, w_len} - 1;
+  /* verilator lint_on PINCONNECTEMPTY */
+  assign wlast = w_in_burst == {{(ADDR_W - LEN_W - 1) {1'b0}}, w_len} - 1'b1;
   assign wvalid = beat_valid && w_burst < aw_count;
   always @(posedge clk) begin
     if (start) begin
       w_burst <= 0;
       w_in_burst <= 0;
     end else if (w_fire) begin
-      w_burst <= wlast ? w_burst + 1 : w_burst;
-      w_in_burst <= wlast ? 0 : w_in_burst + 1;
+      w_burst <= wlast ? w_burst + 1'b1 : w_burst;
+      w_in_burst <= wlast ? 0 : w_in_burst + 1'b1;
     end
   end
 
   // Read cursor: the next beat to fetch from the buffer.
-  reg [31:0] c_row_addr, c_beat, nbytes, stride;
-  reg [15:0] c_rows_left, r_xs;
-  reg [31:0] sidx, srow;  // buffer index of the next element / of the current row's first
+  reg [ADDR_W-1:0] c_row_addr, c_beat, nbytes, stride;
+  reg [SIZE_W-1:0] c_rows_left;
+  reg [AW-1:0] r_xs;
+  reg [AW-1:0] sidx, srow;  // buffer index of the next element / of the current row's first
   reg [LOG_BEATS:0] sub;
-  wire [31:0] c_w0 = c_row_addr >> LOG_BB;
-  wire [31:0] c_w1 = (c_row_addr + nbytes - 1) >> LOG_BB;
-  wire [31:0] last_byte = c_row_addr + nbytes - 1;
+  wire [ADDR_W-1:0] c_w0 = c_row_addr >> LOG_BB;
+  wire [ADDR_W-1:0] last_byte = c_row_addr + nbytes - 1'b1;
+  wire [ADDR_W-1:0] c_w1 = last_byte >> LOG_BB;
   wire row_last_beat = c_beat == c_w1 - c_w0;
   wire more = c_rows_left != 0;
   wire advance = (!beat_valid || w_fire) && more;
@@ -137,17 +142,21 @@ module vta_storer #(
   generate
     if (LOG_LANES > 0) begin : g_lanes
       assign first_lane = c_beat == 0 ? {1'b0, c_row_addr[LOG_BB-1:LOG_EB]} : 0;
-      assign last_lane = row_last_beat ? {1'b0, last_byte[LOG_BB-1:LOG_EB]} : LANES - 1;
+      assign last_lane = row_last_beat ? {1'b0, last_byte[LOG_BB-1:LOG_EB]} : LANE_MASK;
     end else begin : g_one
       assign first_lane = 0;
       assign last_lane = 0;
     end
   endgenerate
-  wire elem_end = LOG_LANES > 0 || sub == (1 << LOG_BEATS) - 1;
+  wire elem_end = LOG_LANES > 0 || sub == LAST_SUB;
+  wire [AW-1:0] elem_count = {{(AW - LOG_LANES - 1) {1'b0}}, last_lane - first_lane} + 1'b1;
 
   integer k;
   reg [LOG_LANES:0] lane;
-  reg [31:0] idx;
+  // an element's buffer index; its low LOG_LANES bits are the bank, k by construction
+  /* verilator lint_off UNUSEDSIGNAL */
+  reg [AW-1:0] idx;
+  /* verilator lint_on UNUSEDSIGNAL */
   always @(*) begin
     re = 0;
     raddr = 0;
@@ -155,9 +164,12 @@ module vta_storer #(
     idx = 0;
     if (advance && sub == 0) begin
       for (k = 0; k < LANES; k = k + 1) begin
-        lane = (k - sidx[LOG_LANES:0] + first_lane) & (LANES - 1);
-        idx = sidx + lane - first_lane;
+        lane = (k[LOG_LANES:0] - sidx[LOG_LANES:0] + first_lane) & LANE_MASK;
+        idx = sidx + {{(AW - LOG_LANES - 1) {1'b0}}, lane - first_lane};
+        // (first_lane is the constant 0 when an element is at least a bus word wide)
+        /* verilator lint_off UNSIGNED */
         if (lane >= first_lane && lane <= last_lane) begin
+        /* verilator lint_on UNSIGNED */
           re[k] = 1'b1;
           raddr[k*BAW+:BAW] = idx[LOG_LANES+:BAW];
         end
@@ -175,10 +187,13 @@ module vta_storer #(
     wstrb = 0;
     bank = 0;
     for (l = 0; l < LANES; l = l + 1) begin
-      if (l >= b_first && l <= b_last) begin
-        bank = (b_sidx + l - b_first) & (LANES - 1);  // bank holding lane l
-        wstrb[l*(BB/LANES)+:(BB/LANES)] = {(BB / LANES) {1'b1}};
-        if (LOG_LANES > 0) wdata[l*(BW/LANES)+:(BW/LANES)] = rdata[bank*EW+:(BW/LANES)];
+      // (b_first is the constant 0 when an element is at least a bus word wide)
+      /* verilator lint_off UNSIGNED */
+      if (l[LOG_LANES:0] >= b_first && l[LOG_LANES:0] <= b_last) begin
+      /* verilator lint_on UNSIGNED */
+        bank = (b_sidx + l[LOG_LANES:0] - b_first) & LANE_MASK;  // bank holding lane l
+        wstrb[l*LANE_BYTES+:LANE_BYTES] = {LANE_BYTES{1'b1}};
+        if (LOG_LANES > 0) wdata[l*LANE_BITS+:LANE_BITS] = rdata[bank*EW+:LANE_BITS];
         else wdata = rdata[b_sub*BW+:BW];
       end
     end
@@ -194,10 +209,10 @@ module vta_storer #(
       nbytes <= row_bytes;
       stride <= stride_bytes;
       c_beat <= 0;
-      c_rows_left <= row_bytes == 0 ? 16'd0 : y_size;
-      r_xs <= x_size;
-      sidx <= {16'd0, sram_base};
-      srow <= {16'd0, sram_base};
+      c_rows_left <= row_bytes == 0 ? {SIZE_W{1'b0}} : y_size;
+      r_xs <= x_size[AW-1:0];
+      sidx <= sram_base[AW-1:0];
+      srow <= sram_base[AW-1:0];
       sub <= 0;
     end else begin
       if (w_fire && !advance) beat_valid <= 1'b0;
@@ -215,8 +230,8 @@ module vta_storer #(
           srow <= srow + r_xs;
           sidx <= srow + r_xs;
         end else begin
-          c_beat <= c_beat + 1;
-          if (elem_end) sidx <= sidx + (last_lane - first_lane + 1);
+          c_beat <= c_beat + 1'b1;
+          if (elem_end) sidx <= sidx + elem_count;
         end
       end
     end

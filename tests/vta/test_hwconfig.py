@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from vta import regmap
+from vta import hwconfig, regmap
 from vta.config import VTAConfig, preset_names
 from vta.errors import ConfigError
 from vta.hwconfig import generate_header, header_params
@@ -63,6 +63,31 @@ def test_header_geometry_and_timing_come_from_the_config(preset):
     assert values["VTA_GEMM_PIPE"] == cfg.gemm_pipeline_depth
     assert values["VTA_CMD_QUEUE_DEPTH"] == cfg.cmd_queue_depth
     assert values["VTA_TOKEN_QUEUE_DEPTH"] == cfg.token_queue_depth
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_micro_op_write_taps_follow_the_timing_contract(preset):
+    """A micro-op's ACC write lands latency = depth + interval - 1 cycles after its issue (so
+    the last one lands in its instruction's last cycle), in the result register its kind's
+    result stage leaves for it; the pipeline holds the deepest tap."""
+    cfg = VTAConfig.load(preset)
+    values = parse(generate_header(cfg))
+    kinds = {
+        "GEMM": (cfg.gemm_pipeline_depth, 1, hwconfig.GEMM_RESULT_STAGE),
+        "ALU_IMM": (cfg.alu_pipeline_depth, cfg.alu_ii_imm, hwconfig.ALU_IMM_RESULT_STAGE),
+        "ALU_TENSOR": (
+            cfg.alu_pipeline_depth,
+            cfg.alu_ii_tensor,
+            hwconfig.ALU_TENSOR_RESULT_STAGE,
+        ),
+    }
+    taps = []
+    for kind, (depth, interval, stage) in kinds.items():
+        assert values[f"VTA_{kind}_LATENCY"] == depth + interval - 1
+        assert values[f"VTA_{kind}_WRITE_TAP"] == depth + interval - 1 - stage >= 1
+        taps.append(values[f"VTA_{kind}_WRITE_TAP"])
+    assert values["VTA_WRITE_TAPS"] == max(taps)
+    assert 1 << values["VTA_WRITE_TAP_BITS"] > max(taps)
 
 
 def test_header_is_deterministic_and_differs_per_config():
