@@ -1,14 +1,14 @@
 """NVPTX code generation: GPU kernels to LLVM IR for nvptx64-nvidia-cuda, then PTX.
 
 The expression and statement emission is the CPU backend's (`CodeGenLLVM`); what differs on a
-GPU is here: kernels are `ptx_kernel` functions taking global (addrspace 1) pointers, read-only
-so that loads of buffers a kernel only reads go through the non-coherent cache; thread and block indices are NVVM
-special-register intrinsics; `shared` buffers are addrspace-3 arrays of the kernel, `local`
-ones stack arrays (registers once unrolled); barriers are `llvm.nvvm.barrier0`; vector accesses
-promise 16-byte alignment where the index is provably a multiple of the vector width, so they
-become ld/st.v4; math functions call libdevice (`__nv_expf`, ...), linked from the
-nvidia-cuda-nvcc wheel when a kernel uses one. Launch bounds (`.reqntid`) tell ptxas the block
-size so it can budget registers.
+GPU is here: kernels are `ptx_kernel` functions taking global (addrspace 1) noalias pointers
+(loads of buffers a kernel only reads go through the non-coherent cache); thread and block
+indices are NVVM special-register intrinsics; `shared` buffers are addrspace-3 arrays of the
+kernel, `local` ones stack arrays (registers once unrolled); barriers are `llvm.nvvm.barrier0`;
+vector accesses promise 16-byte alignment where the index is provably a multiple of the vector
+width, so they become ld/st.v4; math functions call libdevice (`__nv_expf`, ...), linked from
+the nvidia-cuda-nvcc wheel when a kernel uses one. Launch bounds (`.reqntid`) tell ptxas the
+block size so it can budget registers.
 """
 
 from __future__ import annotations

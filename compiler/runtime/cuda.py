@@ -21,9 +21,7 @@ def _driver() -> Any:
     try:
         from cuda.bindings import driver  # the gpu extra: imported on first use
     except ImportError:
-        raise DeviceError(
-            "cuda-python is not installed: pip install 'vta-codesign[gpu]'"
-        ) from None
+        raise DeviceError("cuda-python is not installed: pip install 'vta-codesign[gpu]'") from None
     return driver
 
 

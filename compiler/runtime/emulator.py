@@ -551,7 +551,9 @@ class _Env:
         self._bounds(buf, addr, name, False)
         return np.take(buf, addr)
 
-    def store(self, buf: np.ndarray, addr: np.ndarray, value: Any, mask: Any, log: tuple | None) -> None:
+    def store(
+        self, buf: np.ndarray, addr: np.ndarray, value: Any, mask: Any, log: tuple | None
+    ) -> None:
         name = repr(log[0]) if log else "a global buffer"
         value = np.broadcast_to(value, addr.shape)
         if mask is not None:

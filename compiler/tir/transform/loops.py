@@ -240,9 +240,7 @@ class _Vectorize(Mutator):
             return s.replace(kind="serial")
 
 
-def vectorize_loops(
-    f: S.PrimFunc, ana: Analyzer, max_bytes: int = MAX_VECTOR_BYTES
-) -> S.PrimFunc:
+def vectorize_loops(f: S.PrimFunc, ana: Analyzer, max_bytes: int = MAX_VECTOR_BYTES) -> S.PrimFunc:
     """Replace vectorized loops by vector code in register-sized pieces (`max_bytes` each: a
     CPU's widest register, or a GPU's 16-byte vector load); loops that cannot be vectorized
     stay serial."""
