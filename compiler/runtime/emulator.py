@@ -393,6 +393,8 @@ class _Translator:
 
     def e_Cast(self, e):
         v = self.expr(e.value)
+        if e.value.dtype == e.dtype:
+            return v
         return _Val(f"env.cast({v.code}, {_np(e.dtype)})", v.varying)
 
     def e_Ramp(self, e):
@@ -556,10 +558,10 @@ class _Env:
     ) -> None:
         name = repr(log[0]) if log else "a global buffer"
         value = np.broadcast_to(value, addr.shape)
+        self._record(log, addr, mask)
         if mask is not None:
             addr, value = addr[mask], value[mask]
         self._bounds(buf, addr, name, True)
-        self._record(log, addr, None)
         buf[addr] = value
 
     def load_local(self, buf: np.ndarray, idx: Any, varying: bool, mask: Any) -> np.ndarray:
