@@ -116,12 +116,13 @@ class CUDADevice:
 
 
 class _Loaded:
-    """A module's kernels on the device with device copies of its buffers."""
+    """A module's kernels on the device with device copies of its buffers. `module` is a
+    GPUModule or a tuner's GPUArtifact: ptx, kernel_names, launches, device_buffer_bytes."""
 
     def __init__(self, dev: CUDADevice, module: Any, arrays: list[np.ndarray]):
         self.dev, self.module = dev, module
-        self.fns = dev.load(module.ptx, [k.name for k in module.kernels])
-        sizes = [a.nbytes for a in arrays] + [b.nbytes for b in module.device_buffers]
+        self.fns = dev.load(module.ptx, module.kernel_names)
+        sizes = [a.nbytes for a in arrays] + list(module.device_buffer_bytes)
         self.ptrs = [dev.alloc(n) for n in sizes]
         for ptr, a in zip(self.ptrs, arrays, strict=False):
             dev.to_device(ptr, np.ascontiguousarray(a))

@@ -56,8 +56,13 @@ class GPUModule(_Callable):
             for k in self.kernels
         ]
 
-    def kernel(self, name: str) -> DeviceKernel:
-        return next(k for k in self.kernels if k.name == name)
+    @property
+    def kernel_names(self) -> list[str]:
+        return [k.name for k in self.kernels]
+
+    @property
+    def device_buffer_bytes(self) -> list[int]:
+        return [b.nbytes for b in self.device_buffers]
 
     # ---- ptxas ---------------------------------------------------------------------------
     @cached_property

@@ -67,6 +67,13 @@ def linear_coefficients(expr: E.Expr, out: dict[E.Var, int], scale: int = 1) -> 
             out.setdefault(v, 1)
 
 
+def _annotation(f: S.For) -> str:
+    """A loop's annotation; thread-bound loops by their axis kind (blockIdx, threadIdx)."""
+    if f.kind == "thread_binding":
+        return f.thread_tag.split(".")[0]
+    return KIND_TO_ANNOTATION.get(f.kind, "none")
+
+
 def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
     """The store with the largest product of enclosing loop extents (first one on ties)."""
     best: tuple[float, S.BufferStore | None, list[S.For]] = (-1.0, None, [])
@@ -101,7 +108,7 @@ def loop_nest(func: S.PrimFunc) -> LoopNest:
             Loop(
                 name if names[name] == 1 else f"{name}#{names[name]}",
                 E.as_int(f.extent) or 1,
-                KIND_TO_ANNOTATION.get(f.kind, "none"),
+                _annotation(f),
             )
         )
     loads = collect(store.value, lambda n: isinstance(n, E.BufferLoad))

@@ -16,7 +16,6 @@ config nearest a hand-set target (what `vta build` uses without records).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -265,7 +264,9 @@ def softmax_reference(inputs, n, c):
 # ---------------------------------------------------------------------------- default config
 def _distance(knob, value, target) -> float:
     if isinstance(knob, SplitKnob):
-        return sum(abs(math.log2(v) - math.log2(t)) for v, t in zip(value, target) if t)
+        return sum(
+            abs(math.log2(v) - math.log2(t)) for v, t in zip(value, target, strict=True) if t
+        )
     return 0.0 if value == target else 1.0
 
 
@@ -275,11 +276,14 @@ def default_config(task: Task, samples: int = 4096, seed: int = 0) -> ConfigEnti
     random configs)."""
     space: ConfigSpace = task.config_space
     target = DEFAULTS.get(task.op, {})
-    score: Callable[[ConfigEntity], float] = lambda e: sum(  # noqa: E731
-        _distance(k, k.candidates[d], target[name])
-        for (name, k), d in zip(space.knobs.items(), e._digits, strict=True)
-        if name in target
-    )
+
+    def score(e: ConfigEntity) -> float:
+        return sum(
+            _distance(k, e[name].size if isinstance(k, SplitKnob) else e[name].val, target[name])
+            for name, k in space.knobs.items()
+            if name in target
+        )
+
     greedy = [
         int(
             np.argmin(
