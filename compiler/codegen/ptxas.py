@@ -73,7 +73,9 @@ def find_ptxas() -> str:
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_USED = re.compile(r"Used (\d+) registers")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+_SMEM = re.compile(r"(\d+) bytes smem")
 
 
 def parse_report(text: str) -> dict[str, KernelStats]:
@@ -86,8 +88,10 @@ def parse_report(text: str) -> dict[str, KernelStats]:
         elif (m := _FRAME.search(line)) and name:
             frame = tuple(int(g) for g in m.groups())
         elif (m := _USED.search(line)) and name:
-            regs, bars, smem = (int(g or 0) for g in m.groups())
-            out[name] = KernelStats(name, regs, smem, frame[0], frame[1], frame[2], bars)
+            bars, smem = (
+                int(r.group(1)) if (r := p.search(line)) else 0 for p in (_BARRIERS, _SMEM)
+            )
+            out[name] = KernelStats(name, int(m.group(1)), smem, *frame, bars)
             name = None
     return out
 

@@ -27,17 +27,18 @@ from .dispatch import best_config
 from .measure import WrongAnswer, check_outputs, random_arrays
 from .space import ConfigEntity, FallbackConfigEntity
 from .task import Task, create_task
-from .templates.cuda import default_config
+from .templates.cuda import default_build
 
 
-def chosen_config(task: Task, db: str | None) -> tuple[ConfigEntity, str]:
-    """(config, where it came from): the best record in `db`, else the template's default."""
+def chosen_config(task: Task, db: str | None) -> tuple[ConfigEntity | None, str]:
+    """(config, where it came from): the best record in `db`, else the template's default
+    (None for a GPU: default_build picks it by assembling candidates)."""
     if db:
         cfg = best_config(task, task.target, db)
         if cfg is not None:
             return cfg, f"best record in {db}"
     if is_cuda_target(task.target):
-        return default_config(task), "template default"
+        return None, "template default (the nearest config ptxas accepts)"
     fallback = FallbackConfigEntity(task.config_space)
     if task.config_space.is_valid(fallback.index):
         return fallback, "template default"
@@ -54,8 +55,12 @@ def build_workload(
     op, args = parse_workload(workload, target)
     task = create_task(op, args, target)
     cfg, source = chosen_config(task, db)
-    schedule, tensors = task.instantiate(cfg)
-    module = build(schedule, tensors, target=target)
+    if cfg is None:
+        cfg, module = default_build(task)
+        _, tensors = task.instantiate(cfg)
+    else:
+        schedule, tensors = task.instantiate(cfg)
+        module = build(schedule, tensors, target=target)
     report: dict[str, Any] = {
         "workload": task.workload_key,
         "target": target,

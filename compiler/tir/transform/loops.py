@@ -21,8 +21,9 @@ class _VThread(Mutator):
     such as a fetch into memory all virtual threads share, runs once); buffers allocated
     inside get one copy per thread."""
 
-    def __init__(self, var: E.Var, n: int):
+    def __init__(self, var: E.Var, n: int, body: S.Stmt):
         self.var, self.n = var, n
+        self.touched = _touched_buffers(body, var)
 
     def replicate(self, s: S.Stmt) -> S.Stmt:
         if not uses_var(s, self.var):
@@ -42,8 +43,8 @@ class _VThread(Mutator):
 
     def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
         buf = s.buffer
-        if not uses_var(s.body, self.var):
-            return s
+        if buf.data not in self.touched:  # every virtual thread sees the same contents
+            return s.replace(body=self.visit(s.body))
         per = buf.const_size()
         big = S.Buffer(buf.name, [per * self.n], buf.dtype, buf.scope, data=buf.data)
         body = _Offset(buf, big, self.var, per).visit(s.body)
@@ -51,6 +52,29 @@ class _VThread(Mutator):
 
     def generic(self, s):
         return self.replicate(s) if isinstance(s, S.Stmt) else s
+
+
+def _touched_buffers(body: S.Stmt, var: E.Var) -> set[E.Var]:
+    """Buffers whose contents differ between virtual threads: stored at an index or with a
+    value that depends on the thread variable or on such a buffer (TVM's VarTouchedAnalysis)."""
+    stores = collect(body, lambda n: isinstance(n, S.BufferStore))
+    touched: set[E.Var] = set()
+    while True:
+        new = {
+            st.buffer.data
+            for st in stores
+            if st.buffer.data not in touched
+            and (
+                uses_var(st, var)
+                or any(
+                    ld.buffer.data in touched
+                    for ld in collect(st, lambda n: isinstance(n, E.BufferLoad))
+                )
+            )
+        }
+        if not new:
+            return touched
+        touched |= new
 
 
 class _Offset(Mutator):
@@ -83,7 +107,7 @@ class _InjectVThread(Mutator):
         n = E.as_int(s.extent)
         if n is None:
             return s.replace(kind="serial")
-        return _VThread(s.loop_var, n).visit(s.body)
+        return _VThread(s.loop_var, n, s.body).visit(s.body)
 
 
 def inject_virtual_thread(f: S.PrimFunc, ana: Analyzer) -> S.PrimFunc:

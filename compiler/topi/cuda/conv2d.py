@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ... import te
 from ...te.tensor import Tensor
-from .utils import bind_tile, cooperative_fetch
+from .utils import bind_tile, cooperative_fetch, thread_extent
 
 
 def schedule_conv2d_nchw(
@@ -48,7 +48,12 @@ def schedule_conv2d_nchw(
     s[ol].reorder(rco, ryo, rxo, rci, ryi, rxi, n, f, y, x)
     for loop in (n, f, y, x) + ((rci, ryi, rxi) if unroll else ()):
         s[ol].unroll(loop)
-    threads = [(tile_f[2], "threadIdx.z"), (tile_y[2], "threadIdx.y"), (tile_x[2], "threadIdx.x")]
+    _, nf, ny, nx = conv.shape
+    threads = [
+        (thread_extent(nf, tile_f), "threadIdx.z"),
+        (thread_extent(ny, tile_y), "threadIdx.y"),
+        (thread_extent(nx, tile_x), "threadIdx.x"),
+    ]
     for cache in (aa, ww):
         s[cache].compute_at(s[ol], rxo)
         cooperative_fetch(s[cache], threads)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ... import te
 from ...te.tensor import Tensor
-from .utils import bind_tile, cooperative_fetch
+from .utils import bind_tile, cooperative_fetch, thread_extent
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -48,7 +48,10 @@ def schedule_matmul(
         s[cl].unroll(ki)
     s[cl].unroll(yo)
     s[cl].unroll(xo)
-    threads = [(tile_y[2], "threadIdx.y"), (tile_x[2], "threadIdx.x")]
+    threads = [
+        (thread_extent(c.shape[0], tile_y), "threadIdx.y"),
+        (thread_extent(c.shape[1], tile_x), "threadIdx.x"),
+    ]
     for cache in (aa, bb):
         s[cache].compute_at(s[cl], ko)
         cooperative_fetch(s[cache], threads, vector)

@@ -34,6 +34,13 @@ def bind_tile(stage: Stage, axis: IterVar, tile: Sequence[int], dim: str) -> lis
     return [b, v, t, i]
 
 
+def thread_extent(extent: int, tile: Sequence[int]) -> int:
+    """Threads a four-way split of an axis of `extent` really binds (a tile larger than the
+    axis is clipped, as split does)."""
+    inner = min(tile[3], extent)
+    return min(tile[2], -(-extent // inner))
+
+
 def cooperative_fetch(stage: Stage, threads: Sequence[tuple[int, str]], vector: int = 1) -> None:
     """Spread a shared-memory copy over the block's threads: its loops are fused, the innermost
     `vector` elements copied as one vector, then consecutive threads (threads[-1] varies

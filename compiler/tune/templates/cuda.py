@@ -21,6 +21,8 @@ import numpy as np
 
 from ... import te
 from ...codegen.nvptx_arch import get_arch
+from ...driver import build
+from ...errors import TuningError
 from ...topi import cuda, nn, testing
 from ..space import ConfigEntity, ConfigSpace, SplitKnob
 from ..task import Task, register_reference, register_template
@@ -154,10 +156,10 @@ DEFAULTS["conv2d_nchw"] = {
     "tile_f": (0, 1, 8, 4),
     "tile_y": (0, 1, 4, 1),
     "tile_x": (0, 1, 8, 2),
-    "tile_rc": (0, 8),
+    "tile_rc": (0, 4),
     "tile_ry": (0, 3),
     "tile_rx": (0, 3),
-    "unroll": True,
+    "unroll": False,  # unrolled reduction steps can spill (stride-2 windows reach 255 regs)
 }
 
 
@@ -270,10 +272,9 @@ def _distance(knob, value, target) -> float:
     return 0.0 if value == target else 1.0
 
 
-def default_config(task: Task, samples: int = 4096, seed: int = 0) -> ConfigEntity:
-    """The template's default: the valid config nearest its hand-set target (each knob's
-    closest candidate if that combination is valid, else the nearest of `samples` valid
-    random configs)."""
+def _nearest(task: Task, samples: int, seed: int) -> list[ConfigEntity]:
+    """Valid configs by distance to the template's target: each knob's closest candidate
+    first (when that combination is valid), then `samples` random valid ones, nearest first."""
     space: ConfigSpace = task.config_space
     target = DEFAULTS.get(task.op, {})
 
@@ -293,9 +294,27 @@ def default_config(task: Task, samples: int = 4096, seed: int = 0) -> ConfigEnti
         for name, k in space.knobs.items()
     ]
     index = int(space.indices(np.array([greedy]))[0])
-    if space.is_valid(index):
-        return space.get(index)
-    picks = space.sample(np.random.default_rng(seed), samples)
-    if not len(picks):
-        return space.get(index)
-    return min((space.get(int(i)) for i in picks), key=lambda e: (score(e), e.index))
+    picks = [space.get(int(i)) for i in space.sample(np.random.default_rng(seed), samples)]
+    first = [space.get(index)] if space.is_valid(index) else []
+    return first + sorted(picks, key=lambda e: (score(e), e.index))
+
+
+def default_config(task: Task, samples: int = 4096, seed: int = 0) -> ConfigEntity:
+    """The template's default: the valid config nearest its hand-set target."""
+    return _nearest(task, samples, seed)[0]
+
+
+def default_build(task: Task, tries: int = 8, samples: int = 4096, seed: int = 0):
+    """(config, GPUModule) of the nearest configs to the target whose kernels ptxas accepts
+    (no spills, within limits): what `vta build` uses when there is no record."""
+    problems = []
+    for cfg in _nearest(task, samples, seed)[:tries]:
+        schedule, tensors = task.instantiate(cfg)
+        module = build(schedule, tensors, target=task.target)
+        if not module.problems():
+            return cfg, module
+        problems += module.problems()
+    raise TuningError(
+        f"{task.workload_key}: none of the {tries} configs nearest the default builds cleanly "
+        f"({problems[0] if problems else 'no valid config'})"
+    )
