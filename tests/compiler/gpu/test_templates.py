@@ -1,7 +1,8 @@
 """Every GPU template's default config (the config nearest the template's target that ptxas
-accepts for sm_80): PTX that ptxas assembles for sm_80 and sm_90 without spills, and emulated output equal to numpy. The default suite runs moderate shapes; the slow
-suite runs the full set (matmul 1024^3 and a non-divisible one, ResNet-18's conv layers, MobileNet
-depthwise layers, softmax)."""
+accepts for sm_80): PTX that ptxas assembles for sm_80 and sm_90 without spills, and emulated
+output equal to numpy. The default suite runs moderate shapes; the slow suite the full set
+(matmul 1024^3 and a non-divisible one, ResNet-18's conv layers, MobileNet depthwise layers,
+softmax)."""
 
 import numpy as np
 import pytest
