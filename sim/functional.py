@@ -17,9 +17,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.device import Device
+from vta.device import Device, until_finish
 from vta.errors import DeviceError
 from vta.isa import (
+    LOAD_ROUTES,
+    STORE_TYPES,
     AluInsn,
     FinishInsn,
     GemmInsn,
@@ -43,8 +45,6 @@ UNDEFINED_BYTE = 0xA5
 # to 2**41 micro-ops) while keeping numpy's per-call overhead negligible.
 BATCH_UOPS = 1 << 13
 
-_LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
-
 
 class FunctionalCore:
     """Architectural state (SRAMs + DRAM image) and per-instruction semantics."""
@@ -58,8 +58,7 @@ class FunctionalCore:
         self.dram = dram
         self.stats = stats
         c = config
-        self.elem_bytes = {t: c.elem_bytes[t.name.lower()] for t in (*_LOADABLE, MemType.OUT)}
-        self.depth = {t: c.depth[t.name.lower()] for t in (*_LOADABLE, MemType.OUT)}
+        self.elem_bytes, self.depth = c.elem_bytes, c.depth
         # Raw bytes per buffer, one row per element; typed views below alias them.
         self.sram = {
             t: np.full((self.depth[t], self.elem_bytes[t]), UNDEFINED_BYTE, dtype=np.uint8)
@@ -133,10 +132,10 @@ class FunctionalCore:
 
     def _load(self, insn: MemInsn, index: int) -> None:
         mem = insn.memory_type
-        if mem not in _LOADABLE:
+        if mem not in LOAD_ROUTES:
             raise DeviceError(
                 f"instruction {index}: LOAD field 'memory_type' = {mem.name} is not loadable "
-                "(valid: UOP, WGT, INP, ACC)"
+                f"(valid: {', '.join(m.name for m in LOAD_ROUTES)})"
             )
         if mem == MemType.UOP:
             self._check_unpadded(insn, index, "micro-op loads are contiguous")
@@ -162,10 +161,10 @@ class FunctionalCore:
         self.stats.bytes_loaded[key] = self.stats.bytes_loaded.get(key, 0) + rows.size
 
     def _store(self, insn: MemInsn, index: int) -> None:
-        if insn.memory_type != MemType.OUT:
+        if insn.memory_type not in STORE_TYPES:
             raise DeviceError(
                 f"instruction {index}: STORE field 'memory_type' = {insn.memory_type.name} "
-                "(valid: OUT)"
+                f"(valid: {', '.join(m.name for m in STORE_TYPES)})"
             )
         self._check_unpadded(insn, index, "stores take no padding")
         eb = self.elem_bytes[MemType.OUT]
@@ -275,11 +274,6 @@ class FunctionalSimulator(Device):
         image = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
         stats = self.new_stats(program.config)
         core = FunctionalCore(program.config, image, stats)
-        for index, insn in enumerate(program.instructions):
+        for index, insn in enumerate(until_finish(program)):
             core.execute(insn, index)
-            if isinstance(insn, FinishInsn):
-                return image, stats
-        raise DeviceError(
-            f"the {len(program)}-instruction stream ends without FINISH; the device would never "
-            "signal done (append a FINISH instruction)"
-        )
+        return image, stats

@@ -7,12 +7,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from vta.isa import MemType, Stage
+from vta.isa import MemType, Module
 
 from ..errors import LoweringError
 from ..tir import expr as E
 from ..tir import stmt as S
-from .environment import ACC_SCOPE, SCOPE_KIND, SCOPE_MEM, Environment
+from .environment import ACC_SCOPE, SCOPE_MEM, Environment
 from .evaluate import Loop, affine, evaluate, full, grid
 from .tokens import Op
 
@@ -174,7 +174,7 @@ def dma_ops(
         if mem == MemType.OUT:
             ops.append(
                 Op(
-                    Stage.STORE,
+                    Module.STORE,
                     "store",
                     dict(
                         sram_base=s0,
@@ -184,7 +184,7 @@ def dma_ops(
                         x_size=x[0],
                         x_stride=y[2],
                     ),
-                    reads=[("out", s0, s0 + rows)],
+                    reads=[(MemType.OUT, s0, s0 + rows)],
                 )
             )
             continue
@@ -198,8 +198,7 @@ def dma_ops(
                 raise LoweringError(f"{what}: the in-bounds region is not a rectangle")
             pad = (y0, y1, x0, x1)
             d0 += y0 * y[2] + x0
-        stage = Stage.COMPUTE if mem == MemType.ACC else Stage.LOAD
-        kind = SCOPE_KIND[sram_buf.scope]
+        stage = Module.COMPUTE if mem == MemType.ACC else Module.LOAD
         ops.append(
             Op(
                 stage,
@@ -214,7 +213,7 @@ def dma_ops(
                     x_stride=y[2] if y[0] > 1 else xsize,
                     pad=pad,
                 ),
-                writes=[(kind, s0, s0 + rows)],
+                writes=[(mem, s0, s0 + rows)],
             )
         )
     return ops

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
 
-from vta.config import ALU_IMM_WIDTH, VTAConfig
-from vta.isa import MemType
+from vta.config import VTAConfig
+from vta.isa import ALU_IMM_WIDTH, MemType
 
 from .. import te
 from ..errors import LoweringError
@@ -25,7 +25,6 @@ ALU_CALL = "vta.alu"
 IMM_RANGE = (-(1 << (ALU_IMM_WIDTH - 1)), (1 << (ALU_IMM_WIDTH - 1)) - 1)
 
 # memory kind (VTAConfig key) and the memory type DMA writes, per scope
-SCOPE_KIND = {INP_SCOPE: "inp", WGT_SCOPE: "wgt", ACC_SCOPE: "acc"}
 SCOPE_MEM = {INP_SCOPE: MemType.INP, WGT_SCOPE: MemType.WGT, ACC_SCOPE: MemType.ACC}
 
 
@@ -90,10 +89,10 @@ class Environment:
 
     def capacity(self, scope: str) -> int:
         """Bytes of the on-chip buffer behind `scope`."""
-        return self.config.buff_bytes[SCOPE_KIND[scope]]
+        return self.config.buff_bytes[SCOPE_MEM[scope]]
 
     def elem_bytes(self, scope: str) -> int:
-        return self.config.elem_bytes[SCOPE_KIND[scope]]
+        return self.config.elem_bytes[SCOPE_MEM[scope]]
 
     @cached_property
     def gemm(self) -> TensorIntrin:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vta.isa import Stage
+from vta.isa import MemType, Module
 
 from ..errors import LoweringError
 from ..tir import expr as E
@@ -28,7 +28,7 @@ from .environment import (
     DMA_COPY,
     GEMM_CALL,
     GEMM_RESET_CALL,
-    SCOPE_KIND,
+    SCOPE_MEM,
     Environment,
 )
 from .evaluate import Loop, evaluate
@@ -78,7 +78,7 @@ class Lowering:
         self.params = {b.data: b for b in params}
         self.roles: dict[str, str] = {}
         self.ops: list[Op] = []
-        self.out_valid = np.zeros(env.config.depth["acc"], dtype=bool)
+        self.out_valid = np.zeros(env.config.depth[MemType.ACC], dtype=bool)
 
     # ---- SRAM rows -----------------------------------------------------------------------
     def row(self, ctx: Ctx, buf: S.Buffer) -> int:
@@ -89,7 +89,7 @@ class Lowering:
                 "read the alu stage's output instead"
             )
         if buf.data not in ctx.rows:
-            if buf.scope not in SCOPE_KIND:
+            if buf.scope not in SCOPE_MEM:
                 raise LoweringError(f"'{buf.name}' in scope {buf.scope} is not an SRAM buffer")
             rows = math.ceil(buf.shape[0].value / self.env.lanes(buf.scope))
             ctx.rows[buf.data] = self.sram.alloc(buf.scope, rows, buf.name)
@@ -128,17 +128,17 @@ class Lowering:
         """Append `op`; a store of rows last written by an ACC load gets an ALU copy first
         (STORE reads OUT, which only GEMM and ALU write)."""
         for mem, lo, hi in op.reads:
-            if mem == "out" and not self.out_valid[lo:hi].all():
+            if mem == MemType.OUT and not self.out_valid[lo:hi].all():
                 copy = Op(
-                    Stage.COMPUTE,
+                    Module.COMPUTE,
                     "alu",
                     dict(op="SHR", uops=[(lo, lo)], loops=[(hi - lo, 1, 1)], use_imm=True, imm=0),
-                    writes=[("out", lo, hi)],
+                    writes=[(MemType.OUT, lo, hi)],
                 )
                 self.add(copy)
         for mem, lo, hi in op.writes:
-            if mem in ("out", "acc"):
-                self.out_valid[lo:hi] = mem == "out"
+            if mem in (MemType.OUT, MemType.ACC):
+                self.out_valid[lo:hi] = mem == MemType.OUT
         self.ops.append(op)
 
     # ---- statements -----------------------------------------------------------------------
@@ -179,10 +179,10 @@ class Lowering:
             self.run(s.else_case, [c for c, t in zip(ctxs, taken, strict=True) if not t])
 
     def run_Allocate(self, s: S.Allocate, ctxs: list[Ctx]) -> None:
-        if s.buffer.scope not in SCOPE_KIND:
+        if s.buffer.scope not in SCOPE_MEM:
             raise LoweringError(
                 f"'{s.buffer.name}' is allocated in scope {s.buffer.scope}; on the accelerator "
-                f"intermediates live in {', '.join(SCOPE_KIND)} (use set_scope or cache_read/write)"
+                f"intermediates live in {', '.join(SCOPE_MEM)} (use set_scope or cache_read/write)"
             )
         self.run(s.body, ctxs)
         for c in ctxs:

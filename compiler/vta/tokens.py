@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 
 from vta.builder import ProgramBuilder
-from vta.isa import Stage
+from vta.isa import SHARED_BUFFERS as CROSSING
+from vta.isa import Module
 
 # for each memory crossing stages: (the stage that writes it, the stage that reads it)
-CROSSING = {"inp": (Stage.LOAD, Stage.COMPUTE), "wgt": (Stage.LOAD, Stage.COMPUTE)}
-CROSSING["out"] = (Stage.COMPUTE, Stage.STORE)
 
 Rows = tuple[str, int, int]  # (memory kind, first row, end row)
 
@@ -31,7 +30,7 @@ Rows = tuple[str, int, int]  # (memory kind, first row, end row)
 class Op:
     """One instruction to emit through the builder, with the rows it touches."""
 
-    stage: Stage
+    stage: Module
     method: str  # ProgramBuilder method: load, store, gemm, alu
     kwargs: dict[str, Any]
     reads: list[Rows] = field(default_factory=list)
@@ -42,11 +41,11 @@ def plan_tokens(ops: list[Op], depth: dict[str, int]) -> tuple[list[set], list[s
     """For each op, the stages it pops from before it and pushes to after it."""
     last_write = {m: np.full(depth[m], -1) for m in CROSSING}
     last_read = {m: np.full(depth[m], -1) for m in CROSSING}
-    waited: dict[tuple[Stage, Stage], int] = {}
+    waited: dict[tuple[Module, Module], int] = {}
     pops: list[set] = [set() for _ in ops]
     pushes: list[set] = [set() for _ in ops]
     for b, op in enumerate(ops):
-        need: dict[Stage, int] = {}
+        need: dict[Module, int] = {}
         for mem, lo, hi in op.reads:
             if mem in CROSSING and CROSSING[mem][1] == op.stage:
                 producer = CROSSING[mem][0]

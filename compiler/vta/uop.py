@@ -9,8 +9,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vta.config import ALU_IMM_WIDTH, LOOP_ITER_WIDTH, VTAConfig
-from vta.isa import REQ_SHIFT_MASK, Stage, requant_bounds, requant_imm
+from vta.config import VTAConfig
+from vta.isa import (
+    ALU_IMM_WIDTH,
+    LOOP_ITER_WIDTH,
+    REQ_SHIFT_MASK,
+    MemType,
+    Module,
+    requant_bounds,
+    requant_imm,
+)
 
 from ..errors import LoweringError
 from ..tir import expr as E
@@ -94,7 +102,7 @@ def kernel_ops(
 ) -> list[Op]:
     """One instruction per host iteration: micro-ops for the inner loops, two loops folded."""
     loops = [lp for lp in loops if lp[0] > 1]
-    host, fold = plan_kernel(loops, widths, env.config.depth["uop"] // 8, gemm)
+    host, fold = plan_kernel(loops, widths, env.config.depth[MemType.UOP] // 8, gemm)
     folded = [loops[k] for k in fold]
     ops = []
     for idx in np.ndindex(*[ext for ext, _ in loops[:host]]):
@@ -137,17 +145,21 @@ def gemm_ops(
 
     def make(uops: np.ndarray, fields: list, folded: list[UopLoop]) -> Op:
         reads = (
-            [] if reset else [("inp", *_rows(uops, folded, 1)), ("wgt", *_rows(uops, folded, 2))]
+            []
+            if reset
+            else [(MemType.INP, *_rows(uops, folded, 1)), (MemType.WGT, *_rows(uops, folded, 2))]
         )
         return Op(
-            Stage.COMPUTE,
+            Module.COMPUTE,
             "gemm",
             dict(uops=uops, loops=fields, reset=reset),
             reads=reads,
-            writes=[("out", *_rows(uops, folded, 0))],
+            writes=[(MemType.OUT, *_rows(uops, folded, 0))],
         )
 
-    return kernel_ops(env, loops, base, make, [ld["acc"], ld["inp"], ld["wgt"]], gemm=True)
+    return kernel_ops(
+        env, loops, base, make, [ld[MemType.ACC], ld[MemType.INP], ld[MemType.WGT]], gemm=True
+    )
 
 
 Step = tuple[str, int | None, E.BufferLoad | None]  # (opcode, immediate, ACC operand)
@@ -264,13 +276,15 @@ def _alu_kernels(
             use_imm=src is None,
         ) -> Op:
             return Op(
-                Stage.COMPUTE,
+                Module.COMPUTE,
                 "alu",
                 dict(op=opcode, uops=uops, loops=fields, use_imm=use_imm, imm=imm or 0),
-                writes=[("out", *_rows(uops, folded, 0))],
+                writes=[(MemType.OUT, *_rows(uops, folded, 0))],
             )
 
-        ops += kernel_ops(env, loops, [row0, src0], make, [ld["acc"], ld["acc"]], gemm=False)
+        ops += kernel_ops(
+            env, loops, [row0, src0], make, [ld[MemType.ACC], ld[MemType.ACC]], gemm=False
+        )
     return ops
 
 
