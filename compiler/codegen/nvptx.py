@@ -24,6 +24,7 @@ from ..errors import CodegenError
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.op import UNARY_MATH
 from ..tir.transform.thread import BARRIER, launch_extents
 from .llvm import I32, STACK_LIMIT, CodeGenLLVM, _Fn, mem_type
 from .nvptx_arch import TRIPLE, GPUArch
@@ -36,31 +37,8 @@ _SREG = {
     "threadIdx": "tid",
     "blockIdx": "ctaid",
 }
-# math functions with a libdevice implementation (float32 adds the "f" suffix)
-_LIBDEVICE = {
-    "exp",
-    "exp2",
-    "log",
-    "log2",
-    "log10",
-    "sqrt",
-    "sin",
-    "cos",
-    "tan",
-    "tanh",
-    "sinh",
-    "cosh",
-    "atan",
-    "asin",
-    "acos",
-    "erf",
-    "fabs",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "pow",
-}
+# math functions with a libdevice implementation (__nv_expf, __nv_exp, ...)
+_LIBDEVICE = {*UNARY_MATH, "pow"}
 
 
 def nvcc_dir() -> str | None:

@@ -447,7 +447,7 @@ class _Env:
     """What a translated kernel reads: lane indices, buffers and the memory operations."""
 
     def __init__(self, kernel: EmulatedKernel, blocks: np.ndarray, globals_: list[np.ndarray]):
-        t = kernel.threads
+        t = math.prod(kernel.block)
         self.kernel = kernel
         self.n_blocks = len(blocks)
         self.lanes = self.n_blocks * t
@@ -616,18 +616,10 @@ class EmulatedKernel:
     source: str
     global_logs: dict[str, _Log] = field(default_factory=dict)
 
-    @property
-    def threads(self) -> int:
-        return math.prod(self.block)
-
-    @property
-    def blocks(self) -> int:
-        return math.prod(self.grid)
-
     def run(self, buffers: list[np.ndarray], seed: int = 0) -> None:
         """Run every block (shuffled, in chunks of lanes) on flat parameter arrays."""
-        order = np.random.default_rng(seed).permutation(self.blocks)
-        per = max(1, MAX_LANES // self.threads)
+        order = np.random.default_rng(seed).permutation(math.prod(self.grid))
+        per = max(1, MAX_LANES // math.prod(self.block))
         self.global_logs.clear()
         for start in range(0, len(order), per):
             env = _Env(self, order[start : start + per], buffers)

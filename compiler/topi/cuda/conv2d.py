@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ... import te
 from ...te.tensor import Tensor
-from .utils import bind_tile, cooperative_fetch, thread_extent
+from .utils import cooperative_fetch, tile_output
 
 
 def schedule_conv2d_nchw(
@@ -32,13 +32,7 @@ def schedule_conv2d_nchw(
     ol = s.cache_write(conv, "local")
     aa = s.cache_read(padded, "shared", [ol])
     ww = s.cache_read(kernel, "shared", [ol])
-    n, f, y, x = s[conv].op.axis
-    bf, vf, tf, fi = bind_tile(s[conv], f, tile_f, "z")
-    by, vy, ty, yi = bind_tile(s[conv], y, tile_y, "y")
-    bx, vx, tx, xi = bind_tile(s[conv], x, tile_x, "x")
-    s[conv].reorder(n, bf, by, bx, vf, vy, vx, tf, ty, tx, fi, yi, xi)
-    for loop in (fi, yi, xi):
-        s[conv].unroll(loop)
+    tx, threads = tile_output(s, conv, tile_f, tile_y, tile_x)
     s[ol].compute_at(s[conv], tx)
     n, f, y, x = s[ol].op.axis
     rc, ry, rx = s[ol].op.reduce_axis
@@ -48,12 +42,6 @@ def schedule_conv2d_nchw(
     s[ol].reorder(rco, ryo, rxo, rci, ryi, rxi, n, f, y, x)
     for loop in (n, f, y, x) + ((rci, ryi, rxi) if unroll else ()):
         s[ol].unroll(loop)
-    _, nf, ny, nx = conv.shape
-    threads = [
-        (thread_extent(nf, tile_f), "threadIdx.z"),
-        (thread_extent(ny, tile_y), "threadIdx.y"),
-        (thread_extent(nx, tile_x), "threadIdx.x"),
-    ]
     for cache in (aa, ww):
         s[cache].compute_at(s[ol], rxo)
         cooperative_fetch(s[cache], threads)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ... import te
 from ...te.tensor import Tensor
-from .utils import bind_tile, cooperative_fetch, thread_extent
+from .utils import cooperative_fetch, tile_output
 
 
 def schedule_depthwise_conv2d_nchw(
@@ -28,25 +28,13 @@ def schedule_depthwise_conv2d_nchw(
     caches = []
     if stage_shared:
         caches = [s.cache_read(padded, "shared", [ol]), s.cache_read(kernel, "shared", [ol])]
-    n, f, y, x = s[conv].op.axis
-    bf, vf, tf, fi = bind_tile(s[conv], f, tile_f, "z")
-    by, vy, ty, yi = bind_tile(s[conv], y, tile_y, "y")
-    bx, vx, tx, xi = bind_tile(s[conv], x, tile_x, "x")
-    s[conv].reorder(n, bf, by, bx, vf, vy, vx, tf, ty, tx, fi, yi, xi)
-    for loop in (fi, yi, xi):
-        s[conv].unroll(loop)
+    tx, threads = tile_output(s, conv, tile_f, tile_y, tile_x)
     s[ol].compute_at(s[conv], tx)
     ry, rx = s[ol].op.reduce_axis
     n, f, y, x = s[ol].op.axis
     s[ol].reorder(ry, rx, n, f, y, x)
     for loop in (n, f, y, x) + ((ry, rx) if unroll else ()):
         s[ol].unroll(loop)
-    _, nf, ny, nx = conv.shape
-    threads = [
-        (thread_extent(nf, tile_f), "threadIdx.z"),
-        (thread_extent(ny, tile_y), "threadIdx.y"),
-        (thread_extent(nx, tile_x), "threadIdx.x"),
-    ]
     for cache in caches:
         s[cache].compute_at(s[conv], tx)
         cooperative_fetch(s[cache], threads)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ... import te
 from ...schedule.schedule import Stage
-from ...te.tensor import IterVar
+from ...te.tensor import IterVar, Tensor
 
 
 class Tile(NamedTuple):
@@ -52,3 +52,26 @@ def cooperative_fetch(stage: Stage, threads: Sequence[tuple[int, str]], vector: 
     for extent, tag in reversed(threads):
         fused, t = stage.split(fused, factor=extent)
         stage.bind(t, te.thread_axis(tag))
+
+
+def tile_output(
+    s, out: Tensor, tile_f: Sequence[int], tile_y: Sequence[int], tile_x: Sequence[int]
+) -> tuple[IterVar, list[tuple[int, str]]]:
+    """Tile an NCHW output's channels, rows and columns over blocks (z, y, x), virtual threads
+    and threads, with each thread's tile unrolled innermost; returns the innermost thread loop
+    (where a thread's register tile is computed) and the (extent, tag) of the block's threads
+    for cooperative fetches."""
+    n, f, y, x = s[out].op.axis
+    bf, vf, tf, fi = bind_tile(s[out], f, tile_f, "z")
+    by, vy, ty, yi = bind_tile(s[out], y, tile_y, "y")
+    bx, vx, tx, xi = bind_tile(s[out], x, tile_x, "x")
+    s[out].reorder(n, bf, by, bx, vf, vy, vx, tf, ty, tx, fi, yi, xi)
+    for loop in (fi, yi, xi):
+        s[out].unroll(loop)
+    _, nf, ny, nx = out.shape
+    threads = [
+        (thread_extent(nf, tile_f), "threadIdx.z"),
+        (thread_extent(ny, tile_y), "threadIdx.y"),
+        (thread_extent(nx, tile_x), "threadIdx.x"),
+    ]
+    return tx, threads
