@@ -20,6 +20,7 @@ from .features import Featurizer, Loop, LoopNest
 from .ga_tuner import GATuner
 from .measure import (
     CPURunner,
+    CUDARunner,
     DeviceRunner,
     LocalBuilder,
     MeasureErrorNo,
@@ -128,6 +129,7 @@ def tune_tasks(
 
 __all__ = [
     "CPURunner",
+    "CUDARunner",
     "ConfigEntity",
     "ConfigSpace",
     "DaskPool",
