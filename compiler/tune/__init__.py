@@ -20,6 +20,7 @@ from .features import Featurizer, Loop, LoopNest
 from .ga_tuner import GATuner
 from .measure import (
     CPURunner,
+    CUDARunner,
     DeviceRunner,
     LocalBuilder,
     MeasureErrorNo,
@@ -34,6 +35,9 @@ from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 from .task import Task, create_task, register_reference, register_template
 from .tuner import GridSearchTuner, RandomTuner, Tuner, TuningHistory
 from .xgb_tuner import XGBTuner
+
+# Last: the built-in templates register themselves with the modules above on import.
+from . import templates  # noqa: E402,F401  isort: skip
 
 TUNERS = {
     "xgb": lambda task, seed: XGBTuner(task, loss="rank", seed=seed),
@@ -128,6 +132,7 @@ def tune_tasks(
 
 __all__ = [
     "CPURunner",
+    "CUDARunner",
     "ConfigEntity",
     "ConfigSpace",
     "DaskPool",

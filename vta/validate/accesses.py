@@ -3,8 +3,9 @@
 LOAD/STORE touch their footprint. GEMM/ALU touch what their micro-op kernel addresses under its
 two affine loops; micro-ops come from the UOP buffer as earlier LOAD UOPs filled it from the
 initial DRAM image. Each distinct kernel instruction (same fields but tokens, same micro-ops) is
-analysed once. Findings here are micro-op ranges: micro-ops from UOP entries no LOAD UOP wrote,
-indices beyond a buffer, ALU micro-ops with a weight index.
+analysed once, and instructions with the same accesses share one `Access` object, which the
+later phases use to do per-access work once. Findings here are micro-op ranges: micro-ops from
+UOP entries no LOAD UOP wrote, indices beyond a buffer, ALU micro-ops with a weight index.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class Access:
 
     reads: list[tuple[MemType, str, Rows]]
     writes: list[tuple[MemType, Rows]]
-    first: int  # the first instruction with this access (kernels are shared by instances)
+    first: int  # the first instruction with this access (instances of one access share it)
     dst_sequence: np.ndarray | None = None  # GEMM: ACC rows in execution order of a micro-op
     loops: tuple[int, int, int, int] = (1, 1, 0, 0)  # GEMM: iter_out, iter_in, dst factors
     uop_bgn: int = 0  # GEMM: the first micro-op's UOP entry
@@ -67,17 +68,22 @@ def trace_accesses(s: Stream, extents: Extents) -> tuple[Findings, list[Access |
     bgn, end = s.cols["gemm"]["uop_bgn"].tolist(), s.cols["gemm"]["uop_end"].tolist()
     w0, w1 = s.words[:, 0].tolist(), s.words[:, 1].tolist()
     load, store, uop = int(Opcode.LOAD), int(Opcode.STORE), int(MemType.UOP)
+    mem_accesses: dict[tuple, Access] = {}  # LOAD/STORE instances of one footprint share one
     for i in todo.tolist():
         op = opcode[i]
         if op in (load, store):
-            rows = slice(base[i], base[i] + footprint[i])
-            t = MemType(mem_type[i])
-            if t == uop:
-                uop_sram[rows] = dram_words[dram_base[i] : dram_base[i] + footprint[i]]
-            elif op == load:
-                accesses[i] = Access([], [(t, rows)], i)
-            else:
-                accesses[i] = Access([(t, "data", rows)], [], i)
+            if mem_type[i] == uop:
+                uop_sram[base[i] : base[i] + footprint[i]] = dram_words[
+                    dram_base[i] : dram_base[i] + footprint[i]
+                ]
+                continue
+            key = (op, mem_type[i], base[i], footprint[i])
+            access = mem_accesses.get(key)
+            if access is None:
+                t, rows = MemType(mem_type[i]), slice(base[i], base[i] + footprint[i])
+                reads = [(t, "data", rows)] if op == store else []
+                access = mem_accesses[key] = Access(reads, [] if reads else [(t, rows)], i)
+            accesses[i] = access
             continue
         key = (w0[i] & ~_DEP_BITS, w1[i], uop_sram[bgn[i] : end[i]].tobytes())
         if key not in kernels:

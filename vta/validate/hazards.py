@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa import SHARED_BUFFERS, Module
+from ..isa import SHARED_BUFFERS
 from .accesses import Access
 from .stream import Findings, Stream
 from .tokens import Order
@@ -51,53 +51,50 @@ def check_races(s: Stream, accesses: list[Access | None], order: Order) -> Findi
     depth = s.config.depth
     writer = {t: np.full(depth[t], -1, dtype=np.int64) for t in SHARED_BUFFERS}
     reader = {t: np.full(depth[t], -1, dtype=np.int64) for t in SHARED_BUFFERS}
+    plans: dict[int, tuple[list, list]] = {}
     for i, access in enumerate(accesses):
         if access is None:
             continue
-        pos, clock = order.pos[i], order.clock[i]
-        for mem, _, rows in access.reads:
-            if mem in SHARED_BUFFERS:
-                _order(
-                    s,
-                    out,
-                    order,
-                    i,
-                    writer[mem][rows],
-                    SHARED_BUFFERS[mem][0],
-                    clock,
-                    f"reads {mem.name} entries that instruction {{j}} ({{name}}) writes",
-                )
-        for mem, rows in access.writes:
-            if mem in SHARED_BUFFERS:
-                _order(
-                    s,
-                    out,
-                    order,
-                    i,
-                    reader[mem][rows],
-                    SHARED_BUFFERS[mem][1],
-                    clock,
-                    f"overwrites {mem.name} entries that instruction {{j}} ({{name}}) reads",
-                )
-        for mem, _, rows in access.reads:
-            if mem in SHARED_BUFFERS:
-                reader[mem][rows] = pos
-        for mem, rows in access.writes:
-            if mem in SHARED_BUFFERS:
-                writer[mem][rows] = pos
+        plan = plans.get(id(access))
+        if plan is None:
+            plan = plans[id(access)] = _plan(access, writer, reader)
+        checks, updates = plan
+        clock = order.clock[i]
+        for last, rows, other, what in checks:
+            latest = int(last[rows].max())
+            if latest > clock[other]:
+                _report(s, out, order, i, order.order[other][latest], what)
+        pos = order.pos[i]
+        for last, rows in updates:
+            last[rows] = pos
     return out
 
 
-def _order(s, out, order, i, last_positions, other: Module, clock, what: str) -> None:
-    """Report a race if the latest access by module `other` is not before instruction i."""
-    if not last_positions.size:
-        return
-    last = int(last_positions.max())
-    if last > clock[other]:
-        j = order.order[other][last]
-        out.capped(
-            "hazard",
-            f"instruction {i} ({s.name(i)}): {what.format(j=j, name=s.name(j))}, but no "
-            f"dependence token orders the two (race: the {s.module_name(i)} module must pop a "
-            f"token the {s.module_name(j)} module pushes at or after instruction {j})",
-        )
+def _plan(access: Access, writer: dict, reader: dict) -> tuple[list, list]:
+    """The checks (last-access array, rows, other module, message) and updates one access
+    makes on the shared buffers."""
+    checks, updates = [], []
+    for mem, _, rows in access.reads:
+        if mem in SHARED_BUFFERS and _size(rows):
+            what = f"reads {mem.name} entries that instruction {{j}} ({{name}}) writes"
+            checks.append((writer[mem], rows, SHARED_BUFFERS[mem][0], what))
+            updates.append((reader[mem], rows))
+    for mem, rows in access.writes:
+        if mem in SHARED_BUFFERS and _size(rows):
+            what = f"overwrites {mem.name} entries that instruction {{j}} ({{name}}) reads"
+            checks.append((reader[mem], rows, SHARED_BUFFERS[mem][1], what))
+            updates.append((writer[mem], rows))
+    return checks, updates
+
+
+def _size(rows) -> int:
+    return rows.stop - rows.start if isinstance(rows, slice) else rows.size
+
+
+def _report(s: Stream, out: Findings, order: Order, i: int, j: int, what: str) -> None:
+    out.capped(
+        "hazard",
+        f"instruction {i} ({s.name(i)}): {what.format(j=j, name=s.name(j))}, but no dependence "
+        f"token orders the two (race: the {s.module_name(i)} module must pop a token the "
+        f"{s.module_name(j)} module pushes at or after instruction {j})",
+    )

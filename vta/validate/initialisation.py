@@ -14,13 +14,16 @@ def check_initialisation(s: Stream, accesses: list[Access | None]) -> Findings:
     """One finding per instruction that reads entries never written before it."""
     out = Findings(s)
     written = {t: np.zeros(s.config.depth[t], dtype=bool) for t in s.config.depth}
+    done: set[int] = set()  # accesses whose reads were all written and whose writes are done
     for i, access in enumerate(accesses):
-        if access is None:
+        if access is None or id(access) in done:
             continue
+        clean = True
         for mem, field, rows in access.reads:
             fresh = ~written[mem][rows]
             if not fresh.any():
                 continue
+            clean = False
             entries = np.arange(s.config.depth[mem])[rows][fresh]
             if field == "data":  # a STORE
                 out.capped(
@@ -38,4 +41,6 @@ def check_initialisation(s: Stream, accesses: list[Access | None]) -> Findings:
                 )
         for mem, rows in access.writes:
             written[mem][rows] = True
+        if clean:  # entries stay written: later instances of this access need no check
+            done.add(id(access))
     return out

@@ -1,4 +1,4 @@
-"""The reference instruction tests (vta-isa.md 7.2) produced by the compiler instead of by hand:
+"""The reference VTA unit tests (load/store, padded load, GEMM, ALU) produced by the compiler instead of by hand:
 tensor expressions and schedules with cache_read into local.acc_buffer / set_scope into the
 input and weight buffers, dma_copy and alu pragmas or ALU tensor intrinsics, and the GEMM
 intrinsic; every output bit-exact against numpy."""
