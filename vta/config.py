@@ -58,6 +58,9 @@ class VTAConfig:
     token_queue_depth: int = 1024
     # Timing model shared by the cycle simulator and the RTL (calibrated against each other).
     dram_latency: int = 32
+    # Cycles between data beats on one master's port (1 = a bus word per cycle); with
+    # dram_latency, the memory system's model (the RTL harness serves the same).
+    dram_beat_interval: int = 1
     max_burst_beats: int = 16
     max_outstanding: int = 4
     gemm_pipeline_depth: int = 4
@@ -275,6 +278,7 @@ class VTAConfig:
             _log2(getattr(self, field), field)
         for field in (
             "dram_latency",
+            "dram_beat_interval",
             "max_outstanding",
             "gemm_pipeline_depth",
             "alu_pipeline_depth",

@@ -27,9 +27,19 @@ from .isa import (
     uop_layout,
 )
 
+# AXI4 signal widths and the constant fields of our masters' requests.
 AXI_ADDR_BITS = 32
-AXI_LEN_BITS = 8  # AXI4 AxLEN: bursts of 1..256 beats
-AXI_RESP_BITS = 2  # AXI xRESP (0 = OKAY)
+AXI_LEN_BITS = 8  # AxLEN: bursts of 1..256 beats
+AXI_RESP_BITS = 2  # xRESP (0 = OKAY)
+AXI_ID_BITS = 1  # one ID per master: its transactions complete in order
+AXI_SIZE_BITS = 3  # AxSIZE: log2 bytes per beat (always the full bus)
+AXI_BURST_BITS = 2
+AXI_BURST_INCR = 1  # incrementing bursts
+AXI_CACHE_BITS = 4
+AXI_CACHE = 0b1111  # write-back, read- and write-allocate: coherent through the PS's ACP/HPC ports
+AXI_PROT_BITS = 3
+AXI_PROT = 0b000  # data, secure, unprivileged
+AXI_QOS_BITS = 4
 PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
 
 # vta_compute.v's micro-op pipeline: the stage (cycles after issue) whose combinational result
@@ -133,12 +143,20 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
         ("AXI_ADDR_BITS", AXI_ADDR_BITS),
         ("AXI_LEN_BITS", AXI_LEN_BITS),
         ("AXI_RESP_BITS", AXI_RESP_BITS),
+        ("AXI_ID_BITS", AXI_ID_BITS),
+        ("AXI_SIZE_BITS", AXI_SIZE_BITS),
+        ("AXI_BURST_BITS", AXI_BURST_BITS),
+        ("AXI_BURST_INCR", AXI_BURST_INCR),
+        ("AXI_CACHE_BITS", AXI_CACHE_BITS),
+        ("AXI_CACHE", AXI_CACHE),
+        ("AXI_PROT_BITS", AXI_PROT_BITS),
+        ("AXI_PROT", AXI_PROT),
+        ("AXI_QOS_BITS", AXI_QOS_BITS),
         ("PAGE_BYTES", PAGE_BYTES),
         ("CMD_QUEUE_DEPTH", cfg.cmd_queue_depth),
         ("LOG_CMD_QUEUE_DEPTH", cfg.cmd_queue_depth.bit_length() - 1),
         ("TOKEN_QUEUE_DEPTH", cfg.token_queue_depth),
         ("LOG_TOKEN_QUEUE_DEPTH", cfg.token_queue_depth.bit_length() - 1),
-        ("DRAM_LATENCY", cfg.dram_latency),
         ("MAX_BURST_BEATS", cfg.max_burst_beats),
         ("MAX_OUTSTANDING", cfg.max_outstanding),
         ("LOG_MAX_OUTSTANDING", _clog2(cfg.max_outstanding + 1)),
@@ -186,6 +204,13 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
     pairs += _routing()
     for name, offset in regmap.REGISTERS.items():
         pairs.append((f"REG_{name}", offset))
+    pairs.append(("REG_COUNTERS_BASE", regmap.COUNTERS_BASE))
+    pairs.append(("COUNTERS", regmap.N_COUNTERS))
+    pairs.append(("COUNTER_KINDS", len(regmap.COUNTER_KINDS)))
+    for index, unit in enumerate(regmap.COUNTER_UNITS):
+        pairs.append((f"COUNTER_UNIT_{unit.upper()}", index))
+    for index, kind in enumerate(regmap.COUNTER_KINDS):
+        pairs.append((f"COUNTER_{kind.upper()}", index))
     pairs.append(("REG_ADDR_BITS", regmap.ADDR_BITS))
     pairs.append(("REG_BITS", regmap.REG_BITS))
     pairs.append(("CYCLES_BITS", regmap.CYCLES_BITS))

@@ -2,10 +2,20 @@
 
 32-bit registers at 4-byte spacing. Used by the RTL (through the generated `vta_config.vh`), the
 Verilator harness and every driver. A run: write INSN_ADDR and INSN_COUNT, write CONTROL_START to
-CONTROL, poll CONTROL until CONTROL_DONE (or STATUS != 0), read CYCLES_LO/HI.
+CONTROL, poll CONTROL until CONTROL_DONE (or STATUS != 0), read CYCLES_LO/HI and the counters.
+
+From COUNTERS_BASE, one 64-bit counter (LO word, then HI word) per unit of `stats.MODULES`
+(fetch, load, compute, store) and kind of cycle of `COUNTER_KINDS` (the `ModuleStats` fields:
+busy, stall_token, stall_queue, stall_dram), unit-major. Like CYCLES they count from START and
+stop at FINISH's end cycle, with the definitions of docs/timing.md, so a device reports the same
+per-module Stats as the cycle simulator.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+from .stats import MODULES, Stats
 
 # Register byte offsets.
 CONTROL = 0x00  # W: bit START launches a run. R: bit DONE (set at FINISH), bit BUSY.
@@ -25,9 +35,33 @@ REGISTERS = {
     "CYCLES_HI": CYCLES_HI,
     "HW_ID": HW_ID,
 }
-ADDR_BITS = 5  # AXI4-Lite address width covering every register
 REG_BITS = 32  # every register (and the AXI4-Lite data bus) is 32 bits wide
 CYCLES_BITS = 64  # the cycle counter, read as CYCLES_LO and CYCLES_HI
+
+# Per-module cycle counters (64 bits each, like CYCLES).
+COUNTERS_BASE = 0x40
+COUNTER_UNITS = MODULES  # fetch, load, compute, store
+COUNTER_KINDS = ("busy", "stall_token", "stall_queue", "stall_dram")  # ModuleStats fields
+COUNTER_BYTES = CYCLES_BITS // 8
+N_COUNTERS = len(COUNTER_UNITS) * len(COUNTER_KINDS)
+ADDR_BITS = (COUNTERS_BASE + N_COUNTERS * COUNTER_BYTES - 1).bit_length()  # AXI4-Lite address
+
+
+def counter_offset(unit: str, kind: str) -> int:
+    """Byte offset of the LO word of a unit's counter of one kind of cycle (HI at + 4)."""
+    index = COUNTER_UNITS.index(unit) * len(COUNTER_KINDS) + COUNTER_KINDS.index(kind)
+    return COUNTERS_BASE + index * COUNTER_BYTES
+
+
+def read_counters(read: Callable[[int], int], stats: Stats) -> None:
+    """Fill `stats.modules` busy/stall cycles from the counters, reading each 32-bit register
+    at a byte offset with `read` (a driver's MMIO read, or a harness's dump)."""
+    for unit in COUNTER_UNITS:
+        for kind in COUNTER_KINDS:
+            offset = counter_offset(unit, kind)
+            value = read(offset) | read(offset + REG_BITS // 8) << REG_BITS
+            setattr(stats.modules[unit], kind, value)
+
 
 # CONTROL bits.
 CONTROL_START = 1 << 0

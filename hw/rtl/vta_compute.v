@@ -28,6 +28,7 @@ module vta_compute (
     input  wire                   g2s_full,
     output wire                   g2s_push,
     output wire                   finish,
+    output reg  [`VTA_COUNTER_KINDS-1:0] act,  // this cycle's kind (docs/timing.md), one-hot
     output wire                   bad_alu_op,
     // AXI4 read master (micro-op and accumulator loads)
     output wire                   arvalid,
@@ -143,10 +144,19 @@ module vta_compute (
   localparam [1:0] S_IDLE = 2'd0, S_LOAD = 2'd1, S_ISSUE = 2'd2, S_DRAIN = 2'd3;
   reg [1:0] state;
   reg r_push_prev, r_push_next;
-  wire ready = (!pop_prev || !l2g_empty) && (!pop_next || !s2g_empty) &&
-               (!push_prev || !g2l_full) && (!push_next || !g2s_full);
+  wire tokens = (!pop_prev || !l2g_empty) && (!pop_next || !s2g_empty);
+  wire ready = tokens && (!push_prev || !g2l_full) && (!push_next || !g2s_full);
   wire accept = state == S_IDLE && insn_valid && ready;
-  wire uop_loader_done, acc_loader_done;
+  wire uop_loader_done, acc_loader_done, uop_loader_active, acc_loader_active;
+  wire loading = uop_loader_active || acc_loader_active;
+  always @(*) begin
+    act = 0;
+    act[`VTA_COUNTER_BUSY] = accept || state == S_ISSUE || state == S_DRAIN ||
+                            (state == S_LOAD && loading);
+    act[`VTA_COUNTER_STALL_DRAM] = state == S_LOAD && !loading;
+    act[`VTA_COUNTER_STALL_TOKEN] = state == S_IDLE && insn_valid && !tokens;
+    act[`VTA_COUNTER_STALL_QUEUE] = state == S_IDLE && insn_valid && tokens && !accept;
+  end
   reg [DRAIN_W-1:0] drain;
   wire one_cycle = accept && (is_finish || (is_load && load_nop) || !(is_load || is_gemm || is_alu));
   wire last_cycle = one_cycle || (state == S_LOAD && (uop_loader_done || acc_loader_done)) ||
@@ -296,7 +306,7 @@ module vta_compute (
       .clk(clk), .rst(rst), .start(start_uop),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
       .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
-      .x_pad_1(m_xp1), .done(uop_loader_done),
+      .x_pad_1(m_xp1), .done(uop_loader_done), .active(uop_loader_active),
       .arvalid(u_arvalid), .arready(arready), .araddr(u_araddr), .arlen(u_arlen),
       .rvalid(rvalid && !r_load_acc), .rdata(rdata), .rlast(rlast), .rready(u_rready),
       .we(uop_we), .waddr(uop_waddr), .wdata(uop_wdata)
@@ -308,7 +318,7 @@ module vta_compute (
       .clk(clk), .rst(rst), .start(start_acc),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
       .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
-      .x_pad_1(m_xp1), .done(acc_loader_done),
+      .x_pad_1(m_xp1), .done(acc_loader_done), .active(acc_loader_active),
       .arvalid(a_arvalid), .arready(arready), .araddr(a_araddr), .arlen(a_arlen),
       .rvalid(rvalid && r_load_acc), .rdata(rdata), .rlast(rlast), .rready(a_rready),
       .we(ld_acc_we), .waddr(ld_acc_waddr), .wdata(ld_acc_wdata)

@@ -25,7 +25,8 @@ module vta_fetch (
     output wire        store_push,
     input  wire        store_full,
     output wire        bad_opcode,
-    output wire        bad_memtype
+    output wire        bad_memtype,
+    output reg  [`VTA_COUNTER_KINDS-1:0] act  // this cycle's kind (docs/timing.md), one-hot
 );
   localparam integer IB = `VTA_INSN_BITS;
   localparam integer BUS = `VTA_BUS_BITS;
@@ -100,6 +101,20 @@ module vta_fetch (
   assign bad_memtype = held && bad_mem;
   wire take = !held || !blocked;  // the dispatch register is free for a new instruction
   assign rready_int = take;
+  // Dispatches (to a queue, or dropped as bad) left in this run: fetch is counted until the last.
+  reg [`VTA_REG_BITS-1:0] remaining;
+  wire dispatch = held && !blocked;
+  always @(*) begin
+    act = 0;
+    act[`VTA_COUNTER_BUSY] = dispatch;
+    act[`VTA_COUNTER_STALL_QUEUE] = held && blocked;
+    act[`VTA_COUNTER_STALL_DRAM] = !held && remaining != 0;
+  end
+  always @(posedge clk) begin
+    if (rst) remaining <= 0;
+    else if (start) remaining <= insn_count;
+    else if (dispatch) remaining <= remaining - 1'b1;
+  end
 
   always @(posedge clk) begin
     if (rst || start) begin

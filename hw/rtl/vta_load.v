@@ -14,6 +14,7 @@ module vta_load (
     output wire                 g2l_pop,
     input  wire                 l2g_full,
     output wire                 l2g_push,
+    output reg  [`VTA_COUNTER_KINDS-1:0] act,  // this cycle's kind (docs/timing.md), one-hot
     output wire                 arvalid,
     input  wire                 arready,
     output wire [`VTA_AXI_ADDR_BITS-1:0] araddr,
@@ -48,8 +49,16 @@ module vta_load (
   wire nop = m_xs == 0 || (m_ys == 0 && m_yp0 == 0 && m_yp1 == 0);
 
   reg busy, r_wgt, r_push;
-  wire accept = !busy && insn_valid && (!pop_next || !g2l_empty) && (!push_next || !l2g_full);
-  wire inp_done, wgt_done;
+  wire tokens = !pop_next || !g2l_empty;
+  wire accept = !busy && insn_valid && tokens && (!push_next || !l2g_full);
+  wire inp_done, wgt_done, inp_active, wgt_active;
+  always @(*) begin
+    act = 0;
+    act[`VTA_COUNTER_BUSY] = accept || (busy && (inp_active || wgt_active));
+    act[`VTA_COUNTER_STALL_DRAM] = busy && !(inp_active || wgt_active);
+    act[`VTA_COUNTER_STALL_TOKEN] = !busy && insn_valid && !tokens;
+    act[`VTA_COUNTER_STALL_QUEUE] = !busy && insn_valid && tokens && !accept;
+  end
   assign insn_pop = accept;
   assign g2l_pop = accept && pop_next;
   assign l2g_push = (accept && nop && push_next) || (busy && (inp_done || wgt_done) && r_push);
@@ -72,7 +81,7 @@ module vta_load (
       .clk(clk), .rst(rst), .start(accept && !nop && !is_wgt),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
       .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
-      .x_pad_1(m_xp1), .done(inp_done),
+      .x_pad_1(m_xp1), .done(inp_done), .active(inp_active),
       .arvalid(i_arvalid), .arready(arready), .araddr(i_araddr), .arlen(i_arlen),
       .rvalid(rvalid && !r_wgt), .rdata(rdata), .rlast(rlast), .rready(i_rready),
       .we(inp_we), .waddr(inp_waddr), .wdata(inp_wdata)
@@ -83,7 +92,7 @@ module vta_load (
       .clk(clk), .rst(rst), .start(accept && !nop && is_wgt),
       .sram_base(m_sram), .dram_base(m_dram), .y_size(m_ys), .x_size(m_xs),
       .x_stride(m_stride), .y_pad_0(m_yp0), .y_pad_1(m_yp1), .x_pad_0(m_xp0),
-      .x_pad_1(m_xp1), .done(wgt_done),
+      .x_pad_1(m_xp1), .done(wgt_done), .active(wgt_active),
       .arvalid(w_arvalid), .arready(arready), .araddr(w_araddr), .arlen(w_arlen),
       .rvalid(rvalid && r_wgt), .rdata(rdata), .rlast(rlast), .rready(w_rready),
       .we(wgt_we), .waddr(wgt_waddr), .wdata(wgt_wdata)

@@ -38,6 +38,7 @@ module vta_loader #(
     input  wire [PAD_W-1:0]     x_pad_0,
     input  wire [PAD_W-1:0]     x_pad_1,
     output wire                 done,
+    output wire                 active,  // a pad element or a data beat is written this cycle
     output wire                 arvalid,
     input  wire                 arready,
     output wire [ADDR_W-1:0]    araddr,
@@ -209,6 +210,7 @@ module vta_loader #(
   wire [ADDR_W-1:0] c_w1 = last_byte >> LOG_BB;
   wire row_last_beat = c_beat == c_w1 - c_w0;
   assign done = (pads_over && !has_stream) || (beat && row_last_beat && c_rows_left == 1);
+  assign active = pad_write || beat;
 
   // Elements completed by this beat and the buffer index of the first one.
   wire [LOG_LANES:0] first_lane, last_lane;

@@ -14,6 +14,7 @@ module vta_store (
     output wire                 g2s_pop,
     input  wire                 s2g_full,
     output wire                 s2g_push,
+    output reg  [`VTA_COUNTER_KINDS-1:0] act,  // this cycle's kind (docs/timing.md), one-hot
     output wire                 awvalid,
     input  wire                 awready,
     output wire [`VTA_AXI_ADDR_BITS-1:0] awaddr,
@@ -37,7 +38,16 @@ module vta_store (
   wire nop = m_xs == 0 || m_ys == 0;
   reg busy, r_push;
   wire done;
-  wire accept = !busy && insn_valid && (!pop_prev || !g2s_empty) && (!push_prev || !s2g_full);
+  wire tokens = !pop_prev || !g2s_empty;
+  wire accept = !busy && insn_valid && tokens && (!push_prev || !s2g_full);
+  wire beat = wvalid && wready;
+  always @(*) begin
+    act = 0;
+    act[`VTA_COUNTER_BUSY] = accept || (busy && beat);
+    act[`VTA_COUNTER_STALL_DRAM] = busy && !beat;
+    act[`VTA_COUNTER_STALL_TOKEN] = !busy && insn_valid && !tokens;
+    act[`VTA_COUNTER_STALL_QUEUE] = !busy && insn_valid && tokens && !accept;
+  end
   assign insn_pop = accept;
   assign g2s_pop = accept && pop_prev;
   assign s2g_push = (accept && nop && push_prev) || (busy && done && r_push);

@@ -1,72 +1,163 @@
 `include "vta_config.vh"
-// VTA accelerator top: AXI4-Lite control slave (register map of vta/regmap.py), one AXI4
-// master per client (fetch, load, compute read; store write), the fetch/load/compute/store
-// modules, three command queues, four dependence-token queues and the INP/WGT/OUT buffers.
+// VTA accelerator top: an AXI4-Lite control slave (the register map of vta/regmap.py) and one
+// AXI4 master per client (fetch, load, compute read; store write), as a Zynq block design
+// connects them (hw/fpga/); the fetch/load/compute/store modules, three command queues, four
+// dependence-token queues, the INP/WGT/OUT buffers and the per-module cycle counters.
+// Every master issues INCR bursts of full-bus beats with one ID, AxCACHE/AxPROT from the header.
 module vta_top (
-    input  wire        clk,
-    input  wire        rst,
+    input  wire clk,
+    input  wire rst,  // synchronous, active high
     // AXI4-Lite control slave
-    input  wire        s_axil_awvalid,
-    output wire        s_axil_awready,
-    input  wire [`VTA_REG_ADDR_BITS-1:0] s_axil_awaddr,
-    input  wire        s_axil_wvalid,
-    output wire        s_axil_wready,
-    input  wire [`VTA_REG_BITS-1:0] s_axil_wdata,
-    output reg         s_axil_bvalid,
-    input  wire        s_axil_bready,
-    output wire [`VTA_AXI_RESP_BITS-1:0] s_axil_bresp,
-    input  wire        s_axil_arvalid,
-    output wire        s_axil_arready,
-    input  wire [`VTA_REG_ADDR_BITS-1:0] s_axil_araddr,
-    output reg         s_axil_rvalid,
-    input  wire        s_axil_rready,
-    output reg  [`VTA_REG_BITS-1:0] s_axil_rdata,
-    output wire [`VTA_AXI_RESP_BITS-1:0] s_axil_rresp,
-    // fetch read master
-    output wire        m_fetch_arvalid,
-    input  wire        m_fetch_arready,
-    output wire [`VTA_AXI_ADDR_BITS-1:0] m_fetch_araddr,
-    output wire [`VTA_AXI_LEN_BITS-1:0] m_fetch_arlen,
-    input  wire        m_fetch_rvalid,
-    output wire        m_fetch_rready,
-    input  wire [`VTA_BUS_BITS-1:0] m_fetch_rdata,
-    input  wire        m_fetch_rlast,
-    input  wire [`VTA_AXI_RESP_BITS-1:0] m_fetch_rresp,
-    // load read master
-    output wire        m_load_arvalid,
-    input  wire        m_load_arready,
-    output wire [`VTA_AXI_ADDR_BITS-1:0] m_load_araddr,
-    output wire [`VTA_AXI_LEN_BITS-1:0] m_load_arlen,
-    input  wire        m_load_rvalid,
-    output wire        m_load_rready,
-    input  wire [`VTA_BUS_BITS-1:0] m_load_rdata,
-    input  wire        m_load_rlast,
-    input  wire [`VTA_AXI_RESP_BITS-1:0] m_load_rresp,
-    // compute read master
-    output wire        m_compute_arvalid,
-    input  wire        m_compute_arready,
-    output wire [`VTA_AXI_ADDR_BITS-1:0] m_compute_araddr,
-    output wire [`VTA_AXI_LEN_BITS-1:0] m_compute_arlen,
-    input  wire        m_compute_rvalid,
-    output wire        m_compute_rready,
-    input  wire [`VTA_BUS_BITS-1:0] m_compute_rdata,
-    input  wire        m_compute_rlast,
-    input  wire [`VTA_AXI_RESP_BITS-1:0] m_compute_rresp,
-    // store write master
-    output wire        m_store_awvalid,
-    input  wire        m_store_awready,
-    output wire [`VTA_AXI_ADDR_BITS-1:0] m_store_awaddr,
-    output wire [`VTA_AXI_LEN_BITS-1:0] m_store_awlen,
-    output wire        m_store_wvalid,
-    input  wire        m_store_wready,
-    output wire [`VTA_BUS_BITS-1:0] m_store_wdata,
-    output wire [`VTA_BUS_BYTES-1:0] m_store_wstrb,
-    output wire        m_store_wlast,
-    input  wire        m_store_bvalid,
-    output wire        m_store_bready,
-    input  wire [`VTA_AXI_RESP_BITS-1:0] m_store_bresp,
-    output wire        irq   // CONTROL.DONE
+    input  wire [`VTA_REG_ADDR_BITS-1:0] s_axi_control_awaddr,
+    // (every access is served alike, whatever its protection)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_PROT_BITS-1:0] s_axi_control_awprot,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire                          s_axi_control_awvalid,
+    output wire                          s_axi_control_awready,
+    input  wire [`VTA_REG_BITS-1:0]      s_axi_control_wdata,
+    input  wire [`VTA_REG_BITS/8-1:0]    s_axi_control_wstrb,
+    input  wire                          s_axi_control_wvalid,
+    output wire                          s_axi_control_wready,
+    output wire [`VTA_AXI_RESP_BITS-1:0] s_axi_control_bresp,
+    output reg                           s_axi_control_bvalid,
+    input  wire                          s_axi_control_bready,
+    input  wire [`VTA_REG_ADDR_BITS-1:0] s_axi_control_araddr,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_PROT_BITS-1:0] s_axi_control_arprot,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire                          s_axi_control_arvalid,
+    output wire                          s_axi_control_arready,
+    output reg  [`VTA_REG_BITS-1:0]      s_axi_control_rdata,
+    output wire [`VTA_AXI_RESP_BITS-1:0] s_axi_control_rresp,
+    output reg                           s_axi_control_rvalid,
+    input  wire                          s_axi_control_rready,
+    // AXI4 read master: fetch
+    output wire [`VTA_AXI_ID_BITS-1:0]    m_axi_fetch_arid,
+    output wire [`VTA_AXI_ADDR_BITS-1:0]  m_axi_fetch_araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]   m_axi_fetch_arlen,
+    output wire [`VTA_AXI_SIZE_BITS-1:0]  m_axi_fetch_arsize,
+    output wire [`VTA_AXI_BURST_BITS-1:0] m_axi_fetch_arburst,
+    output wire                           m_axi_fetch_arlock,
+    output wire [`VTA_AXI_CACHE_BITS-1:0] m_axi_fetch_arcache,
+    output wire [`VTA_AXI_PROT_BITS-1:0]  m_axi_fetch_arprot,
+    output wire [`VTA_AXI_QOS_BITS-1:0]   m_axi_fetch_arqos,
+    output wire                           m_axi_fetch_arvalid,
+    input  wire                           m_axi_fetch_arready,
+    // (one ID per master: the read ID needs no checking)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_ID_BITS-1:0]    m_axi_fetch_rid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [`VTA_BUS_BITS-1:0]       m_axi_fetch_rdata,
+    input  wire [`VTA_AXI_RESP_BITS-1:0]  m_axi_fetch_rresp,
+    input  wire                           m_axi_fetch_rlast,
+    input  wire                           m_axi_fetch_rvalid,
+    output wire                           m_axi_fetch_rready,
+    // AXI4 read master: load
+    output wire [`VTA_AXI_ID_BITS-1:0]    m_axi_load_arid,
+    output wire [`VTA_AXI_ADDR_BITS-1:0]  m_axi_load_araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]   m_axi_load_arlen,
+    output wire [`VTA_AXI_SIZE_BITS-1:0]  m_axi_load_arsize,
+    output wire [`VTA_AXI_BURST_BITS-1:0] m_axi_load_arburst,
+    output wire                           m_axi_load_arlock,
+    output wire [`VTA_AXI_CACHE_BITS-1:0] m_axi_load_arcache,
+    output wire [`VTA_AXI_PROT_BITS-1:0]  m_axi_load_arprot,
+    output wire [`VTA_AXI_QOS_BITS-1:0]   m_axi_load_arqos,
+    output wire                           m_axi_load_arvalid,
+    input  wire                           m_axi_load_arready,
+    // (one ID per master: the read ID needs no checking)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_ID_BITS-1:0]    m_axi_load_rid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [`VTA_BUS_BITS-1:0]       m_axi_load_rdata,
+    input  wire [`VTA_AXI_RESP_BITS-1:0]  m_axi_load_rresp,
+    input  wire                           m_axi_load_rlast,
+    input  wire                           m_axi_load_rvalid,
+    output wire                           m_axi_load_rready,
+    // AXI4 read master: compute
+    output wire [`VTA_AXI_ID_BITS-1:0]    m_axi_compute_arid,
+    output wire [`VTA_AXI_ADDR_BITS-1:0]  m_axi_compute_araddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]   m_axi_compute_arlen,
+    output wire [`VTA_AXI_SIZE_BITS-1:0]  m_axi_compute_arsize,
+    output wire [`VTA_AXI_BURST_BITS-1:0] m_axi_compute_arburst,
+    output wire                           m_axi_compute_arlock,
+    output wire [`VTA_AXI_CACHE_BITS-1:0] m_axi_compute_arcache,
+    output wire [`VTA_AXI_PROT_BITS-1:0]  m_axi_compute_arprot,
+    output wire [`VTA_AXI_QOS_BITS-1:0]   m_axi_compute_arqos,
+    output wire                           m_axi_compute_arvalid,
+    input  wire                           m_axi_compute_arready,
+    // (one ID per master: the read ID needs no checking)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_ID_BITS-1:0]    m_axi_compute_rid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [`VTA_BUS_BITS-1:0]       m_axi_compute_rdata,
+    input  wire [`VTA_AXI_RESP_BITS-1:0]  m_axi_compute_rresp,
+    input  wire                           m_axi_compute_rlast,
+    input  wire                           m_axi_compute_rvalid,
+    output wire                           m_axi_compute_rready,
+    // AXI4 write master: store
+    output wire [`VTA_AXI_ID_BITS-1:0]    m_axi_store_awid,
+    output wire [`VTA_AXI_ADDR_BITS-1:0]  m_axi_store_awaddr,
+    output wire [`VTA_AXI_LEN_BITS-1:0]   m_axi_store_awlen,
+    output wire [`VTA_AXI_SIZE_BITS-1:0]  m_axi_store_awsize,
+    output wire [`VTA_AXI_BURST_BITS-1:0] m_axi_store_awburst,
+    output wire                           m_axi_store_awlock,
+    output wire [`VTA_AXI_CACHE_BITS-1:0] m_axi_store_awcache,
+    output wire [`VTA_AXI_PROT_BITS-1:0]  m_axi_store_awprot,
+    output wire [`VTA_AXI_QOS_BITS-1:0]   m_axi_store_awqos,
+    output wire                           m_axi_store_awvalid,
+    input  wire                           m_axi_store_awready,
+    output wire [`VTA_BUS_BITS-1:0]       m_axi_store_wdata,
+    output wire [`VTA_BUS_BYTES-1:0]      m_axi_store_wstrb,
+    output wire                           m_axi_store_wlast,
+    output wire                           m_axi_store_wvalid,
+    input  wire                           m_axi_store_wready,
+    // (one ID per master: the response ID needs no checking)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_ID_BITS-1:0]    m_axi_store_bid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [`VTA_AXI_RESP_BITS-1:0]  m_axi_store_bresp,
+    input  wire                           m_axi_store_bvalid,
+    output wire                           m_axi_store_bready,
+    output wire                           irq   // CONTROL.DONE
 );
+  // ------------------------------------------------------------------ AXI request constants
+  localparam [`VTA_AXI_ID_BITS-1:0] AXI_ID = 0;
+  localparam integer LOG_BB = `VTA_LOG_BUS_BYTES;
+  localparam [`VTA_AXI_SIZE_BITS-1:0] AXI_SIZE = LOG_BB[`VTA_AXI_SIZE_BITS-1:0];
+  localparam [`VTA_AXI_BURST_BITS-1:0] AXI_INCR = `VTA_AXI_BURST_INCR;
+  localparam [`VTA_AXI_CACHE_BITS-1:0] AXI_CACHE = `VTA_AXI_CACHE;
+  localparam [`VTA_AXI_PROT_BITS-1:0] AXI_PROT = `VTA_AXI_PROT;
+  localparam [`VTA_AXI_QOS_BITS-1:0] AXI_QOS = 0;
+  assign m_axi_fetch_arid = AXI_ID;
+  assign m_axi_fetch_arsize = AXI_SIZE;
+  assign m_axi_fetch_arburst = AXI_INCR;
+  assign m_axi_fetch_arlock = 1'b0;
+  assign m_axi_fetch_arcache = AXI_CACHE;
+  assign m_axi_fetch_arprot = AXI_PROT;
+  assign m_axi_fetch_arqos = AXI_QOS;
+  assign m_axi_load_arid = AXI_ID;
+  assign m_axi_load_arsize = AXI_SIZE;
+  assign m_axi_load_arburst = AXI_INCR;
+  assign m_axi_load_arlock = 1'b0;
+  assign m_axi_load_arcache = AXI_CACHE;
+  assign m_axi_load_arprot = AXI_PROT;
+  assign m_axi_load_arqos = AXI_QOS;
+  assign m_axi_compute_arid = AXI_ID;
+  assign m_axi_compute_arsize = AXI_SIZE;
+  assign m_axi_compute_arburst = AXI_INCR;
+  assign m_axi_compute_arlock = 1'b0;
+  assign m_axi_compute_arcache = AXI_CACHE;
+  assign m_axi_compute_arprot = AXI_PROT;
+  assign m_axi_compute_arqos = AXI_QOS;
+  assign m_axi_store_awid = AXI_ID;
+  assign m_axi_store_awsize = AXI_SIZE;
+  assign m_axi_store_awburst = AXI_INCR;
+  assign m_axi_store_awlock = 1'b0;
+  assign m_axi_store_awcache = AXI_CACHE;
+  assign m_axi_store_awprot = AXI_PROT;
+  assign m_axi_store_awqos = AXI_QOS;
+
   // ------------------------------------------------------------------ registers
   localparam integer RB = `VTA_REG_BITS;
   localparam integer CB = `VTA_CYCLES_BITS;
@@ -77,18 +168,31 @@ module vta_top (
   reg running, done;
   reg [`VTA_STATUS_BITS-1:0] status;
   wire finish, bad_opcode, bad_memtype, bad_alu_op;
-  wire wr = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
-  assign s_axil_awready = wr;
-  assign s_axil_wready = wr;
-  assign s_axil_bresp = OKAY;
-  assign s_axil_rresp = OKAY;
-  assign s_axil_arready = !s_axil_rvalid;
-  wire launch = wr && s_axil_awaddr == `VTA_REG_CONTROL && s_axil_wdata[`VTA_CONTROL_START_BIT];
+  wire wr = s_axi_control_awvalid && s_axi_control_wvalid && !s_axi_control_bvalid;
+  assign s_axi_control_awready = wr;
+  assign s_axi_control_wready = wr;
+  assign s_axi_control_bresp = OKAY;
+  assign s_axi_control_rresp = OKAY;
+  assign s_axi_control_arready = !s_axi_control_rvalid;
+  // A write changes the bytes its strobe selects.
+  function automatic [RB-1:0] written(input [RB-1:0] old);
+    integer b;
+    begin
+      for (b = 0; b < RB / 8; b = b + 1)
+        written[b*8+:8] = s_axi_control_wstrb[b] ? s_axi_control_wdata[b*8+:8] : old[b*8+:8];
+    end
+  endfunction
+  // (CONTROL has one writable bit, START)
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [RB-1:0] control_write = written({RB{1'b0}});
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire launch = wr && s_axi_control_awaddr == `VTA_REG_CONTROL &&
+                control_write[`VTA_CONTROL_START_BIT];
   assign irq = done;
-  wire axi_error = (m_fetch_rvalid && m_fetch_rready && m_fetch_rresp != OKAY) ||
-                   (m_load_rvalid && m_load_rready && m_load_rresp != OKAY) ||
-                   (m_compute_rvalid && m_compute_rready && m_compute_rresp != OKAY) ||
-                   (m_store_bvalid && m_store_bready && m_store_bresp != OKAY);
+  wire axi_error = (m_axi_fetch_rvalid && m_axi_fetch_rready && m_axi_fetch_rresp != OKAY) ||
+                   (m_axi_load_rvalid && m_axi_load_rready && m_axi_load_rresp != OKAY) ||
+                   (m_axi_compute_rvalid && m_axi_compute_rready && m_axi_compute_rresp != OKAY) ||
+                   (m_axi_store_bvalid && m_axi_store_bready && m_axi_store_bresp != OKAY);
   reg [RB-1:0] control;  // the CONTROL register's read value
   always @(*) begin
     control = 0;
@@ -103,8 +207,8 @@ module vta_top (
 
   always @(posedge clk) begin
     if (rst) begin
-      s_axil_bvalid <= 1'b0;
-      s_axil_rvalid <= 1'b0;
+      s_axi_control_bvalid <= 1'b0;
+      s_axi_control_rvalid <= 1'b0;
       running <= 1'b0;
       done <= 1'b0;
       status <= 0;
@@ -113,23 +217,23 @@ module vta_top (
       insn_addr <= 0;
     end else begin
       if (wr) begin
-        s_axil_bvalid <= 1'b1;
-        if (s_axil_awaddr == `VTA_REG_INSN_COUNT) insn_count <= s_axil_wdata;
-        if (s_axil_awaddr == `VTA_REG_INSN_ADDR) insn_addr <= s_axil_wdata;
-      end else if (s_axil_bready) s_axil_bvalid <= 1'b0;
-      if (s_axil_arvalid && s_axil_arready) begin
-        s_axil_rvalid <= 1'b1;
-        case (s_axil_araddr)
-          `VTA_REG_CONTROL: s_axil_rdata <= control;
-          `VTA_REG_STATUS: s_axil_rdata <= {{(RB - `VTA_STATUS_BITS) {1'b0}}, status};
-          `VTA_REG_INSN_COUNT: s_axil_rdata <= insn_count;
-          `VTA_REG_INSN_ADDR: s_axil_rdata <= insn_addr;
-          `VTA_REG_CYCLES_LO: s_axil_rdata <= cycles[RB-1:0];
-          `VTA_REG_CYCLES_HI: s_axil_rdata <= cycles[CB-1:RB];
-          `VTA_REG_HW_ID: s_axil_rdata <= `VTA_HW_ID_VALUE;
-          default: s_axil_rdata <= 0;
+        s_axi_control_bvalid <= 1'b1;
+        if (s_axi_control_awaddr == `VTA_REG_INSN_COUNT) insn_count <= written(insn_count);
+        if (s_axi_control_awaddr == `VTA_REG_INSN_ADDR) insn_addr <= written(insn_addr);
+      end else if (s_axi_control_bready) s_axi_control_bvalid <= 1'b0;
+      if (s_axi_control_arvalid && s_axi_control_arready) begin
+        s_axi_control_rvalid <= 1'b1;
+        case (s_axi_control_araddr)
+          `VTA_REG_CONTROL: s_axi_control_rdata <= control;
+          `VTA_REG_STATUS: s_axi_control_rdata <= {{(RB - `VTA_STATUS_BITS) {1'b0}}, status};
+          `VTA_REG_INSN_COUNT: s_axi_control_rdata <= insn_count;
+          `VTA_REG_INSN_ADDR: s_axi_control_rdata <= insn_addr;
+          `VTA_REG_CYCLES_LO: s_axi_control_rdata <= cycles[RB-1:0];
+          `VTA_REG_CYCLES_HI: s_axi_control_rdata <= cycles[CB-1:RB];
+          `VTA_REG_HW_ID: s_axi_control_rdata <= `VTA_HW_ID_VALUE;
+          default: s_axi_control_rdata <= counter_word;
         endcase
-      end else if (s_axil_rready) s_axil_rvalid <= 1'b0;
+      end else if (s_axi_control_rready) s_axi_control_rvalid <= 1'b0;
       // Cycle 0 is the cycle after the START write; CYCLES stops at FINISH's end cycle.
       if (launch) begin
         running <= 1'b1;
@@ -146,6 +250,36 @@ module vta_top (
       end
     end
   end
+
+  // ------------------------------------------------------------------ per-module counters
+  // One 64-bit counter per (unit, kind of cycle), counting while running (vta/regmap.py).
+  localparam integer NC = `VTA_COUNTERS;
+  localparam integer NK = `VTA_COUNTER_KINDS;
+  localparam integer LOG_CNT_BYTES = $clog2(CB / 8);
+  localparam integer CNT_IDX_W = $clog2(NC);
+  localparam [`VTA_REG_ADDR_BITS-1:0] CNT_BASE = `VTA_REG_COUNTERS_BASE;
+  wire [NK-1:0] fetch_act, load_act, compute_act, store_act;
+  wire [NC-1:0] counting;
+  assign counting[`VTA_COUNTER_UNIT_FETCH*NK+:NK] = fetch_act;
+  assign counting[`VTA_COUNTER_UNIT_LOAD*NK+:NK] = load_act;
+  assign counting[`VTA_COUNTER_UNIT_COMPUTE*NK+:NK] = compute_act;
+  assign counting[`VTA_COUNTER_UNIT_STORE*NK+:NK] = store_act;
+  reg [CB-1:0] counters[0:NC-1];
+  integer c;
+  always @(posedge clk) begin
+    for (c = 0; c < NC; c = c + 1) begin
+      if (rst || launch) counters[c] <= 0;
+      else if (running && counting[c]) counters[c] <= counters[c] + 1'b1;
+    end
+  end
+  // The read port's view: the LO or HI word of the counter an address in the block selects.
+  wire [`VTA_REG_ADDR_BITS-1:0] cnt_off = s_axi_control_araddr - CNT_BASE;
+  wire [CNT_IDX_W-1:0] cnt_idx = cnt_off[LOG_CNT_BYTES+:CNT_IDX_W];
+  localparam integer CNT_BLOCK = NC * (CB / 8);  // the block's size in bytes
+  localparam [`VTA_REG_ADDR_BITS-1:0] CNT_END = CNT_BLOCK[`VTA_REG_ADDR_BITS-1:0];
+  wire cnt_hit = s_axi_control_araddr >= CNT_BASE && cnt_off < CNT_END;
+  wire [RB-1:0] counter_word = !cnt_hit ? {RB{1'b0}} :
+      cnt_off[$clog2(RB / 8)] ? counters[cnt_idx][CB-1:RB] : counters[cnt_idx][RB-1:0];
 
   // ------------------------------------------------------------------ queues
   wire [`VTA_INSN_BITS-1:0] fetch_insn, load_insn, compute_insn, store_insn;
@@ -183,13 +317,13 @@ module vta_top (
   // ------------------------------------------------------------------ modules
   vta_fetch fetch (
       .clk(clk), .rst(rst), .start(launch), .insn_addr(insn_addr), .insn_count(insn_count),
-      .arvalid(m_fetch_arvalid), .arready(m_fetch_arready), .araddr(m_fetch_araddr),
-      .arlen(m_fetch_arlen), .rvalid(m_fetch_rvalid), .rdata(m_fetch_rdata),
-      .rlast(m_fetch_rlast), .rready(m_fetch_rready), .insn(fetch_insn),
+      .arvalid(m_axi_fetch_arvalid), .arready(m_axi_fetch_arready), .araddr(m_axi_fetch_araddr),
+      .arlen(m_axi_fetch_arlen), .rvalid(m_axi_fetch_rvalid), .rdata(m_axi_fetch_rdata),
+      .rlast(m_axi_fetch_rlast), .rready(m_axi_fetch_rready), .insn(fetch_insn),
       .load_push(load_q_push), .load_full(load_q_full),
       .compute_push(compute_q_push), .compute_full(compute_q_full),
       .store_push(store_q_push), .store_full(store_q_full),
-      .bad_opcode(bad_opcode), .bad_memtype(bad_memtype)
+      .bad_opcode(bad_opcode), .bad_memtype(bad_memtype), .act(fetch_act)
   );
 
   wire [`VTA_INP_BANKS-1:0] inp_we, inp_re;
@@ -205,9 +339,10 @@ module vta_top (
   vta_load load (
       .clk(clk), .rst(rst), .insn(load_insn), .insn_valid(!load_q_empty), .insn_pop(load_q_pop),
       .g2l_empty(g2l_empty), .g2l_pop(g2l_pop), .l2g_full(l2g_full), .l2g_push(l2g_push),
-      .arvalid(m_load_arvalid), .arready(m_load_arready), .araddr(m_load_araddr),
-      .arlen(m_load_arlen), .rvalid(m_load_rvalid), .rdata(m_load_rdata), .rlast(m_load_rlast),
-      .rready(m_load_rready), .inp_we(inp_we), .inp_waddr(inp_waddr), .inp_wdata(inp_wdata),
+      .act(load_act),
+      .arvalid(m_axi_load_arvalid), .arready(m_axi_load_arready), .araddr(m_axi_load_araddr),
+      .arlen(m_axi_load_arlen), .rvalid(m_axi_load_rvalid), .rdata(m_axi_load_rdata), .rlast(m_axi_load_rlast),
+      .rready(m_axi_load_rready), .inp_we(inp_we), .inp_waddr(inp_waddr), .inp_wdata(inp_wdata),
       .wgt_we(wgt_we), .wgt_waddr(wgt_waddr), .wgt_wdata(wgt_wdata)
   );
   vta_compute compute (
@@ -215,9 +350,10 @@ module vta_top (
       .insn_pop(compute_q_pop), .l2g_empty(l2g_empty), .l2g_pop(l2g_pop),
       .s2g_empty(s2g_empty), .s2g_pop(s2g_pop), .g2l_full(g2l_full), .g2l_push(g2l_push),
       .g2s_full(g2s_full), .g2s_push(g2s_push), .finish(finish), .bad_alu_op(bad_alu_op),
-      .arvalid(m_compute_arvalid), .arready(m_compute_arready), .araddr(m_compute_araddr),
-      .arlen(m_compute_arlen), .rvalid(m_compute_rvalid), .rdata(m_compute_rdata),
-      .rlast(m_compute_rlast), .rready(m_compute_rready),
+      .act(compute_act),
+      .arvalid(m_axi_compute_arvalid), .arready(m_axi_compute_arready), .araddr(m_axi_compute_araddr),
+      .arlen(m_axi_compute_arlen), .rvalid(m_axi_compute_rvalid), .rdata(m_axi_compute_rdata),
+      .rlast(m_axi_compute_rlast), .rready(m_axi_compute_rready),
       .inp_re(inp_re), .inp_raddr(inp_raddr), .inp_rdata(inp_rdata),
       .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
       .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata)
@@ -225,11 +361,11 @@ module vta_top (
   vta_store store (
       .clk(clk), .rst(rst), .insn(store_insn), .insn_valid(!store_q_empty),
       .insn_pop(store_q_pop), .g2s_empty(g2s_empty), .g2s_pop(g2s_pop),
-      .s2g_full(s2g_full), .s2g_push(s2g_push),
-      .awvalid(m_store_awvalid), .awready(m_store_awready), .awaddr(m_store_awaddr),
-      .awlen(m_store_awlen), .wvalid(m_store_wvalid), .wready(m_store_wready),
-      .wdata(m_store_wdata), .wstrb(m_store_wstrb), .wlast(m_store_wlast),
-      .bvalid(m_store_bvalid), .bready(m_store_bready),
+      .s2g_full(s2g_full), .s2g_push(s2g_push), .act(store_act),
+      .awvalid(m_axi_store_awvalid), .awready(m_axi_store_awready), .awaddr(m_axi_store_awaddr),
+      .awlen(m_axi_store_awlen), .wvalid(m_axi_store_wvalid), .wready(m_axi_store_wready),
+      .wdata(m_axi_store_wdata), .wstrb(m_axi_store_wstrb), .wlast(m_axi_store_wlast),
+      .bvalid(m_axi_store_bvalid), .bready(m_axi_store_bready),
       .out_re(out_re), .out_raddr(out_raddr), .out_rdata(out_rdata)
   );
 

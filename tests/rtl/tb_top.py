@@ -21,43 +21,45 @@ PAGE = 4096
 
 
 class LiteMaster:
-    """AXI4-Lite master on the s_axil_* port."""
+    """AXI4-Lite master on the s_axi_control_* port."""
 
     def __init__(self, dut):
         self.dut = dut
-        dut.s_axil_awvalid.value = 0
-        dut.s_axil_wvalid.value = 0
-        dut.s_axil_arvalid.value = 0
-        dut.s_axil_bready.value = 1
-        dut.s_axil_rready.value = 1
+        dut.s_axi_control_awvalid.value = 0
+        dut.s_axi_control_wvalid.value = 0
+        dut.s_axi_control_arvalid.value = 0
+        dut.s_axi_control_bready.value = 1
+        dut.s_axi_control_rready.value = 1
+        dut.s_axi_control_wstrb.value = (1 << (regmap.REG_BITS // 8)) - 1
+        dut.s_axi_control_awprot.value = dut.s_axi_control_arprot.value = 0
 
     async def write(self, addr: int, data: int):
         d = self.dut
-        d.s_axil_awaddr.value, d.s_axil_wdata.value = addr, data
-        d.s_axil_awvalid.value = d.s_axil_wvalid.value = 1
+        d.s_axi_control_awaddr.value, d.s_axi_control_wdata.value = addr, data
+        d.s_axi_control_awvalid.value = d.s_axi_control_wvalid.value = 1
         while True:
             await ReadOnly()
-            fired = d.s_axil_awready.value
+            fired = d.s_axi_control_awready.value
             await RisingEdge(d.clk)
             if fired:
                 break
-        d.s_axil_awvalid.value = d.s_axil_wvalid.value = 0
+        d.s_axi_control_awvalid.value = d.s_axi_control_wvalid.value = 0
 
     async def read(self, addr: int) -> int:
         d = self.dut
-        d.s_axil_araddr.value = addr
-        d.s_axil_arvalid.value = 1
+        d.s_axi_control_araddr.value = addr
+        d.s_axi_control_arvalid.value = 1
         while True:
             await ReadOnly()
-            fired = d.s_axil_arready.value
+            fired = d.s_axi_control_arready.value
             await RisingEdge(d.clk)
             if fired:
                 break
-        d.s_axil_arvalid.value = 0
+        d.s_axi_control_arvalid.value = 0
         while True:
             await ReadOnly()
-            if d.s_axil_rvalid.value:
-                value = int(d.s_axil_rdata.value)
+            if d.s_axi_control_rvalid.value:
+                value = int(d.s_axi_control_rdata.value)
                 await RisingEdge(d.clk)
                 return value
             await RisingEdge(d.clk)
@@ -72,8 +74,9 @@ async def run_program(dut, program, max_cycles=200_000):
     mem[: program.dram.size] = program.dram.tobytes()
     mem[insn_addr:] = program.insns[: n * 16].tobytes()
     axi = AxiMemory(dut, mem, cfg.bus_bytes, cfg.dram_latency)
-    tasks = [cocotb.start_soon(axi.serve_read(p)) for p in ("m_fetch", "m_load", "m_compute")]
-    tasks.append(cocotb.start_soon(axi.serve_write("m_store")))
+    readers = ("m_axi_fetch", "m_axi_load", "m_axi_compute")
+    tasks = [cocotb.start_soon(axi.serve_read(p)) for p in readers]
+    tasks.append(cocotb.start_soon(axi.serve_write("m_axi_store")))
     lite = LiteMaster(dut)
     assert await lite.read(regmap.HW_ID) == regmap.HW_ID_VALUE
     await lite.write(regmap.INSN_ADDR, insn_addr)

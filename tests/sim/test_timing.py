@@ -268,3 +268,42 @@ def test_stream_schedule_matches_cycle_by_cycle_model(beats, latency, window):
     assert burst_ends(np.array(beats), cfg, write=True).tolist() == reference_write_stream(
         beats, cfg
     )
+
+
+def stepped_ends(beats: list[int], latency: int, window: int, interval: int) -> list[int]:
+    """Cycle-by-cycle reference of the read model: a request per cycle while fewer than
+    `window` bursts are outstanding; data in request order, a burst's first beat `latency`
+    cycles after its request, beats at least `interval` apart; a burst retires with its last
+    beat and its slot is free the cycle after."""
+    ends, ready, outstanding, issued, beat, next_beat, t = [], [], 0, 0, 0, 0, 0
+    while len(ends) < len(beats):
+        retire = issue = 0
+        if issued < len(beats) and outstanding < window:
+            ready.append(t + latency)
+            issued, issue = issued + 1, 1
+        burst = len(ends)
+        if burst < issued and ready[burst] <= t and next_beat <= t:
+            beat, next_beat = beat + 1, t + interval
+            if beat == beats[burst]:
+                ends.append(t + 1)
+                beat, retire = 0, 1
+        outstanding += issue - retire
+        t += 1
+    return ends
+
+
+@pytest.mark.parametrize("interval", [1, 2, 3])
+@pytest.mark.parametrize("latency, window", [(1, 1), (5, 2), (32, 4), (7, 8)])
+def test_burst_ends_follow_the_cycle_stepped_memory_model(interval, latency, window):
+    cfg = PYNQ.replace(dram_latency=latency, max_outstanding=window, dram_beat_interval=interval)
+    rng = np.random.default_rng(latency * 31 + window * 7 + interval)
+    for _ in range(20):
+        beats = rng.integers(1, 17, int(rng.integers(1, 14))).tolist()
+        assert burst_ends(np.array(beats), cfg).tolist() == stepped_ends(
+            beats, latency, window, interval
+        ), beats
+
+
+def test_fetch_waits_for_every_beat_of_a_slower_memory():
+    slow = PYNQ.replace(dram_beat_interval=3)  # 64-bit bus: two beats per instruction
+    assert fetch_arrivals(2, slow).tolist() == [32 + 3 + 1, 32 + 9 + 1]
