@@ -1,4 +1,5 @@
-"""Reference instruction tests (vta-isa.md 7.2) re-created with the builder.
+"""The reference VTA unit tests (load/store, padded load, GEMM, ALU per opcode, blocked GEMM)
+re-created with the builder.
 
 Each function returns an `Example`: a Program whose DRAM image already holds seeded random inputs,
 and the expected output buffers computed independently with numpy. Devices are tested by running

@@ -36,6 +36,9 @@ from .task import Task, create_task, register_reference, register_template
 from .tuner import GridSearchTuner, RandomTuner, Tuner, TuningHistory
 from .xgb_tuner import XGBTuner
 
+# Last: the built-in templates register themselves with the modules above on import.
+from . import templates  # noqa: E402,F401  isort: skip
+
 TUNERS = {
     "xgb": lambda task, seed: XGBTuner(task, loss="rank", seed=seed),
     "xgb-rank": lambda task, seed: XGBTuner(task, loss="rank", seed=seed),

@@ -23,7 +23,7 @@ RTL_SEEDS = range(200)
 COUNTERS = ("instructions", "gemm_uops", "alu_uops", "macs")
 TRAFFIC = ("bytes_loaded", "bytes_stored")  # counted by the simulators
 SIM_CHECKS = [("fsim", COUNTERS + TRAFFIC, False)]
-# The RTL: DRAM and counters as fsim, cycles exactly as the cycle model (ARCHITECTURE.md).
+# The RTL: DRAM and counters as fsim, cycles exactly as the cycle model (docs/timing.md).
 RTL_CHECKS = [("fsim", COUNTERS, False), ("sim", (), True)]
 Check = tuple[str, tuple[str, ...], bool]  # reference device, counters compared, cycles too
 

@@ -93,7 +93,7 @@ def test_stream_round_trip():
     assert decode_stream(raw, cfg) == insns
 
 
-# The reference layout (vta-isa.md 2.3-2.5) for the default configuration: lsb of each field.
+# The reference VTA layout (HW_VER 0.0.2) for the default configuration: lsb of each field.
 PYNQ_LSB = {
     "mem": {
         "opcode": 0,
