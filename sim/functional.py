@@ -1,9 +1,10 @@
 """`fsim`: the functional, bit-exact simulator of a Program (no clock).
 
 Each instruction is applied whole, vectorized with numpy over its elements and micro-ops. The
-semantics are the toolkit's ISA decisions (docs/architecture.md, "ISA semantics"): STORE copies the OUT buffer, which
-only GEMM and ALU micro-ops write (OUT[d] = low 8 bits of the new ACC[d]); GEMM reset zeroes ACC
-and OUT; SHR takes a signed amount; MUL and REQ exist only if the configuration enables them.
+semantics are the toolkit's ISA decisions (docs/architecture.md, "ISA semantics"): STORE copies
+the OUT buffer, which only GEMM and ALU micro-ops write (OUT[d] = low 8 bits of the new ACC[d]);
+GEMM reset zeroes ACC and OUT; SHR takes a signed amount; MUL and REQ exist only if the
+configuration enables them.
 
 Dependence flags are ignored: a valid Program's tokens only order the load, compute and store
 modules so that running its single instruction stream in order gives the same result. A Program

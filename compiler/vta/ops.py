@@ -10,7 +10,9 @@ how it prints, and how it is emitted through the `ProgramBuilder`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,8 +22,7 @@ from vta.isa import AluOp, MemType, Module, Opcode, route
 from ..tir import stmt as S
 
 
-@dataclasses.dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):
     """An on-chip buffer of one virtual thread (`thread`: its virtual-thread indices).
     Buffers compare by identity, so two slots are equal when buffer and thread are."""
 
@@ -62,7 +63,7 @@ class Load:
     x_stride: int
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)
 
-    @property
+    @functools.cached_property
     def module(self) -> Module:
         return route(Opcode.LOAD, self.memory)
 
@@ -78,7 +79,9 @@ class Load:
         return [(self.memory, self.row, self.row + self.rows)]
 
     def resolve(self, rows: dict[Slot, int]) -> Load:
-        return dataclasses.replace(self, slot=None, row=rows[self.slot] + self.row)
+        row = rows[self.slot] + self.row
+        y, x, stride = self.y_size, self.x_size, self.x_stride
+        return Load(self.memory, None, row, self.dram, self.offset, y, x, stride, self.pad)
 
     def slots(self) -> list[Slot]:
         return [self.slot]
@@ -124,7 +127,8 @@ class Store:
         return []
 
     def resolve(self, rows: dict[Slot, int]) -> Store:
-        return dataclasses.replace(self, slot=None, row=rows[self.slot] + self.row)
+        row = rows[self.slot] + self.row
+        return Store(None, row, self.dram, self.offset, self.y_size, self.x_size, self.x_stride)
 
     def slots(self) -> list[Slot]:
         return [self.slot]
@@ -145,8 +149,33 @@ def _kernel_text(uops: np.ndarray, loops: Sequence[UopLoop]) -> str:
     return f"{len(uops)} uop(s) from ({first}){loop_text}"
 
 
+class _KernelOp:
+    """What GEMM and ALU share: micro-ops (dst column first) relative to their slots' rows,
+    folded loops, and the OUT rows they write."""
+
+    uops: np.ndarray
+    loops: tuple[UopLoop, ...]
+    slots_: tuple[Slot | None, ...]
+    module = Module.COMPUTE
+
+    def writes(self) -> list[Rows]:
+        return [(MemType.OUT, *_span(self.uops, self.loops, 0))]
+
+    def resolve(self, rows: dict[Slot, int]):
+        base = [0 if s is None else rows[s] for s in self.slots_]
+        none = (None,) * len(self.slots_)
+        return dataclasses.replace(self, uops=self.uops + np.array(base), slots_=none)
+
+    def slots(self) -> list[Slot]:
+        return [s for s in self.slots_ if s is not None]
+
+    def _where(self) -> str:
+        names = ",".join("-" if s is None else str(s) for s in self.slots_)
+        return "" if not any(self.slots_) else f" in ({names})"
+
+
 @dataclasses.dataclass(frozen=True)
-class Gemm:
+class Gemm(_KernelOp):
     """GEMM over micro-ops (dst ACC row, src INP row, wgt WGT row) under up to two loops
     (extent, dst, src, wgt factors), outer first; `slots` are the three operands' buffers."""
 
@@ -155,36 +184,22 @@ class Gemm:
     reset: bool
     slots_: tuple[Slot | None, Slot | None, Slot | None] = (None, None, None)
 
-    module = Module.COMPUTE
-
     def reads(self) -> list[Rows]:
         if self.reset:
             return []
         inp, wgt = _span(self.uops, self.loops, 1), _span(self.uops, self.loops, 2)
         return [(MemType.INP, *inp), (MemType.WGT, *wgt)]
 
-    def writes(self) -> list[Rows]:
-        return [(MemType.OUT, *_span(self.uops, self.loops, 0))]
-
-    def resolve(self, rows: dict[Slot, int]) -> Gemm:
-        base = [0 if s is None else rows[s] for s in self.slots_]
-        return dataclasses.replace(self, uops=self.uops + np.array(base), slots_=(None,) * 3)
-
-    def slots(self) -> list[Slot]:
-        return [s for s in self.slots_ if s is not None]
-
     def emit(self, b: ProgramBuilder) -> None:
         b.gemm(self.uops, list(self.loops), reset=self.reset)
 
     def __str__(self) -> str:
-        names = ",".join("-" if s is None else str(s) for s in self.slots_)
-        where = "" if not any(self.slots_) else f" in ({names})"
         reset = " reset" if self.reset else ""
-        return f"GEMM{reset} {_kernel_text(self.uops, self.loops)}{where}"
+        return f"GEMM{reset} {_kernel_text(self.uops, self.loops)}{self._where()}"
 
 
 @dataclasses.dataclass(frozen=True)
-class Alu:
+class Alu(_KernelOp):
     """ALU `op` over micro-ops (dst ACC row, src ACC row) under up to two loops (extent, dst,
     src factors), with the immediate `imm` or (use_imm False) the src rows as operand."""
 
@@ -195,29 +210,15 @@ class Alu:
     imm: int
     slots_: tuple[Slot | None, Slot | None] = (None, None)
 
-    module = Module.COMPUTE
-
     def reads(self) -> list[Rows]:
-        return []
-
-    def writes(self) -> list[Rows]:
-        return [(MemType.OUT, *_span(self.uops, self.loops, 0))]
-
-    def resolve(self, rows: dict[Slot, int]) -> Alu:
-        base = [0 if s is None else rows[s] for s in self.slots_]
-        return dataclasses.replace(self, uops=self.uops + np.array(base), slots_=(None,) * 2)
-
-    def slots(self) -> list[Slot]:
-        return [s for s in self.slots_ if s is not None]
+        return []  # ACC only: no module but compute touches it
 
     def emit(self, b: ProgramBuilder) -> None:
         b.alu(self.op, self.uops, list(self.loops), use_imm=self.use_imm, imm=self.imm)
 
     def __str__(self) -> str:
         operand = f"imm {self.imm}" if self.use_imm else "tensor"
-        names = ",".join("-" if s is None else str(s) for s in self.slots_)
-        where = "" if not any(self.slots_) else f" in ({names})"
-        return f"ALU {self.op.name} {operand} {_kernel_text(self.uops, self.loops)}{where}"
+        return f"ALU {self.op.name} {operand} {_kernel_text(self.uops, self.loops)}{self._where()}"
 
 
 Op = Load | Store | Gemm | Alu
