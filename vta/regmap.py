@@ -82,6 +82,9 @@ STATUS_BITS = {
 }
 
 HW_ID_VALUE = 0x5654_4102  # "VTA", ISA HW_VER 0.0.2
+# The accelerator's instance name in a board's block design (hw/fpga/), by which a driver finds
+# its register block in the overlay's description (.hwh).
+IP_NAME = "vta"
 
 
 def describe_status(status: int) -> str:

@@ -23,6 +23,7 @@ module vta_top (
     output reg                           s_axi_control_bvalid,
     input  wire                          s_axi_control_bready,
     input  wire [`VTA_REG_ADDR_BITS-1:0] s_axi_control_araddr,
+    // (likewise for reads)
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [`VTA_AXI_PROT_BITS-1:0] s_axi_control_arprot,
     /* verilator lint_on UNUSEDSIGNAL */
@@ -174,12 +175,14 @@ module vta_top (
   assign s_axi_control_bresp = OKAY;
   assign s_axi_control_rresp = OKAY;
   assign s_axi_control_arready = !s_axi_control_rvalid;
-  // A write changes the bytes its strobe selects.
+  // A write changes the bytes its strobe selects (one strobe bit per byte).
+  localparam integer BYTE = 8;
   function automatic [RB-1:0] written(input [RB-1:0] old);
     integer b;
     begin
-      for (b = 0; b < RB / 8; b = b + 1)
-        written[b*8+:8] = s_axi_control_wstrb[b] ? s_axi_control_wdata[b*8+:8] : old[b*8+:8];
+      for (b = 0; b < RB / BYTE; b = b + 1)
+        written[b*BYTE+:BYTE] = s_axi_control_wstrb[b] ? s_axi_control_wdata[b*BYTE+:BYTE]
+                                                        : old[b*BYTE+:BYTE];
     end
   endfunction
   // (CONTROL has one writable bit, START)
