@@ -24,10 +24,11 @@ from vta.errors import DeviceError
 
 from .build import model_library
 
+_U64, _PTR = ctypes.c_uint64, ctypes.c_void_p
 _SIGNATURES = {
-    "vta_open": (ctypes.c_void_p, [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double, ctypes.c_uint64]),
-    "vta_close": (None, [ctypes.c_void_p]),
-    "vta_map": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64]),
+    "vta_open": (_PTR, [_U64, _U64, ctypes.c_double, _U64]),
+    "vta_close": (None, [_PTR]),
+    "vta_map": (ctypes.c_int, [_PTR, _U64, _PTR, _U64]),
     "vta_unmap": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64]),
     "vta_write_reg": (None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]),
     "vta_read_reg": (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_uint32]),
