@@ -22,10 +22,11 @@ from vta.errors import DeviceError
 from vta.pynq_driver import DEFAULT_TIMEOUT_S, PAGE_BYTES, REGISTER_SPAN, PynqDriverDevice
 from vta.regmap import REG_BITS
 
+from .bitstream import BOARDS
 from .device import DEFAULT_MAX_CYCLES, check_stall
 from .harness import Harness
 
-CONTROL_ADDRESS = 0x4000_0000  # where a Zynq-7000's M_AXI_GP0 maps the register block
+CONTROL_ADDRESS = BOARDS["pynq-z1"].control_address  # where the block design maps the registers
 DRAM_BASE = 0x1000_0000  # the stand-in's physical memory window (inside a PYNQ-Z1's DDR)
 DRAM_LIMIT = 0x3000_0000
 CYCLES_PER_POLL = 4096
