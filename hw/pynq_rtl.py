@@ -15,11 +15,11 @@ import ctypes
 import weakref
 
 import numpy as np
-import pynq
 
 from vta.config import VTAConfig
 from vta.errors import DeviceError
-from vta.pynq_driver import DEFAULT_TIMEOUT_S, PAGE_BYTES, REGISTER_SPAN, PynqDriverDevice
+# (pynq as the driver imports it: without it, the driver's ImportError says how to get it)
+from vta.pynq_driver import DEFAULT_TIMEOUT_S, PAGE_BYTES, REGISTER_SPAN, PynqDriverDevice, pynq
 from vta.regmap import REG_BITS
 
 from .bitstream import BOARDS

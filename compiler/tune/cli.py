@@ -18,6 +18,7 @@ from ..errors import TuningError
 from ..runtime.cuda import cuda_status, gpu_available
 
 TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga")
+BOARD_RESOURCES = {"pynq": {"pynq": 1}}  # device -> the Dask worker resources it needs
 
 
 def parse_workload(text: str, target: str) -> tuple[str, tuple]:
@@ -78,7 +79,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if is_cuda_target(target):
         runner: Runner = CUDARunner(pool=pool)
     else:
-        runner = DeviceRunner(args.device, pool=pool) if is_vta else CPURunner(pool=pool)
+        # Measurements on a board go to the workers `vta worker --resources pynq=1` started.
+        runner_pool = pool
+        if is_vta and pool is not None and args.device in BOARD_RESOURCES:
+            runner_pool = DaskPool(args.scheduler, BOARD_RESOURCES[args.device])
+        runner = DeviceRunner(args.device, pool=runner_pool) if is_vta else CPURunner(pool=pool)
     option = measure_option(LocalBuilder(timeout=args.build_timeout, pool=pool), runner)
     db = Database(args.db) if args.db else None
     try:

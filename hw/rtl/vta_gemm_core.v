@@ -45,7 +45,10 @@ module vta_gemm_core #(
           w_hi = wgt[((oc+1)*BLOCK_IN+ic)*WW+:WW];
           a = inp[(b*BLOCK_IN+ic)*IW+:IW];
           w_pair = {w_hi[WW-1], w_hi, {SHIFT{1'b0}}} + {{(PW - WW) {w_lo[WW-1]}}, w_lo};
-          p = {{PW{a[IW-1]}}, a} * {{IW{w_pair[PW-1]}}, w_pair};
+          // an IW x PW signed multiply (one DSP48), its operands widened to the product
+          /* verilator lint_off WIDTHEXPAND */
+          p = a * w_pair;
+          /* verilator lint_on WIDTHEXPAND */
           lo = p[SHIFT-1:0];
           hi = p[PRODW+SHIFT-1:SHIFT] + {{(PRODW - 1) {1'b0}}, lo[SHIFT-1]};
           dot_lo = dot_lo + {{(DW - SHIFT) {lo[SHIFT-1]}}, lo};

@@ -1,0 +1,216 @@
+"""Critical-path estimate of a yosys `synth_xilinx` netlist (its `write_json` output).
+
+The longest register-to-register path, in cells and in nanoseconds, with the per-cell delays
+below (Xilinx 7-series data-sheet values for speed grade -1, rounded; docs/fpga.md) and a
+fixed allowance for every routed net. It is an estimate, not Vivado's timing: placement and
+real routing are unknown, so the net allowance is deliberately generous (0.5 ns per net; a
+short net in a placed 7-series design takes 0.2-0.4 ns, a long or high-fanout one more).
+
+Start points: flip-flop outputs (clock-to-out), block-RAM outputs, registered DSP48 outputs,
+the design's input ports (driven by a register of the interconnect). End points: flip-flop and
+block-RAM inputs, registered DSP48 inputs (with setup) and the output ports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+# Delays in ns.
+NET = 0.50  # allowance per routed net between two cells
+FF_CLK_TO_Q = 0.46
+FF_SETUP = 0.10
+LUT = 0.12  # LUT1..LUT6 (and INV), any input to the output
+MUXF = 0.30  # MUXF7/MUXF8 (fed from LUTs or MUXF7s by dedicated wires: no net allowance)
+CARRY_DATA = 0.45  # CARRY4 S/DI/CYINIT to CO/O
+CARRY_CHAIN = 0.11  # CARRY4 CI to CO/O (dedicated carry wire: no net allowance)
+BRAM_CLK_TO_OUT = 2.45  # RAMB18E1/RAMB36E1 without the output register
+BRAM_CLK_TO_OUT_REG = 0.88  # ... with DO_REG = 1
+BRAM_SETUP = 0.50
+DSP_MULT = 3.90  # DSP48E1 A/B through the multiplier to P, no pipeline registers
+DSP_MULT_TO_MREG = 2.40  # A/B to the M register (setup)
+DSP_MREG_TO_P = 1.60  # M register clock to P (no P register)
+DSP_C_TO_P = 1.70  # C (or PCIN) through the post-adder to P
+DSP_INPUT_SETUP = 0.30  # A/B/C to their input registers
+DSP_CLK_TO_P = 0.33  # P register clock to out
+
+FLIP_FLOPS = {"FDRE", "FDSE", "FDCE", "FDPE"}
+LUTS = {f"LUT{n}" for n in range(1, 7)} | {"INV"}
+BLOCK_RAMS = {"RAMB18E1", "RAMB36E1"}
+DEDICATED = {("CARRY4", "CI"), ("MUXF7", "I0"), ("MUXF7", "I1"), ("MUXF8", "I0"), ("MUXF8", "I1")}
+CLOCKS = {"BUFG", "BUFGCTRL"}
+
+
+@dataclasses.dataclass
+class Path_:
+    """The critical path: delay, combinational cells on it, and its cells start to end."""
+
+    delay_ns: float
+    levels: int
+    cells: list[tuple[str, str]]  # (type, name), start point first
+
+    @property
+    def fmax_mhz(self) -> float:
+        return 1000.0 / self.delay_ns
+
+
+def _int(value) -> int:
+    """A yosys parameter: a binary string (undefined bits read as 0) or an integer."""
+    if isinstance(value, str):
+        bits = value.replace("x", "0").replace("z", "0")
+        return int(bits, 2) if bits and set(bits) <= {"0", "1"} else 0
+    return int(value)
+
+
+class _Netlist:
+    def __init__(self, module: dict):
+        self.cells = module["cells"]
+        self.driver: dict[int, tuple[str, str]] = {}  # bit -> (cell, output port)
+        for name, cell in self.cells.items():
+            for port, direction in cell.get("port_directions", {}).items():
+                if direction == "output":
+                    for bit in cell["connections"].get(port, []):
+                        if isinstance(bit, int):
+                            self.driver[bit] = (name, port)
+        self.arrival: dict[tuple[str, str], float] = {}
+        self.level: dict[tuple[str, str], int] = {}
+        self.came_from: dict[tuple[str, str], tuple[str, str] | None] = {}
+
+    def params(self, name: str) -> dict[str, int]:
+        return {k: _int(v) for k, v in self.cells[name].get("parameters", {}).items()}
+
+    def source_time(self, name: str, port: str) -> float | None:
+        """Clock-to-out if (cell, output port) starts a path, else None (combinational)."""
+        kind = self.cells[name]["type"]
+        if kind in FLIP_FLOPS:
+            return FF_CLK_TO_Q
+        if kind in BLOCK_RAMS:
+            reg = self.params(name).get("DOA_REG" if "A" in port[:4] else "DOB_REG", 0)
+            return BRAM_CLK_TO_OUT_REG if reg else BRAM_CLK_TO_OUT
+        if kind == "DSP48E1":
+            p = self.params(name)
+            if p.get("PREG", 0):
+                return DSP_CLK_TO_P
+            if p.get("MREG", 0):
+                return DSP_MREG_TO_P
+            return None
+        if kind == "IBUF" or kind in CLOCKS:
+            return FF_CLK_TO_Q if kind == "IBUF" else 0.0
+        return None
+
+    def arcs(self, name: str, port: str) -> list[tuple[str, float]]:
+        """(input port, delay) of the combinational arcs into an output port."""
+        kind = self.cells[name]["type"]
+        inputs = [p for p, d in self.cells[name].get("port_directions", {}).items() if d == "input"]
+        if kind in LUTS:
+            return [(p, LUT) for p in inputs]
+        if kind in ("MUXF7", "MUXF8"):
+            return [(p, MUXF) for p in inputs]
+        if kind == "CARRY4":
+            return [(p, CARRY_CHAIN if p == "CI" else CARRY_DATA) for p in inputs]
+        if kind == "DSP48E1":
+            p = self.params(name)
+            arcs = [("C", DSP_C_TO_P), ("PCIN", DSP_C_TO_P)] if not p.get("CREG", 0) else []
+            if not p.get("MREG", 0) and not p.get("AREG", 0) and not p.get("BREG", 0):
+                arcs += [("A", DSP_MULT), ("B", DSP_MULT)]
+            return arcs
+        if kind in ("OBUF", "BUF"):
+            return [(p, 0.0) for p in inputs]
+        return []
+
+    def endpoint_setup(self, name: str, port: str) -> float | None:
+        """Setup time if a cell input port ends a path, else None."""
+        kind = self.cells[name]["type"]
+        if kind in FLIP_FLOPS:
+            return None if port == "C" else FF_SETUP
+        if kind in BLOCK_RAMS:
+            return None if port.startswith("CLK") else BRAM_SETUP
+        if kind == "DSP48E1":
+            p = self.params(name)
+            if port in ("A", "B"):
+                if p.get("AREG", 0) or p.get("BREG", 0):
+                    return DSP_INPUT_SETUP
+                if p.get("MREG", 0):
+                    return DSP_MULT_TO_MREG
+                return DSP_MULT if p.get("PREG", 0) else None
+            if port in ("C", "PCIN"):
+                if p.get("CREG", 0) and port == "C":
+                    return DSP_INPUT_SETUP
+                return DSP_C_TO_P if p.get("PREG", 0) else None
+            return None
+        if kind == "OBUF":
+            return FF_SETUP
+        return None
+
+    def bits_in(self, name: str, port: str) -> list[int]:
+        return [b for b in self.cells[name]["connections"].get(port, []) if isinstance(b, int)]
+
+    def resolve(self, start: tuple[str, str]) -> None:
+        """Arrival times of `start` and everything it depends on (iterative DFS)."""
+        stack = [start]
+        while stack:
+            node = stack[-1]
+            if node in self.arrival:
+                stack.pop()
+                continue
+            name, port = node
+            t0 = self.source_time(name, port)
+            if t0 is not None:
+                self.arrival[node], self.level[node], self.came_from[node] = t0, 0, None
+                stack.pop()
+                continue
+            kind = self.cells[name]["type"]
+            pending, best, best_from, best_level = [], 0.0, None, 0
+            for in_port, delay in self.arcs(name, port):
+                wire = 0.0 if (kind, in_port) in DEDICATED else NET
+                for bit in self.bits_in(name, in_port):
+                    src = self.driver.get(bit)
+                    if src is None:
+                        continue
+                    if src not in self.arrival:
+                        pending.append(src)
+                        continue
+                    t = self.arrival[src] + wire + delay
+                    if t > best:
+                        best, best_from, best_level = t, src, self.level[src] + 1
+            if pending:
+                stack.extend(pending)
+                continue
+            self.arrival[node], self.level[node], self.came_from[node] = best, best_level, best_from
+            stack.pop()
+
+    def critical_path(self) -> Path_:
+        worst, worst_end, worst_from = 0.0, None, None
+        for name, cell in self.cells.items():
+            for port, direction in cell.get("port_directions", {}).items():
+                if direction != "input":
+                    continue
+                setup = self.endpoint_setup(name, port)
+                if setup is None:
+                    continue
+                for bit in self.bits_in(name, port):
+                    src = self.driver.get(bit)
+                    if src is None:
+                        continue
+                    self.resolve(src)
+                    t = self.arrival[src] + NET + setup
+                    if t > worst:
+                        worst, worst_end, worst_from = t, name, src
+        cells = []
+        node = worst_from
+        while node is not None:
+            cells.append((self.cells[node[0]]["type"], node[0]))
+            node = self.came_from[node]
+        cells.reverse()
+        if worst_end is not None:
+            cells.append((self.cells[worst_end]["type"], worst_end))
+        levels = sum(1 for kind, _ in cells[1:-1] if kind not in CLOCKS)
+        return Path_(round(worst, 3), levels, cells)
+
+
+def critical_path(netlist: dict | str | Path, top: str) -> Path_:
+    """The estimated critical path of module `top` in a yosys JSON netlist (a dict or file)."""
+    if not isinstance(netlist, dict):
+        netlist = json.loads(Path(netlist).read_text())
+    return _Netlist(netlist["modules"][top]).critical_path()
