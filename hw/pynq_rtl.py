@@ -7,6 +7,8 @@ memory the harness's AXI masters read and write; `flush` and `invalidate` copy b
 buffer the CPU sees and that device memory, as a cache without coherence would, so a driver
 that forgot either would read stale data. The clock runs while the host waits: each register
 read first advances the design by up to `cycles_per_poll` cycles (until DONE).
+
+`pynq` comes from the driver module, whose ImportError says how to install it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import numpy as np
 
 from vta.config import VTAConfig
 from vta.errors import DeviceError
-# (pynq as the driver imports it: without it, the driver's ImportError says how to get it)
 from vta.pynq_driver import DEFAULT_TIMEOUT_S, PAGE_BYTES, REGISTER_SPAN, PynqDriverDevice, pynq
 from vta.regmap import REG_BITS
 
