@@ -1,5 +1,6 @@
 """Synthesize the VTA RTL with yosys `synth_xilinx` for the configuration's Xilinx 7-series part
-and report LUT, FF, BRAM36 and DSP48 counts against the part's capacity.
+and report LUT, FF, BRAM36 and DSP48 counts against the part's capacity, the LUT headroom, and
+the estimated critical path (hw.timing: cells, ns, Fmax against the configured clock).
 
 Installs Debian's yosys with apt-get when it is missing (needs root). Multipliers are mapped to
 DSP48s; the GEMM core packs two int8 products into each (vta_gemm_core.v).
@@ -21,6 +22,7 @@ from vta.config import VTAConfig
 from vta.hwconfig import generate_header
 
 from .build import TOP, rtl_sources
+from .timing import Path_, critical_path
 
 # Capacity of the parts the presets name (7-series resources).
 PARTS = {
@@ -56,14 +58,18 @@ def part_family(part: str) -> str:
     sys.exit(f"synth_report: no capacity table for part {part!r} (known: {', '.join(PARTS)})")
 
 
-def synthesize(cfg: VTAConfig, log: Path | None) -> tuple[dict[str, float], dict[str, int]]:
-    """Run yosys; return (resource totals, raw cell counts)."""
+def synthesize(
+    cfg: VTAConfig, log: Path | None
+) -> tuple[dict[str, float], dict[str, int], Path_]:
+    """Run yosys; return (resource totals, raw cell counts, estimated critical path)."""
     yosys = ensure_yosys()
     with tempfile.TemporaryDirectory(prefix="vta-synth-") as tmp:
         Path(tmp, "vta_config.vh").write_text(generate_header(cfg))
         sources = " ".join(str(p) for p in rtl_sources())
+        netlist = Path(tmp, "netlist.json")
         script = (
-            f"read_verilog -I{tmp} {sources}\nsynth_xilinx -family xc7 -top {TOP} -flatten\nstat\n"
+            f"read_verilog -I{tmp} {sources}\nsynth_xilinx -family xc7 -top {TOP} -flatten\n"
+            f"stat\nwrite_json {netlist}\n"
         )
         Path(tmp, "synth.ys").write_text(script)
         run = subprocess.run(
@@ -76,6 +82,7 @@ def synthesize(cfg: VTAConfig, log: Path | None) -> tuple[dict[str, float], dict
             log.write_text(text + run.stderr)
         if run.returncode != 0:
             sys.exit(f"synth_report: yosys failed:\n{(run.stderr or text)[-3000:]}")
+        path = critical_path(netlist, TOP)
     stat = text[text.rfind("Printing statistics") :]
     cells = {name: int(n) for name, n in re.findall(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}
     totals = {"LUT": 0.0, "FF": 0.0, "BRAM36": 0.0, "DSP": 0.0}
@@ -83,7 +90,7 @@ def synthesize(cfg: VTAConfig, log: Path | None) -> tuple[dict[str, float], dict
         if name in CELLS:
             resource, amount = CELLS[name]
             totals[resource] += count * amount
-    return totals, cells
+    return totals, cells, path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,14 +115,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    """Synthesize and print the resource report; 1 if the design does not fit the part."""
+    """Synthesize and print the report; 1 if the design does not fit the part."""
     cfg = VTAConfig.load(args.config)
     family = part_family(cfg.fpga_part)
     start = time.perf_counter()
-    totals, cells = synthesize(cfg, args.log)
+    totals, cells, path = synthesize(cfg, args.log)
     seconds = time.perf_counter() - start
     capacity = PARTS[family]
     fits = all(totals[k] <= capacity[k] for k in capacity)
+    timing = {
+        "delay_ns": path.delay_ns,
+        "levels": path.levels,
+        "fmax_mhz": round(path.fmax_mhz, 1),
+        "clock_mhz": cfg.clock_mhz,
+        "margin": round(path.fmax_mhz / cfg.clock_mhz - 1, 3),
+        "start": path.cells[0][1] if path.cells else None,
+        "end": path.cells[-1][1] if path.cells else None,
+        "cell_types": [kind for kind, _ in path.cells],
+    }
+    lut_headroom = 1 - totals["LUT"] / capacity["LUT"]
     if args.json:
         report = {
             "config": cfg.name,
@@ -123,6 +141,8 @@ def report(args: argparse.Namespace) -> int:
             "used": totals,
             "capacity": capacity,
             "fits": fits,
+            "lut_headroom": round(lut_headroom, 3),
+            "critical_path": timing,
             "cells": cells,
             "seconds": round(seconds, 1),
         }
@@ -132,5 +152,13 @@ def report(args: argparse.Namespace) -> int:
         print(f"{'resource':<8} {'used':>10} {'available':>10} {'util':>7}")
         for key, cap in capacity.items():
             print(f"{key:<8} {totals[key]:>10,.1f} {cap:>10,} {100 * totals[key] / cap:>6.1f}%")
-        print("fits" if fits else "DOES NOT FIT")
+        print(f"{'fits' if fits else 'DOES NOT FIT'}; LUT headroom {100 * lut_headroom:.0f}%")
+        print(
+            f"critical path (estimate, hw/timing.py): {path.delay_ns:.2f} ns over "
+            f"{path.levels} cells -> Fmax {path.fmax_mhz:.0f} MHz "
+            f"({100 * timing['margin']:+.0f}% against {cfg.clock_mhz:g} MHz)"
+        )
+        print(f"  from {timing['start']}")
+        print(f"  to   {timing['end']}")
+        print("  via  " + " > ".join(timing["cell_types"]))
     return 0 if fits else 1
