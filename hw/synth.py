@@ -22,7 +22,7 @@ from vta.config import VTAConfig
 from vta.hwconfig import generate_header
 
 from .build import TOP, rtl_sources
-from .timing import Path_, critical_path
+from .timing import CriticalPath, critical_path
 
 # Capacity of the parts the presets name (7-series resources).
 PARTS = {
@@ -60,7 +60,7 @@ def part_family(part: str) -> str:
 
 def synthesize(
     cfg: VTAConfig, log: Path | None
-) -> tuple[dict[str, float], dict[str, int], Path_]:
+) -> tuple[dict[str, float], dict[str, int], CriticalPath]:
     """Run yosys; return (resource totals, raw cell counts, estimated critical path)."""
     yosys = ensure_yosys()
     with tempfile.TemporaryDirectory(prefix="vta-synth-") as tmp:

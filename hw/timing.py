@@ -43,7 +43,7 @@ CLOCKS = {"BUFG", "BUFGCTRL"}
 
 
 @dataclasses.dataclass
-class Path_:
+class CriticalPath:
     """The critical path: delay, combinational cells on it, and its cells start to end."""
 
     delay_ns: float
@@ -180,7 +180,7 @@ class _Netlist:
             self.arrival[node], self.level[node], self.came_from[node] = best, best_level, best_from
             stack.pop()
 
-    def critical_path(self) -> Path_:
+    def critical_path(self) -> CriticalPath:
         worst, worst_end, worst_from = 0.0, None, None
         for name, cell in self.cells.items():
             for port, direction in cell.get("port_directions", {}).items():
@@ -206,10 +206,10 @@ class _Netlist:
         if worst_end is not None:
             cells.append((self.cells[worst_end]["type"], worst_end))
         levels = sum(1 for kind, _ in cells[1:-1] if kind not in CLOCKS)
-        return Path_(round(worst, 3), levels, cells)
+        return CriticalPath(round(worst, 3), levels, cells)
 
 
-def critical_path(netlist: dict | str | Path, top: str) -> Path_:
+def critical_path(netlist: dict | str | Path, top: str) -> CriticalPath:
     """The estimated critical path of module `top` in a yosys JSON netlist (a dict or file)."""
     if not isinstance(netlist, dict):
         netlist = json.loads(Path(netlist).read_text())
