@@ -1,15 +1,16 @@
 `include "vta_config.vh"
 // Compute module: executes LOAD UOP / LOAD ACC, GEMM, ALU and FINISH from its command queue
 // (docs/timing.md). Owns the micro-op and accumulator buffers; reads INP/WGT, writes OUT.
-// Micro-op pipeline, for a micro-op issued in cycle c:
-//   c      read UOP[k]
-//   c+1    (A) indices d, s, w; read ACC[d], INP[s], WGT[w]
-//   c+2    (B) GEMM / ALU-immediate result; tensor ALU reads ACC[s] instead
-//   c+3    (B) tensor ALU result
-// then WRITE_TAPS-deep result registers; the write to ACC[d] and OUT[d] happens at the tap
-// that ends the micro-op P + II - 1 cycles after issue (P = pipeline depth, II = issue
-// interval). Reads are forwarded from every result not yet written, so any micro-op order
-// gives the sequential result.
+// Micro-op pipeline, for a micro-op issued in cycle c (its UOP entry was read in c-1: in the
+// accept cycle for the first, else while the previous one issues):
+//   c      (A) indices d, s, w; read INP[s], WGT[w]; an ALU reads ACC[d]
+//   c+1    (B) ALU-immediate result; a tensor ALU reads ACC[s]; GEMM stage 1 (products)
+//   c+2        tensor ALU result; GEMM stage 2 (dot products); a GEMM reads ACC[d]
+//   c+3        GEMM stage 3 (accumulate) result
+// (the result stages of vta/hwconfig.py), then WRITE_TAPS-deep result registers; the write to
+// ACC[d] and OUT[d] happens at the tap that ends the micro-op P + II - 1 cycles after issue
+// (P = pipeline depth, II = issue interval). Reads are forwarded from every result not yet
+// written, so any micro-op order gives the sequential result.
 module vta_compute (
     input  wire                   clk,
     input  wire                   rst,
@@ -91,6 +92,7 @@ module vta_compute (
   localparam [ALU_OP_W-1:0] ALUOP_MUL = `VTA_ALUOP_MUL;
   localparam [ALU_OP_W-1:0] ALUOP_REQ = `VTA_ALUOP_REQ;
   localparam [II_W-1:0] II_GEMM = 1;
+  localparam [II_W-1:0] ONE = 1;
   localparam [II_W-1:0] II_IMM = `VTA_ALU_II_IMM;
   localparam [II_W-1:0] II_TENSOR = `VTA_ALU_II_TENSOR;
   // cycles from a micro-op's issue to its ACC write, and the result register written then
@@ -198,6 +200,16 @@ module vta_compute (
   wire j_last = j == r_iter_in - 1;
   wire i_last = i == r_iter_out - 1;
   wire issue_last = issue && k_last && j_last && i_last;
+  wire [END_W-1:0] k_next = k_last ? r_bgn : k + 1'b1;
+  // UOP read one cycle before each issue: the first in the accept cycle; with an issue every
+  // cycle, during the previous issue; else in the cycle before the issue counter runs out.
+  wire uop_first_read = start_uops && !no_uops;
+  wire uop_next_read = state == S_ISSUE && !issue_last && (issue ? r_ii == ONE : ii_cnt == ONE);
+  wire uop_re = uop_first_read || uop_next_read;
+  // (an index read is below the UOP depth: the top bit, there for uop_end, is 0)
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [END_W-1:0] uop_ra = uop_first_read ? uop_first : issue ? k_next : k;
+  /* verilator lint_on UNUSEDSIGNAL */
 
   reg [DRAIN_W-1:0] r_lat;
 
@@ -335,8 +347,8 @@ module vta_compute (
     for (g = 0; g < UOP_BANKS; g = g + 1) begin : g_uop
       vta_sram #(.W(UOP_BITS), .AW(UOP_BAW)) bank (
           .clk(clk), .we(uop_we[g]), .waddr(uop_waddr[g*UOP_BAW+:UOP_BAW]),
-          .wdata(uop_wdata[g*UOP_BITS+:UOP_BITS]), .re(issue),
-          .raddr(k[LOG_UOP_BANKS+:UOP_BAW]), .rdata(uop_rdata[g*UOP_BITS+:UOP_BITS])
+          .wdata(uop_wdata[g*UOP_BITS+:UOP_BITS]), .re(uop_re),
+          .raddr(uop_ra[LOG_UOP_BANKS+:UOP_BAW]), .rdata(uop_rdata[g*UOP_BITS+:UOP_BITS])
       );
     end
   endgenerate
@@ -350,26 +362,17 @@ module vta_compute (
   );
 
   // ------------------------------------------------------------------ micro-op pipeline
-  // issue -> A
-  reg a_valid;
-  reg [LOG_UOP_BANKS:0] a_sel;
-  reg [ACC_AW-1:0] a_dst_off;
-  reg [SRC_W-1:0] a_src_off;
-  reg [WGT_AW-1:0] a_wgt_off;
-  always @(posedge clk) begin
-    a_valid <= issue;
-    a_sel <= k[LOG_UOP_BANKS:0] & UOP_BANK_MASK;
-    a_dst_off <= dst_ij;
-    a_src_off <= src_ij;
-    a_wgt_off <= wgt_ij;
-  end
+  // A: the issue cycle; the UOP bank read in the cycle before holds this micro-op.
+  reg [LOG_UOP_BANKS:0] uop_sel;
+  always @(posedge clk) if (uop_re) uop_sel <= uop_ra[LOG_UOP_BANKS:0] & UOP_BANK_MASK;
+  wire a_valid = issue;
   // (a micro-op may leave high bits unused when its indices need fewer than UOP_BITS)
   /* verilator lint_off UNUSEDSIGNAL */
-  wire [UOP_BITS-1:0] uop = uop_rdata[a_sel*UOP_BITS+:UOP_BITS];
+  wire [UOP_BITS-1:0] uop = uop_rdata[uop_sel*UOP_BITS+:UOP_BITS];
   /* verilator lint_on UNUSEDSIGNAL */
-  wire [ACC_AW-1:0] a_d = uop[`VTA_UOP_DST_LSB+:`VTA_UOP_DST_W] + a_dst_off;
-  wire [SRC_W-1:0] a_s = uop[`VTA_UOP_SRC_LSB+:SRC_W] + a_src_off;
-  wire [WGT_AW-1:0] a_w = uop[`VTA_UOP_WGT_LSB+:`VTA_UOP_WGT_W] + a_wgt_off;
+  wire [ACC_AW-1:0] a_d = uop[`VTA_UOP_DST_LSB+:`VTA_UOP_DST_W] + dst_ij;
+  wire [SRC_W-1:0] a_s = uop[`VTA_UOP_SRC_LSB+:SRC_W] + src_ij;
+  wire [WGT_AW-1:0] a_w = uop[`VTA_UOP_WGT_LSB+:`VTA_UOP_WGT_W] + wgt_ij;
   assign inp_re = {INP_BANKS{a_valid}};
   assign inp_raddr = {INP_BANKS{a_s[LOG_INP_BANKS+:INP_BAW]}};
   assign wgt_re = a_valid;
@@ -385,7 +388,16 @@ module vta_compute (
     b_s <= a_s[ACC_AW-1:0];
     b_inp_sel <= a_s[LOG_INP_BANKS:0] & INP_BANK_MASK;
   end
-  always @(*) acc_raddr = r_tensor && b_valid ? b_s : a_d;
+  // GEMM stages 2 and 3: the destination row, read from ACC in stage 2.
+  reg c_valid, d_valid;
+  reg [ACC_AW-1:0] c_d, d_d;
+  always @(posedge clk) begin
+    c_valid <= b_valid && !r_alu;
+    c_d <= b_d;
+    d_valid <= c_valid;
+    d_d <= c_d;
+  end
+  always @(*) acc_raddr = !r_alu ? c_d : r_tensor && b_valid ? b_s : a_d;
 
   // Result registers v[1..TAPS]; v[r_tap] is written this cycle. wl_* is last cycle's write.
   reg [TAPS:1] v_valid;
@@ -408,8 +420,9 @@ module vta_compute (
   reg t_valid;
   reg [ACC_AW-1:0] t_d, t_s;
   reg [ACC_EW-1:0] t_x;
-  wire [ACC_AW-1:0] b_s_or_d = r_tensor && t_valid ? t_s : b_d;
-  wire [ACC_EW-1:0] acc_now = forward(b_s_or_d, acc_rdata);
+  // the row ACC was read for last cycle: GEMM stage 3's, or the ALU's
+  wire [ACC_AW-1:0] read_row = !r_alu ? d_d : r_tensor && t_valid ? t_s : b_d;
+  wire [ACC_EW-1:0] acc_now = forward(read_row, acc_rdata);
   always @(posedge clk) begin
     t_valid <= r_tensor && b_valid;
     t_d <= b_d;
@@ -419,15 +432,15 @@ module vta_compute (
 
   wire [ACC_EW-1:0] gemm_out, alu_out;
   vta_gemm_core gemm (
-      .reset(r_reset), .inp(inp_rdata[b_inp_sel*INP_EW+:INP_EW]), .wgt(wgt_rdata),
+      .clk(clk), .inp(inp_rdata[b_inp_sel*INP_EW+:INP_EW]), .wgt(wgt_rdata), .reset(r_reset),
       .acc(acc_now), .out(gemm_out)
   );
   wire [ACC_EW-1:0] alu_x = r_tensor ? t_x : acc_now;
   vta_alu alu (
       .op(r_op), .use_imm(!r_tensor), .imm(r_imm), .x(alu_x), .s(acc_now), .out(alu_out)
   );
-  wire res_valid = r_tensor ? t_valid : b_valid && !r_tensor;
-  wire [ACC_AW-1:0] res_addr = r_tensor ? t_d : b_d;
+  wire res_valid = !r_alu ? d_valid : r_tensor ? t_valid : b_valid;
+  wire [ACC_AW-1:0] res_addr = !r_alu ? d_d : r_tensor ? t_d : b_d;
   wire [ACC_EW-1:0] res_data = r_alu ? alu_out : gemm_out;
 
   integer t;

@@ -1,13 +1,17 @@
-"""GEMM core and tensor ALU benches (combinational lanes) against numpy references."""
+"""GEMM core (three pipeline stages) and tensor ALU (combinational lanes) benches against numpy
+references."""
 
 import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import Timer
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, Timer
 
 from vta.examples import alu_reference
 from vta.isa import AluOp
+
+STAGES = 3  # the GEMM core's pipeline: (inp, wgt) in stage 1, (acc, reset) and out in stage 3
 
 
 def pack(values, width: int) -> int:
@@ -24,23 +28,33 @@ def unpack(word: int, n: int, width: int) -> np.ndarray:
 
 @cocotb.test()
 async def gemm_core_matches_numpy(dut):
+    """A new (inp, wgt) every cycle; its (acc, reset) two cycles later give its result."""
     batch, bi, bo = (int(getattr(dut, p).value) for p in ("BATCH", "BLOCK_IN", "BLOCK_OUT"))
     rng = np.random.default_rng(1)
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    trials = []
     for trial in range(200):
         inp = rng.integers(-128, 128, (batch, bi))
         wgt = rng.integers(-128, 128, (bo, bi))
         acc = rng.integers(-(2**31), 2**31, (batch, bo))
         if trial < 4:  # extremes: -128 * -128 sums and int32 wrap-around
             inp[:], wgt[:], acc[:] = -128, -128, 2**31 - 1
-        reset = trial % 7 == 0
-        dut.inp.value = pack(inp.ravel(), 8)
-        dut.wgt.value = pack(wgt.ravel(), 8)
-        dut.acc.value = pack(acc.ravel(), 32)
-        dut.reset.value = int(reset)
-        await Timer(1, unit="ns")
-        want = np.zeros_like(acc) if reset else (acc + inp @ wgt.T).astype(np.int32)
-        got = unpack(int(dut.out.value), batch * bo, 32).reshape(batch, bo)
-        assert np.array_equal(got, want), f"trial {trial}"
+        trials.append((inp, wgt, acc, trial % 7 == 0))
+    for cycle in range(len(trials) + STAGES - 1):
+        await FallingEdge(dut.clk)
+        if cycle < len(trials):
+            inp, wgt, _, _ = trials[cycle]
+            dut.inp.value = pack(inp.ravel(), 8)
+            dut.wgt.value = pack(wgt.ravel(), 8)
+        done = cycle - (STAGES - 1)
+        if done >= 0:
+            inp, wgt, acc, reset = trials[done]
+            dut.acc.value = pack(acc.ravel(), 32)
+            dut.reset.value = int(reset)
+            await Timer(1, unit="ns")
+            want = np.zeros_like(acc) if reset else (acc + inp @ wgt.T).astype(np.int32)
+            got = unpack(int(dut.out.value), batch * bo, 32).reshape(batch, bo)
+            assert np.array_equal(got, want), f"trial {done}"
 
 
 @cocotb.test()
