@@ -12,14 +12,22 @@ import argparse
 from pathlib import Path
 
 from ..errors import TuningError
+from . import (
+    templates,  # noqa: F401 - registers the templates
+    tune_tasks,
+)
+from .callbacks import format_throughput, plot_tuning_curve
+from .database import Database
+from .measure import CPURunner, DeviceRunner, LocalBuilder, measure_option
+from .pool import DaskPool
+from .task import create_task
+from .templates.resnet18 import resnet18_task_args
 
 TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga")
 
 
 def parse_workload(text: str, target: str) -> tuple[str, tuple]:
     """'matmul:64,64,64' -> ('matmul', (64, 64, 64)); 'C9' -> the ResNet-18 layer on `target`."""
-    from .templates.resnet18 import resnet18_task_args
-
     if ":" not in text:
         return resnet18_task_args(text, target)
     op, _, args = text.partition(":")
@@ -30,19 +38,6 @@ def parse_workload(text: str, target: str) -> tuple[str, tuple]:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from . import (
-        CPURunner,
-        Database,
-        DeviceRunner,
-        LocalBuilder,
-        create_task,
-        measure_option,
-        templates,  # noqa: F401 - registers the templates
-        tune_tasks,
-    )
-    from .callbacks import format_throughput, plot_tuning_curve
-    from .pool import DaskPool
-
     names = list(args.workload)
     if args.list:
         names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]

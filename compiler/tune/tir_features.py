@@ -19,7 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ..arith import Analyzer
+from ..driver import PIPELINE
 from ..errors import OperatorError
+from ..schedule.ops import schedule_ops
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect
@@ -32,10 +35,6 @@ FEATURE_PASSES = ("inject_virtual_thread", "storage_flatten")
 
 def lower_for_features(schedule: Any, args: Sequence[Any]) -> S.PrimFunc:
     """The loop IR after storage flattening, before unrolling and vectorization erase loops."""
-    from ..arith import Analyzer
-    from ..driver import PIPELINE
-    from ..schedule.ops import schedule_ops
-
     ana = Analyzer()
     body, params = schedule_ops(schedule, list(args), ana)
     func = S.PrimFunc("main", params, body)

@@ -17,8 +17,8 @@ import numpy as np
 from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
-from .features import Featurizer
-from .measure import MeasureInput, MeasureResult
+from .featurizer import Featurizer
+from .record import MeasureInput, Record
 from .sa import SimulatedAnnealingOptimizer
 from .space import ConfigEntity
 from .task import Task
@@ -117,7 +117,7 @@ class XGBTuner(Tuner):
         extra = self.space.sample(self.rng, batch_size - len(chosen), exclude=self.visited | chosen)
         return [self.space.get(int(i)) for i in [*picks.tolist(), *extra.tolist()]]
 
-    def update(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
+    def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         super().update(inputs, results)
         self._indices.extend(inp.config.index for inp in inputs)
         self.model.fit(self.featurize(np.array(self._indices)), np.array(self.history.throughputs))

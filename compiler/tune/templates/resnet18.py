@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...errors import TuningError
+from ...topi.vta.conv2d import RESNET18
 
 # (input channels, size, output channels, kernel, stride) as in the seeds' table
 LAYERS = {
@@ -28,8 +29,6 @@ def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
     if layer not in LAYERS:
         raise TuningError(f"unknown layer {layer!r}; valid: {', '.join(LAYERS)}")
     if target.split("/")[0] == "vta":
-        from ...topi.vta.conv2d import RESNET18
-
         if layer not in RESNET18:
             raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")
         return "conv2d_packed", dataclasses.astuple(RESNET18[layer])

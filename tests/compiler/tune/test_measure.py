@@ -19,7 +19,6 @@ from compiler.tune import (
     LocalPool,
     MeasureErrorNo,
     MeasureInput,
-    MeasureResult,
     Record,
     create_task,
     measure_option,
@@ -156,9 +155,8 @@ def test_a_deterministic_runner_reuses_stored_records_but_not_timeouts():
 
 
 def test_cpu_timings_are_ranked_by_the_fastest():
-    result = MeasureResult([3.0, 1.0, 2.0])
-    assert result.cost == 1.0
-    assert MeasureResult([], E.RUNTIME_ERROR).cost == float("inf")
+    assert Record('["op",[1]]', "llvm", {}, 0, [3.0, 1.0, 2.0]).cost == 1.0
+    assert Record('["op",[1]]', "llvm", {}, 0, [], E.RUNTIME_ERROR).cost == float("inf")
 
 
 def test_dask_pool_requests_worker_resources():
