@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .arith import Analyzer
+from .codegen.nvptx_arch import is_cuda_target, parse_cuda_target
+from .driver_gpu import lower_gpu
 from .errors import CodegenError
+from .runtime.gpu_module import GPUModule
 from .runtime.module import build_module
 from .schedule.ops import schedule_ops
 from .schedule.schedule import Schedule
@@ -55,9 +58,15 @@ def build(
 ):
     """Compile to a Module: callable on numpy arrays for the host, exportable for any target.
 
-    `target="vta"` compiles for the accelerator (options: `config`, `device`) into a module that
-    runs its Program on a `vta.device` device.
+    `target="cuda -arch=sm_80"` compiles GPU kernels (a GPUModule: PTX, ptxas statistics, the
+    emulator, and launches on a CUDA device); `target="vta"` compiles for the accelerator
+    (options: `config`, `device`) into a module that runs its Program on a `vta.device` device.
     """
+    if is_cuda_target(target):
+        if not isinstance(s, Schedule) or options:
+            raise CodegenError("target 'cuda' compiles a Schedule and takes no options")
+        arch = parse_cuda_target(target)
+        return GPUModule(lower_gpu(s, list(args or []), arch, name), arch)
     if target == "vta":
         if not isinstance(s, Schedule):
             raise CodegenError("target 'vta' compiles a Schedule, not a lowered PrimFunc")

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vta.config import VTAConfig
-from vta.device import Device
+from vta.device import Device, until_finish
 from vta.errors import DeviceError
-from vta.isa import INSN_BYTES, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, insn_stage
+from vta.isa import INSN_BYTES
 from vta.program import Program
 from vta.regmap import describe_status
 from vta.stats import Stats
@@ -27,43 +26,6 @@ from .build import build_model
 
 PAGE_BYTES = 4096
 DEFAULT_MAX_CYCLES = 50_000_000
-
-
-def stream_to_finish(program: Program) -> list[Insn]:
-    """The instructions up to and including the first FINISH (what the hardware runs)."""
-    insns = program.instructions
-    for index, insn in enumerate(insns):
-        if isinstance(insn, FinishInsn):
-            return insns[: index + 1]
-    raise DeviceError(
-        f"the {len(insns)}-instruction stream ends without FINISH; the device would never "
-        "signal done (append a FINISH instruction)"
-    )
-
-
-def static_counts(insns: list[Insn], cfg: VTAConfig, stats: Stats) -> None:
-    """Instruction, micro-op, MAC and DRAM byte counts: data-independent, so taken from the
-    stream (the RTL has no per-module busy/stall counters; those stay 0)."""
-    stats.modules["fetch"].instructions = len(insns)
-    for insn in insns:
-        name = insn.opcode.name
-        stats.instructions[name] = stats.instructions.get(name, 0) + 1
-        stats.modules[insn_stage(insn).name.lower()].instructions += 1
-        if isinstance(insn, MemInsn) and not insn.is_nop:
-            kind = insn.memory_type.name.lower()
-            nbytes = insn.y_size * insn.x_size * cfg.elem_bytes[kind]
-            if insn.is_store:
-                stats.bytes_stored += nbytes
-            else:
-                stats.bytes_loaded[kind] = stats.bytes_loaded.get(kind, 0) + nbytes
-        if isinstance(insn, (GemmInsn, AluInsn)):
-            uops = insn.uop_count
-            if isinstance(insn, GemmInsn):
-                stats.gemm_uops += uops
-                if not insn.reset_reg:
-                    stats.macs += uops * cfg.macs_per_cycle
-            else:
-                stats.alu_uops += uops
 
 
 class RTLDevice(Device):
@@ -81,7 +43,7 @@ class RTLDevice(Device):
 
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
         cfg = program.config
-        insns = stream_to_finish(program)
+        insns = until_finish(program)
         binary = build_model(cfg)
         image = np.asarray(dram, dtype=np.uint8).reshape(-1)
         insn_addr = -(-image.size // PAGE_BYTES) * PAGE_BYTES
@@ -114,5 +76,5 @@ class RTLDevice(Device):
             )
         stats = self.new_stats(cfg)
         stats.cycles = result["cycles"]
-        static_counts(insns, cfg, stats)
+        stats.count_stream(insns, cfg)
         return final, stats

@@ -9,12 +9,12 @@ import numpy as np
 from vta.builder import ProgramBuilder
 from vta.config import VTAConfig
 from vta.examples import Example
-from vta.isa import AluOp, MemType, Stage
+from vta.isa import AluOp, MemType, Module
 
-LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
 
 
-def _sync(b: ProgramBuilder, src: Stage, dst: Stage) -> None:
+def _sync(b: ProgramBuilder, src: Module, dst: Module) -> None:
     b.dep_push(src, dst)
     b.dep_pop(src, dst)
 

@@ -13,99 +13,20 @@ from __future__ import annotations
 import dataclasses
 from functools import cache
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.device import Device
+from vta.device import Device, until_finish
 from vta.errors import DeadlockError, DeviceError, ISAError, ProgramError
-from vta.isa import DEP_FIELDS, FinishInsn, Insn, Stage, insn_stage
+from vta.isa import DEP_FIELDS, MODULE_FLAGS, Insn, Module, TokenQueue, insn_module
 from vta.program import Program
 from vta.stats import Stats
 
 from .functional import FunctionalCore
+from .schedule import Schedule
 from .timing import HANDOFF_CYCLES, fetch_arrivals, insn_cost
 from .trace import write_trace
-
-# Execution modules (the fetch module feeds them) and dependence-token queues.
-MODULE_NAMES = ("load", "compute", "store")
-LOAD, COMPUTE, STORE = range(3)
-QUEUE_NAMES = ("l2g", "g2l", "g2s", "s2g")
-L2G, G2L, G2S, S2G = range(4)
-QUEUE_ENDS = {
-    L2G: (LOAD, COMPUTE),
-    G2L: (COMPUTE, LOAD),
-    G2S: (COMPUTE, STORE),
-    S2G: (STORE, COMPUTE),
-}
-
-_MODULE = {Stage.LOAD: LOAD, Stage.COMPUTE: COMPUTE, Stage.STORE: STORE}
-# The queue each dependence flag pops or pushes, per module (vta-isa.md section 3).
-_DEP_QUEUES = {
-    LOAD: {"pop_next_dep": G2L, "push_next_dep": L2G},
-    COMPUTE: {"pop_prev_dep": L2G, "pop_next_dep": S2G, "push_prev_dep": G2L, "push_next_dep": G2S},
-    STORE: {"pop_prev_dep": G2S, "push_prev_dep": S2G},
-}
-
-
-def _queue_label(queue: int) -> str:
-    """A token queue and its direction, e.g. `l2g (load->compute)`."""
-    producer, consumer = QUEUE_ENDS[queue]
-    return f"{QUEUE_NAMES[queue]} ({MODULE_NAMES[producer]}->{MODULE_NAMES[consumer]})"
-
-
-@dataclasses.dataclass
-class Schedule:
-    """When every instruction was dispatched, became ready, started, ended and was done.
-
-    `ready` is when it reached the head of its idle module; `start - ready` is token stall;
-    `end - start` its cost; `done - end` a stall pushing into a full token queue. `wait_queue`
-    is the token queue that held it last (-1 if none), `fetch_dram`/`fetch_queue` the cycles
-    fetch waited for its bytes and for command-queue room before dispatching it.
-    """
-
-    QUEUE_NAMES: ClassVar[tuple[str, ...]] = QUEUE_NAMES
-
-    insns: list[Insn]
-    module: np.ndarray
-    dispatch: np.ndarray
-    ready: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    done: np.ndarray
-    busy: np.ndarray
-    stall_dram: np.ndarray
-    wait_queue: np.ndarray
-    fetch_dram: np.ndarray
-    fetch_queue: np.ndarray
-
-    @property
-    def cycles(self) -> int:
-        """The run's cycle count: the end of FINISH (the stream's last instruction)."""
-        return int(self.end[-1])
-
-    def fill(self, stats: Stats) -> None:
-        """Per-module busy/stall cycles and instruction counts, and the cycle count."""
-        stats.cycles = self.cycles
-        fetch = stats.modules["fetch"]
-        fetch.instructions = len(self.insns)
-        fetch.busy = len(self.insns)  # one dispatch per cycle
-        fetch.stall_dram = int(self.fetch_dram.sum())
-        fetch.stall_queue = int(self.fetch_queue.sum())
-        per_module = {
-            "busy": self.busy,
-            "stall_dram": self.stall_dram,
-            "stall_token": self.start - self.ready,
-            "stall_queue": self.done - self.end,
-        }
-        for key, values in per_module.items():
-            sums = np.bincount(self.module, weights=values, minlength=3)
-            for m, name in enumerate(MODULE_NAMES):
-                setattr(stats.modules[name], key, int(sums[m]))
-        counts = np.bincount(self.module, minlength=3)
-        for m, name in enumerate(MODULE_NAMES):
-            stats.modules[name].instructions = int(counts[m])
 
 
 class _Engine:
@@ -118,7 +39,7 @@ class _Engine:
         n = len(insns)
         self.module, self.pops, self.pushes, self.busy, self.stall_dram = [], [], [], [], []
         for index, insn in enumerate(insns):
-            m = _MODULE[insn_stage(insn)]
+            m = insn_module(insn)
             self.module.append(m)
             popped, pushed = _dependences(insn, index, m)
             self.pops.append(popped)
@@ -152,11 +73,14 @@ class _Engine:
 
     # --------------------------------------------------------------------------- events
     def run(self) -> Schedule:
-        while self._fetch() | self._advance(LOAD) | self._advance(COMPUTE) | self._advance(STORE):
-            pass
-        if self.fetched < len(self.insns) or any(
-            self.next[m] < len(self.order[m]) for m in range(3)
+        while (
+            self._fetch()
+            | self._advance(Module.LOAD)
+            | self._advance(Module.COMPUTE)
+            | self._advance(Module.STORE)
         ):
+            pass
+        if self.fetched < len(self.insns) or any(self.next[m] < len(self.order[m]) for m in Module):
             raise DeadlockError(self._deadlock_report())
         as_array = {
             f.name: np.asarray(getattr(self, f.name), dtype=np.int64)
@@ -219,7 +143,7 @@ class _Engine:
         if self.max_cycles is not None and end > self.max_cycles:
             raise DeviceError(
                 f"cycle limit {self.max_cycles:,} exceeded: instruction {j} "
-                f"({self.insns[j].opcode.name}) on {MODULE_NAMES[m]} would end at cycle {end:,}"
+                f"({self.insns[j].opcode.name}) on {Module(m).label} would end at cycle {end:,}"
             )
         self.ready[j], self.start[j], self.end[j] = ready, start, end
         self.wait_queue[j] = waited
@@ -246,13 +170,13 @@ class _Engine:
         lines = [f"deadlock after cycle {last:,}: no module can progress"]
         if self.fetched < len(self.insns):
             k = self.fetched
-            name = MODULE_NAMES[self.module[k]]
+            name = Module(self.module[k]).label
             lines.append(
                 f"fetch: blocked at instruction {k} ({self.insns[k].opcode.name}): the {name} "
                 f"command queue is full ({self.cfg.cmd_queue_depth} entries)"
             )
-        for m, name in enumerate(MODULE_NAMES):
-            lines.append(f"{name}: {self._blocked_on(m)}")
+        for m in Module:
+            lines.append(f"{m.label}: {self._blocked_on(m)}")
         return "\n  ".join(lines)
 
     def _blocked_on(self, m: int) -> str:
@@ -267,54 +191,41 @@ class _Engine:
             depth = self.cfg.token_queue_depth
             full = [q for q in self.pushes[j] if len(self.pushed[q]) - len(self.popped[q]) >= depth]
             return f"{what}: waiting for room in full token queue " + ", ".join(
-                f"{_queue_label(q)} ({self.cfg.token_queue_depth} tokens)" for q in full
+                f"{TokenQueue(q).label} ({self.cfg.token_queue_depth} tokens)" for q in full
             )
         waits = []
         for q in self.pops[j]:
             if len(self.popped[q]) < len(self.pushed[q]):
                 continue
-            producer = QUEUE_ENDS[q][0]
+            producer = TokenQueue(q).producer
             later = self.order[producer][self.next[producer] :]
             source = (
                 ""
                 if any(q in self.pushes[i] for i in later)
-                else (f"; no remaining {MODULE_NAMES[producer]} instruction pushes it")
+                else (f"; no remaining {producer.label} instruction pushes it")
             )
-            waits.append(f"a token on {_queue_label(q)}{source}")
+            waits.append(f"a token on {TokenQueue(q).label}{source}")
         return f"{what}: waiting for " + " and ".join(waits)
 
 
 @cache
-def _token_queues(m: int, flags: tuple[bool, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _token_queues(m: Module, flags: tuple[bool, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(popped, pushed) token queues of an instruction on module `m` with these DEP_FIELDS values;
     raises KeyError naming a flag the module does not have."""
-    queues = _DEP_QUEUES[m]
-    named = [queues[flag] for flag, value in zip(DEP_FIELDS, flags, strict=True) if value]
-    popped = tuple(q for q in named if QUEUE_ENDS[q][1] == m)
-    return popped, tuple(q for q in named if QUEUE_ENDS[q][0] == m)
+    named = [MODULE_FLAGS[m][flag] for flag, value in zip(DEP_FIELDS, flags, strict=True) if value]
+    popped = tuple(int(q) for q in named if q.consumer == m)
+    return popped, tuple(int(q) for q in named if q.producer == m)
 
 
-def _dependences(insn: Insn, index: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _dependences(insn: Insn, index: int, m: Module) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The token queues `insn` pops and pushes; a flag its module lacks is a ProgramError."""
     try:
         return _token_queues(m, tuple(getattr(insn, flag) for flag in DEP_FIELDS))
     except KeyError as err:
         raise ProgramError(
-            f"instruction {index}: {insn.opcode.name} runs on the {MODULE_NAMES[m]} module, "
-            f"which has no {err.args[0]!r} (valid flags there: {', '.join(_DEP_QUEUES[m])})"
+            f"instruction {index}: {insn.opcode.name} runs on the {m.label} module, "
+            f"which has no {err.args[0]!r} (valid flags there: {', '.join(MODULE_FLAGS[m])})"
         ) from None
-
-
-def until_finish(program: Program) -> list[Insn]:
-    """The instructions up to and including the first FINISH: the part of a stream that runs."""
-    insns = program.instructions
-    for index, insn in enumerate(insns):
-        if isinstance(insn, FinishInsn):
-            return insns[: index + 1]
-    raise DeviceError(
-        f"the {len(insns)}-instruction stream ends without FINISH; the device would never "
-        "signal done (append a FINISH instruction)"
-    )
 
 
 def schedule(program: Program, max_cycles: int | None = None) -> Schedule:

@@ -1,9 +1,10 @@
 """`fsim`: the functional, bit-exact simulator of a Program (no clock).
 
 Each instruction is applied whole, vectorized with numpy over its elements and micro-ops. The
-semantics are the toolkit's ISA decisions (ARCHITECTURE.md): STORE copies the OUT buffer, which
-only GEMM and ALU micro-ops write (OUT[d] = low 8 bits of the new ACC[d]); GEMM reset zeroes ACC
-and OUT; SHR takes a signed amount; MUL and REQ exist only if the configuration enables them.
+semantics are the toolkit's ISA decisions (docs/architecture.md, "ISA semantics"): STORE copies
+the OUT buffer, which only GEMM and ALU micro-ops write (OUT[d] = low 8 bits of the new ACC[d]);
+GEMM reset zeroes ACC and OUT; SHR takes a signed amount; MUL and REQ exist only if the
+configuration enables them.
 
 Dependence flags are ignored: a valid Program's tokens only order the load, compute and store
 modules so that running its single instruction stream in order gives the same result. A Program
@@ -17,9 +18,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.device import Device
+from vta.device import Device, until_finish
 from vta.errors import DeviceError
 from vta.isa import (
+    LOAD_ROUTES,
+    STORE_TYPES,
     AluInsn,
     FinishInsn,
     GemmInsn,
@@ -43,8 +46,6 @@ UNDEFINED_BYTE = 0xA5
 # to 2**41 micro-ops) while keeping numpy's per-call overhead negligible.
 BATCH_UOPS = 1 << 13
 
-_LOADABLE = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC)
-
 
 class FunctionalCore:
     """Architectural state (SRAMs + DRAM image) and per-instruction semantics."""
@@ -58,8 +59,7 @@ class FunctionalCore:
         self.dram = dram
         self.stats = stats
         c = config
-        self.elem_bytes = {t: c.elem_bytes[t.name.lower()] for t in (*_LOADABLE, MemType.OUT)}
-        self.depth = {t: c.depth[t.name.lower()] for t in (*_LOADABLE, MemType.OUT)}
+        self.elem_bytes, self.depth = c.elem_bytes, c.depth
         # Raw bytes per buffer, one row per element; typed views below alias them.
         self.sram = {
             t: np.full((self.depth[t], self.elem_bytes[t]), UNDEFINED_BYTE, dtype=np.uint8)
@@ -133,10 +133,10 @@ class FunctionalCore:
 
     def _load(self, insn: MemInsn, index: int) -> None:
         mem = insn.memory_type
-        if mem not in _LOADABLE:
+        if mem not in LOAD_ROUTES:
             raise DeviceError(
                 f"instruction {index}: LOAD field 'memory_type' = {mem.name} is not loadable "
-                "(valid: UOP, WGT, INP, ACC)"
+                f"(valid: {', '.join(m.name for m in LOAD_ROUTES)})"
             )
         if mem == MemType.UOP:
             self._check_unpadded(insn, index, "micro-op loads are contiguous")
@@ -162,10 +162,10 @@ class FunctionalCore:
         self.stats.bytes_loaded[key] = self.stats.bytes_loaded.get(key, 0) + rows.size
 
     def _store(self, insn: MemInsn, index: int) -> None:
-        if insn.memory_type != MemType.OUT:
+        if insn.memory_type not in STORE_TYPES:
             raise DeviceError(
                 f"instruction {index}: STORE field 'memory_type' = {insn.memory_type.name} "
-                "(valid: OUT)"
+                f"(valid: {', '.join(m.name for m in STORE_TYPES)})"
             )
         self._check_unpadded(insn, index, "stores take no padding")
         eb = self.elem_bytes[MemType.OUT]
@@ -275,11 +275,6 @@ class FunctionalSimulator(Device):
         image = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
         stats = self.new_stats(program.config)
         core = FunctionalCore(program.config, image, stats)
-        for index, insn in enumerate(program.instructions):
+        for index, insn in enumerate(until_finish(program)):
             core.execute(insn, index)
-            if isinstance(insn, FinishInsn):
-                return image, stats
-        raise DeviceError(
-            f"the {len(program)}-instruction stream ends without FINISH; the device would never "
-            "signal done (append a FINISH instruction)"
-        )
+        return image, stats

@@ -26,14 +26,21 @@ import numpy as np
 
 from vta.config import VTAConfig
 from vta.errors import ISAError
-from vta.isa import INSN_BYTES, AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, MemType
+from vta.isa import (
+    INSN_BYTES,
+    LOAD_ROUTES,
+    STORE_TYPES,
+    AluInsn,
+    FinishInsn,
+    GemmInsn,
+    Insn,
+    MemInsn,
+)
 
 PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
 DECODE_CYCLES = 1
 WRITE_EXTRA_LATENCY = 1  # a write's first beat leaves the cycle after its request
 HANDOFF_CYCLES = 1  # an event in cycle t (last byte, dispatch, pop) is seen elsewhere from t + 1
-
-_ELEM = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,16 +170,19 @@ def mem_cost(insn: MemInsn, cfg: VTAConfig) -> Cost:
     if insn.is_nop:
         return Cost(DECODE_CYCLES)
     if insn.is_store:
-        if insn.memory_type != MemType.OUT:
-            raise ISAError(f"STORE field 'memory_type' = {insn.memory_type.name} (valid: OUT)")
-        elem, pad = cfg.elem_bytes["out"], 0
+        if insn.memory_type not in STORE_TYPES:
+            raise ISAError(
+                f"STORE field 'memory_type' = {insn.memory_type.name} "
+                f"(valid: {', '.join(m.name for m in STORE_TYPES)})"
+            )
+        elem, pad = cfg.elem_bytes[insn.memory_type], 0
     else:
-        if insn.memory_type not in _ELEM:
+        if insn.memory_type not in LOAD_ROUTES:
             raise ISAError(
                 f"LOAD field 'memory_type' = {insn.memory_type.name} is not loadable "
-                "(valid: UOP, WGT, INP, ACC)"
+                f"(valid: {', '.join(m.name for m in LOAD_ROUTES)})"
             )
-        elem, pad = cfg.elem_bytes[_ELEM[insn.memory_type]], pad_elements(insn)
+        elem, pad = cfg.elem_bytes[insn.memory_type], pad_elements(insn)
     stream = transfer_cost(
         insn.dram_base * elem,
         insn.x_size * elem,

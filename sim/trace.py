@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vta.config import VTAConfig
-from vta.isa import AluInsn, Insn, MemInsn
+from vta.isa import AluInsn, Insn, MemInsn, TokenQueue
 from vta.stats import MODULES
 
-if TYPE_CHECKING:
-    from .cycle import Schedule
+from .schedule import Schedule
 
 PID = 1
 TRACKS = MODULES  # fetch, load, compute, store; thread id = position
@@ -93,7 +91,7 @@ def trace_events(sched: Schedule, cfg: VTAConfig) -> list[dict]:
         if queue >= 0:
             span(
                 tid,
-                f"wait {sched.QUEUE_NAMES[queue]}",
+                f"wait {TokenQueue(queue).name.lower()}",
                 "stall_token",
                 ready,
                 start - ready,

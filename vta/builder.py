@@ -1,8 +1,8 @@
 """`ProgramBuilder`: write accelerator Programs by hand (tests, RTL benches, demo, compiler).
 
-It mirrors the reference runtime (vta-isa.md 5): named DRAM buffers in one image, 2-D strided
+It works like the reference VTA runtime: named DRAM buffers in one image, 2-D strided
 LOAD/STORE with zero padding, GEMM/ALU over micro-op kernels cached in uop SRAM, dependence tokens
-(a pop attaches to the next instruction of its stage, a push to the last instruction or a NOP),
+(a pop attaches to the next instruction of its module, a push to the last instruction or a NOP),
 and the final Synchronize sequence before FINISH.
 """
 
@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .config import VTAConfig
-from .errors import ProgramError
+from .errors import ISAError, ProgramError
 from .isa import (
+    LOAD_ROUTES,
     AluInsn,
     AluOp,
     FinishInsn,
@@ -23,44 +24,36 @@ from .isa import (
     Insn,
     MemInsn,
     MemType,
-    Stage,
+    Module,
+    TokenQueue,
     encode_stream,
     encode_uops,
-    insn_stage,
+    insn_module,
 )
 from .program import ROLES, BufferSpec, Program
 from .validate import validate_program
 
 UOP_BUFFER = "uops"
 MIN_ALIGNMENT = 64
-MEM_KIND = {
-    MemType.UOP: "uop",
-    MemType.WGT: "wgt",
-    MemType.INP: "inp",
-    MemType.ACC: "acc",
-    MemType.OUT: "out",
-}
 
 Loop = tuple[int, int, int] | tuple[int, int, int, int]
 
 
-def as_stage(stage: Stage | str | int) -> Stage:
-    """A `Stage` from its name ("load", "compute", "store") or number (1, 2, 3)."""
-    if isinstance(stage, str):
-        try:
-            return Stage[stage.upper()]
-        except KeyError:
-            raise ProgramError(f"unknown stage {stage!r} (valid: load, compute, store)") from None
-    return Stage(stage)
+def as_module(module: Module | str | int) -> Module:
+    """A `Module` from its name ("load", "compute", "store") or number (0, 1, 2)."""
+    try:
+        return Module[module.upper()] if isinstance(module, str) else Module(module)
+    except (KeyError, ValueError):
+        raise ProgramError(f"unknown module {module!r} (valid: load, compute, store)") from None
 
 
 def _mem_type(memory_type: MemType | str) -> MemType:
-    """A memory type the builder addresses, by enum or name (ACC_8BIT is not supported)."""
-    for mem in MEM_KIND:
+    """A memory type a LOAD fills, by enum or name (ACC_8BIT and OUT are not loadable)."""
+    for mem in LOAD_ROUTES:
         if memory_type in (mem, mem.name, mem.name.lower()):
             return mem
-    valid = ", ".join(m.name for m in MEM_KIND)
-    raise ProgramError(f"memory type {memory_type!r} is not supported (valid: {valid})")
+    valid = ", ".join(m.name for m in LOAD_ROUTES)
+    raise ProgramError(f"memory type {memory_type!r} is not supported by LOAD (valid: {valid})")
 
 
 def _alu_op(op: AluOp | str) -> AluOp:
@@ -92,7 +85,7 @@ class ProgramBuilder:
         self._buffers: dict[str, BufferSpec] = {}
         self._init_data: list[tuple[int, np.ndarray]] = []
         self._dram_size = 0
-        self._pending_pops: dict[Stage, set[str]] = {stage: set() for stage in Stage}
+        self._pending_pops: dict[Module, set[str]] = {m: set() for m in Module}
         self._kernels: dict[bytes, _Kernel] = {}
         self._resident: list[_Kernel] = []
         self._uop_words: list[np.ndarray] = []
@@ -144,7 +137,7 @@ class ProgramBuilder:
         return self._buffers[name]
 
     def _dram_base(self, spec: BufferSpec, memory_type: MemType, elem_offset: int) -> int:
-        elem = self.config.elem_bytes[MEM_KIND[memory_type]]
+        elem = self.config.elem_bytes[memory_type]
         if spec.offset % elem:
             raise ProgramError(
                 f"buffer {spec.name!r} at byte {spec.offset} is not aligned to the "
@@ -154,8 +147,8 @@ class ProgramBuilder:
 
     # ------------------------------------------------------------------------- instructions
     def _emit(self, insn: Insn) -> int:
-        """Append `insn`, attaching the pending pops of its stage; returns its index."""
-        pending = self._pending_pops[insn_stage(insn)]
+        """Append `insn`, attaching the pending pops of its module; returns its index."""
+        pending = self._pending_pops[insn_module(insn)]
         if pending:
             insn = insn.replace(**{flag: True for flag in pending})
             pending.clear()
@@ -286,7 +279,7 @@ class ProgramBuilder:
         words = encode_uops(uops, self.config)
         if not words.size:
             raise ProgramError("a micro-op kernel needs at least one micro-op")
-        depth = self.config.depth["uop"]
+        depth = self.config.depth[MemType.UOP]
         if words.size > depth:
             raise ProgramError(
                 f"micro-op kernel of {words.size} entries exceeds the {depth}-entry uop buffer"
@@ -320,43 +313,37 @@ class ProgramBuilder:
         return kernel.sram
 
     # ------------------------------------------------------------------------- dependence tokens
-    @staticmethod
-    def _token_pair(
-        from_stage: Stage | str | int, to_stage: Stage | str | int
-    ) -> tuple[Stage, Stage]:
-        src, dst = as_stage(from_stage), as_stage(to_stage)
-        if abs(src - dst) != 1:
-            raise ProgramError(
-                f"no token queue from {src.name.lower()} to {dst.name.lower()} "
-                "(queues: load<->compute, compute<->store)"
-            )
-        return src, dst
-
-    def _nop(self, stage: Stage, **flags: bool) -> int:
+    def _nop(self, module: Module, **flags: bool) -> int:
         """A reference NOP (runtime PushNoop): x_size 0, memory_type INP on load, else UOP."""
-        mem = MemType.INP if stage == Stage.LOAD else MemType.UOP
-        return self._emit(MemInsn(is_store=stage == Stage.STORE, memory_type=mem, **flags))
+        mem = MemType.INP if module == Module.LOAD else MemType.UOP
+        return self._emit(MemInsn(is_store=module == Module.STORE, memory_type=mem, **flags))
 
-    def _commit_pending_pops(self, stage: Stage) -> None:
-        if self._pending_pops[stage]:
-            self._nop(stage)
+    def _commit_pending_pops(self, module: Module) -> None:
+        if self._pending_pops[module]:
+            self._nop(module)
 
-    def dep_pop(self, from_stage: Stage | str | int, to_stage: Stage | str | int) -> None:
-        """The next instruction of `to_stage` waits for a token from `from_stage`."""
-        src, dst = self._token_pair(from_stage, to_stage)
-        flag = "pop_prev_dep" if src < dst else "pop_next_dep"
-        if flag in self._pending_pops[dst]:
-            self._commit_pending_pops(dst)
-        self._pending_pops[dst].add(flag)
+    def _queue(self, producer: Module | str | int, consumer: Module | str | int) -> TokenQueue:
+        try:
+            return TokenQueue.between(as_module(producer), as_module(consumer))
+        except ISAError as err:
+            raise ProgramError(str(err)) from None
 
-    def dep_push(self, from_stage: Stage | str | int, to_stage: Stage | str | int) -> None:
-        """`from_stage` sends a token to `to_stage` once its last instruction so far completes."""
-        src, dst = self._token_pair(from_stage, to_stage)
+    def dep_pop(self, from_module: Module | str | int, to_module: Module | str | int) -> None:
+        """The next instruction of `to_module` waits for a token from `from_module`."""
+        queue = self._queue(from_module, to_module)
+        pending = self._pending_pops[queue.consumer]
+        if queue.pop_flag in pending:
+            self._commit_pending_pops(queue.consumer)
+        pending.add(queue.pop_flag)
+
+    def dep_push(self, from_module: Module | str | int, to_module: Module | str | int) -> None:
+        """`from_module` sends a token to `to_module` once its last instruction so far ends."""
+        queue = self._queue(from_module, to_module)
+        src, flag = queue.producer, queue.push_flag
         self._commit_pending_pops(src)
-        flag = "push_next_dep" if src < dst else "push_prev_dep"
         if self.insns:
             last = self.insns[-1]
-            if insn_stage(last) == src and not isinstance(last, FinishInsn):
+            if insn_module(last) == src and not isinstance(last, FinishInsn):
                 if not getattr(last, flag):
                     self.insns[-1] = last.replace(**{flag: True})
                     return
@@ -365,11 +352,11 @@ class ProgramBuilder:
     # ------------------------------------------------------------------------- finishing
     def finish(self) -> None:
         """The reference Synchronize: drain load and store into compute, then FINISH."""
-        self.dep_push(Stage.STORE, Stage.COMPUTE)
-        self.dep_push(Stage.LOAD, Stage.COMPUTE)
-        self.dep_pop(Stage.STORE, Stage.COMPUTE)
-        self.dep_pop(Stage.LOAD, Stage.COMPUTE)
-        self._commit_pending_pops(Stage.COMPUTE)
+        self.dep_push(Module.STORE, Module.COMPUTE)
+        self.dep_push(Module.LOAD, Module.COMPUTE)
+        self.dep_pop(Module.STORE, Module.COMPUTE)
+        self.dep_pop(Module.LOAD, Module.COMPUTE)
+        self._commit_pending_pops(Module.COMPUTE)
         self.insns.append(FinishInsn())
 
     def build(self, validate: bool = True) -> Program:
@@ -383,7 +370,7 @@ class ProgramBuilder:
             )
             buffers.append(uop_spec)
             size = uop_spec.offset + uop_spec.nbytes
-            base = uop_spec.offset // self.config.elem_bytes["uop"]
+            base = uop_spec.offset // self.config.elem_bytes[MemType.UOP]
             for index, offset in self._uop_fixups:
                 insns[index] = insns[index].replace(dram_base=base + offset)
         dram = np.zeros(size, dtype=np.uint8)

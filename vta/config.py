@@ -13,19 +13,12 @@ import re
 from functools import cached_property
 from pathlib import Path
 
+from . import isa
 from .errors import ConfigError
+from .isa import MemType
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 DEFAULT_CONFIG = "pynq"
-
-INSN_BITS = 128
-UOP_BITS = 32
-LOOP_ITER_WIDTH = 14  # iter_out / iter_in field width, fixed by the reference ISA
-MEM_SRAM_BASE_WIDTH = 16
-MEM_DRAM_BASE_WIDTH = 32
-MEM_SIZE_WIDTH = 16
-MEM_PAD_WIDTH = 4
-ALU_IMM_WIDTH = 16
 
 _CONFIG_STRING = re.compile(r"^(\d+)x(\d+)_i(\d+)w(\d+)a(\d+)_(\d+)_(\d+)_(\d+)_(\d+)$")
 
@@ -189,52 +182,41 @@ class VTAConfig:
     def bus_bytes(self) -> int:
         return self.bus_width // 8
 
-    # ----------------------------------------------------------------------------- elements
+    # ----------------------------------------------------------------------------- buffers
     @cached_property
-    def elem_bits(self) -> dict[str, int]:
-        """Bits of one SRAM element (one tensor) per buffer kind."""
+    def elem_bits(self) -> dict[MemType, int]:
+        """Bits of one SRAM element (one tensor) per buffer."""
         return {
-            "uop": UOP_BITS,
-            "inp": self.inp_width * self.batch * self.block_in,
-            "wgt": self.wgt_width * self.block_out * self.block_in,
-            "acc": self.acc_width * self.batch * self.block_out,
-            "out": self.out_width * self.batch * self.block_out,
+            MemType.UOP: isa.UOP_BITS,
+            MemType.INP: self.inp_width * self.batch * self.block_in,
+            MemType.WGT: self.wgt_width * self.block_out * self.block_in,
+            MemType.ACC: self.acc_width * self.batch * self.block_out,
+            MemType.OUT: self.out_width * self.batch * self.block_out,
         }
 
     @cached_property
-    def elem_bytes(self) -> dict[str, int]:
+    def elem_bytes(self) -> dict[MemType, int]:
         return {k: v // 8 for k, v in self.elem_bits.items()}
 
     @cached_property
-    def buff_bytes(self) -> dict[str, int]:
+    def buff_bytes(self) -> dict[MemType, int]:
         log_out = self.log_acc_buff_size + self.log_inp_width - self.log_acc_width
         return {
-            "uop": 1 << self.log_uop_buff_size,
-            "inp": 1 << self.log_inp_buff_size,
-            "wgt": 1 << self.log_wgt_buff_size,
-            "acc": 1 << self.log_acc_buff_size,
-            "out": 1 << log_out,
+            MemType.UOP: 1 << self.log_uop_buff_size,
+            MemType.INP: 1 << self.log_inp_buff_size,
+            MemType.WGT: 1 << self.log_wgt_buff_size,
+            MemType.ACC: 1 << self.log_acc_buff_size,
+            MemType.OUT: 1 << log_out,
         }
 
     @cached_property
-    def depth(self) -> dict[str, int]:
+    def depth(self) -> dict[MemType, int]:
         """Entries (elements) of each on-chip buffer."""
         return {k: self.buff_bytes[k] // self.elem_bytes[k] for k in self.buff_bytes}
 
     @cached_property
-    def log_depth(self) -> dict[str, int]:
+    def log_depth(self) -> dict[MemType, int]:
         return {k: v.bit_length() - 1 for k, v in self.depth.items()}
-
-    # ----------------------------------------------------------------------------- ISA fields
-    @cached_property
-    def uop_field_widths(self) -> dict[str, int]:
-        """Micro-op fields: dst (ACC index), src (INP or ACC index), wgt (WGT index)."""
-        ld = self.log_depth
-        return {
-            "dst_idx": ld["acc"],
-            "src_idx": max(ld["acc"], ld["inp"]),
-            "wgt_idx": ld["wgt"],
-        }
 
     @property
     def macs_per_cycle(self) -> int:
@@ -267,11 +249,10 @@ class VTAConfig:
         need(1 <= self.log_block <= 6, "log_block", "must be in [1, 6]")
         need(3 <= self.log_bus_width <= 9, "log_bus_width", "must be in [3, 9] (8..512-bit bus)")
         need(self.clock_mhz > 0, "clock_mhz", "must be positive")
-        for kind in ("uop", "inp", "wgt", "acc"):
-            field = f"log_{kind}_buff_size"
+        for mem, field in isa.DEPTH_FIELDS.items():
             value = getattr(self, field)
             need(value >= 0, field, "must be non-negative")
-            elem_bytes = self.elem_bytes[kind]
+            elem_bytes = self.elem_bytes[mem]
             need(
                 (1 << value) >= elem_bytes,
                 field,
@@ -279,41 +260,17 @@ class VTAConfig:
             )
             depth_bits = value - (elem_bytes.bit_length() - 1)
             need(
-                depth_bits <= MEM_SRAM_BASE_WIDTH,
+                depth_bits <= isa.MEM_SRAM_BASE_WIDTH,
                 field,
-                f"= {value}: {1 << depth_bits} entries overflow the {MEM_SRAM_BASE_WIDTH}-bit "
+                f"= {value}: {1 << depth_bits} entries overflow the {isa.MEM_SRAM_BASE_WIDTH}-bit "
                 "sram_base field",
             )
         need(
-            self.elem_bytes["wgt"] <= 4096,
+            self.elem_bytes[MemType.WGT] <= 4096,
             "log_block",
             "gives weight tiles above the 4 KiB page size",
         )
-        ld = self.log_depth
-        uop_bits = sum(self.uop_field_widths.values())
-        need(
-            uop_bits <= UOP_BITS,
-            "log_acc_buff_size",
-            f"with the inp/wgt depths needs a {uop_bits}-bit micro-op; the limit is {UOP_BITS}",
-        )
-        word0 = 8 + ld["uop"] + (ld["uop"] + 1) + 2 * LOOP_ITER_WIDTH
-        need(
-            word0 <= 64,
-            "log_uop_buff_size",
-            f"needs {word0} bits in GEMM/ALU word 0; the limit is 64",
-        )
-        gemm_word1 = 2 * ld["acc"] + 2 * ld["inp"] + 2 * ld["wgt"]
-        need(
-            gemm_word1 <= 64,
-            "log_wgt_buff_size",
-            f"with the acc/inp depths needs {gemm_word1} bits in GEMM word 1; the limit is 64",
-        )
-        alu_word1 = 4 * ld["acc"] + 3 + 1 + ALU_IMM_WIDTH
-        need(
-            alu_word1 <= 64,
-            "log_acc_buff_size",
-            f"needs {alu_word1} bits in ALU word 1; the limit is 64",
-        )
+        isa.check_encodable(self)
         for field in ("cmd_queue_depth", "token_queue_depth", "max_burst_beats"):
             _log2(getattr(self, field), field)
         for field in (

@@ -13,6 +13,7 @@ import numpy as np
 
 from .config import VTAConfig
 from .errors import DeviceError
+from .isa import FinishInsn, Insn
 from .program import Program
 from .stats import Stats
 
@@ -40,6 +41,18 @@ class Device(abc.ABC):
         return Stats(
             device=self.name, clock_mhz=config.clock_mhz, macs_per_cycle=config.macs_per_cycle
         )
+
+
+def until_finish(program: Program) -> list[Insn]:
+    """The instructions a device runs: the stream up to and including its first FINISH."""
+    insns = program.instructions
+    for index, insn in enumerate(insns):
+        if isinstance(insn, FinishInsn):
+            return insns[: index + 1]
+    raise DeviceError(
+        f"the {len(insns)}-instruction stream ends without FINISH; the device would never "
+        "signal done (append a FINISH instruction)"
+    )
 
 
 def device_names() -> list[str]:

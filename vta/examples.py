@@ -1,4 +1,5 @@
-"""Reference instruction tests (vta-isa.md 7.2) re-created with the builder.
+"""The reference VTA unit tests (load/store, padded load, GEMM, ALU per opcode, blocked GEMM)
+re-created with the builder.
 
 Each function returns an `Example`: a Program whose DRAM image already holds seeded random inputs,
 and the expected output buffers computed independently with numpy. Devices are tested by running
@@ -14,10 +15,10 @@ import numpy as np
 from .builder import ProgramBuilder
 from .config import VTAConfig
 from .errors import ProgramError
-from .isa import ALU_OP_GATES, AluOp, MemType, Stage, available_alu_ops
+from .isa import ALU_OP_GATES, AluOp, MemType, Module, available_alu_ops
 from .program import Program
 
-LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
 INT8_MIN, INT8_MAX = -128, 127
 
 
@@ -261,11 +262,16 @@ def _tiling(
         raise ProgramError(
             f"blocked_gemm: {t.n_b * t.n_o} output tiles do not split over {threads} threads"
         )
-    for kind, need in (("inp", t.tb * t.ti), ("wgt", t.to * t.ti), ("acc", t.tb * t.to)):
-        have = cfg.depth[kind] // threads
+    for mem, need in (
+        (MemType.INP, t.tb * t.ti),
+        (MemType.WGT, t.to * t.ti),
+        (MemType.ACC, t.tb * t.to),
+    ):
+        have = cfg.depth[mem] // threads
         if need > have:
             raise ProgramError(
-                f"blocked_gemm: a tile needs {need} {kind} entries; {threads} thread(s) get {have}"
+                f"blocked_gemm: a tile needs {need} {mem.name} entries; {threads} thread(s) "
+                f"get {have}"
             )
     if t.tb * t.to == 1 and t.ti > 1:
         raise ProgramError(
@@ -280,9 +286,9 @@ def _gemm_thread_phases(b: ProgramBuilder, t: _GemmTiling, thread: int, threads:
     reduction step, ALU epilogue, store. Every thread has the same phase structure, so the
     interleaved stream pairs each token with the same thread's producer (FIFO distance)."""
     cfg = b.config
-    inp0 = thread * (cfg.depth["inp"] // threads)
-    wgt0 = thread * (cfg.depth["wgt"] // threads)
-    acc0 = thread * (cfg.depth["acc"] // threads)
+    inp0 = thread * (cfg.depth[MemType.INP] // threads)
+    wgt0 = thread * (cfg.depth[MemType.WGT] // threads)
+    acc0 = thread * (cfg.depth[MemType.ACC] // threads)
     rows = t.tb * t.to
     rb, ro = np.divmod(np.arange(rows), t.to)
     reset_uops = np.stack([acc0 + rb * t.to + ro, np.zeros(rows, int), np.zeros(rows, int)], 1)

@@ -19,12 +19,12 @@ import numpy as np
 
 from .builder import ProgramBuilder
 from .config import VTAConfig
-from .isa import AluOp, MemType, Stage, available_alu_ops, requant_imm
+from .isa import AluOp, MemType, Module, TokenQueue, available_alu_ops, requant_imm
 from .program import Program
 
-LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
-Queue = tuple[Stage, Stage]
-L2G, G2L, G2S, S2G = (LOAD, COMPUTE), (COMPUTE, LOAD), (COMPUTE, STORE), (STORE, COMPUTE)
+LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
+Queue = tuple[Module, Module]  # (producer, consumer): the arguments of dep_pop / dep_push
+L2G, G2L, G2S, S2G = ((q.producer, q.consumer) for q in TokenQueue)
 Action = tuple[str, tuple, dict]  # a ProgramBuilder method, its arguments and keywords
 KERNEL_TRIES = 8
 LONG = 0.15  # share of long copies (rows of a whole window) and of sweeping kernels
@@ -62,14 +62,14 @@ class _Thread:
     """A virtual thread's SRAM windows and which of their entries hold data."""
 
     def __init__(self, rng: np.random.Generator, cfg: VTAConfig, knobs: FuzzKnobs, k: int, n: int):
-        self.lo: dict[str, int] = {}
-        self.written: dict[str, np.ndarray] = {}
-        for kind in ("inp", "wgt", "acc"):
-            share = cfg.depth[kind] // n
+        self.lo: dict[MemType, int] = {}
+        self.written: dict[MemType, np.ndarray] = {}
+        for mem in (MemType.INP, MemType.WGT, MemType.ACC):
+            share = cfg.depth[mem] // n
             size = min(knobs.window, share)
-            self.lo[kind] = k * share + int(rng.integers(0, share - size + 1))
-            self.written[kind] = np.zeros(size, dtype=bool)
-        self.written["out"] = np.zeros_like(self.written["acc"])  # OUT rows share ACC indices
+            self.lo[mem] = k * share + int(rng.integers(0, share - size + 1))
+            self.written[mem] = np.zeros(size, dtype=bool)
+        self.written[MemType.OUT] = np.zeros_like(self.written[MemType.ACC])  # OUT rows: ACC's
 
 
 def _loop_offsets(loops: list[tuple], column: int) -> np.ndarray:
@@ -134,8 +134,8 @@ class _Generator:
 
     def _load(self, t: _Thread, mem: MemType) -> Action:
         """A 2-D strided LOAD into a random place of the thread's window (WGT unpadded)."""
-        kind, k = mem.name.lower(), self.knobs
-        size = t.written[kind].size
+        k = self.knobs
+        size = t.written[mem].size
         x, y, stride, elem, pad = 1, 1, 1, 0, (0, 0, 0, 0)
         for _ in range(KERNEL_TRIES):
             xs = self._int(1, min(self._row_max(size), k.dram_elems))
@@ -151,13 +151,13 @@ class _Generator:
             y = 0  # no DRAM rows: the load writes only its zero padding
         footprint = (pad[0] + y + pad[1]) * (pad[2] + x + pad[3])
         base = self._int(0, size - footprint)
-        t.written[kind][base : base + footprint] = True
-        args = (mem, t.lo[kind] + base, kind, elem, y, x, stride)
+        t.written[mem][base : base + footprint] = True
+        args = (mem, t.lo[mem] + base, mem.name.lower(), elem, y, x, stride)
         return ("load", args, {"pad": pad})
 
     def _store(self, t: _Thread) -> Action | None:
         """A STORE of a block of OUT rows that GEMM/ALU wrote, or None if there is none."""
-        written = t.written["out"]
+        written = t.written[MemType.OUT]
         edges = np.flatnonzero(np.diff(np.concatenate([[0], written.astype(np.int8), [0]])))
         if not edges.size:
             return None
@@ -167,7 +167,7 @@ class _Generator:
         x = self._int(1, min(run, self._row_max(run), self.knobs.dram_elems))
         y, stride, elem = self._rows(x, min(run // x, 3))
         base = int(starts[r]) + self._int(0, run - x * y)
-        return ("store", (t.lo["acc"] + base, "out", elem, y, x, stride), {})
+        return ("store", (t.lo[MemType.ACC] + base, "out", elem, y, x, stride), {})
 
     # ------------------------------------------------------------------------- kernels
     def _kernel(
@@ -206,9 +206,9 @@ class _Generator:
         return np.array([uop]), []
 
     def _gemm(self, t: _Thread, reset: bool) -> Action:
-        full = {kind: np.ones_like(t.written[kind]) for kind in ("inp", "wgt", "acc")}
-        source = full if reset else t.written
-        fields = [(source[kind], t.lo[kind]) for kind in ("acc", "inp", "wgt")]
+        kinds = (MemType.ACC, MemType.INP, MemType.WGT)
+        source = {m: np.ones_like(t.written[m]) for m in kinds} if reset else t.written
+        fields = [(source[m], t.lo[m]) for m in kinds]
         uops, loops = self._kernel(fields, gemm=True)
         self._wrote(t, uops[:, 0], loops)
         return ("gemm", (uops,), {"loops": loops, "reset": reset})
@@ -216,9 +216,9 @@ class _Generator:
     def _alu(self, t: _Thread) -> Action:
         op = self.ops[int(self.rng.integers(len(self.ops)))]
         use_imm = bool(self.rng.random() < 0.5)
-        acc = t.written["acc"]
+        acc, lo = t.written[MemType.ACC], t.lo[MemType.ACC]
         src = np.ones_like(acc) if use_imm else acc
-        uops, loops = self._kernel([(acc, t.lo["acc"]), (src, t.lo["acc"])], gemm=False)
+        uops, loops = self._kernel([(acc, lo), (src, lo)], gemm=False)
         if op == AluOp.SHR:
             imm = self._int(-40, 40)  # negative: left shift; beyond +-31: saturates
         elif op == AluOp.REQ:
@@ -232,13 +232,13 @@ class _Generator:
 
     @staticmethod
     def _wrote(t: _Thread, dst: np.ndarray, loops: list[tuple]) -> None:
-        rows = (dst[None, :] + _loop_offsets(loops, 1)[:, None]).reshape(-1) - t.lo["acc"]
-        t.written["acc"][rows] = True
-        t.written["out"][rows] = True
+        rows = (dst[None, :] + _loop_offsets(loops, 1)[:, None]).reshape(-1) - t.lo[MemType.ACC]
+        t.written[MemType.ACC][rows] = True
+        t.written[MemType.OUT][rows] = True
 
     # ------------------------------------------------------------------------- phases
     def _load_phase(self, t: _Thread, war_pop: bool) -> _Phase:
-        first = not t.written["inp"].any()
+        first = not t.written[MemType.INP].any()
         mems = [MemType.INP] * self._int(int(first), self.knobs.max_loads)
         mems += [MemType.WGT] * self._int(int(first), self.knobs.max_loads)
         self.rng.shuffle(mems)
@@ -252,9 +252,13 @@ class _Generator:
         write, and the INP/WGT release right after the last read or at the end."""
         ops: list[tuple[str, Action]] = []  # (role, action); role "read" GEMMs read INP/WGT
         for _ in range(self._int(1, self.knobs.max_ops)):
-            acc = t.written["acc"].any()
+            acc = t.written[MemType.ACC].any()
             choices = ["load_acc", "reset"] + ["alu"] * 3 * int(acc)
-            choices += ["gemm"] * 3 * int(acc and t.written["inp"].any() and t.written["wgt"].any())
+            choices += (
+                ["gemm"]
+                * 3
+                * int(acc and t.written[MemType.INP].any() and t.written[MemType.WGT].any())
+            )
             ops.append(self._op(t, choices[int(self.rng.integers(len(choices)))]))
         if all(role == "load" for role, _ in ops):
             ops.append(self._op(t, "alu"))

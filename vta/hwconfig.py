@@ -9,13 +9,23 @@ from here, so the Verilog never holds a hand-edited constant. The header is a li
 from __future__ import annotations
 
 from . import regmap
-from .config import INSN_BITS, UOP_BITS, VTAConfig
+from .config import VTAConfig
 from .errors import ConfigError
-from .isa import AluOp, MemType, Opcode, layouts, uop_layout
+from .isa import (
+    INSN_BITS,
+    LOAD_ROUTES,
+    STORE_TYPES,
+    UOP_BITS,
+    AluOp,
+    MemType,
+    Module,
+    Opcode,
+    layouts,
+    uop_layout,
+)
 
 AXI_ADDR_BITS = 32
 PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
-BUFFERS = ("uop", "inp", "wgt", "acc", "out")
 
 
 def _clog2(value: int) -> int:
@@ -45,11 +55,11 @@ def _check(cfg: VTAConfig) -> None:
         "plus the ALU issue interval (alu_ii_imm, alu_ii_tensor - 1) must be >= 4",
     )
     need(cfg.bus_bytes <= 16, "log_bus_width", "must be <= 7 (fetch takes whole instructions)")
-    for buf in ("wgt", "acc"):
+    for buf in (MemType.WGT, MemType.ACC):
         need(
             cfg.elem_bytes[buf] >= cfg.bus_bytes,
             "log_bus_width",
-            f"must give a bus no wider than one {buf} element",
+            f"must give a bus no wider than one {buf.name} element",
         )
     need(cfg.max_burst_beats <= 256, "max_burst_beats", "must be <= 256 (AXI4 burst limit)")
     need(
@@ -57,6 +67,22 @@ def _check(cfg: VTAConfig) -> None:
         "max_burst_beats",
         f"x bus bytes must be <= {PAGE_BYTES}",
     )
+
+
+def _mask(members) -> int:
+    return sum(1 << int(m) for m in members)
+
+
+def _routing() -> list[tuple[str, int]]:
+    """Fetch's routing table as bit masks over memory types and opcodes."""
+    to_load = [m for m, module in LOAD_ROUTES.items() if module == Module.LOAD]
+    compute_ops = [op for op in Opcode if op not in (Opcode.LOAD, Opcode.STORE)]
+    return [
+        ("LOAD_MODULE_MEMTYPES", _mask(to_load)),  # LOADs of these run on the load module
+        ("LOADABLE_MEMTYPES", _mask(LOAD_ROUTES)),  # the rest of these on compute
+        ("STORABLE_MEMTYPES", _mask(STORE_TYPES)),
+        ("COMPUTE_OPCODES", _mask(compute_ops)),  # always on compute
+    ]
 
 
 def header_params(cfg: VTAConfig) -> dict[str, int]:
@@ -93,8 +119,8 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
         ("ALU_II_IMM", cfg.alu_ii_imm),
         ("WRITE_TAPS", _write_tap(cfg)),
     ]
-    for buf in BUFFERS:
-        key = buf.upper()
+    for buf in cfg.depth:
+        key = buf.name
         pairs.append((f"{key}_ELEM_BITS", cfg.elem_bits[buf]))
         pairs.append((f"{key}_ELEM_BYTES", cfg.elem_bytes[buf]))
         pairs.append((f"LOG_{key}_ELEM_BYTES", cfg.elem_bytes[buf].bit_length() - 1))
@@ -114,10 +140,11 @@ def header_params(cfg: VTAConfig) -> dict[str, int]:
             name = f"{family.upper()}_{field.name.upper()}"
             pairs.append((f"{name}_LSB", field.lsb))
             pairs.append((f"{name}_W", field.width))
-    for enum in (Opcode, MemType, AluOp):
-        prefix = {"Opcode": "OP", "MemType": "MEM", "AluOp": "ALUOP"}[enum.__name__]
+    for enum in (Opcode, MemType, AluOp, Module):
+        prefix = {"Opcode": "OP", "MemType": "MEM", "AluOp": "ALUOP", "Module": "MODULE"}
         for member in enum:
-            pairs.append((f"{prefix}_{member.name}", int(member)))
+            pairs.append((f"{prefix[enum.__name__]}_{member.name}", int(member)))
+    pairs += _routing()
     for name, offset in regmap.REGISTERS.items():
         pairs.append((f"REG_{name}", offset))
     pairs.append(("REG_ADDR_BITS", regmap.ADDR_BITS))

@@ -10,22 +10,25 @@ from __future__ import annotations
 import dataclasses
 import enum
 from functools import cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from .config import (
-    ALU_IMM_WIDTH,
-    LOOP_ITER_WIDTH,
-    MEM_DRAM_BASE_WIDTH,
-    MEM_PAD_WIDTH,
-    MEM_SIZE_WIDTH,
-    MEM_SRAM_BASE_WIDTH,
-    VTAConfig,
-)
-from .errors import ISAError
+from .errors import ConfigError, ISAError
 
-INSN_BYTES = 16
+if TYPE_CHECKING:
+    from .config import VTAConfig
+
+INSN_BITS = 128
+INSN_BYTES = INSN_BITS // 8
+UOP_BITS = 32
+WORD_BITS = 64  # an instruction is two 64-bit words; no field straddles them
+LOOP_ITER_WIDTH = 14  # iter_out / iter_in
+MEM_SRAM_BASE_WIDTH = 16
+MEM_DRAM_BASE_WIDTH = 32
+MEM_SIZE_WIDTH = 16
+MEM_PAD_WIDTH = 4
+ALU_IMM_WIDTH = 16
 
 
 class Opcode(enum.IntEnum):
@@ -85,15 +88,120 @@ def requant_bounds(out_width: int, relu: bool) -> tuple[int, int]:
     return (0 if relu else -hi - 1), hi
 
 
-class Stage(enum.IntEnum):
-    """The three modules that execute instructions; order defines 'prev' and 'next'."""
+class Module(enum.IntEnum):
+    """The three modules that execute instructions (fetch feeds them in order). The order defines
+    a module's 'prev' and 'next' neighbour for the dependence flags; values index arrays."""
 
-    LOAD = 1
-    COMPUTE = 2
-    STORE = 3
+    LOAD = 0
+    COMPUTE = 1
+    STORE = 2
 
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class TokenQueue(enum.IntEnum):
+    """The dependence-token queues between neighbouring modules (load and store never talk).
+
+    A producer pushes with its push flag toward the consumer, which pops with its pop flag; each
+    queue holds up to `VTAConfig.token_queue_depth` tokens.
+    """
+
+    L2G = 0  # load -> compute
+    G2L = 1  # compute -> load
+    G2S = 2  # compute -> store
+    S2G = 3  # store -> compute
+
+    @property
+    def producer(self) -> Module:
+        return _QUEUE_ENDS[self][0]
+
+    @property
+    def consumer(self) -> Module:
+        return _QUEUE_ENDS[self][1]
+
+    @property
+    def push_flag(self) -> str:
+        """The producer's flag that pushes into this queue."""
+        return "push_next_dep" if self.producer < self.consumer else "push_prev_dep"
+
+    @property
+    def pop_flag(self) -> str:
+        """The consumer's flag that pops from this queue."""
+        return "pop_prev_dep" if self.producer < self.consumer else "pop_next_dep"
+
+    @property
+    def label(self) -> str:
+        """e.g. `l2g (load->compute)`."""
+        return f"{self.name.lower()} ({self.producer.label}->{self.consumer.label})"
+
+    @classmethod
+    def between(cls, producer: Module, consumer: Module) -> TokenQueue:
+        """The queue from `producer` to `consumer`; only neighbouring modules have one."""
+        for queue in cls:
+            if (queue.producer, queue.consumer) == (producer, consumer):
+                return queue
+        raise ISAError(
+            f"no token queue from {Module(producer).label} to {Module(consumer).label} "
+            "(queues: load<->compute, compute<->store)"
+        )
+
+
+_QUEUE_ENDS = {
+    TokenQueue.L2G: (Module.LOAD, Module.COMPUTE),
+    TokenQueue.G2L: (Module.COMPUTE, Module.LOAD),
+    TokenQueue.G2S: (Module.COMPUTE, Module.STORE),
+    TokenQueue.S2G: (Module.STORE, Module.COMPUTE),
+}
 
 DEP_FIELDS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+
+
+def _module_flags(module: Module) -> dict[str, TokenQueue]:
+    flags = {q.pop_flag: q for q in TokenQueue if q.consumer == module}
+    return flags | {q.push_flag: q for q in TokenQueue if q.producer == module}
+
+
+# The dependence flags each module has, and the queue each one pops or pushes.
+MODULE_FLAGS: dict[Module, dict[str, TokenQueue]] = {m: _module_flags(m) for m in Module}
+
+# Fetch routing (the RTL's fetch reads it through the generated header): the memory types a
+# LOAD fills, each with the module that executes it, and the types a STORE reads. Every other
+# LOAD (a NOP of another type), GEMM, ALU and FINISH runs on compute; every STORE on store.
+LOAD_ROUTES: dict[MemType, Module] = {
+    MemType.UOP: Module.COMPUTE,
+    MemType.WGT: Module.LOAD,
+    MemType.INP: Module.LOAD,
+    MemType.ACC: Module.COMPUTE,
+}
+STORE_TYPES: tuple[MemType, ...] = (MemType.OUT,)
+
+# SRAM buffers written by one module and read by another, which dependence tokens must order:
+# memory type -> (writer, reader).
+SHARED_BUFFERS: dict[MemType, tuple[Module, Module]] = {
+    MemType.INP: (Module.LOAD, Module.COMPUTE),
+    MemType.WGT: (Module.LOAD, Module.COMPUTE),
+    MemType.OUT: (Module.COMPUTE, Module.STORE),
+}
+
+
+def route(opcode: int, memory_type: int = -1) -> Module:
+    """The module that executes an instruction (fetch routes on opcode and memory type only)."""
+    if opcode == Opcode.STORE:
+        return Module.STORE
+    if opcode == Opcode.LOAD and LOAD_ROUTES.get(memory_type) == Module.LOAD:
+        return Module.LOAD
+    return Module.COMPUTE
+
+
+def route_array(opcode: np.ndarray, memory_type: np.ndarray) -> np.ndarray:
+    """`route` over whole columns of opcodes and memory types (int64 module numbers)."""
+    module = np.full(opcode.shape, int(Module.COMPUTE), dtype=np.int64)
+    to_load = [int(m) for m, dst in LOAD_ROUTES.items() if dst == Module.LOAD]
+    module[(opcode == Opcode.LOAD) & np.isin(memory_type, to_load)] = Module.LOAD
+    module[opcode == Opcode.STORE] = Module.STORE
+    return module
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,15 +312,9 @@ class FinishInsn(_Insn):
 Insn = MemInsn | GemmInsn | AluInsn | FinishInsn
 
 
-def insn_stage(insn: Insn) -> Stage:
-    """The module that executes `insn` (fetch routes on opcode and memory type only)."""
-    if isinstance(insn, MemInsn):
-        if insn.is_store:
-            return Stage.STORE
-        if insn.memory_type in (MemType.INP, MemType.WGT):
-            return Stage.LOAD
-        return Stage.COMPUTE
-    return Stage.COMPUTE
+def insn_module(insn: Insn) -> Module:
+    """The module that executes `insn`."""
+    return route(insn.opcode, getattr(insn, "memory_type", -1))
 
 
 # --------------------------------------------------------------------------------- layouts
@@ -224,13 +326,30 @@ class Field:
     signed: bool = False
 
 
-def _pack(fields: list[tuple[str, int, bool]], start: int = 0) -> list[Field]:
-    out, pos = [], start
+# The config field that sets each buffer's depth, hence the width of the indices into it.
+DEPTH_FIELDS = {
+    MemType.UOP: "log_uop_buff_size",
+    MemType.WGT: "log_wgt_buff_size",
+    MemType.INP: "log_inp_buff_size",
+    MemType.ACC: "log_acc_buff_size",
+}
+
+
+def _word(
+    cfg: VTAConfig, family: str, word: int, fields: list[tuple[str, int, bool]], sources=()
+) -> list[Field]:
+    """Fields packed from the low bit of 64-bit word `word`; a word that overflows is a
+    ConfigError naming the config fields (`sources`, memory types) that set its widths."""
+    out, pos = [], 0
     for name, width, signed in fields:
-        if pos < 64 < pos + width:
-            pos = 64  # a C bitfield never straddles a 64-bit word
-        out.append(Field(name, pos, width, signed))
+        out.append(Field(name, word * WORD_BITS + pos, width, signed))
         pos += width
+    if pos > WORD_BITS:
+        names = ", ".join(DEPTH_FIELDS[m] for m in sources) or "none"
+        raise ConfigError(
+            f"config {cfg.name!r}: {family.upper()} word {word} needs {pos} bits, more than "
+            f"{WORD_BITS} (buffer depths set its index widths: {names})"
+        )
     return out
 
 
@@ -239,16 +358,24 @@ _HEADER = [("opcode", 3, False)] + [(name, 1, False) for name in DEP_FIELDS]
 
 @cache
 def layouts(cfg: VTAConfig) -> dict[str, tuple[Field, ...]]:
-    """Bit layout of each instruction family for a configuration."""
+    """Bit layout of each instruction family (mem, gemm, alu, finish) for a configuration;
+    raises ConfigError when the configuration's buffer depths overflow a word."""
     ld = cfg.log_depth
-    mem = _pack(
+    acc, inp, wgt, uop = MemType.ACC, MemType.INP, MemType.WGT, MemType.UOP
+    mem = _word(
+        cfg,
+        "mem",
+        0,
         _HEADER
         + [
             ("memory_type", 3, False),
             ("sram_base", MEM_SRAM_BASE_WIDTH, False),
             ("dram_base", MEM_DRAM_BASE_WIDTH, False),
-        ]
-    ) + _pack(
+        ],
+    ) + _word(
+        cfg,
+        "mem",
+        1,
         [
             ("y_size", MEM_SIZE_WIDTH, False),
             ("x_size", MEM_SIZE_WIDTH, False),
@@ -258,39 +385,44 @@ def layouts(cfg: VTAConfig) -> dict[str, tuple[Field, ...]]:
             ("x_pad_0", MEM_PAD_WIDTH, False),
             ("x_pad_1", MEM_PAD_WIDTH, False),
         ],
-        64,
     )
     word0 = _HEADER + [
         ("reset_reg", 1, False),
-        ("uop_bgn", ld["uop"], False),
-        ("uop_end", ld["uop"] + 1, False),
+        ("uop_bgn", ld[uop], False),
+        ("uop_end", ld[uop] + 1, False),
         ("iter_out", LOOP_ITER_WIDTH, False),
         ("iter_in", LOOP_ITER_WIDTH, False),
     ]
-    gemm = _pack(word0) + _pack(
+    gemm = _word(cfg, "gemm", 0, word0, [uop]) + _word(
+        cfg,
+        "gemm",
+        1,
         [
-            ("dst_factor_out", ld["acc"], False),
-            ("dst_factor_in", ld["acc"], False),
-            ("src_factor_out", ld["inp"], False),
-            ("src_factor_in", ld["inp"], False),
-            ("wgt_factor_out", ld["wgt"], False),
-            ("wgt_factor_in", ld["wgt"], False),
+            ("dst_factor_out", ld[acc], False),
+            ("dst_factor_in", ld[acc], False),
+            ("src_factor_out", ld[inp], False),
+            ("src_factor_in", ld[inp], False),
+            ("wgt_factor_out", ld[wgt], False),
+            ("wgt_factor_in", ld[wgt], False),
         ],
-        64,
+        [acc, inp, wgt],
     )
-    alu = _pack(word0) + _pack(
+    alu = _word(cfg, "alu", 0, word0, [uop]) + _word(
+        cfg,
+        "alu",
+        1,
         [
-            ("dst_factor_out", ld["acc"], False),
-            ("dst_factor_in", ld["acc"], False),
-            ("src_factor_out", ld["acc"], False),
-            ("src_factor_in", ld["acc"], False),
+            ("dst_factor_out", ld[acc], False),
+            ("dst_factor_in", ld[acc], False),
+            ("src_factor_out", ld[acc], False),
+            ("src_factor_in", ld[acc], False),
             ("alu_opcode", 3, False),
             ("use_imm", 1, False),
             ("imm", ALU_IMM_WIDTH, True),
         ],
-        64,
+        [acc],
     )
-    finish = _pack(_HEADER)
+    finish = _word(cfg, "finish", 0, _HEADER)
     return {"mem": tuple(mem), "gemm": tuple(gemm), "alu": tuple(alu), "finish": tuple(finish)}
 
 
@@ -397,13 +529,31 @@ def decode_stream(data: np.ndarray | bytes, cfg: VTAConfig) -> list[Insn]:
 
 
 # --------------------------------------------------------------------------------- micro-ops
+@cache
 def uop_layout(cfg: VTAConfig) -> tuple[Field, Field, Field]:
-    w = cfg.uop_field_widths
-    return (
-        Field("dst_idx", 0, w["dst_idx"]),
-        Field("src_idx", w["dst_idx"], w["src_idx"]),
-        Field("wgt_idx", w["dst_idx"] + w["src_idx"], w["wgt_idx"]),
-    )
+    """dst_idx (an ACC row), src_idx (an INP or ACC row), wgt_idx (a WGT row) in 32 bits;
+    raises ConfigError when the buffer depths need more."""
+    ld = cfg.log_depth
+    widths = {
+        "dst_idx": ld[MemType.ACC],
+        "src_idx": max(ld[MemType.ACC], ld[MemType.INP]),
+        "wgt_idx": ld[MemType.WGT],
+    }
+    bits = sum(widths.values())
+    if bits > UOP_BITS:
+        raise ConfigError(
+            f"config {cfg.name!r}: a micro-op needs {bits} bits, more than {UOP_BITS} (buffer "
+            f"depths set its index widths: {DEPTH_FIELDS[MemType.ACC]}, "
+            f"{DEPTH_FIELDS[MemType.INP]}, {DEPTH_FIELDS[MemType.WGT]})"
+        )
+    lsb = np.cumsum([0, *widths.values()])
+    return tuple(Field(name, int(lsb[k]), w) for k, (name, w) in enumerate(widths.items()))
+
+
+def check_encodable(cfg: VTAConfig) -> None:
+    """Raise ConfigError if `cfg`'s instructions or micro-ops do not fit their bits."""
+    layouts(cfg)
+    uop_layout(cfg)
 
 
 def encode_uops(uops: np.ndarray | list, cfg: VTAConfig) -> np.ndarray:

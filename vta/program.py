@@ -21,6 +21,7 @@ import numpy as np
 from .config import VTAConfig
 from .errors import ConfigError, ISAError, ProgramError
 from .isa import INSN_BYTES, Insn, decode_stream
+from .validate import validate_program
 
 FORMAT_VERSION = 1
 ROLES = ("input", "weight", "output", "scratch", "uop")
@@ -167,8 +168,6 @@ class Program:
             raise ProgramError(f"{path}: manifest version {version}, this toolkit reads 1")
         program = cls(config, insns, dram, buffers)
         if validate:
-            from .validate import validate_program
-
             try:
                 validate_program(program)
             except ISAError as err:

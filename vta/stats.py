@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import TYPE_CHECKING
+
+from .isa import AluInsn, GemmInsn, Insn, MemInsn, insn_module
+
+if TYPE_CHECKING:
+    from .config import VTAConfig
 
 MODULES = ("fetch", "load", "compute", "store")
 STALL_CAUSES = ("token", "queue", "dram")
@@ -40,6 +46,30 @@ class Stats:
     gemm_uops: int = 0
     alu_uops: int = 0
     macs: int = 0
+
+    def count_stream(self, insns: list[Insn], cfg: VTAConfig) -> None:
+        """Instruction, micro-op, MAC and DRAM byte counts: data-independent, so taken from the
+        stream (for devices that only report cycles)."""
+        self.modules["fetch"].instructions = len(insns)
+        for insn in insns:
+            name = insn.opcode.name
+            self.instructions[name] = self.instructions.get(name, 0) + 1
+            self.modules[insn_module(insn).label].instructions += 1
+            if isinstance(insn, MemInsn) and not insn.is_nop:
+                nbytes = insn.y_size * insn.x_size * cfg.elem_bytes[insn.memory_type]
+                if insn.is_store:
+                    self.bytes_stored += nbytes
+                else:
+                    kind = insn.memory_type.name.lower()
+                    self.bytes_loaded[kind] = self.bytes_loaded.get(kind, 0) + nbytes
+            if isinstance(insn, (GemmInsn, AluInsn)):
+                uops = insn.uop_count
+                if isinstance(insn, GemmInsn):
+                    self.gemm_uops += uops
+                    if not insn.reset_reg:
+                        self.macs += uops * cfg.macs_per_cycle
+                else:
+                    self.alu_uops += uops
 
     @property
     def total_instructions(self) -> int:

@@ -166,7 +166,7 @@ class CodeGenLLVM:
             value = self.b.zext(value, mem_type(s.value.dtype))
         ptr, vector = self._address(s.buffer, s.indices[0], s.value.dtype)
         if vector is None:
-            self.b.store(value, ptr, align=dt.itemsize(s.buffer.dtype))
+            self.b.store(value, ptr, align=self._align(s.buffer, s.indices[0]))
             return
         for k, p in enumerate(vector):
             self.b.store(
@@ -489,6 +489,10 @@ class CodeGenLLVM:
             ptrs.append(self.b.gep(base, [i], source_etype=ety))
         return None, ptrs
 
+    def _align(self, buf: S.Buffer, index: E.Expr) -> int:
+        """The alignment promised for an access (bytes): one element's on the CPU."""
+        return dt.itemsize(buf.dtype)
+
     def _index(self, index: E.Expr) -> ir.Value:
         idx = self.expr(index)
         return self.b.sext(idx, I64) if idx.type.width < 64 else idx
@@ -499,7 +503,7 @@ class CodeGenLLVM:
         align = dt.itemsize(e.buffer.dtype)
         ptr, lanes = self._address(e.buffer, e.indices[0], e.dtype)
         if lanes is None:
-            v = self.b.load(ptr, typ=mem_type(e.dtype), align=align)
+            v = self.b.load(ptr, typ=mem_type(e.dtype), align=self._align(e.buffer, e.indices[0]))
         else:
             v = ir.Constant(mem_type(e.dtype), ir.Undefined)
             for k, p in enumerate(lanes):

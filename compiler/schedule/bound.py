@@ -3,7 +3,10 @@
 Stages are visited consumers first. A stage at root covers its whole domain; a stage computed
 at a loop covers the union of what its consumers read within one iteration of that loop: the
 consumers' loop variables inside the attach point are relaxed to their ranges, the ones outside
-stay symbolic, so the region's origin is an expression of the enclosing loops.
+stay symbolic, so the region's origin is an expression of the enclosing loops. Loops bound to
+GPU threads are relaxed too where the stage's memory is visible to all of them: a `shared`
+buffer holds what every thread (and virtual thread) of the block reads, a `global` one what
+every block reads, a `local` one only its own thread's part.
 """
 
 from __future__ import annotations
@@ -91,6 +94,33 @@ def _leaf_structure(info: StageInfo, ana: Analyzer) -> None:
     info.value = {iv: ana.simplify(value[iv]) for iv in info.roots}
 
 
+# where a buffer of each scope lives, and which thread loops share it (rank <= scope rank)
+SCOPE_RANK = {"global": 0, "shared": 1}  # every other scope (local, accelerator SRAM) is private
+
+
+def thread_rank(tag: str) -> int | None:
+    """0 for blockIdx.*, 1 for threadIdx.* and virtual threads, None for other loops."""
+    if tag.startswith("blockIdx"):
+        return 0
+    if tag.startswith(("threadIdx", "vthread", "cthread")):
+        return 1
+    return None
+
+
+def _shared_thread_vars(s: Schedule, scope: str) -> set[E.Var]:
+    """Loop variables bound to threads that all see one buffer of `scope`."""
+    rank = SCOPE_RANK.get(scope)
+    if rank is None:
+        return set()
+    out = set()
+    for st in s.stages:
+        for iv, attr in st.iter_attrs.items():
+            r = thread_rank(attr.thread.thread_tag) if attr.thread is not None else None
+            if r is not None and rank <= r:
+                out.add(iv.var)
+    return out
+
+
 def _attach_ancestors(info: StageInfo, infos: dict[Stage, StageInfo]) -> list[E.Var]:
     st = info.stage
     if st.attach_type != "scope":
@@ -133,6 +163,7 @@ def _const_range(st: Stage, iv: IterVar, info: StageInfo) -> None:
 def _region_from_consumers(s, info, infos, active, loop_ext, ana) -> None:
     st = info.stage
     anc = set(info.ancestors)
+    shared = _shared_thread_vars(s, st.scope)
     lows: list[list[E.Expr]] = [[] for _ in st.op.axis]
     highs: list[list[E.Expr]] = [[] for _ in st.op.axis]
     exact = True
@@ -157,7 +188,7 @@ def _region_from_consumers(s, info, infos, active, loop_ext, ana) -> None:
                 relax = {
                     v: (E.const(0), E.const(loop_ext[v] - 1))
                     for v in free_vars(idx)
-                    if v in loop_ext and v not in anc
+                    if v in loop_ext and (v not in anc or v in shared)
                 }
                 iv = eval_interval(idx, relax, ana)
                 if iv is None:

@@ -222,6 +222,8 @@ def _stmt_lines(s: Any, ind: str, out: list[str]) -> None:
         )
         out.append(f"{ind}def {s.name}({params}):")
         _stmt_lines(s.body, ind + "  ", out)
+    elif hasattr(s, "describe"):  # a target's own statement (e.g. an operation template)
+        out.extend(f"{ind}{line}" for line in s.describe().splitlines())
     else:
         out.append(f"{ind}<{type(s).__name__}>")
 

@@ -19,13 +19,24 @@ from .dispatch import apply_history_best, best_config, get_config
 from .features import Loop, LoopNest
 from .featurizer import Featurizer
 from .ga_tuner import GATuner
-from .measure import CPURunner, DeviceRunner, LocalBuilder, MeasureOption, Runner, measure_option
+from .measure import (
+    CPURunner,
+    CUDARunner,
+    DeviceRunner,
+    LocalBuilder,
+    MeasureOption,
+    Runner,
+    measure_option,
+)
 from .pool import DaskPool, LocalPool
 from .record import MeasureErrorNo, MeasureInput, Record
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 from .task import Task, create_task, register_reference, register_template
 from .tuner import GridSearchTuner, RandomTuner, Tuner, TuningHistory
 from .xgb_tuner import XGBTuner
+
+# Last: the built-in templates register themselves with the modules above on import.
+from . import templates  # noqa: E402,F401  isort: skip
 
 TUNERS = {
     "xgb": lambda task, seed: XGBTuner(task, loss="rank", seed=seed),
@@ -120,6 +131,7 @@ def tune_tasks(
 
 __all__ = [
     "CPURunner",
+    "CUDARunner",
     "ConfigEntity",
     "ConfigSpace",
     "DaskPool",

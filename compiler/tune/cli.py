@@ -3,22 +3,23 @@ records in a database (from which later tasks' cost models learn: transfer), an 
 tuning-curve plot and an optional Dask device pool.
 
 Workloads are written OP:ARG,ARG,... (e.g. matmul:256,256,256), or a ResNet-18 layer name
-(C2..C12) for the accelerator's conv2d_packed; --list FILE reads one workload per line.
+(C1..C12; C2..C12 for the accelerator's conv2d_packed); --list FILE reads one workload per
+line. `--target cuda [--arch sm_80]` tunes GPU kernels, which needs a CUDA GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from ..codegen.nvptx_arch import get_arch, is_cuda_target
 from ..errors import TuningError
-from . import (
-    templates,  # noqa: F401 - registers the templates
-    tune_tasks,
-)
+from ..runtime.cuda import cuda_status, gpu_available
+from . import tune_tasks
 from .callbacks import format_throughput, plot_tuning_curve
 from .database import Database
-from .measure import CPURunner, DeviceRunner, LocalBuilder, measure_option
+from .measure import CPURunner, CUDARunner, DeviceRunner, LocalBuilder, Runner, measure_option
 from .pool import DaskPool
 from .task import create_task
 from .templates.resnet18 import resnet18_task_args
@@ -37,16 +38,37 @@ def parse_workload(text: str, target: str) -> tuple[str, tuple]:
         raise TuningError(f"workload {text!r}: arguments must be integers (OP:1,2,3)") from None
 
 
+def cuda_target(target: str, arch: str | None) -> str:
+    """'cuda' with --arch sm_90 -> 'cuda -arch=sm_90' (checked); other targets unchanged."""
+    if arch is None:
+        return target
+    if not is_cuda_target(target):
+        raise TuningError(f"--arch applies to --target cuda, not {target!r}")
+    return f"cuda -arch={get_arch(arch).name}"
+
+
 def _cmd_tune(args: argparse.Namespace) -> int:
     names = list(args.workload)
     if args.list:
         names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]
     if not names:
         raise TuningError("give workload names or --list FILE")
-    tasks = [create_task(*parse_workload(name, args.target), args.target) for name in names]
-    is_vta = args.target.split("/")[0] == "vta"
-    pool = DaskPool(args.scheduler) if args.scheduler else None
-    runner = DeviceRunner(args.device, pool=pool) if is_vta else CPURunner(pool=pool)
+    target = cuda_target(args.target, args.arch)
+    tasks = [create_task(*parse_workload(name, target), target) for name in names]
+    is_vta = target.split("/")[0] == "vta"
+    if is_cuda_target(target) and not gpu_available():
+        print(
+            f"vta tune: cannot tune for {target}: {cuda_status()}; "
+            "`vta build WORKLOAD --target cuda --check` builds and checks kernels without one",
+            file=sys.stderr,
+        )
+        return 1
+    resources = {"gpu": 1} if is_cuda_target(target) else None
+    pool = DaskPool(args.scheduler, resources) if args.scheduler else None
+    if is_cuda_target(target):
+        runner: Runner = CUDARunner(pool=pool)
+    else:
+        runner = DeviceRunner(args.device, pool=pool) if is_vta else CPURunner(pool=pool)
     option = measure_option(LocalBuilder(timeout=args.build_timeout, pool=pool), runner)
     db = Database(args.db) if args.db else None
     try:
@@ -80,7 +102,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("tune", help="tune operator schedules (learned cost model)")
     p.add_argument("workload", nargs="*", help="OP:ARGS (matmul:256,256,256) or C2..C12")
     p.add_argument("--list", help="file with one workload per line")
-    p.add_argument("--target", default="llvm", help="llvm (CPU) or vta (accelerator)")
+    p.add_argument("--target", default="llvm", help="llvm (CPU), cuda (GPU) or vta (accelerator)")
+    p.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90)")
     p.add_argument("--device", default="sim", help="accelerator device for --target vta")
     p.add_argument("--n-trial", type=int, default=200, help="measurements per workload")
     p.add_argument("--tuner", choices=TUNERS, default="xgb")

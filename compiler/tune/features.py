@@ -8,6 +8,8 @@ buffer's flattened index. From it come
   * context-relation ("curve") features: R_t(i|j) = max over loops with Z_j < t of Z_i, sampled
     at log2-spaced thresholds t, for (reuse|count), (count|reuse), (topdown|count) and
     (count|topdown) per buffer -- invariant to the loop count, so they transfer across shapes.
+  * GPU facts, from the loops bound to blockIdx/threadIdx: log2 threads per block, log2
+    blocks, log2 iterations per thread (all 0 for a nest with no thread loops, i.e. the CPU's).
 Every vector has the same length (loops and buffers are padded). Nests with the same structure
 are stacked and featurized together with numpy, so thousands of configs take milliseconds.
 `featurizer.Featurizer` gives a task's configs these rows (or knob features).
@@ -27,8 +29,10 @@ from .space import ANNOTATIONS
 MAX_LOOPS = 24
 MAX_BUFFERS = 4
 CURVE_SAMPLES = 20
-PER_LOOP = 1 + len(ANNOTATIONS) + 2 + 3 * MAX_BUFFERS
-PROGRAM_FEATURE_LENGTH = MAX_LOOPS * PER_LOOP + MAX_BUFFERS * 4 * CURVE_SAMPLES
+LOOP_KINDS = (*ANNOTATIONS, "blockIdx", "threadIdx")  # a loop's annotation, one-hot
+PER_LOOP = 1 + len(LOOP_KINDS) + 2 + 3 * MAX_BUFFERS
+GPU_FACTS = 3
+PROGRAM_FEATURE_LENGTH = MAX_LOOPS * PER_LOOP + MAX_BUFFERS * 4 * CURVE_SAMPLES + GPU_FACTS
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ def nest_arrays(nest: LoopNest) -> tuple[np.ndarray, np.ndarray, np.ndarray, tup
     """Extents (L,), annotation indices (L,), strides (B, L) with buffers sorted, buffer names."""
     buffers = tuple(sorted(nest.strides))
     ext = np.array([lp.extent for lp in nest.loops], dtype=np.float64)
-    ann = np.array([ANNOTATIONS.index(lp.annotation) for lp in nest.loops], dtype=np.int64)
+    ann = np.array([LOOP_KINDS.index(lp.annotation) for lp in nest.loops], dtype=np.int64)
     strides = np.array([nest.strides[b] for b in buffers], dtype=np.float64)
     return ext, ann, strides.reshape(len(buffers), len(nest.loops)), buffers
 
@@ -102,8 +106,8 @@ def nest_features(ext: np.ndarray, ann: np.ndarray, strides: np.ndarray) -> np.n
 
     per_loop = np.zeros((n, MAX_LOOPS, PER_LOOP), dtype=np.float32)
     per_loop[:, :n_loops, 0] = log_ext
-    per_loop[:, :n_loops, 1 : 1 + len(ANNOTATIONS)] = np.eye(len(ANNOTATIONS))[ann]
-    col = 1 + len(ANNOTATIONS)
+    per_loop[:, :n_loops, 1 : 1 + len(LOOP_KINDS)] = np.eye(len(LOOP_KINDS))[ann]
+    col = 1 + len(LOOP_KINDS)
     per_loop[:, :n_loops, col] = topdown
     per_loop[:, :n_loops, col + 1] = bottomup
     for b in range(n_buf):
@@ -118,4 +122,15 @@ def nest_features(ext: np.ndarray, ann: np.ndarray, strides: np.ndarray) -> np.n
     for r, (zi, zj) in enumerate(((reuse, count), (count, reuse), (td, count), (count, td))):
         below = zj[..., None] < thresholds  # (n, B, L, T)
         curve[:, :n_buf, r] = np.where(below, zi[..., None], 0.0).max(axis=2)
-    return np.concatenate([per_loop.reshape(n, -1), curve.reshape(n, -1)], axis=1)
+    return np.concatenate(
+        [per_loop.reshape(n, -1), curve.reshape(n, -1), gpu_facts(log_ext, ann)], axis=1
+    )
+
+
+def gpu_facts(log_ext: np.ndarray, ann: np.ndarray) -> np.ndarray:
+    """(n, GPU_FACTS): log2 threads per block, log2 blocks, log2 iterations per thread."""
+    threads = (log_ext * (ann == LOOP_KINDS.index("threadIdx"))).sum(axis=1)
+    blocks = (log_ext * (ann == LOOP_KINDS.index("blockIdx"))).sum(axis=1)
+    on_gpu = (threads + blocks) > 0
+    work = np.where(on_gpu, log_ext.sum(axis=1) - threads - blocks, 0.0)
+    return np.stack([threads, blocks, work], axis=1).astype(np.float32)

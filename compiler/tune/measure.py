@@ -29,7 +29,9 @@ from vta.device import get_device
 from ..driver import build
 from ..errors import TuningError
 from ..runtime import load_module, set_num_threads
+from ..runtime.cuda import time_module
 from ..te import PlaceholderOp
+from .gpu_build import GPUArtifact, cuda_build
 from .pool import LocalPool, Outcome
 from .record import MeasureErrorNo, MeasureInput, Record
 from .task import Task, target_kind
@@ -94,8 +96,11 @@ class LibraryKernel:
 
 def compiler_build(task: Task, instance: Any) -> Any:
     """Default build: the template returned (schedule, args); compile for the task's target:
-    a vta Program for the accelerator, else a shared library (non-placeholder args are outputs).
+    a vta Program for the accelerator, a ptxas-checked GPUArtifact for a GPU, else a shared
+    library (non-placeholder args are outputs).
     """
+    if target_kind(task.target) == "cuda":
+        return cuda_build(task, instance)
     schedule, args = instance
     module = build(schedule, args, target=task.target)
     if target_kind(task.target) == "vta":
@@ -270,6 +275,20 @@ def run_on_device(program: Any, task: Task, device: str, check: bool) -> list[fl
     return [float(stats.cycles)]
 
 
+def time_gpu(
+    art: GPUArtifact, task: Task, check: bool, rtol: float, number: int, repeat: int
+) -> list[float]:
+    """Seconds per run of a GPU artifact on the CUDA device, timed with events."""
+    specs = list(art.arg_specs)
+    n_in = len(specs) - art.n_outputs
+    inputs, expected = _test_data(task, specs[:n_in], check)
+    outputs = [np.zeros(shape, dtype) for shape, dtype in specs[n_in:]]
+    costs, results = time_module(art, [*inputs, *outputs], number, repeat)
+    if check:
+        check_outputs(task, inputs, results[n_in:], rtol, expected)
+    return costs
+
+
 def _run_job(measure: Callable[[Any, Task], list[float]], task: Task, artifact: Any) -> tuple:
     try:
         return measure(artifact, task), MeasureErrorNo.NO_ERROR, ""
@@ -370,6 +389,25 @@ class DeviceRunner(Runner):
 
     def measure_func(self) -> Callable[[Any, Task], list[float]]:
         return partial(run_on_device, device=self.device, check=self.check)
+
+
+class CUDARunner(Runner):
+    """Kernel time on the CUDA device (event-timed batches of `number` runs; the fastest is
+    the config's cost). A Dask pool should ask for workers with a GPU (resources gpu=1)."""
+
+    def __init__(
+        self,
+        number: int = 10,
+        repeat: int = 5,
+        check: bool = True,
+        rtol: float = 1e-3,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.params = dict(check=check, rtol=rtol, number=number, repeat=repeat)
+
+    def measure_func(self) -> Callable[[Any, Task], list[float]]:
+        return partial(time_gpu, **self.params)
 
 
 # ------------------------------------------------------------------------------------- options

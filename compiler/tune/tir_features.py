@@ -66,6 +66,23 @@ def linear_coefficients(expr: E.Expr, out: dict[E.Var, int], scale: int = 1) -> 
             out.setdefault(v, 1)
 
 
+def _annotation(f: S.For) -> str:
+    """A loop's annotation; thread-bound loops by their axis kind (blockIdx, threadIdx)."""
+    if f.kind == "thread_binding":
+        return f.thread_tag.split(".")[0]
+    return KIND_TO_ANNOTATION.get(f.kind, "none")
+
+
+def _trips(f: S.For, loops: list[S.For]) -> int:
+    """Iterations a loop adds; a loop bound to a GPU thread axis that an enclosing loop is
+    already bound to runs on the same threads (a cooperative fetch) and adds none."""
+    if f.kind == "thread_binding":
+        outer = loops[: next(k for k, g in enumerate(loops) if g is f)]
+        if any(g.kind == "thread_binding" and g.thread_tag == f.thread_tag for g in outer):
+            return 1
+    return E.as_int(f.extent) or 1
+
+
 def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
     """The store with the largest product of enclosing loop extents (first one on ties)."""
     best: tuple[float, S.BufferStore | None, list[S.For]] = (-1.0, None, [])
@@ -73,7 +90,7 @@ def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
     while stack:
         node, loops = stack.pop()
         if isinstance(node, S.BufferStore):
-            trips = math.prod(E.as_int(f.extent) or 1 for f in loops)
+            trips = math.prod(_trips(f, loops) for f in loops)
             if trips > best[0]:
                 best = (trips, node, loops)
         elif isinstance(node, S.For):
@@ -100,7 +117,7 @@ def loop_nest(func: S.PrimFunc) -> LoopNest:
             Loop(
                 name if names[name] == 1 else f"{name}#{names[name]}",
                 E.as_int(f.extent) or 1,
-                KIND_TO_ANNOTATION.get(f.kind, "none"),
+                _annotation(f),
             )
         )
     loads = collect(store.value, lambda n: isinstance(n, E.BufferLoad))

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
 
-from vta.config import ALU_IMM_WIDTH, VTAConfig
-from vta.isa import MemType
+from vta.config import VTAConfig
+from vta.isa import ALU_IMM_WIDTH, AluOp, MemType
 
 from .. import te
 from ..errors import LoweringError
@@ -25,7 +25,6 @@ ALU_CALL = "vta.alu"
 IMM_RANGE = (-(1 << (ALU_IMM_WIDTH - 1)), (1 << (ALU_IMM_WIDTH - 1)) - 1)
 
 # memory kind (VTAConfig key) and the memory type DMA writes, per scope
-SCOPE_KIND = {INP_SCOPE: "inp", WGT_SCOPE: "wgt", ACC_SCOPE: "acc"}
 SCOPE_MEM = {INP_SCOPE: MemType.INP, WGT_SCOPE: MemType.WGT, ACC_SCOPE: MemType.ACC}
 
 
@@ -43,14 +42,14 @@ def shift_left(x: Any, n: int) -> E.Expr:
 
 
 # ALU intrinsics: name -> (ALU opcode, the operation on (x, operand)); copy is SHR by 0
-ALU_INTRINS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
-    "add": ("ADD", lambda x, y: x + y),
-    "min": ("MIN", te.min),
-    "max": ("MAX", te.max),
-    "mul": ("MUL", lambda x, y: x * y),
-    "shr": ("SHR", shift_right),
-    "shl": ("SHR", shift_left),
-    "copy": ("SHR", lambda x, y: x),
+ALU_INTRINS: dict[str, tuple[AluOp, Callable[[Any, Any], Any]]] = {
+    "add": (AluOp.ADD, lambda x, y: x + y),
+    "min": (AluOp.MIN, te.min),
+    "max": (AluOp.MAX, te.max),
+    "mul": (AluOp.MUL, lambda x, y: x * y),
+    "shr": (AluOp.SHR, shift_right),
+    "shl": (AluOp.SHR, shift_left),
+    "copy": (AluOp.SHR, lambda x, y: x),
 }
 
 
@@ -90,10 +89,10 @@ class Environment:
 
     def capacity(self, scope: str) -> int:
         """Bytes of the on-chip buffer behind `scope`."""
-        return self.config.buff_bytes[SCOPE_KIND[scope]]
+        return self.config.buff_bytes[SCOPE_MEM[scope]]
 
     def elem_bytes(self, scope: str) -> int:
-        return self.config.elem_bytes[SCOPE_KIND[scope]]
+        return self.config.elem_bytes[SCOPE_MEM[scope]]
 
     @cached_property
     def gemm(self) -> TensorIntrin:
@@ -134,7 +133,7 @@ def _alu_intrin(env: Environment, name: str, imm: int | None) -> TensorIntrin:
     if name not in ALU_INTRINS:
         raise LoweringError(f"ALU intrinsic '{name}' is unknown (valid: {', '.join(ALU_INTRINS)})")
     opcode, fop = ALU_INTRINS[name]
-    if opcode == "MUL" and not env.config.alu_mul:
+    if opcode == AluOp.MUL and not env.config.alu_mul:
         raise LoweringError(
             f"ALU intrinsic 'mul': configuration {env.config.name!r} has no ALU multiply"
         )
@@ -159,7 +158,7 @@ def _alu_intrin(env: Environment, name: str, imm: int | None) -> TensorIntrin:
             bufs[1].access_ptr("r") if imm is None else E.const(-imm if name == "shl" else imm)
         )
         ptrs = [outs[0].access_ptr("w"), bufs[0].access_ptr("r")]
-        return S.Evaluate(E.Call("int32", ALU_CALL, [E.StringImm(opcode), *ptrs, operand]))
+        return S.Evaluate(E.Call("int32", ALU_CALL, [E.StringImm(opcode.name), *ptrs, operand]))
 
     return decl_tensor_intrin(out.op, fcompute, f"vta.alu_{name}", binds)
 

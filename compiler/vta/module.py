@@ -1,36 +1,20 @@
-"""`build(s, args)` for the accelerator: lower, emit the Program ahead of time, and wrap it in a
+"""`build(s, args)` for the accelerator: compile the Program ahead of time and wrap it in a
 Module that runs on any registered device and returns the outputs and the run's Stats."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from vta.builder import ProgramBuilder
 from vta.config import VTAConfig
 from vta.device import DEFAULT_DEVICE, get_device
 from vta.errors import DeviceError
 from vta.program import Program
 from vta.stats import Stats
 
-from ..arith import Analyzer
-from ..schedule.ops import schedule_ops
 from ..schedule.schedule import Schedule
 from ..te.tensor import Tensor
 from ..tir import stmt as S
-from ..tir.transform.flatten import storage_flatten
-from ..tir.transform.simplify import simplify
-from .environment import get_env
-from .lower import Ctx, Lowering
-from .tokens import emit
-
-
-def lower(s: Schedule, args: list[Tensor], name: str = "main") -> S.PrimFunc:
-    """The loop nest the VTA backend consumes: scheduled, flattened, simplified (virtual-thread
-    loops kept: the backend interleaves them itself)."""
-    ana = Analyzer()
-    body, params = schedule_ops(s, list(args), ana)
-    f = storage_flatten(S.PrimFunc(name, params, body), ana)
-    return simplify(f, ana)
+from .passes import build_program
 
 
 class VTAModule:
@@ -65,13 +49,5 @@ def build(
     device: str = DEFAULT_DEVICE,
 ) -> VTAModule:
     """Compile a schedule for the accelerator into a VTAModule (validated Program inside)."""
-    env = get_env(config)
-    f = lower(s, args, name)
-    low = Lowering(env, f.params)
-    low.run(f.body, [Ctx({})])
-    builder = ProgramBuilder(env.config)
-    for p in f.params:
-        shape = [int(x.value) for x in p.shape]
-        builder.buffer(p.name, shape, p.dtype, low.roles.get(p.name, "input"))
-    emit(low.ops, builder)
-    return VTAModule(builder.build(), f.params, device)
+    program, params = build_program(s, args, config, name)
+    return VTAModule(program, params, device)

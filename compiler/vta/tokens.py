@@ -1,81 +1,111 @@
-"""Dependence-token insertion: one interleaved instruction stream, ordered only where needed.
+"""Pass `insert_tokens`: dependence tokens on one instruction stream, only where needed.
 
-Every instruction records the SRAM rows it reads and writes. Walking the stream in order, an
-instruction that reads rows another stage wrote (RAW) or overwrites rows another stage still
-reads (WAR) must wait for that instruction: the producer pushes a token right after it and the
+Every operation knows the SRAM rows it reads and writes. Walking the stream in order, an
+operation that reads rows another module wrote (RAW) or overwrites rows another module still
+reads (WAR) must wait for that operation: the producer pushes a token right after it and the
 consumer pops it. The k-th pop of a queue pairs with its k-th push, so a consumer waits for the
 newest producer it depends on and skips producers an earlier pop already covered. With virtual
-threads this gives the double-buffering pattern of the seeds' figure: a thread's load waits
-only for the compute that last read *its* buffer (the loop-carried token), the first iteration
-waits for nothing (the prologue's tokens cancel) and nothing is left to drain (the epilogue).
+threads this gives the double-buffering pattern: a thread's load waits only for the compute that
+last read *its* buffer (the loop-carried token), the first iteration waits for nothing (the
+prologue's tokens cancel) and nothing is left to drain (the epilogue).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import dataclasses
 
 import numpy as np
 
 from vta.builder import ProgramBuilder
-from vta.isa import Stage
+from vta.isa import SHARED_BUFFERS, Module, TokenQueue
 
-# for each memory crossing stages: (the stage that writes it, the stage that reads it)
-CROSSING = {"inp": (Stage.LOAD, Stage.COMPUTE), "wgt": (Stage.LOAD, Stage.COMPUTE)}
-CROSSING["out"] = (Stage.COMPUTE, Stage.STORE)
-
-Rows = tuple[str, int, int]  # (memory kind, first row, end row)
+from .ops import Op
+from .unroll import Streams
 
 
-@dataclass
-class Op:
-    """One instruction to emit through the builder, with the rows it touches."""
+@dataclasses.dataclass
+class Synced:
+    """An operation with the token queues it pops before and pushes after it."""
 
-    stage: Stage
-    method: str  # ProgramBuilder method: load, store, gemm, alu
-    kwargs: dict[str, Any]
-    reads: list[Rows] = field(default_factory=list)
-    writes: list[Rows] = field(default_factory=list)
+    op: Op
+    thread: tuple[int, ...]
+    pops: list[TokenQueue]
+    pushes: list[TokenQueue]
+
+    def __str__(self) -> str:
+        pops = " ".join(f"pop {q.name.lower()}" for q in self.pops)
+        pushes = " ".join(f"push {q.name.lower()}" for q in self.pushes)
+        thread = "".join(f"[{t}]" for t in self.thread) or "-"
+        return f"{thread:6} {pops:>15} | {self.op} | {pushes}"
 
 
-def plan_tokens(ops: list[Op], depth: dict[str, int]) -> tuple[list[set], list[set]]:
-    """For each op, the stages it pops from before it and pushes to after it."""
-    last_write = {m: np.full(depth[m], -1) for m in CROSSING}
-    last_read = {m: np.full(depth[m], -1) for m in CROSSING}
-    waited: dict[tuple[Stage, Stage], int] = {}
-    pops: list[set] = [set() for _ in ops]
-    pushes: list[set] = [set() for _ in ops]
+class SyncedStream(list):
+    """Operations with their tokens, in stream order; prints one line each."""
+
+    def __init__(self, items=(), title: str = "operations with dependence tokens"):
+        super().__init__(items)
+        self.title = title
+
+    def __str__(self) -> str:
+        return "\n".join([f"# {self.title}: {len(self)}"] + [str(s) for s in self])
+
+
+def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set[Module]]]:
+    """For each op, the modules it pops from before it and pushes to after it."""
+    last_write = {m: np.full(depth[m], -1) for m in SHARED_BUFFERS}
+    last_read = {m: np.full(depth[m], -1) for m in SHARED_BUFFERS}
+    waited: dict[tuple[Module, Module], int] = {}
+    pops: list[set[Module]] = [set() for _ in ops]
+    pushes: list[set[Module]] = [set() for _ in ops]
     for b, op in enumerate(ops):
-        need: dict[Stage, int] = {}
-        for mem, lo, hi in op.reads:
-            if mem in CROSSING and CROSSING[mem][1] == op.stage:
-                producer = CROSSING[mem][0]
+        module, reads, writes = op.module, op.reads(), op.writes()
+        need: dict[Module, int] = {}
+        for mem, lo, hi in reads:
+            if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][1] == module:
+                producer = SHARED_BUFFERS[mem][0]
                 need[producer] = max(need.get(producer, -1), int(last_write[mem][lo:hi].max()))
-        for mem, lo, hi in op.writes:
-            if mem in CROSSING and CROSSING[mem][0] == op.stage:
-                reader = CROSSING[mem][1]
+        for mem, lo, hi in writes:
+            if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][0] == module:
+                reader = SHARED_BUFFERS[mem][1]
                 need[reader] = max(need.get(reader, -1), int(last_read[mem][lo:hi].max()))
         for other, a in need.items():
-            if a > waited.get((other, op.stage), -1):
-                waited[(other, op.stage)] = a
-                pushes[a].add(op.stage)
+            if a > waited.get((other, module), -1):
+                waited[(other, module)] = a
+                pushes[a].add(module)
                 pops[b].add(other)
-        for mem, lo, hi in op.reads:
-            if mem in CROSSING:
+        for mem, lo, hi in reads:
+            if mem in SHARED_BUFFERS:
                 last_read[mem][lo:hi] = b
-        for mem, lo, hi in op.writes:
-            if mem in CROSSING:
+        for mem, lo, hi in writes:
+            if mem in SHARED_BUFFERS:
                 last_write[mem][lo:hi] = b
     return pops, pushes
 
 
-def emit(ops: list[Op], builder: ProgramBuilder) -> None:
-    """Append `ops` with their dependence tokens, then the final synchronization."""
-    pops, pushes = plan_tokens(ops, builder.config.depth)
-    for op, pop, push in zip(ops, pops, pushes, strict=True):
-        for src in sorted(pop):
-            builder.dep_pop(src, op.stage)
-        getattr(builder, op.method)(**op.kwargs)
-        for dst in sorted(push):
-            builder.dep_push(op.stage, dst)
+def insert_tokens(stream: Streams, depth: dict, title: str | None = None) -> SyncedStream:
+    """The stream's operations, each with the dependence tokens it needs."""
+    ops = stream.items()
+    pops, pushes = plan_tokens(ops, depth)
+    out = SyncedStream(title=title or "operations with dependence tokens")
+    for e, pop, push in zip(stream, pops, pushes, strict=True):
+        m = e.item.module
+        out.append(
+            Synced(
+                e.item,
+                e.thread,
+                [TokenQueue.between(src, m) for src in sorted(pop)],
+                [TokenQueue.between(m, dst) for dst in sorted(push)],
+            )
+        )
+    return out
+
+
+def emit(stream: SyncedStream, builder: ProgramBuilder) -> None:
+    """Append the operations with their tokens, then the final synchronization."""
+    for s in stream:
+        for q in s.pops:
+            builder.dep_pop(q.producer, q.consumer)
+        s.op.emit(builder)
+        for q in s.pushes:
+            builder.dep_push(q.producer, q.consumer)
     builder.finish()

@@ -63,14 +63,20 @@ module vta_fetch (
   wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LSB+:3];
   wire [2:0] mtype = insn[`VTA_MEM_MEMORY_TYPE_LSB+:3];
   wire active = insn[`VTA_MEM_X_SIZE_LSB+:16] != 0;  // not a NOP
+  // Routing from the generated header (vta/isa.py's one table, as bit masks over the opcode
+  // and memory type).
+  localparam [7:0] COMPUTE_OPS = `VTA_COMPUTE_OPCODES;
+  localparam [7:0] LOAD_MODULE_TYPES = `VTA_LOAD_MODULE_MEMTYPES;
+  localparam [7:0] LOADABLE_TYPES = `VTA_LOADABLE_MEMTYPES;
+  localparam [7:0] STORABLE_TYPES = `VTA_STORABLE_MEMTYPES;
   wire is_load = opcode == 3'd`VTA_OP_LOAD;
   wire is_store = opcode == 3'd`VTA_OP_STORE;
-  wire is_compute_op = opcode == 3'd`VTA_OP_GEMM || opcode == 3'd`VTA_OP_ALU ||
-                       opcode == 3'd`VTA_OP_FINISH;
-  wire load_side = mtype == 3'd`VTA_MEM_INP || mtype == 3'd`VTA_MEM_WGT;
-  wire loadable = load_side || mtype == 3'd`VTA_MEM_UOP || mtype == 3'd`VTA_MEM_ACC;
+  wire is_compute_op = COMPUTE_OPS[opcode];
+  wire load_side = LOAD_MODULE_TYPES[mtype];
+  wire loadable = LOADABLE_TYPES[mtype];
+  wire storable = STORABLE_TYPES[mtype];
   wire bad_op = !(is_load || is_store || is_compute_op);
-  wire bad_mem = active && ((is_load && !loadable) || (is_store && mtype != 3'd`VTA_MEM_OUT));
+  wire bad_mem = active && ((is_load && !loadable) || (is_store && !storable));
   wire to_load = is_load && load_side;
   wire to_compute = (is_compute_op || (is_load && !load_side)) && !bad_mem;
   wire to_store = is_store && !bad_mem;

@@ -20,15 +20,17 @@ from vta.device import get_device
 from vta.errors import DeadlockError, DeviceError, ProgramError
 from vta.examples import all_examples, blocked_gemm
 from vta.isa import (
+    MODULE_FLAGS,
     FinishInsn,
     GemmInsn,
     Insn,
     MemInsn,
     MemType,
-    Stage,
+    Module,
+    TokenQueue,
     encode_stream,
     encode_uops,
-    insn_stage,
+    insn_module,
 )
 from vta.program import BufferSpec, Program
 
@@ -372,18 +374,8 @@ def test_trace_is_a_perfetto_timeline(tmp_path):
 
 
 # ------------------------------------------------------------------------------- clocked reference
-QUEUES = ("l2g", "g2l", "g2s", "s2g")
-# vta-isa.md section 3: the token queue each dependence flag names, per module.
-ROUTES = {
-    Stage.LOAD: {"pop_next_dep": "g2l", "push_next_dep": "l2g"},
-    Stage.COMPUTE: {
-        "pop_prev_dep": "l2g",
-        "pop_next_dep": "s2g",
-        "push_prev_dep": "g2l",
-        "push_next_dep": "g2s",
-    },
-    Stage.STORE: {"pop_prev_dep": "g2s", "push_prev_dep": "s2g"},
-}
+QUEUES = tuple(TokenQueue)
+ROUTES = MODULE_FLAGS  # the token queue each dependence flag names, per module
 
 
 def clocked_reference(prog: Program) -> dict[str, list[int]] | None:
@@ -393,8 +385,8 @@ def clocked_reference(prog: Program) -> dict[str, list[int]] | None:
     (bytes arrived, a command-queue slot freed before this cycle)."""
     cfg, insns = prog.config, prog.instructions
     n = len(insns)
-    module = [insn_stage(insn) - 1 for insn in insns]
-    routes = [ROUTES[insn_stage(insn)] for insn in insns]
+    module = [insn_module(insn) for insn in insns]
+    routes = [ROUTES[insn_module(insn)] for insn in insns]
     pops = [
         [q for f, q in r.items() if f.startswith("pop") and getattr(i, f)]
         for i, r in zip(insns, routes, strict=True)
@@ -446,11 +438,11 @@ def clocked_reference(prog: Program) -> dict[str, list[int]] | None:
 
 # Per module, an instruction of a size (0 is a NOP) with given dependence flags.
 _MAKE = {
-    Stage.LOAD: lambda size, **flags: MemInsn(
+    Module.LOAD: lambda size, **flags: MemInsn(
         memory_type=MemType.INP, y_size=1, x_size=size, x_stride=size, **flags
     ),
-    Stage.COMPUTE: lambda size, **flags: reset(size + 1, **flags),
-    Stage.STORE: lambda size, **flags: MemInsn(
+    Module.COMPUTE: lambda size, **flags: reset(size + 1, **flags),
+    Module.STORE: lambda size, **flags: MemInsn(
         is_store=True, memory_type=MemType.OUT, y_size=1, x_size=size, x_stride=size, **flags
     ),
 }
@@ -462,7 +454,7 @@ def random_stream(body, matched: bool) -> list[Insn]:
     at the end, so only the command and token queue capacities can deadlock."""
     tokens, insns = dict.fromkeys(QUEUES, 0), []
     for m, size, wish in body:
-        stage, flags = Stage(m + 1), {}
+        stage, flags = Module(m), {}
         for want, (flag, queue) in zip(wish, ROUTES[stage].items(), strict=False):
             push = flag.startswith("push")
             flags[flag] = want and (push or not matched or tokens[queue] > 0)

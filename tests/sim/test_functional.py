@@ -216,18 +216,18 @@ def test_blocked_gemm_program_with_reset_and_two_loops() -> None:
     w = w.astype(np.int8)
     inp_off, wgt_off = 1024, 4096
     out_off = wgt_off + w.nbytes
-    dram = np.zeros(out_off + m * n * cfg.elem_bytes["out"], dtype=np.uint8)
+    dram = np.zeros(out_off + m * n * cfg.elem_bytes[MemType.OUT], dtype=np.uint8)
     dram[:16] = encode_uops([(0, kk, kk) for kk in range(k)], cfg).view(np.uint8)
     dram[inp_off : inp_off + x.nbytes] = x.view(np.uint8).reshape(-1)
     dram[wgt_off : wgt_off + w.nbytes] = w.view(np.uint8).reshape(-1)
     loops = dict(iter_out=m, iter_in=n, dst_factor_out=n, dst_factor_in=1)
     insns = [
         load(MemType.UOP, 0, 0, 1, k, k),
-        load(MemType.INP, 0, inp_off // cfg.elem_bytes["inp"], 1, m * k, m * k),
-        load(MemType.WGT, 0, wgt_off // cfg.elem_bytes["wgt"], 1, n * k, n * k),
+        load(MemType.INP, 0, inp_off // cfg.elem_bytes[MemType.INP], 1, m * k, m * k),
+        load(MemType.WGT, 0, wgt_off // cfg.elem_bytes[MemType.WGT], 1, n * k, n * k),
         GemmInsn(reset_reg=True, uop_bgn=0, uop_end=1, **loops),
         GemmInsn(uop_bgn=0, uop_end=k, src_factor_out=k, wgt_factor_in=k, **loops),
-        store(0, out_off // cfg.elem_bytes["out"], 1, m * n, m * n),
+        store(0, out_off // cfg.elem_bytes[MemType.OUT], 1, m * n, m * n),
     ]
     spec = BufferSpec("c", out_off, (m, n, cfg.batch, cfg.block_out), "int8", "output")
     final, stats = run_program(cfg, insns, dram, [spec])
@@ -285,9 +285,13 @@ def compute_insns(draw, kind: str):
     factor = st.integers(0, 6)
     fo = {f: draw(factor) for f in ("dst", "src", "wgt")}
     fi = {f: draw(factor) for f in ("dst", "src", "wgt")}
-    depth = {"dst": TINY.depth["acc"], "src": TINY.depth["acc"], "wgt": TINY.depth["wgt"]}
+    depth = {
+        "dst": TINY.depth[MemType.ACC],
+        "src": TINY.depth[MemType.ACC],
+        "wgt": TINY.depth[MemType.WGT],
+    }
     if kind == "gemm":
-        depth["src"] = TINY.depth["inp"]
+        depth["src"] = TINY.depth[MemType.INP]
     # Narrow index windows make repeated and overlapping rows (the hard cases) common.
     window = draw(st.sampled_from([4, 16, 64]))
     uops = []

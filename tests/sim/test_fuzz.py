@@ -10,10 +10,10 @@ import pytest
 from vta.device import get_device
 from vta.errors import DeviceError
 from vta.fuzz import random_program
-from vta.isa import encode_stream, insn_stage
+from vta.isa import TokenQueue, encode_stream, insn_module
 from vta.program import Program
 from vta.stats import Stats
-from vta.validate import TOKEN_QUEUES, find_problems
+from vta.validate import find_problems
 
 CONFIGS = ("tiny", "pynq")
 DEFAULT_SEEDS = range(200)
@@ -23,7 +23,7 @@ RTL_SEEDS = range(200)
 COUNTERS = ("instructions", "gemm_uops", "alu_uops", "macs")
 TRAFFIC = ("bytes_loaded", "bytes_stored")  # counted by the simulators
 SIM_CHECKS = [("fsim", COUNTERS + TRAFFIC, False)]
-# The RTL: DRAM and counters as fsim, cycles exactly as the cycle model (ARCHITECTURE.md).
+# The RTL: DRAM and counters as fsim, cycles exactly as the cycle model (docs/timing.md).
 RTL_CHECKS = [("fsim", COUNTERS, False), ("sim", (), True)]
 Check = tuple[str, tuple[str, ...], bool]  # reference device, counters compared, cycles too
 
@@ -64,14 +64,15 @@ def test_fsim_and_sim_agree_on_random_programs(config):
     differential(DEFAULT_SEEDS, config, "sim", SIM_CHECKS)
 
 
-def without_queue(program: Program, queue: tuple) -> Program:
-    """`program` with every push and pop of one token queue (a TOKEN_QUEUES row) cleared."""
-    _, src, push, dst, pop = queue
+def without_queue(program: Program, queue: TokenQueue) -> Program:
+    """`program` with every push and pop of one token queue cleared."""
     insns = []
     for insn in program.instructions:
-        stage = insn_stage(insn)
-        if stage in (src, dst):
-            insn = insn.replace(**{push if stage == src else pop: False})
+        module = insn_module(insn)
+        if module == queue.producer:
+            insn = insn.replace(**{queue.push_flag: False})
+        elif module == queue.consumer:
+            insn = insn.replace(**{queue.pop_flag: False})
         insns.append(insn)
     return dataclasses.replace(program, insns=encode_stream(insns, program.config))
 
@@ -83,12 +84,12 @@ def test_a_stripped_token_queue_is_rejected_or_harmless(config):
     rejected = 0
     for seed in DEFAULT_SEEDS[:40]:
         program = random_program(seed, config)
-        for queue in TOKEN_QUEUES:
+        for queue in TokenQueue:
             mutant = without_queue(program, queue)
             if find_problems(mutant):
                 rejected += 1
             else:
-                assert not mismatches(mutant, "sim", SIM_CHECKS), f"seed {seed}, {queue[0]}"
+                assert not mismatches(mutant, "sim", SIM_CHECKS), f"seed {seed}, {queue.name}"
     assert rejected >= 40  # the tokens are load-bearing in most Programs
 
 

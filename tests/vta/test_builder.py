@@ -5,9 +5,9 @@ import pytest
 
 from vta.builder import ProgramBuilder
 from vta.errors import ProgramError, ValidationError
-from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, MemInsn, MemType, Stage, decode_uops
+from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, MemInsn, MemType, Module, decode_uops
 
-LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
 
 
 def nop(stage, **flags):
@@ -118,7 +118,7 @@ def test_illegal_token_pairs():
             b.dep_push(*pair)
         with pytest.raises(ProgramError, match="no token queue"):
             b.dep_pop(*pair)
-    with pytest.raises(ProgramError, match="unknown stage"):
+    with pytest.raises(ProgramError, match="unknown module"):
         b.dep_pop("fetch", "load")
 
 
@@ -159,7 +159,7 @@ def test_kernels_are_cached_and_stored_in_the_uop_region():
 
 def test_ring_allocation_evicts_and_reloads():
     b = ProgramBuilder("tiny")
-    depth = b.config.depth["uop"]
+    depth = b.config.depth[MemType.UOP]
     size = depth // 2 + 1
     k1 = [(i % 4, 0, 0) for i in range(size)]
     k2 = [((i + 1) % 4, 0, 0) for i in range(size)]

@@ -6,6 +6,7 @@ import pytest
 
 from vta.config import VTAConfig, load_config, preset_names
 from vta.errors import ConfigError
+from vta.isa import MemType, uop_layout
 
 
 def test_presets_are_shipped():
@@ -50,9 +51,11 @@ def test_wide_bus_preset():
 
 def test_pynq_derived_values_match_the_reference():
     cfg = load_config("pynq")
-    assert cfg.elem_bytes == {"uop": 4, "inp": 16, "wgt": 256, "acc": 64, "out": 16}
-    assert cfg.depth == {"uop": 8192, "inp": 2048, "wgt": 1024, "acc": 2048, "out": 2048}
-    assert cfg.uop_field_widths == {"dst_idx": 11, "src_idx": 11, "wgt_idx": 10}
+    mem = MemType
+    assert cfg.elem_bytes == {mem.UOP: 4, mem.INP: 16, mem.WGT: 256, mem.ACC: 64, mem.OUT: 16}
+    assert cfg.depth == {mem.UOP: 8192, mem.INP: 2048, mem.WGT: 1024, mem.ACC: 2048, mem.OUT: 2048}
+    widths = {f.name: f.width for f in uop_layout(cfg)}
+    assert widths == {"dst_idx": 11, "src_idx": 11, "wgt_idx": 10}
     assert cfg.macs_per_cycle == 256
     assert cfg.peak_gops == pytest.approx(51.2)
 

@@ -10,7 +10,7 @@ from vta.builder import ProgramBuilder
 from vta.cli import main
 from vta.config import VTAConfig
 from vta.disasm import disassemble, format_insn, insn_json
-from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, MemInsn, MemType, Stage
+from vta.isa import AluInsn, AluOp, FinishInsn, GemmInsn, MemInsn, MemType, Module
 
 PYNQ = VTAConfig.load("pynq")
 REFERENCE_FIELDS = {
@@ -85,8 +85,8 @@ def small_program():
     b.buffer("c", (2, 1, 16), "int8", "output")
     b.load("acc", 0, "a", 0, 1, 2, 2)
     b.alu("shr", [(0, 0, 0), (1, 1, 0)], use_imm=True, imm=0)
-    b.dep_push(Stage.COMPUTE, Stage.STORE)
-    b.dep_pop(Stage.COMPUTE, Stage.STORE)
+    b.dep_push(Module.COMPUTE, Module.STORE)
+    b.dep_pop(Module.COMPUTE, Module.STORE)
     b.store(0, "c", 0, 1, 2, 2)
     b.finish()
     return b.build()

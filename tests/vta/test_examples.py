@@ -6,7 +6,7 @@ import pytest
 from vta.device import get_device
 from vta.errors import DeviceError, ProgramError
 from vta.examples import all_examples, alu, alu_reference, blocked_gemm
-from vta.isa import AluOp
+from vta.isa import AluOp, MemType
 from vta.validate import find_problems
 
 CONFIGS = ("pynq", "tiny")
@@ -86,7 +86,7 @@ def test_alu_reference_semantics():
         (dict(batch=4, in_channels=32, out_channels=48, threads=2, block=(4, 16, 16)), "split"),
         (dict(batch=4, in_channels=32, out_channels=32, threads=3), "threads = 3"),
         (dict(batch=1, in_channels=32, out_channels=32, block=(1, 32, 16)), "same ACC row"),
-        (dict(batch=2048, in_channels=16, out_channels=32), "acc entries"),
+        (dict(batch=2048, in_channels=16, out_channels=32), "ACC entries"),
     ],
 )
 def test_blocked_gemm_rejects_bad_tilings(kwargs, match):
@@ -102,7 +102,7 @@ def test_two_threads_interleave_with_tokens():
     )
     assert flags(two) > flags(one)
     sram_bases = {i.sram_base for i in two.instructions if getattr(i, "memory_type", None) == 2}
-    assert sram_bases == {0, two.config.depth["inp"] // 2}  # one INP half per virtual thread
+    assert sram_bases == {0, two.config.depth[MemType.INP] // 2}  # one INP half per virtual thread
 
 
 def test_two_threads_hide_load_latency_on_the_cycle_simulator():

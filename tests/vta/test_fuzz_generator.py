@@ -9,9 +9,9 @@ import pytest
 
 from vta.config import VTAConfig
 from vta.fuzz import FuzzKnobs, random_program
-from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn, Stage, insn_stage
+from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn, Module, TokenQueue, insn_module
 from vta.program import Program
-from vta.validate import TOKEN_QUEUES, find_problems
+from vta.validate import find_problems
 
 CONFIGS = ("tiny", "pynq")
 SEEDS = range(150)
@@ -48,15 +48,16 @@ def features(program: Program) -> Counter:
             seen[f"ALU loops={_loops(insn)}"] += 1
             if insn.use_imm and insn.imm < 0:
                 seen[f"ALU {insn.alu_opcode.name} imm<0"] += 1
-    for name, src, push, dst, pop in TOKEN_QUEUES:
-        pushes = [getattr(i, push) and insn_stage(i) == src for i in insns]
-        pops = [getattr(i, pop) and insn_stage(i) == dst for i in insns]
+    for q in TokenQueue:
+        name = q.name.lower()
+        pushes = [getattr(i, q.push_flag) and insn_module(i) == q.producer for i in insns]
+        pops = [getattr(i, q.pop_flag) and insn_module(i) == q.consumer for i in insns]
         seen[f"token {name}"] += sum(pushes)
         # tokens in flight in program order: >= 2 means producer runs ahead (threads overlap)
         depth = np.cumsum(np.array(pushes, int) - np.array(pops, int))
         seen[f"token {name} in flight>=2"] += int(depth.max() >= 2)
     first = insns[0]
-    if insn_stage(first) == Stage.COMPUTE and first.push_prev_dep:
+    if insn_module(first) == Module.COMPUTE and first.push_prev_dep:
         seen["prologue tokens"] += 1
     return seen
 
@@ -84,7 +85,7 @@ def test_programs_cover_the_isa(programs):
     want += [f"GEMM reset={r} loops={n}" for r in (0, 1) for n in (0, 1, 2)]
     want += ["GEMM uops>1=1", "ALU loops=0", "ALU loops=1", "ALU loops=2", "ALU SHR imm<0"]
     want += [f"ALU {op} {operand}" for op in ops for operand in ("imm", "tensor")]
-    want += [f"token {q[0]}" for q in TOKEN_QUEUES]
+    want += [f"token {q.name.lower()}" for q in TokenQueue]
     want += [f"token {q} in flight>=2" for q in ("l2g", "g2l", "g2s", "s2g")]
     want.append("prologue tokens")
     missing = [name for name in want if not seen[name]]
@@ -94,7 +95,7 @@ def test_programs_cover_the_isa(programs):
     assert not any(key.startswith("LOAD WGT ") and "pad" in key for key in seen)
     # padding, both operand kinds and every token queue are common, not one-off
     assert min(seen[f"LOAD INP {p}"] for p in PADS) >= 10
-    assert min(seen[f"token {q[0]}"] for q in TOKEN_QUEUES) >= len(SEEDS)
+    assert min(seen[f"token {q.name.lower()}"] for q in TokenQueue) >= len(SEEDS)
 
 
 def test_prologue_and_plain_token_styles_both_occur(programs):

@@ -50,8 +50,8 @@ def test_header_geometry_and_timing_come_from_the_config(preset):
     assert values["VTA_BUS_BITS"] == cfg.bus_width
     assert values["VTA_ALU_MUL_ENABLED"] == int(cfg.alu_mul)
     assert values["VTA_ALU_REQUANT_ENABLED"] == int(cfg.alu_requant)
-    for buf in ("uop", "inp", "wgt", "acc", "out"):
-        key = buf.upper()
+    for buf in (MemType.UOP, MemType.INP, MemType.WGT, MemType.ACC, MemType.OUT):
+        key = buf.name
         assert values[f"VTA_{key}_ELEM_BITS"] == cfg.elem_bits[buf]
         assert values[f"VTA_{key}_DEPTH"] == cfg.depth[buf]
         banks = values[f"VTA_{key}_BANKS"]

@@ -9,13 +9,16 @@ from vta.config import load_config
 from vta.errors import ISAError
 from vta.isa import (
     INSN_BYTES,
+    MODULE_FLAGS,
     AluInsn,
     AluOp,
     FinishInsn,
     GemmInsn,
     MemInsn,
     MemType,
-    Stage,
+    Module,
+    Opcode,
+    TokenQueue,
     decode,
     decode_stream,
     decode_uops,
@@ -23,11 +26,13 @@ from vta.isa import (
     encode_stream,
     encode_uops,
     field_range,
-    insn_stage,
+    insn_module,
     layouts,
     requant_bounds,
     requant_fields,
     requant_imm,
+    route,
+    route_array,
     uop_layout,
 )
 
@@ -88,7 +93,7 @@ def test_stream_round_trip():
     assert decode_stream(raw, cfg) == insns
 
 
-# The reference layout (vta-isa.md 2.3-2.5) for the default configuration: lsb of each field.
+# The reference VTA layout (HW_VER 0.0.2) for the default configuration: lsb of each field.
 PYNQ_LSB = {
     "mem": {
         "opcode": 0,
@@ -192,13 +197,47 @@ def test_decode_rejects_unknown_codes():
         decode_stream(np.zeros(17, np.uint8), cfg)
 
 
-def test_stage_routing():
-    assert insn_stage(MemInsn(memory_type=MemType.INP)) == Stage.LOAD
-    assert insn_stage(MemInsn(memory_type=MemType.WGT)) == Stage.LOAD
-    assert insn_stage(MemInsn(memory_type=MemType.UOP)) == Stage.COMPUTE
-    assert insn_stage(MemInsn(memory_type=MemType.ACC)) == Stage.COMPUTE
-    assert insn_stage(MemInsn(is_store=True, memory_type=MemType.OUT)) == Stage.STORE
-    assert insn_stage(GemmInsn()) == insn_stage(AluInsn()) == insn_stage(FinishInsn())
+def test_module_routing():
+    """The reference fetch: LOAD INP/WGT to load, STORE to store, the rest (other LOADs,
+    GEMM, ALU, FINISH, NOPs of any type) to compute."""
+    assert insn_module(MemInsn(memory_type=MemType.INP)) == Module.LOAD
+    assert insn_module(MemInsn(memory_type=MemType.WGT)) == Module.LOAD
+    assert insn_module(MemInsn(memory_type=MemType.UOP)) == Module.COMPUTE
+    assert insn_module(MemInsn(memory_type=MemType.ACC)) == Module.COMPUTE
+    assert insn_module(MemInsn(memory_type=MemType.OUT)) == Module.COMPUTE  # a NOP at most
+    assert insn_module(MemInsn(is_store=True, memory_type=MemType.OUT)) == Module.STORE
+    assert insn_module(MemInsn(is_store=True, memory_type=MemType.UOP)) == Module.STORE
+    assert insn_module(GemmInsn()) == insn_module(AluInsn()) == Module.COMPUTE
+    assert insn_module(FinishInsn()) == Module.COMPUTE
+    ops = np.array([int(Opcode.LOAD)] * 6 + [int(Opcode.STORE), int(Opcode.GEMM)])
+    mems = np.array([*range(6), 4, 0])
+    want = [route(o, m) for o, m in zip(ops.tolist(), mems.tolist(), strict=True)]
+    assert route_array(ops, mems).tolist() == want
+
+
+def test_token_topology():
+    """Four queues between neighbours, each flag naming the queue of the reference ISA."""
+    ends = {q.name: (q.producer, q.consumer) for q in TokenQueue}
+    load, compute, store = Module.LOAD, Module.COMPUTE, Module.STORE
+    assert ends == {
+        "L2G": (load, compute),
+        "G2L": (compute, load),
+        "G2S": (compute, store),
+        "S2G": (store, compute),
+    }
+    assert MODULE_FLAGS == {
+        load: {"pop_next_dep": TokenQueue.G2L, "push_next_dep": TokenQueue.L2G},
+        compute: {
+            "pop_prev_dep": TokenQueue.L2G,
+            "pop_next_dep": TokenQueue.S2G,
+            "push_prev_dep": TokenQueue.G2L,
+            "push_next_dep": TokenQueue.G2S,
+        },
+        store: {"pop_prev_dep": TokenQueue.G2S, "push_prev_dep": TokenQueue.S2G},
+    }
+    assert TokenQueue.between(store, compute) == TokenQueue.S2G
+    with pytest.raises(ISAError, match="no token queue from load to store"):
+        TokenQueue.between(load, store)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)

@@ -20,7 +20,7 @@ from vta.isa import (
     Insn,
     MemInsn,
     MemType,
-    Stage,
+    Module,
     encode_stream,
     encode_uops,
     layouts,
@@ -29,7 +29,7 @@ from vta.program import Program
 from vta.validate import find_problems, validate_program
 
 PYNQ = VTAConfig.load("pynq")
-LOAD, COMPUTE, STORE = Stage.LOAD, Stage.COMPUTE, Stage.STORE
+LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
 
 
 def small_gemm(config: VTAConfig = PYNQ) -> Program:
@@ -130,19 +130,19 @@ def test_base_program_is_valid(base):
 
 # ----------------------------------------------------------------------------- ranges
 def test_sram_out_of_range_load(base):
-    depth = PYNQ.depth["inp"]
+    depth = PYNQ.depth[MemType.INP]
     prog, i = mutate(base, lambda x: is_mem(x, MemType.INP), sram_base=depth - 1, y_size=2)
     assert_finding(prog, i, "SRAM", "INP", "sram_base")
 
 
 def test_sram_out_of_range_through_padding(base):
-    depth = PYNQ.depth["inp"]
+    depth = PYNQ.depth[MemType.INP]
     prog, i = mutate(base, lambda x: is_mem(x, MemType.INP), sram_base=depth - 1, x_pad_1=1)
     assert_finding(prog, i, "SRAM", "INP")
 
 
 def test_sram_out_of_range_store(base):
-    depth = PYNQ.depth["out"]
+    depth = PYNQ.depth[MemType.OUT]
     prog, i = mutate(base, lambda x: is_mem(x, MemType.OUT, store=True), sram_base=depth - 1)
     assert_finding(prog, i, "SRAM", "OUT")
 
@@ -158,19 +158,19 @@ def test_dram_out_of_range_by_stride(base):
 
 
 def test_micro_op_index_out_of_range_over_loops(base):
-    depth = PYNQ.depth["acc"]
+    depth = PYNQ.depth[MemType.ACC]
     prog, i = mutate(base, is_gemm, iter_out=2, dst_factor_out=depth - 1)
     assert_finding(prog, i, "dst_idx", "ACC", "dst_factor_out")
 
 
 def test_micro_op_wgt_index_out_of_range(base):
-    depth = PYNQ.depth["wgt"]
+    depth = PYNQ.depth[MemType.WGT]
     prog, i = mutate(base, is_gemm, iter_in=3, wgt_factor_in=depth // 2)
     assert_finding(prog, i, "wgt_idx", "WGT")
 
 
 def test_uop_range_beyond_buffer(base):
-    depth = PYNQ.depth["uop"]
+    depth = PYNQ.depth[MemType.UOP]
     prog, i = mutate(base, is_gemm, uop_bgn=depth - 1, uop_end=depth + 1)
     assert_finding(prog, i, "uop_end", "UOP")
 
@@ -481,7 +481,7 @@ def test_validation_error_is_a_program_error(base):
 
 def test_many_findings_are_summarized(base):
     insns = list(base.instructions[:-1])
-    bad = MemInsn(memory_type=MemType.INP, sram_base=PYNQ.depth["inp"], x_size=1, y_size=1)
+    bad = MemInsn(memory_type=MemType.INP, sram_base=PYNQ.depth[MemType.INP], x_size=1, y_size=1)
     insns = insns + [bad] * 50 + [FinishInsn()]
     problems = problems_of(with_insns(base, insns))
     assert any("and 30 more" in p for p in problems)

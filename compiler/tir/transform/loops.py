@@ -18,12 +18,17 @@ MAX_VECTOR_BYTES = 64
 # ---- virtual threads ----------------------------------------------------------------------
 class _VThread(Mutator):
     """Push a vthread loop inwards past loops that do not depend on it, and replicate the body
-    per virtual thread at the statements; buffers allocated inside get one copy per thread."""
+    per virtual thread at the statements that use it (a statement free of the thread variable,
+    such as a fetch into memory all virtual threads share, runs once); buffers allocated
+    inside get one copy per thread."""
 
-    def __init__(self, var: E.Var, n: int):
+    def __init__(self, var: E.Var, n: int, body: S.Stmt):
         self.var, self.n = var, n
+        self.touched = _touched_buffers(body, var)
 
     def replicate(self, s: S.Stmt) -> S.Stmt:
+        if not uses_var(s, self.var):
+            return s
         return S.seq(*(substitute(s, {self.var: E.const(k)}) for k in range(self.n)))
 
     def visit_For(self, s: S.For) -> S.Stmt:
@@ -39,8 +44,8 @@ class _VThread(Mutator):
 
     def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
         buf = s.buffer
-        if not uses_var(s.body, self.var):
-            return s
+        if buf.data not in self.touched:  # every virtual thread sees the same contents
+            return s.replace(body=self.visit(s.body))
         per = buf.const_size()
         big = S.Buffer(buf.name, [per * self.n], buf.dtype, buf.scope, data=buf.data)
         body = _Offset(buf, big, self.var, per).visit(s.body)
@@ -48,6 +53,29 @@ class _VThread(Mutator):
 
     def generic(self, s):
         return self.replicate(s) if isinstance(s, S.Stmt) else s
+
+
+def _touched_buffers(body: S.Stmt, var: E.Var) -> set[E.Var]:
+    """Buffers whose contents differ between virtual threads: stored at an index or with a
+    value that depends on the thread variable or on such a buffer (TVM's VarTouchedAnalysis)."""
+    stores = collect(body, lambda n: isinstance(n, S.BufferStore))
+    touched: set[E.Var] = set()
+    while True:
+        new = {
+            st.buffer.data
+            for st in stores
+            if st.buffer.data not in touched
+            and (
+                uses_var(st, var)
+                or any(
+                    ld.buffer.data in touched
+                    for ld in collect(st, lambda n: isinstance(n, E.BufferLoad))
+                )
+            )
+        }
+        if not new:
+            return touched
+        touched |= new
 
 
 class _Offset(Mutator):
@@ -78,7 +106,7 @@ class _InjectVThread(Mutator):
         n = E.as_int(s.extent)
         if n is None:
             return s.replace(kind="serial")
-        return _VThread(s.loop_var, n).visit(s.body)
+        return _VThread(s.loop_var, n, s.body).visit(s.body)
 
 
 def inject_virtual_thread(f: S.PrimFunc, ana: Analyzer) -> S.PrimFunc:
@@ -185,14 +213,15 @@ class _Vectorizer(Mutator):
         raise _Scalarize
 
 
-def register_lanes(body: S.Stmt) -> int:
-    """Lanes of the widest data type loaded, stored or cast to in `body` per vector register."""
+def register_lanes(body: S.Stmt, max_bytes: int = MAX_VECTOR_BYTES) -> int:
+    """Lanes of the widest data type loaded, stored or cast to in `body` per vector register
+    of `max_bytes`."""
     dtypes = [
         n.buffer.dtype if isinstance(n, S.BufferStore) else n.dtype
         for n in collect(body, lambda n: isinstance(n, (E.BufferLoad, S.BufferStore, E.Cast)))
     ]
     widest = max((dt.itemsize(dt.element_of(t)) for t in dtypes if t != "handle"), default=4)
-    return max(1, MAX_VECTOR_BYTES // widest)
+    return max(1, max_bytes // widest)
 
 
 def vector_pieces(n: int, lanes: int) -> list[tuple[int, int]]:
@@ -208,8 +237,8 @@ def vector_pieces(n: int, lanes: int) -> list[tuple[int, int]]:
 
 
 class _Vectorize(Mutator):
-    def __init__(self, ana: Analyzer):
-        self.ana = ana
+    def __init__(self, ana: Analyzer, max_bytes: int):
+        self.ana, self.max_bytes = ana, max_bytes
 
     def _piece(self, s: S.For, offset: int, width: int) -> S.Stmt:
         v = s.loop_var
@@ -228,13 +257,14 @@ class _Vectorize(Mutator):
         if n is None or n < 2 or lo != 0:
             return s.replace(kind="serial")
         try:
-            pieces = vector_pieces(n, register_lanes(s.body))
+            pieces = vector_pieces(n, register_lanes(s.body, self.max_bytes))
             return S.seq(*(self._piece(s, k, w) for k, w in pieces))
         except _Scalarize:
             return s.replace(kind="serial")
 
 
-def vectorize_loops(f: S.PrimFunc, ana: Analyzer) -> S.PrimFunc:
-    """Replace vectorized loops by vector code in register-sized pieces; loops that cannot be
-    vectorized stay serial."""
-    return f.replace(body=_Vectorize(ana).visit(f.body))
+def vectorize_loops(f: S.PrimFunc, ana: Analyzer, max_bytes: int = MAX_VECTOR_BYTES) -> S.PrimFunc:
+    """Replace vectorized loops by vector code in register-sized pieces (`max_bytes` each: a
+    CPU's widest register, or a GPU's 16-byte vector load); loops that cannot be vectorized
+    stay serial."""
+    return f.replace(body=_Vectorize(ana, max_bytes).visit(f.body))

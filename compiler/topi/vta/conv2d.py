@@ -110,7 +110,8 @@ def _layer(hw: int, ci: int, co: int, k: int, s: int) -> Conv2DWorkload:
     return Conv2DWorkload(1, ci // 16, hw, hw, co // 16, k, k, s, k // 2)
 
 
-# ResNet-18's convolutions as in the seeds' table (C1, 3 input channels, stays on the CPU)
+# ResNet-18's convolutions C2-C12 as VTA's evaluation names them (C1, with 3 input channels,
+# stays on the CPU): (size, input channels, output channels, kernel, stride), padding k // 2
 RESNET18 = {
     "C2": _layer(56, 64, 64, 3, 1),
     "C3": _layer(56, 64, 64, 1, 1),

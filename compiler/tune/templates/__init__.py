@@ -1,5 +1,5 @@
 """Tuning templates registered per (operator, target kind); importing this registers them."""
 
-from . import cpu, vta
+from . import cpu, cuda, vta
 
-__all__ = ["cpu", "vta"]
+__all__ = ["cpu", "cuda", "vta"]

@@ -25,7 +25,8 @@ LAYERS = {
 
 
 def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
-    """(op, args) of a layer: conv2d_NCHWc on llvm, conv2d_packed (C2-C12) on vta."""
+    """(op, args) of a layer: conv2d_NCHWc on llvm, conv2d_nchw on cuda, conv2d_packed
+    (C2-C12) on vta."""
     if layer not in LAYERS:
         raise TuningError(f"unknown layer {layer!r}; valid: {', '.join(LAYERS)}")
     if target.split("/")[0] == "vta":
@@ -33,4 +34,6 @@ def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
             raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")
         return "conv2d_packed", dataclasses.astuple(RESNET18[layer])
     c, size, f, k, stride = LAYERS[layer]
+    if target.split()[0] == "cuda":
+        return "conv2d_nchw", (c, size, size, f, k, k, stride, k // 2)
     return "conv2d_NCHWc", (c, size, size, f, k, k, stride)

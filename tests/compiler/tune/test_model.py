@@ -7,6 +7,8 @@ from compiler.tune import Database, Featurizer, Loop, LoopNest, Record, XGBTuner
 from compiler.tune.cost_model import XGBCostModel, pair_accuracy
 from compiler.tune.features import (
     CURVE_SAMPLES,
+    GPU_FACTS,
+    LOOP_KINDS,
     MAX_LOOPS,
     PER_LOOP,
     PROGRAM_FEATURE_LENGTH,
@@ -22,18 +24,28 @@ def test_loop_context_features_by_hand():
     assert row.shape == (PROGRAM_FEATURE_LENGTH,)
     i, j = row[:PER_LOOP], row[PER_LOOP : 2 * PER_LOOP]
     assert i[0] == 2 and j[0] == 3  # log2 extents
-    assert list(i[1:5]) == [1, 0, 0, 0] and list(j[1:5]) == [0, 0, 1, 0]  # none / vec
+    k = len(LOOP_KINDS)
+    assert list(i[1 : 1 + k]) == [1, 0, 0, 0, 0, 0] and list(j[1 : 1 + k]) == [0, 0, 1, 0, 0, 0]
+    i, j = i[k - 4 :], j[k - 4 :]  # the columns after the one-hot, as if it had 4 kinds
     assert (i[5], i[6]) == (2, 5) and (j[5], j[6]) == (5, 3)  # top-down, bottom-up
     # buffer A (sorted first): under i it touches 4 elements, each reused 8 times
     assert (i[7], i[8], i[9]) == (2, 3, 1) and (j[7], j[8], j[9]) == (0, 3, 0)
     # buffer C: 32 distinct elements under i, stride 8
     assert (i[10], i[11]) == (5, 0) and np.isclose(i[12], np.log2(9))
     assert not row[2 * PER_LOOP : MAX_LOOPS * PER_LOOP].any(), "padding"
-    curve = row[MAX_LOOPS * PER_LOOP :].reshape(4, 4, CURVE_SAMPLES)
+    curve = row[MAX_LOOPS * PER_LOOP : -GPU_FACTS].reshape(4, 4, CURVE_SAMPLES)
+    assert not row[-GPU_FACTS:].any(), "no thread loops: no GPU facts"
     # A, reuse|count: loops with log2 count < t: j (count 0, reuse 3) from t=1; i (count 2) from 3
     assert list(curve[0, 0, :4]) == [3, 3, 3, 3]
     # A, count|reuse: loops with reuse < t: none until t=4 (both reuse 3): max count = 2
     assert list(curve[0, 1, :4]) == [0, 0, 0, 2]
+
+
+def test_gpu_facts_count_threads_blocks_and_work_per_thread():
+    nest = LoopNest(
+        [Loop("b", 16, "blockIdx"), Loop("t", 64, "threadIdx"), Loop("k", 8)], {"A": [64, 1, 0]}
+    )
+    assert list(program_features([nest])[0][-GPU_FACTS:]) == [6, 4, 3]
 
 
 def test_features_have_one_length_whatever_the_loop_count():

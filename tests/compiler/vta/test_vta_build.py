@@ -23,9 +23,9 @@ from compiler.topi.vta.conv2d import (
 )
 from compiler.topi.vta.reference import conv2d_packed_ref, dense_packed_ref
 from compiler.vta import build, get_env
+from compiler.vta.alu import fuse_requant
 from compiler.vta.evaluate import Loop, affine
 from compiler.vta.layout import pack_nc, pack_nchw, pack_oihw, unpack_nc, unpack_nchw
-from compiler.vta.uop import fuse_requant
 from vta.isa import AluInsn, AluOp, GemmInsn, MemInsn, MemType, requant_imm
 
 EPILOGUE = dict(shift=8, clip=(0, 127))
@@ -203,23 +203,44 @@ BIAS, OTHER = object(), object()  # stand-ins for ACC operands of a chain
     "steps, fused",
     [
         (
-            [("ADD", None, BIAS), ("SHR", 8, None), ("MAX", -128, None), ("MIN", 127, None)],
-            [("REQ", 8, BIAS)],
+            [
+                (AluOp.ADD, None, BIAS),
+                (AluOp.SHR, 8, None),
+                (AluOp.MAX, -128, None),
+                (AluOp.MIN, 127, None),
+            ],
+            [(AluOp.REQ, 8, BIAS)],
         ),
-        ([("SHR", 31, None), ("MIN", 127, None), ("MAX", 0, None)], [("REQ", 31 | 32, None)]),
-        ([("ADD", 0, None), ("MAX", 0, None), ("MIN", 127, None)], [("REQ", 32, None)]),
         (
-            [("MUL", 3, None), ("ADD", None, BIAS), ("MAX", 0, None), ("MIN", 127, None)],
-            [("MUL", 3, None), ("REQ", 32, BIAS)],
+            [(AluOp.SHR, 31, None), (AluOp.MIN, 127, None), (AluOp.MAX, 0, None)],
+            [(AluOp.REQ, 31 | 32, None)],
+        ),
+        (
+            [(AluOp.ADD, 0, None), (AluOp.MAX, 0, None), (AluOp.MIN, 127, None)],
+            [(AluOp.REQ, 32, None)],
+        ),
+        (
+            [
+                (AluOp.MUL, 3, None),
+                (AluOp.ADD, None, BIAS),
+                (AluOp.MAX, 0, None),
+                (AluOp.MIN, 127, None),
+            ],
+            [(AluOp.MUL, 3, None), (AluOp.REQ, 32, BIAS)],
         ),
         # the ADD of an immediate (REQ's immediate form adds 0) and a tensor shift stay
         (
-            [("ADD", 5, None), ("MAX", 0, None), ("MIN", 127, None)],
-            [("ADD", 5, None), ("REQ", 32, None)],
+            [(AluOp.ADD, 5, None), (AluOp.MAX, 0, None), (AluOp.MIN, 127, None)],
+            [(AluOp.ADD, 5, None), (AluOp.REQ, 32, None)],
         ),
         (
-            [("ADD", None, BIAS), ("SHR", None, OTHER), ("MAX", 0, None), ("MIN", 127, None)],
-            [("ADD", None, BIAS), ("SHR", None, OTHER), ("REQ", 32, None)],
+            [
+                (AluOp.ADD, None, BIAS),
+                (AluOp.SHR, None, OTHER),
+                (AluOp.MAX, 0, None),
+                (AluOp.MIN, 127, None),
+            ],
+            [(AluOp.ADD, None, BIAS), (AluOp.SHR, None, OTHER), (AluOp.REQ, 32, None)],
         ),
     ],
 )
@@ -230,12 +251,17 @@ def test_requantizing_tails_fuse(steps, fused):
 @pytest.mark.parametrize(
     "steps",
     [
-        [("ADD", None, BIAS), ("SHR", 8, None), ("MAX", -100, None), ("MIN", 100, None)],
-        [("SHR", 8, None), ("MAX", 0, None), ("MIN", 126, None)],
-        [("SHR", 8, None), ("MAX", 0, None)],  # relu without an upper clip
-        [("SHR", 8, None), ("MAX", 0, None), ("MIN", 127, None), ("ADD", 1, None)],
-        [("SHR", 8, None), ("MAX", None, OTHER), ("MIN", 127, None)],
-        [("SHR", 8, None), ("MIN", 127, None), ("MIN", 127, None)],
+        [
+            (AluOp.ADD, None, BIAS),
+            (AluOp.SHR, 8, None),
+            (AluOp.MAX, -100, None),
+            (AluOp.MIN, 100, None),
+        ],
+        [(AluOp.SHR, 8, None), (AluOp.MAX, 0, None), (AluOp.MIN, 126, None)],
+        [(AluOp.SHR, 8, None), (AluOp.MAX, 0, None)],  # relu without an upper clip
+        [(AluOp.SHR, 8, None), (AluOp.MAX, 0, None), (AluOp.MIN, 127, None), (AluOp.ADD, 1, None)],
+        [(AluOp.SHR, 8, None), (AluOp.MAX, None, OTHER), (AluOp.MIN, 127, None)],
+        [(AluOp.SHR, 8, None), (AluOp.MIN, 127, None), (AluOp.MIN, 127, None)],
     ],
 )
 def test_other_chains_do_not_fuse(steps):
@@ -244,8 +270,8 @@ def test_other_chains_do_not_fuse(steps):
 
 def test_negative_shift_is_not_fused():
     """shift_left is SHR by a negative amount: REQ only shifts right."""
-    steps = [("SHR", -2, None), ("MAX", 0, None), ("MIN", 127, None)]
-    assert fuse_requant(steps, 8) == [("SHR", -2, None), ("REQ", 32, None)]
+    steps = [(AluOp.SHR, -2, None), (AluOp.MAX, 0, None), (AluOp.MIN, 127, None)]
+    assert fuse_requant(steps, 8) == [(AluOp.SHR, -2, None), (AluOp.REQ, 32, None)]
 
 
 def test_layouts_round_trip(rng):

@@ -1,7 +1,7 @@
-"""The reference instruction tests (vta-isa.md 7.2) produced by the compiler instead of by hand:
-tensor expressions and schedules with cache_read into local.acc_buffer / set_scope into the
-input and weight buffers, dma_copy and alu pragmas or ALU tensor intrinsics, and the GEMM
-intrinsic; every output bit-exact against numpy."""
+"""The reference VTA unit tests (load/store, padded load, GEMM, ALU) produced by the compiler
+instead of by hand: tensor expressions and schedules with cache_read into local.acc_buffer /
+set_scope into the input and weight buffers, dma_copy and alu pragmas or ALU tensor intrinsics,
+and the GEMM intrinsic; every output bit-exact against numpy."""
 
 import numpy as np
 import pytest
