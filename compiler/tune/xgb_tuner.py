@@ -1,7 +1,7 @@
 """The model-based tuner: XGBoost cost model + simulated annealing + diverse batch selection.
 
-Each batch (the seeds' Algorithm 8): simulated annealing on the model's scores collects the top
-`diversity_ratio * b` unmeasured candidates; a greedy submodular pick fills the batch from them,
+Each batch (AutoTVM's batch selection): simulated annealing on the model's scores collects the
+top `diversity_ratio * b` unmeasured candidates; a greedy submodular pick fills the batch from them,
 trading predicted quality against how many distinct knob values the batch covers, except that
 each slot is a random config with probability eps (exploration; drawn per slot, so small
 batches explore too, where AutoTVM's round(eps * b) random picks would be none). The model is

@@ -7,7 +7,8 @@ import dataclasses
 from ...errors import TuningError
 from ...topi.vta.conv2d import RESNET18
 
-# (input channels, size, output channels, kernel, stride) as in the seeds' table
+# ResNet-18's distinct convolutions (batch 1, 224x224 input) in network order:
+# (input channels, input height = width, output channels, kernel height = width, stride)
 LAYERS = {
     "C1": (3, 224, 64, 7, 2),
     "C2": (64, 56, 64, 3, 1),
