@@ -41,14 +41,22 @@ def build_matmul(n: int) -> tuple[Module, float]:
     return mod, time.perf_counter() - t
 
 
+def checked_matmul(
+    mod: Module, n: int, cols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Random float32 [n, n] and [n, cols] inputs, the output `mod` wrote, and its largest error
+    relative to numpy's largest output."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, cols), dtype=np.float32)
+    c = np.zeros((n, cols), np.float32)
+    mod(a, b, c)
+    return a, b, c, float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
+
+
 def bench_matmul(reps: int, thread_counts: Sequence[int], n: int = MATMUL_N) -> dict:
     """Ours against numpy with the machine's OPENBLAS_* environment and without it."""
     mod, build_s = build_matmul(n)
-    rng = np.random.default_rng(0)
-    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
-    c = np.zeros((n, n), np.float32)
-    mod(a, b, c)
-    err = float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
+    a, b, c, err = checked_matmul(mod, n, n)
     out: dict = {"n": n, "build_s": build_s, "max_rel_err": err, "threads": {}}
     for th in thread_counts:
         set_num_threads(th)
@@ -89,11 +97,7 @@ def bench_tail_matmul(
 ) -> dict:
     """The non-divisible matmul against numpy's AVX-512 kernel."""
     mod = build_tail_matmul(n, cols)
-    rng = np.random.default_rng(0)
-    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, cols), dtype=np.float32)
-    c = np.zeros((n, cols), np.float32)
-    mod(a, b, c)
-    err = float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
+    a, b, c, err = checked_matmul(mod, n, cols)
     out: dict = {"n": n, "cols": cols, "max_rel_err": err, "threads": {}}
     for th in thread_counts:
         set_num_threads(th)

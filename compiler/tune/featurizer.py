@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import TuningError
 from .features import PROGRAM_FEATURE_LENGTH, LoopNest, nest_features, program_features
 from .task import Task
-from .tir_features import StructureCache, loop_nest, lower_for_features
+from .tir_features import StructureCache, loop_nest, lower_each, lower_for_features
 
 
 class Featurizer:
@@ -50,13 +50,7 @@ class Featurizer:
 
     def _lowered_rows(self, indices: np.ndarray) -> np.ndarray:
         rows = np.zeros((len(indices), PROGRAM_FEATURE_LENGTH), np.float32)
-        nests, ok = [], []
-        for k, i in enumerate(indices.tolist()):
-            try:
-                nests.append(self.loop_nest(i))
-                ok.append(k)
-            except Exception:  # noqa: BLE001 - an invalid config featurizes as zeros
-                continue
+        ok, nests = lower_each(self.loop_nest, indices.tolist())  # invalid configs: zeros
         if ok:
             rows[ok] = program_features(nests)
         return rows
