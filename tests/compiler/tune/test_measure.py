@@ -184,12 +184,15 @@ def test_dask_pool_requests_worker_resources():
         assert raised.status == "exception" and "bad" in raised.message
 
         task = create_task("blocked_matmul", (64,), "numpy")
+        space = task.config_space
+        # blocks of >= 16: a few numpy calls per product, not 64^3 (config 0) on a busy machine
+        configs = map(space.get, range(space.range_length))
+        big = [c for c in configs if min(c[f"tile_{a}"].size[1] for a in "ijk") >= 16]
         builder = LocalBuilder(build_blocked_matmul, n_parallel=1)
-        option = measure_option(builder, CPURunner(min_repeat_ms=1, repeat=1, pool=board))
+        runner = CPURunner(min_repeat_ms=1, repeat=1, pool=board, timeout=120)
+        option = measure_option(builder, runner)
         try:
-            results = option.measure(
-                [MeasureInput(task, task.config_space.get(i)) for i in range(3)]
-            )
+            results = option.measure([MeasureInput(task, c) for c in big[:3]])
         finally:
             builder.close()
         assert all(r.ok and r.costs[0] > 0 for r in results), [r.error_msg for r in results]
