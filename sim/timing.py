@@ -205,6 +205,7 @@ def alu_cost(insn: AluInsn, cfg: VTAConfig) -> Cost:
     return Cost(DECODE_CYCLES + insn.uop_count * interval + cfg.alu_pipeline_depth)
 
 
+@lru_cache(maxsize=1 << 16)
 def insn_cost(insn: Insn, cfg: VTAConfig) -> Cost:
     """Cycles from an instruction's start to its end (before any push into a full queue)."""
     if isinstance(insn, MemInsn):

@@ -25,10 +25,11 @@ from .isa import (
     MemInsn,
     MemType,
     Module,
+    Opcode,
     TokenQueue,
     encode_stream,
     encode_uops,
-    insn_module,
+    route,
 )
 from .program import ROLES, BufferSpec, Program
 from .validate import validate_program
@@ -81,17 +82,25 @@ class ProgramBuilder:
     def __init__(self, config: VTAConfig | str | None = None):
         self.config = VTAConfig.load(config)
         self.alignment = max(MIN_ALIGNMENT, *self.config.elem_bytes.values())
-        self.insns: list[Insn] = []
+        # instructions as (class, fields) until `build`: tokens and micro-op addresses are
+        # filled in later, and frozen instructions would have to be copied for each change
+        self._insns: list[tuple[type[Insn], dict]] = []
         self._buffers: dict[str, BufferSpec] = {}
         self._init_data: list[tuple[int, np.ndarray]] = []
         self._dram_size = 0
         self._pending_pops: dict[Module, set[str]] = {m: set() for m in Module}
-        self._kernels: dict[bytes, _Kernel] = {}
+        self._kernels: dict[bytes, _Kernel] = {}  # by encoded micro-ops
+        self._encoded: dict[bytes, np.ndarray] = {}  # micro-op words by (dst, src, wgt) rows
         self._resident: list[_Kernel] = []
         self._uop_words: list[np.ndarray] = []
         self._uop_count = 0
         self._uop_ring_end = 0
         self._uop_fixups: list[tuple[int, int]] = []  # (LOAD UOP index, offset in uop region)
+
+    @property
+    def insns(self) -> list[Insn]:
+        """The instructions so far (micro-op loads get their DRAM address in `build`)."""
+        return [cls(**fields) for cls, fields in self._insns]
 
     # ------------------------------------------------------------------------- DRAM buffers
     def _align(self, offset: int) -> int:
@@ -146,14 +155,21 @@ class ProgramBuilder:
         return spec.offset // elem + elem_offset
 
     # ------------------------------------------------------------------------- instructions
-    def _emit(self, insn: Insn) -> int:
-        """Append `insn`, attaching the pending pops of its module; returns its index."""
-        pending = self._pending_pops[insn_module(insn)]
-        if pending:
-            insn = insn.replace(**{flag: True for flag in pending})
-            pending.clear()
-        self.insns.append(insn)
-        return len(self.insns) - 1
+    @staticmethod
+    def _module(cls: type[Insn], fields: dict) -> Module:
+        if cls is MemInsn:
+            return route(
+                Opcode.STORE if fields.get("is_store") else Opcode.LOAD, fields["memory_type"]
+            )
+        return Module.COMPUTE
+
+    def _emit(self, cls: type[Insn], **fields) -> int:
+        """Append an instruction, attaching the pending pops of its module; returns its index."""
+        pending = self._pending_pops[self._module(cls, fields)]
+        fields.update(dict.fromkeys(pending, True))
+        pending.clear()
+        self._insns.append((cls, fields))
+        return len(self._insns) - 1
 
     def load(
         self,
@@ -171,18 +187,17 @@ class ProgramBuilder:
         spec = self._buffer(buffer)
         y0, y1, x0, x1 = pad
         return self._emit(
-            MemInsn(
-                memory_type=mem,
-                sram_base=sram_base,
-                dram_base=self._dram_base(spec, mem, elem_offset),
-                y_size=y_size,
-                x_size=x_size,
-                x_stride=x_stride,
-                y_pad_0=y0,
-                y_pad_1=y1,
-                x_pad_0=x0,
-                x_pad_1=x1,
-            )
+            MemInsn,
+            memory_type=mem,
+            sram_base=sram_base,
+            dram_base=self._dram_base(spec, mem, elem_offset),
+            y_size=y_size,
+            x_size=x_size,
+            x_stride=x_stride,
+            y_pad_0=y0,
+            y_pad_1=y1,
+            x_pad_0=x0,
+            x_pad_1=x1,
         )
 
     def store(
@@ -197,15 +212,14 @@ class ProgramBuilder:
         """2-D strided STORE of OUT rows `sram_base + y * x_size` to DRAM rows `y * x_stride`."""
         spec = self._buffer(buffer)
         return self._emit(
-            MemInsn(
-                is_store=True,
-                memory_type=MemType.OUT,
-                sram_base=sram_base,
-                dram_base=self._dram_base(spec, MemType.OUT, elem_offset),
-                y_size=y_size,
-                x_size=x_size,
-                x_stride=x_stride,
-            )
+            MemInsn,
+            is_store=True,
+            memory_type=MemType.OUT,
+            sram_base=sram_base,
+            dram_base=self._dram_base(spec, MemType.OUT, elem_offset),
+            y_size=y_size,
+            x_size=x_size,
+            x_stride=x_stride,
         )
 
     def gemm(
@@ -215,19 +229,18 @@ class ProgramBuilder:
         bgn, end = self._place_kernel(uops)
         out, inn = self._loop_fields(loops, inner_first=False)
         return self._emit(
-            GemmInsn(
-                reset_reg=reset,
-                uop_bgn=bgn,
-                uop_end=end,
-                iter_out=out[0],
-                iter_in=inn[0],
-                dst_factor_out=out[1],
-                dst_factor_in=inn[1],
-                src_factor_out=out[2],
-                src_factor_in=inn[2],
-                wgt_factor_out=out[3],
-                wgt_factor_in=inn[3],
-            )
+            GemmInsn,
+            reset_reg=reset,
+            uop_bgn=bgn,
+            uop_end=end,
+            iter_out=out[0],
+            iter_in=inn[0],
+            dst_factor_out=out[1],
+            dst_factor_in=inn[1],
+            src_factor_out=out[2],
+            src_factor_in=inn[2],
+            wgt_factor_out=out[3],
+            wgt_factor_in=inn[3],
         )
 
     def alu(
@@ -245,19 +258,18 @@ class ProgramBuilder:
         bgn, end = self._place_kernel(arr)
         out, inn = self._loop_fields(loops, inner_first=True)
         return self._emit(
-            AluInsn(
-                uop_bgn=bgn,
-                uop_end=end,
-                iter_out=out[0],
-                iter_in=inn[0],
-                dst_factor_out=out[1],
-                dst_factor_in=inn[1],
-                src_factor_out=out[2],
-                src_factor_in=inn[2],
-                alu_opcode=_alu_op(op),
-                use_imm=use_imm,
-                imm=imm,
-            )
+            AluInsn,
+            uop_bgn=bgn,
+            uop_end=end,
+            iter_out=out[0],
+            iter_in=inn[0],
+            dst_factor_out=out[1],
+            dst_factor_in=inn[1],
+            src_factor_out=out[2],
+            src_factor_in=inn[2],
+            alu_opcode=_alu_op(op),
+            use_imm=use_imm,
+            imm=imm,
         )
 
     @staticmethod
@@ -276,7 +288,11 @@ class ProgramBuilder:
     # ------------------------------------------------------------------------- micro-op memory
     def _place_kernel(self, uops: np.ndarray | Sequence) -> tuple[int, int]:
         """Make a kernel resident in uop SRAM (ring allocation with eviction); emit its LOAD UOP."""
-        words = encode_uops(uops, self.config)
+        raw = np.asarray(uops, dtype=np.int64)
+        raw_key = raw.tobytes() + bytes(raw.shape[-1:])
+        words = self._encoded.get(raw_key)
+        if words is None:
+            words = self._encoded[raw_key] = encode_uops(raw, self.config)
         if not words.size:
             raise ProgramError("a micro-op kernel needs at least one micro-op")
         depth = self.config.depth[MemType.UOP]
@@ -301,13 +317,12 @@ class ProgramBuilder:
         self._resident.append(kernel)
         self._uop_ring_end = end
         index = self._emit(
-            MemInsn(
-                memory_type=MemType.UOP,
-                sram_base=start,
-                y_size=1,
-                x_size=kernel.size,
-                x_stride=kernel.size,
-            )
+            MemInsn,
+            memory_type=MemType.UOP,
+            sram_base=start,
+            y_size=1,
+            x_size=kernel.size,
+            x_stride=kernel.size,
         )
         self._uop_fixups.append((index, kernel.dram_offset))
         return kernel.sram
@@ -316,7 +331,7 @@ class ProgramBuilder:
     def _nop(self, module: Module, **flags: bool) -> int:
         """A reference NOP (runtime PushNoop): x_size 0, memory_type INP on load, else UOP."""
         mem = MemType.INP if module == Module.LOAD else MemType.UOP
-        return self._emit(MemInsn(is_store=module == Module.STORE, memory_type=mem, **flags))
+        return self._emit(MemInsn, is_store=module == Module.STORE, memory_type=mem, **flags)
 
     def _commit_pending_pops(self, module: Module) -> None:
         if self._pending_pops[module]:
@@ -341,11 +356,11 @@ class ProgramBuilder:
         queue = self._queue(from_module, to_module)
         src, flag = queue.producer, queue.push_flag
         self._commit_pending_pops(src)
-        if self.insns:
-            last = self.insns[-1]
-            if insn_module(last) == src and not isinstance(last, FinishInsn):
-                if not getattr(last, flag):
-                    self.insns[-1] = last.replace(**{flag: True})
+        if self._insns:
+            cls, fields = self._insns[-1]
+            if cls is not FinishInsn and self._module(cls, fields) == src:
+                if not fields.get(flag):
+                    fields[flag] = True
                     return
         self._nop(src, **{flag: True})
 
@@ -357,12 +372,11 @@ class ProgramBuilder:
         self.dep_pop(Module.STORE, Module.COMPUTE)
         self.dep_pop(Module.LOAD, Module.COMPUTE)
         self._commit_pending_pops(Module.COMPUTE)
-        self.insns.append(FinishInsn())
+        self._insns.append((FinishInsn, {}))
 
     def build(self, validate: bool = True) -> Program:
         """The Program: buffers, then the micro-op region; validated unless told otherwise."""
         buffers = list(self._buffers.values())
-        insns = list(self.insns)
         size = self._dram_size
         if self._uop_words:
             uop_spec = BufferSpec(
@@ -372,7 +386,8 @@ class ProgramBuilder:
             size = uop_spec.offset + uop_spec.nbytes
             base = uop_spec.offset // self.config.elem_bytes[MemType.UOP]
             for index, offset in self._uop_fixups:
-                insns[index] = insns[index].replace(dram_base=base + offset)
+                self._insns[index][1]["dram_base"] = base + offset
+        insns = [cls(**fields) for cls, fields in self._insns]
         dram = np.zeros(size, dtype=np.uint8)
         for offset, arr in self._init_data:
             dram[offset : offset + arr.nbytes] = (

@@ -35,9 +35,14 @@ def _cmd_sim(args: argparse.Namespace) -> int:
             raise VTAError(f"--trace needs the cycle-level device 'sim', not {args.device!r}")
         options["trace"] = args.trace
     device = get_device(args.device, **options)
-    final, stats = device.execute(program, program.dram.copy())
-    if args.dump_dram:
-        Path(args.dump_dram).write_bytes(final.tobytes())
+    if args.timing_only:
+        if args.dump_dram:
+            raise VTAError("--dump-dram needs the data: leave out --timing-only")
+        stats = device.time(program)
+    else:
+        final, stats = device.execute(program, program.dram.copy())
+        if args.dump_dram:
+            Path(args.dump_dram).write_bytes(final.tobytes())
     if args.json:
         print(stats.to_json())
     else:
@@ -91,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="interpret the Program with this configuration")
     p.add_argument("--trace", help="write a Chrome/Perfetto timeline (device sim)")
     p.add_argument("--dump-dram", help="write the final DRAM image as raw bytes")
+    p.add_argument(
+        "--timing-only",
+        action="store_true",
+        help="cycles and counters without computing data (fast on sim)",
+    )
     p.add_argument("--json", action="store_true", help="print the Stats as JSON")
     p.set_defaults(func=_cmd_sim)
 

@@ -37,6 +37,12 @@ class Device(abc.ABC):
         final, stats = self.execute(program, program.dram_with(buffers))
         return program.outputs(final), stats
 
+    def time(self, program: Program) -> Stats:
+        """The Stats of a run where only its timing matters (the tuner's, a report). Devices
+        that can tell cycles without computing data (the cycle-level simulator) override it;
+        others run the Program on its own DRAM image."""
+        return self.execute(program, program.dram)[1]
+
     def new_stats(self, config: VTAConfig) -> Stats:
         return Stats(
             device=self.name, clock_mhz=config.clock_mhz, macs_per_cycle=config.macs_per_cycle

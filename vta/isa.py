@@ -139,9 +139,9 @@ class TokenQueue(enum.IntEnum):
     @classmethod
     def between(cls, producer: Module, consumer: Module) -> TokenQueue:
         """The queue from `producer` to `consumer`; only neighbouring modules have one."""
-        for queue in cls:
-            if (queue.producer, queue.consumer) == (producer, consumer):
-                return queue
+        queue = _QUEUE_BETWEEN.get((producer, consumer))
+        if queue is not None:
+            return queue
         raise ISAError(
             f"no token queue from {Module(producer).label} to {Module(consumer).label} "
             "(queues: load<->compute, compute<->store)"
@@ -154,6 +154,7 @@ _QUEUE_ENDS = {
     TokenQueue.G2S: (Module.COMPUTE, Module.STORE),
     TokenQueue.S2G: (Module.STORE, Module.COMPUTE),
 }
+_QUEUE_BETWEEN = {ends: queue for queue, ends in _QUEUE_ENDS.items()}
 
 DEP_FIELDS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 
@@ -509,9 +510,26 @@ def decode(data: bytes, cfg: VTAConfig, index: int | None = None) -> Insn:
 
 
 def encode_stream(insns: list[Insn], cfg: VTAConfig) -> np.ndarray:
-    """Encode instructions to a uint8 array of 16 bytes each."""
-    raw = b"".join(encode(insn, cfg, i) for i, insn in enumerate(insns))
-    return np.frombuffer(raw, dtype=np.uint8).copy()
+    """Encode instructions to a uint8 array of 16 bytes each, one numpy column per field and
+    instruction family; a field out of range raises `ISAError` as `encode` does."""
+    words = np.zeros((len(insns), 2), dtype="<u8")
+    families: dict[str, list[int]] = {}
+    for i, insn in enumerate(insns):
+        families.setdefault(_family(insn), []).append(i)
+    for family, index in families.items():
+        rows = [insns[i] for i in index]
+        for field in layouts(cfg)[family]:
+            name = field.name
+            values = [int(r.opcode if name == "opcode" else getattr(r, name)) for r in rows]
+            lo, hi = field_range(field)
+            if min(values) < lo or max(values) > hi:
+                k = next(k for k, v in enumerate(values) if not lo <= v <= hi)
+                encode(rows[k], cfg, index[k])  # raises, naming the instruction and field
+            column = np.array(values, dtype=np.int64) & ((1 << field.width) - 1)
+            words[index, field.lsb // WORD_BITS] |= column.astype(np.uint64) << np.uint64(
+                field.lsb % WORD_BITS
+            )
+    return words.view(np.uint8).reshape(-1).copy()
 
 
 def decode_stream(data: np.ndarray | bytes, cfg: VTAConfig) -> list[Insn]:

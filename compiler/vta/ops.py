@@ -10,7 +10,9 @@ how it prints, and how it is emitted through the `ProgramBuilder`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,8 +22,7 @@ from vta.isa import AluOp, MemType, Module, Opcode, route
 from ..tir import stmt as S
 
 
-@dataclasses.dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):
     """An on-chip buffer of one virtual thread (`thread`: its virtual-thread indices).
     Buffers compare by identity, so two slots are equal when buffer and thread are."""
 
@@ -62,7 +63,7 @@ class Load:
     x_stride: int
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)
 
-    @property
+    @functools.cached_property
     def module(self) -> Module:
         return route(Opcode.LOAD, self.memory)
 
@@ -78,7 +79,9 @@ class Load:
         return [(self.memory, self.row, self.row + self.rows)]
 
     def resolve(self, rows: dict[Slot, int]) -> Load:
-        return dataclasses.replace(self, slot=None, row=rows[self.slot] + self.row)
+        row = rows[self.slot] + self.row
+        y, x, stride = self.y_size, self.x_size, self.x_stride
+        return Load(self.memory, None, row, self.dram, self.offset, y, x, stride, self.pad)
 
     def slots(self) -> list[Slot]:
         return [self.slot]
@@ -124,7 +127,8 @@ class Store:
         return []
 
     def resolve(self, rows: dict[Slot, int]) -> Store:
-        return dataclasses.replace(self, slot=None, row=rows[self.slot] + self.row)
+        row = rows[self.slot] + self.row
+        return Store(None, row, self.dram, self.offset, self.y_size, self.x_size, self.x_stride)
 
     def slots(self) -> list[Slot]:
         return [self.slot]

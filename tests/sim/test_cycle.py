@@ -492,3 +492,27 @@ def test_schedule_matches_clocked_reference(body, matched, cmd_depth, token_dept
     got = schedule(prog)
     for key, values in want.items():
         assert getattr(got, key).tolist() == values, key
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_timing_only_reports_what_a_full_run_reports(seed):
+    """`time` skips the data, not the timing: the same cycles, per-module stats and counters."""
+    from vta.fuzz import random_program
+
+    program = random_program(seed, "pynq")
+    sim = CycleSimulator()
+    _, full = sim.execute(program, program.dram.copy())
+    timed = sim.time(program)
+    assert timed.to_dict() == full.to_dict()
+
+
+def test_cli_timing_only(tmp_path, capsys):
+    from vta.cli import main
+
+    example = blocked_gemm(PYNQ, batch=4, in_channels=64, out_channels=64, threads=2)
+    path = tmp_path / "gemm.npz"
+    example.program.save(path)
+    assert main(["sim", str(path), "--timing-only", "--json"]) == 0
+    timed = json.loads(capsys.readouterr().out)
+    assert main(["sim", str(path), "--json"]) == 0
+    assert timed == json.loads(capsys.readouterr().out)

@@ -174,13 +174,16 @@ def test_ring_allocation_evicts_and_reloads():
 
 def test_loops_map_to_iter_out_and_iter_in():
     b = ProgramBuilder()
-    g = b.insns[b.gemm([(0, 0, 0)], loops=[(4, 1, 2, 3)])]
+    i = b.gemm([(0, 0, 0)], loops=[(4, 1, 2, 3)])
+    g = b.insns[i]
     assert (g.iter_out, g.dst_factor_out, g.src_factor_out, g.wgt_factor_out) == (4, 1, 2, 3)
     assert (g.iter_in, g.dst_factor_in) == (1, 0)
-    a = b.insns[b.alu(AluOp.ADD, [(0, 1)], loops=[(5, 1, 1)])]
+    i = b.alu(AluOp.ADD, [(0, 1)], loops=[(5, 1, 1)])
+    a = b.insns[i]
     assert isinstance(a, AluInsn)
     assert (a.iter_out, a.iter_in, a.dst_factor_in, a.src_factor_in) == (1, 5, 1, 1)
-    g2 = b.insns[b.gemm([(0, 0, 0)], loops=[(2, 8, 0, 0), (3, 1, 1, 1)])]
+    i = b.gemm([(0, 0, 0)], loops=[(2, 8, 0, 0), (3, 1, 1, 1)])
+    g2 = b.insns[i]
     assert (g2.iter_out, g2.dst_factor_out, g2.iter_in, g2.wgt_factor_in) == (2, 8, 3, 1)
     with pytest.raises(ProgramError, match="at most two"):
         b.gemm([(0, 0, 0)], loops=[(2, 1, 0, 0)] * 3)

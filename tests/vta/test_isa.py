@@ -93,6 +93,27 @@ def test_stream_round_trip():
     assert decode_stream(raw, cfg) == insns
 
 
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+def test_stream_encoding_is_each_instructions_encoding(cfg):
+    """encode_stream (a column per field) gives exactly the bytes of encode, one by one."""
+    families = st.sampled_from(["mem", "gemm", "alu", "finish"])
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(families.flatmap(lambda f: instructions(cfg, f)), max_size=12))
+    def check(insns):
+        one_by_one = b"".join(encode(x, cfg, i) for i, x in enumerate(insns))
+        assert encode_stream(insns, cfg).tobytes() == one_by_one
+
+    check()
+
+
+def test_stream_encoding_names_the_instruction_out_of_range():
+    cfg = CONFIGS[0]
+    insns = [GemmInsn(uop_end=1), GemmInsn(uop_end=1, iter_in=1 << 14)]
+    with pytest.raises(ISAError, match="instruction 1: GEMM field 'iter_in' = 16384"):
+        encode_stream(insns, cfg)
+
+
 # The reference VTA layout (HW_VER 0.0.2) for the default configuration: lsb of each field.
 PYNQ_LSB = {
     "mem": {
