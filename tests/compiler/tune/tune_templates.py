@@ -241,6 +241,38 @@ def matmul_reference(inputs, n):
     return [a @ b]
 
 
+@dataclass
+class Sleep:
+    """Copies its input after sleeping `ms`: a call lasts at least that long, whatever the load."""
+
+    n: int
+    ms: float
+    n_outputs: int = 1
+
+    @property
+    def arg_specs(self):
+        return [((self.n,), "float32")] * 2
+
+    def __call__(self, x, out):
+        time.sleep(self.ms / 1e3)
+        out[:] = x
+
+
+@register_template("sleep", "numpy")
+def sleep_template(cfg, n):
+    cfg.define_knob("ms", [1, 30])
+    return cfg["ms"].val
+
+
+def build_sleep(task, ms):
+    return Sleep(task.args[0], ms)
+
+
+@register_reference("sleep")
+def copy_reference(inputs, n):
+    return [inputs[0]]
+
+
 # ----------------------------------------------------------------------------- failure kinds
 
 FAULTS = [
