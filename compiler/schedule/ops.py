@@ -16,6 +16,7 @@ from ..tir import stmt as S
 from ..tir.functor import Mutator, free_vars, substitute
 from .bound import StageInfo, infer_bounds
 from .schedule import Schedule, Stage
+from .tensorize import tensorize_stmts
 
 
 def _strides(shape: list[int], aligns: dict[int, tuple[int, int]]) -> list[int] | None:
@@ -162,8 +163,6 @@ class ScheduleLowering:
         else:
             core = S.BufferStore(buf, self.translate(body), idx)
         if t is not None:
-            from .tensorize import tensorize_stmts
-
             stmts = tensorize_stmts(self, st, t, st.iter_attrs[leaves[t]].tensor_intrin)
             if p is not None and p < t:
                 core, init = stmts.update, stmts.reset

@@ -1,6 +1,7 @@
 """Tensor expressions (TVM's te): describe what to compute; schedules say how."""
 
 from ..schedule.schedule import Schedule, Stage, create_schedule
+from ..schedule.tensorize import TensorIntrin, decl_buffer, decl_tensor_intrin
 from ..tir.expr import Var, const
 from ..tir.op import (
     abs,
@@ -49,15 +50,6 @@ def var(name: str = "v", dtype: str = "int32") -> Var:
     return Var(name, dtype)
 
 
-def __getattr__(name: str):
-    # tensorize helpers live with the schedule package; import lazily to keep te light
-    if name in ("decl_tensor_intrin", "decl_buffer", "TensorIntrin"):
-        from ..schedule import tensorize
-
-        return getattr(tensorize, name)
-    raise AttributeError(name)
-
-
 __all__ = [
     "CommReducer",
     "ComputeOp",
@@ -67,6 +59,7 @@ __all__ = [
     "Schedule",
     "Stage",
     "Tensor",
+    "TensorIntrin",
     "Var",
     "abs",
     "all",
@@ -79,6 +72,8 @@ __all__ = [
     "const",
     "cos",
     "create_schedule",
+    "decl_buffer",
+    "decl_tensor_intrin",
     "erf",
     "exp",
     "exp2",

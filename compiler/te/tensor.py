@@ -7,8 +7,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import OperatorError
+from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir.expr import Expr, Var, convert
+from ..tir.functor import collect
 
 
 class Range:
@@ -155,8 +157,6 @@ class ComputeOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        from ..tir.functor import collect
-
         found: dict[int, Tensor] = {}
         for n in collect(self.body, lambda n: isinstance(n, E.ProducerLoad)):
             found.setdefault(id(n.producer), n.producer)
@@ -165,8 +165,6 @@ class ComputeOp(Operation):
 
 def placeholder(shape: Sequence[int], dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor of the given static shape."""
-    from ..tir import dtype as dt
-
     dt.parse(dtype)
     return PlaceholderOp(shape, dtype, name).output(0)
 

@@ -31,16 +31,14 @@ class Node:
     def _retype(self) -> None:
         pass
 
-    def __repr__(self) -> str:
-        from .printer import astext
-
-        return astext(self)
-
 
 class Expr(Node):
     """A value-producing node."""
 
     dtype: str = "int32"
+
+    def __repr__(self) -> str:
+        return expr_text(self)
 
     # arithmetic sugar, TVM style
     def __add__(self, o):
@@ -408,3 +406,50 @@ def as_int(e: Any) -> int | None:
     if isinstance(e, int):
         return e
     return e.value if isinstance(e, IntImm) else None
+
+
+# ---------------------------------------------------------------------------------- printing
+_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3}
+_PREC.update({"+": 4, "-": 4, "*": 5, "/": 5, "//": 5, "%": 5})
+
+
+def expr_text(e: Any, prec: int = 0) -> str:
+    """Python-like text of an expression, parenthesized where the enclosing operator's
+    precedence `prec` binds tighter."""
+    if isinstance(e, IntImm):
+        if e.dtype == "bool":
+            return "True" if e.value else "False"
+        return str(e.value) if e.dtype in ("int32",) else f"{e.dtype}({e.value})"
+    if isinstance(e, FloatImm):
+        return repr(e.value) if e.dtype == "float32" else f"{e.dtype}({e.value!r})"
+    if isinstance(e, StringImm):
+        return repr(e.value if len(e.value) < 40 else e.value[:37] + "...")
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, (Min, Max)):
+        return f"{e.op}({expr_text(e.a)}, {expr_text(e.b)})"
+    if isinstance(e, BinaryOp):
+        p = _PREC[e.op]
+        s = f"{expr_text(e.a, p)} {e.op} {expr_text(e.b, p + 1)}"
+        return f"({s})" if p < prec else s
+    if isinstance(e, Not):
+        return f"!{expr_text(e.a, 9)}"
+    if isinstance(e, Select):
+        return f"select({expr_text(e.cond)}, {expr_text(e.t)}, {expr_text(e.f)})"
+    if isinstance(e, Cast):
+        return f"{e.dtype}({expr_text(e.value)})"
+    if isinstance(e, Call):
+        return f"{e.op}({', '.join(expr_text(a) for a in e.args)})"
+    if isinstance(e, Ramp):
+        return f"ramp({expr_text(e.base)}, {expr_text(e.stride)}, {e.lanes})"
+    if isinstance(e, Broadcast):
+        return f"broadcast({expr_text(e.value)}, {e.lanes})"
+    if isinstance(e, ProducerLoad):
+        return f"{e.producer.name}[{', '.join(expr_text(i) for i in e.indices)}]"
+    if isinstance(e, BufferLoad):
+        return f"{e.buffer.name}[{', '.join(expr_text(i) for i in e.indices)}]"
+    if isinstance(e, Reduce):
+        axes = ", ".join(iv.var.name for iv in e.axis)
+        where = "" if is_const(e.condition, 1) else f", where={expr_text(e.condition)}"
+        return f"reduce_{e.combiner.name}({expr_text(e.source)}, axis=[{axes}]{where})"
+    return f"<{type(e).__name__}>"

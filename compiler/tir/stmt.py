@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import OperatorError
 from . import dtype as dt
-from .expr import BufferLoad, Call, Expr, Node, Var, convert
+from .expr import BufferLoad, Call, Expr, Node, Var, convert, expr_text, is_const
 
 SCOPES = (
     "global",
@@ -75,6 +75,9 @@ class Buffer:
 
 class Stmt(Node):
     """A statement."""
+
+    def __repr__(self) -> str:
+        return astext(self)
 
 
 class BufferStore(Stmt):
@@ -173,3 +176,62 @@ class PrimFunc(Node):
     def __init__(self, name: str, params: list[Buffer], body: Stmt, attrs: dict | None = None):
         self.name, self.params, self.body = name, list(params), body
         self.attrs = dict(attrs or {})
+
+    def __repr__(self) -> str:
+        return astext(self)
+
+
+# ---------------------------------------------------------------------------------- printing
+def _stmt_lines(s: Any, ind: str, out: list[str]) -> None:
+    if isinstance(s, SeqStmt):
+        for x in s.seq:
+            _stmt_lines(x, ind, out)
+    elif isinstance(s, For):
+        kind = "" if s.kind == "serial" else f" {s.kind}"
+        tag = f" {s.thread_tag!r}" if s.thread_tag else ""
+        lo = "" if is_const(s.min, 0) else f"{expr_text(s.min)}, "
+        out.append(f"{ind}for {s.loop_var.name} in range({lo}{expr_text(s.extent)}){kind}{tag}:")
+        _stmt_lines(s.body, ind + "  ", out)
+    elif isinstance(s, BufferStore):
+        idx = ", ".join(expr_text(i) for i in s.indices)
+        out.append(f"{ind}{s.buffer.name}[{idx}] = {expr_text(s.value)}")
+    elif isinstance(s, Evaluate):
+        out.append(f"{ind}{expr_text(s.value)}")
+    elif isinstance(s, IfThenElse):
+        out.append(f"{ind}if {expr_text(s.cond)}:")
+        _stmt_lines(s.then_case, ind + "  ", out)
+        if s.else_case is not None:
+            out.append(f"{ind}else:")
+            _stmt_lines(s.else_case, ind + "  ", out)
+    elif isinstance(s, Allocate):
+        b = s.buffer
+        shape = ", ".join(expr_text(x) for x in b.shape)
+        strides = f", strides=[{', '.join(expr_text(x) for x in b.strides)}]" if b.strides else ""
+        out.append(f"{ind}allocate {b.name}: {b.dtype}[{shape}]{strides} scope={b.scope!r}")
+        _stmt_lines(s.body, ind, out)
+    elif isinstance(s, AttrStmt):
+        node = getattr(s.node, "name", "")
+        out.append(f"{ind}attr [{node}] {s.key} = {expr_text(s.value)}")
+        _stmt_lines(s.body, ind, out)
+    elif isinstance(s, LetStmt):
+        out.append(f"{ind}{s.var.name} = {expr_text(s.value)}")
+        _stmt_lines(s.body, ind, out)
+    elif isinstance(s, PrimFunc):
+        params = ", ".join(
+            f"{b.name}: {b.dtype}[{', '.join(expr_text(x) for x in b.shape)}]" for b in s.params
+        )
+        out.append(f"{ind}def {s.name}({params}):")
+        _stmt_lines(s.body, ind + "  ", out)
+    elif hasattr(s, "describe"):  # a target's own statement (e.g. an operation template)
+        out.extend(f"{ind}{line}" for line in s.describe().splitlines())
+    else:
+        out.append(f"{ind}<{type(s).__name__}>")
+
+
+def astext(node: Any) -> str:
+    """Text of any IR node (Python-like, one statement a line)."""
+    if isinstance(node, Expr):
+        return expr_text(node)
+    out: list[str] = []
+    _stmt_lines(node, "", out)
+    return "\n".join(out)

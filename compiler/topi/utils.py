@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Operation, Tensor
+from ..tir import dtype as dt
 from . import tag
 
 
@@ -33,8 +34,6 @@ def as_outputs(outs: Tensor | list[Tensor]) -> list[Tensor]:
 
 def vector_lanes(dtype: str, vector_bytes: int = 64) -> int:
     """Elements of `dtype` in one vector register (64 bytes: AVX-512)."""
-    from ..tir import dtype as dt
-
     return max(1, vector_bytes // dt.itemsize(dtype))
 
 

@@ -14,23 +14,22 @@ from typing import Any
 from ..errors import TuningError
 from .callbacks import ProgressBar, plot_tuning_curve
 from .cost_model import XGBCostModel
-from .database import Database, Record
+from .database import Database
 from .dispatch import apply_history_best, best_config, get_config
-from .features import Featurizer, Loop, LoopNest
+from .features import Loop, LoopNest
+from .featurizer import Featurizer
 from .ga_tuner import GATuner
 from .measure import (
     CPURunner,
     CUDARunner,
     DeviceRunner,
     LocalBuilder,
-    MeasureErrorNo,
-    MeasureInput,
     MeasureOption,
-    MeasureResult,
     Runner,
     measure_option,
 )
 from .pool import DaskPool, LocalPool
+from .record import MeasureErrorNo, MeasureInput, Record
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 from .task import Task, create_task, register_reference, register_template
 from .tuner import GridSearchTuner, RandomTuner, Tuner, TuningHistory
@@ -149,7 +148,6 @@ __all__ = [
     "MeasureErrorNo",
     "MeasureInput",
     "MeasureOption",
-    "MeasureResult",
     "RandomTuner",
     "Record",
     "Runner",

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from .measure import MeasureInput, MeasureResult
+from .record import MeasureInput, Record
 
 
 def format_throughput(value: float, cost_unit: str) -> str:
@@ -20,12 +21,10 @@ class ProgressBar:
     """A tqdm bar over trials showing errors and the best throughput so far."""
 
     def __init__(self, total: int, desc: str = "tuning", **tqdm_kwargs: Any):
-        from tqdm.auto import tqdm
-
         self.bar = tqdm(total=total, desc=desc, unit="trial", **tqdm_kwargs)
 
     def __call__(
-        self, tuner: Any, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]
+        self, tuner: Any, inputs: Sequence[MeasureInput], results: Sequence[Record]
     ) -> None:
         history = tuner.history
         self.bar.n = len(history.throughputs)
@@ -45,7 +44,7 @@ def plot_tuning_curve(
     ylabel: str = "best throughput",
 ) -> None:
     """Best-so-far throughput against trials, one line per tuner, written as an image."""
-    import matplotlib
+    import matplotlib  # optional (the 'plot' extra), and slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

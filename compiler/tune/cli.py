@@ -16,6 +16,13 @@ from pathlib import Path
 from ..codegen.nvptx_arch import get_arch, is_cuda_target
 from ..errors import TuningError
 from ..runtime.cuda import cuda_status, gpu_available
+from . import tune_tasks
+from .callbacks import format_throughput, plot_tuning_curve
+from .database import Database
+from .measure import CPURunner, CUDARunner, DeviceRunner, LocalBuilder, Runner, measure_option
+from .pool import DaskPool
+from .task import create_task
+from .templates.resnet18 import resnet18_task_args
 
 TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga")
 BOARD_RESOURCES = {"pynq": {"pynq": 1}}  # device -> the Dask worker resources it needs
@@ -23,8 +30,6 @@ BOARD_RESOURCES = {"pynq": {"pynq": 1}}  # device -> the Dask worker resources i
 
 def parse_workload(text: str, target: str) -> tuple[str, tuple]:
     """'matmul:64,64,64' -> ('matmul', (64, 64, 64)); 'C9' -> the ResNet-18 layer on `target`."""
-    from .templates.resnet18 import resnet18_task_args
-
     if ":" not in text:
         return resnet18_task_args(text, target)
     op, _, args = text.partition(":")
@@ -44,21 +49,6 @@ def cuda_target(target: str, arch: str | None) -> str:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from . import (
-        CPURunner,
-        CUDARunner,
-        Database,
-        DeviceRunner,
-        LocalBuilder,
-        Runner,
-        create_task,
-        measure_option,
-        templates,  # noqa: F401 - registers the templates
-        tune_tasks,
-    )
-    from .callbacks import format_throughput, plot_tuning_curve
-    from .pool import DaskPool
-
     names = list(args.workload)
     if args.list:
         names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]

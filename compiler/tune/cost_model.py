@@ -1,6 +1,6 @@
 """XGBoost cost model: predicts a score per config whose order follows measured throughput.
 
-Default objective `rank:pairwise` (the seeds' choice: only the order of candidates matters);
+Default objective `rank:pairwise` (as AutoTVM's: only the order of candidates matters);
 `reg` fits normalized throughput with squared error. Each fit holds out a random split and stops
 boosting when the held-out pairwise ordering accuracy stops improving (AutoTVM early-stops on its
 training set, which rewards overfitting) -- once that split has `min_val` rows; below that its

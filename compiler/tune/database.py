@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import TuningError
-from .measure import MeasureErrorNo
-
-SCHEMA_VERSION = 2
+from .record import SCHEMA_VERSION, Record
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -42,39 +40,6 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_task ON records (workload, target);
 CREATE UNIQUE INDEX IF NOT EXISTS records_once ON records (workload, target, config, measured_at);
 """
-
-
-@dataclass
-class Record:
-    """One measurement: which config of which workload on which target, and what it cost."""
-
-    workload: str
-    target: str
-    config: dict[str, Any]
-    config_index: int
-    costs: list[float]
-    error_no: int = MeasureErrorNo.NO_ERROR
-    error_msg: str = ""
-    all_cost: float = 0.0
-    timestamp: float = field(default_factory=time.time)
-
-    @property
-    def ok(self) -> bool:
-        return self.error_no == MeasureErrorNo.NO_ERROR
-
-    @property
-    def cost(self) -> float | None:
-        """The cost configs are ranked by: the fastest timing (as MeasureResult.cost)."""
-        return min(self.costs) if self.ok and self.costs else None
-
-    def to_json(self) -> str:
-        return json.dumps({**asdict(self), "v": SCHEMA_VERSION}, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, line: str) -> Record:
-        data = json.loads(line)
-        data.pop("v", None)
-        return cls(**data)
 
 
 class Database:
@@ -125,9 +90,9 @@ class Database:
                 json.dumps(r.config, sort_keys=True),
                 r.config_index,
                 json.dumps(r.costs),
-                r.cost,
+                None if math.isinf(r.cost) else r.cost,  # failures rank by no cost: NULL
                 int(r.error_no),
-                MeasureErrorNo(r.error_no).name,
+                r.error_no.name,
                 r.error_msg,
                 r.all_cost,
                 r.timestamp,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .measure import MeasureInput, MeasureResult
+from .record import MeasureInput, Record
 from .space import ConfigEntity
 from .task import Task
 from .tuner import Tuner
@@ -42,7 +42,7 @@ class GATuner(Tuner):
         batch, self.queue = self.queue[:batch_size], self.queue[batch_size:]
         return [self.space.get(i) for i in batch]
 
-    def update(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
+    def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         super().update(inputs, results)
         for inp, res in zip(inputs, results, strict=True):
             self.scores[inp.config.index] = self.throughput(res)

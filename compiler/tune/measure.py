@@ -1,56 +1,40 @@
 """Measurement: a Builder compiles candidates, a Runner measures them on the target.
 
 Both run their jobs in a pool of isolated worker processes (or on Dask), so an exception, a
-crash or a hang in one candidate becomes a classified MeasureResult and never stops the tuner.
-Costs are in the runner's `cost_unit`: seconds for wall time, cycles for accelerator devices.
-A result's `cost`, the figure tuners rank by, is the minimum of its costs: foreign load on a
-shared machine only ever adds time, so the fastest of several short timings is the estimate it
-disturbs least. Deterministic runners (simulated cycles) are measured once per config: a
-MeasureOption hands a repeated config the result it already has.
+crash or a hang in one candidate becomes a Record with a classified error and never stops the
+tuner. Costs are in the runner's `cost_unit`: seconds for wall time, cycles for accelerator
+devices. A record's `cost`, the figure tuners rank by, is the minimum of its costs: foreign load
+on a shared machine only ever adds time, so the fastest of several short timings is the
+estimate it disturbs least. Deterministic runners (simulated cycles) are measured once per
+config: a MeasureOption hands a repeated config the record it already has.
 """
 
 from __future__ import annotations
 
 import abc
-import enum
 import math
 import os
 import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from vta.device import get_device
+
+from ..driver import build
 from ..errors import TuningError
+from ..runtime import load_module, set_num_threads
 from ..runtime.cuda import time_module
+from ..te import PlaceholderOp
 from .gpu_build import GPUArtifact, cuda_build
 from .pool import LocalPool, Outcome
+from .record import MeasureErrorNo, MeasureInput, Record
 from .task import Task, target_kind
-
-if TYPE_CHECKING:
-    from .database import Record
-    from .space import ConfigEntity
-
-
-class MeasureErrorNo(enum.IntEnum):
-    """Why a measurement failed (0 = it did not)."""
-
-    NO_ERROR = 0
-    INSTANTIATION_ERROR = 1  # the template rejected the config
-    COMPILE_ERROR = 2  # lowering/codegen raised or the build worker died
-    RUNTIME_ERROR = 3  # the kernel raised or its process died
-    WRONG_ANSWER = 4  # outputs differ from the reference
-    TIMEOUT = 5  # build or run exceeded its deadline
-
-
-@dataclass(frozen=True)
-class MeasureInput:
-    task: Task
-    config: ConfigEntity
 
 
 @dataclass
@@ -61,24 +45,6 @@ class BuildResult:
     error_no: MeasureErrorNo = MeasureErrorNo.NO_ERROR
     error_msg: str = ""
     time_cost: float = 0.0
-
-
-@dataclass
-class MeasureResult:
-    costs: list[float]
-    error_no: MeasureErrorNo = MeasureErrorNo.NO_ERROR
-    error_msg: str = ""
-    all_cost: float = 0.0
-    timestamp: float = field(default_factory=time.time)
-
-    @property
-    def ok(self) -> bool:
-        return self.error_no == MeasureErrorNo.NO_ERROR
-
-    @property
-    def cost(self) -> float:
-        """The cost tuners rank by: the fastest timing (inf for a failure)."""
-        return min(self.costs) if self.ok and self.costs else math.inf
 
 
 class WrongAnswer(TuningError):
@@ -120,8 +86,6 @@ class LibraryKernel:
 
     def __call__(self, *arrays: np.ndarray) -> None:
         if self._fn is None:
-            from compiler import load_module
-
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "kernel.so")
                 with open(path, "wb") as f:
@@ -135,13 +99,10 @@ def compiler_build(task: Task, instance: Any) -> Any:
     a vta Program for the accelerator, a ptxas-checked GPUArtifact for a GPU, else a shared
     library (non-placeholder args are outputs).
     """
-    import compiler
-    from compiler.te import PlaceholderOp
-
     if target_kind(task.target) == "cuda":
         return cuda_build(task, instance)
     schedule, args = instance
-    module = compiler.build(schedule, args, target=task.target)
+    module = build(schedule, args, target=task.target)
     if target_kind(task.target) == "vta":
         return module.program
     with tempfile.TemporaryDirectory() as tmp:
@@ -274,12 +235,10 @@ def time_kernel(
     threads: int | None = None,
 ) -> list[float]:
     """Wall-clock seconds per call: `repeat` timings, each of >= `number` calls lasting
-    >= min_repeat_ms. Keep them short and many: their minimum (MeasureResult.cost) then likely
+    >= min_repeat_ms. Keep them short and many: their minimum (Record.cost) then likely
     includes one that no burst of foreign load hit. `threads` sets the parallel loops' thread
     count (None: OpenMP's default, every core)."""
     if threads is not None:
-        from compiler.runtime import set_num_threads
-
         set_num_threads(threads)
     specs = list(kernel.arg_specs)
     n_in = len(specs) - kernel.n_outputs
@@ -305,8 +264,6 @@ def time_kernel(
 
 def run_on_device(program: Any, task: Task, device: str, check: bool) -> list[float]:
     """Cycles of one run of a vta Program on a registered device (sim, rtl, pynq, ...)."""
-    from vta.device import get_device
-
     if not check:  # timing only: the cycle simulator needs no data
         stats = get_device(device).time(program)
     else:
@@ -361,25 +318,25 @@ class Runner(abc.ABC):
     def measure_func(self) -> Callable[[Any, Task], list[float]]:
         """A picklable function (artifact, task) -> costs, run inside a worker."""
 
-    def run(
-        self, inputs: Sequence[MeasureInput], builds: Sequence[BuildResult]
-    ) -> list[MeasureResult]:
+    def run(self, inputs: Sequence[MeasureInput], builds: Sequence[BuildResult]) -> list[Record]:
         jobs = [
             (self.measure_func(), inp.task, b.artifact)
             for inp, b in zip(inputs, builds, strict=True)
         ]
-        results = []
-        for outcome in self.pool.map(_run_job, jobs, self.timeout):
+        records = []
+        for inp, outcome in zip(inputs, self.pool.map(_run_job, jobs, self.timeout), strict=True):
             if outcome.ok:
                 costs, error_no, msg = outcome.value
-                results.append(MeasureResult(costs, MeasureErrorNo(error_no), msg))
+                records.append(Record.of(inp, costs, MeasureErrorNo(error_no), msg))
             elif outcome.status == "timeout":
-                results.append(MeasureResult([], MeasureErrorNo.TIMEOUT, "run: " + outcome.message))
-            else:
-                results.append(
-                    MeasureResult([], MeasureErrorNo.RUNTIME_ERROR, "run: " + outcome.message)
+                records.append(
+                    Record.of(inp, [], MeasureErrorNo.TIMEOUT, "run: " + outcome.message)
                 )
-        return results
+            else:
+                records.append(
+                    Record.of(inp, [], MeasureErrorNo.RUNTIME_ERROR, "run: " + outcome.message)
+                )
+        return records
 
     def close(self) -> None:
         self.pool.close()
@@ -461,69 +418,65 @@ class MeasureOption:
     """A builder and a runner: measure(inputs) builds then runs every candidate.
 
     With a deterministic runner a config already measured through this option is not built or
-    run again: it gets a copy of its result (timestamped now, `all_cost` 0). `reused` counts
-    those results, `measured` the ones the builder and runner produced.
+    run again: it gets a copy of its record (timestamped now, `all_cost` 0). `reused` counts
+    those records, `measured` the ones the builder and runner produced.
     """
 
     builder: Any
     runner: Runner
     measured: int = 0
     reused: int = 0
-    _known: dict[tuple[str, str, int], MeasureResult] = field(default_factory=dict, repr=False)
+    _known: dict[tuple[str, str, int], Record] = field(default_factory=dict, repr=False)
 
     @property
     def cost_unit(self) -> str:
         return self.runner.cost_unit
 
-    def measure(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
+    def measure(self, inputs: Sequence[MeasureInput]) -> list[Record]:
         keys = [(i.task.workload_key, i.task.target, i.config.index) for i in inputs]
-        results: list[MeasureResult | None] = [None] * len(inputs)
+        records: list[Record | None] = [None] * len(inputs)
         if self.runner.deterministic:
             for n, key in enumerate(keys):
-                if key in self._known:
-                    results[n] = replace(self._known[key], timestamp=time.time(), all_cost=0.0)
-        todo = [n for n, r in enumerate(results) if r is None]
+                if (known := self._known.get(key)) is not None:
+                    records[n] = Record.of(inputs[n], known.costs, known.error_no, known.error_msg)
+        todo = [n for n, r in enumerate(records) if r is None]
         for n, r in zip(todo, self._build_and_run([inputs[n] for n in todo]), strict=True):
-            results[n] = r
-            self._learn(keys[n], r)
+            records[n] = r
+            self._learn(r)
         self.measured += len(todo)
         self.reused += len(inputs) - len(todo)
-        return results  # type: ignore[return-value]
+        return records  # type: ignore[return-value]
 
     def remember(self, records: Iterable[Record]) -> int:
         """Let a deterministic runner reuse stored measurements (records of earlier runs, e.g.
         another process's database) instead of building and running those configs again.
         Timeouts are not remembered. Returns how many records were taken."""
-        results = (
-            (
-                (r.workload, r.target, r.config_index),
-                MeasureResult(list(r.costs), MeasureErrorNo(r.error_no), r.error_msg),
-            )
-            for r in records
-        )
-        return sum(self._learn(key, result) for key, result in results)
+        return sum(self._learn(r) for r in records)
 
-    def _learn(self, key: tuple[str, str, int], result: MeasureResult) -> bool:
-        """Keep a deterministic runner's result for reuse (not a timeout: it may pass later)."""
-        if not self.runner.deterministic or result.error_no == MeasureErrorNo.TIMEOUT:
+    def _learn(self, record: Record) -> bool:
+        """Keep a deterministic runner's record for reuse (not a timeout: it may pass later)."""
+        if not self.runner.deterministic or record.error_no == MeasureErrorNo.TIMEOUT:
             return False
-        self._known[key] = result
+        self._known[record.workload, record.target, record.config_index] = record
         return True
 
-    def _build_and_run(self, inputs: Sequence[MeasureInput]) -> list[MeasureResult]:
+    def _build_and_run(self, inputs: Sequence[MeasureInput]) -> list[Record]:
         if not inputs:
             return []
         start = time.perf_counter()
         builds = self.builder.build(inputs)
         built = [i for i, b in enumerate(builds) if b.error_no == MeasureErrorNo.NO_ERROR]
         ran = self.runner.run([inputs[i] for i in built], [builds[i] for i in built])
-        results = [MeasureResult([], b.error_no, b.error_msg) for b in builds]
+        records = [
+            Record.of(inp, [], b.error_no, b.error_msg)
+            for inp, b in zip(inputs, builds, strict=True)
+        ]
         for i, r in zip(built, ran, strict=True):
-            results[i] = r
+            records[i] = r
         per_item = (time.perf_counter() - start) / len(inputs)
-        for r in results:
+        for r in records:
             r.all_cost = per_item
-        return results
+        return records
 
     def close(self) -> None:
         self.builder.close()

@@ -167,7 +167,7 @@ class DaskPool:
     """Jobs on a Dask distributed cluster; `resources` (e.g. {"pynq": 1}) picks the workers."""
 
     def __init__(self, scheduler: Any, resources: dict[str, float] | None = None):
-        try:
+        try:  # optional: the 'dist' extra
             from distributed import Client
         except ImportError as err:
             raise TuningError(

@@ -13,13 +13,16 @@ no exact recipe are lowered one by one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..arith import Analyzer
+from ..driver import PIPELINE
 from ..errors import OperatorError
+from ..schedule.ops import schedule_ops
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect
@@ -32,10 +35,6 @@ FEATURE_PASSES = ("inject_virtual_thread", "storage_flatten")
 
 def lower_for_features(schedule: Any, args: Sequence[Any]) -> S.PrimFunc:
     """The loop IR after storage flattening, before unrolling and vectorization erase loops."""
-    from ..arith import Analyzer
-    from ..driver import PIPELINE
-    from ..schedule.ops import schedule_ops
-
     ana = Analyzer()
     body, params = schedule_ops(schedule, list(args), ana)
     func = S.PrimFunc("main", params, body)
@@ -136,6 +135,21 @@ def loop_nest(func: S.PrimFunc) -> LoopNest:
             for f, lp in zip(fors, loops, strict=True)
         ]
     return LoopNest(loops, strides)
+
+
+def lower_each(
+    lower: Callable[[int], LoopNest], indices: Sequence[int]
+) -> tuple[list[int], list[LoopNest]]:
+    """The loop nests of the configs `lower` accepts, and their positions in `indices` (an
+    invalid config raises in `lower` and is left out)."""
+    kept, nests = [], []
+    for k, i in enumerate(indices):
+        try:
+            nests.append(lower(i))
+            kept.append(k)
+        except Exception:  # noqa: BLE001 - whatever the template or lowering raises
+            continue
+    return kept, nests
 
 
 # ------------------------------------------------------------------------------ structure cache
@@ -266,14 +280,7 @@ class StructureCache:
         digits[:, ~self._split] = key[: len(key) - len(self._units)]
         for j, members in zip(np.flatnonzero(self._split), self._members(key), strict=True):
             digits[:, j] = self.rng.choice(members, size=n)
-        index = self.space.indices(digits)
-        kept, nests = [], []
-        for row, i in enumerate(index.tolist()):
-            try:
-                nests.append(self.lower(i))
-                kept.append(row)
-            except Exception:  # noqa: BLE001 - an invalid probe is just skipped
-                continue
+        kept, nests = lower_each(self.lower, self.space.indices(digits).tolist())
         return self.z(digits[kept]), nests
 
     def _learn(self, key: tuple) -> tuple[_Structure, _Recipe] | None:

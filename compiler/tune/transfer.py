@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
-from .features import Featurizer
+from .featurizer import Featurizer
 from .task import Task, target_kind
 
 MIN_RECORDS = 64  # fewer usable records of other workloads train no global model

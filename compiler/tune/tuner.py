@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TuningError
-from .database import Database, Record
-from .measure import MeasureErrorNo, MeasureInput, MeasureOption, MeasureResult
+from .database import Database
+from .measure import MeasureOption
+from .record import MeasureInput, Record
 from .space import ConfigEntity
 from .task import Task
 
-Callback = Callable[["Tuner", Sequence[MeasureInput], Sequence[MeasureResult]], None]
+Callback = Callable[["Tuner", Sequence[MeasureInput], Sequence[Record]], None]
 
 
 @dataclass
@@ -56,13 +57,13 @@ class Tuner(abc.ABC):
     def has_next(self) -> bool:
         return len(self.visited) < self.space.range_length
 
-    def throughput(self, result: MeasureResult) -> float:
+    def throughput(self, result: Record) -> float:
         """flop / cost (FLOP/s for wall time, ops per cycle for devices); 0 for a failure."""
         if not result.ok or not result.costs:
             return 0.0
         return (self.task.flop or 1.0) / max(result.cost, 1e-30)
 
-    def update(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
+    def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         """Learn from a measured batch; subclasses extend this (and call it)."""
         for inp, res in zip(inputs, results, strict=True):
             self.visited.add(inp.config.index)
@@ -85,11 +86,7 @@ class Tuner(abc.ABC):
             except TuningError:
                 continue  # recorded under a different version of the template
             inputs.append(MeasureInput(self.task, config))
-            results.append(
-                MeasureResult(
-                    list(r.costs), MeasureErrorNo(r.error_no), r.error_msg, r.all_cost, r.timestamp
-                )
-            )
+            results.append(r)
         if inputs:
             self.update(inputs, results)
         return len(inputs)
@@ -118,20 +115,7 @@ class Tuner(abc.ABC):
             inputs = [MeasureInput(self.task, c) for c in configs]
             results = measure_option.measure(inputs)
             if database is not None:
-                database.add_batch(
-                    Record(
-                        self.task.workload_key,
-                        self.task.target,
-                        c.to_json(),
-                        c.index,
-                        r.costs,
-                        int(r.error_no),
-                        r.error_msg,
-                        r.all_cost,
-                        r.timestamp,
-                    )
-                    for c, r in zip(configs, results, strict=True)
-                )
+                database.add_batch(results)
             before = self.history.best_throughput
             self.update(inputs, results)
             if self.history.best_throughput > before:

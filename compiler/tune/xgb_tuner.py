@@ -1,7 +1,7 @@
 """The model-based tuner: XGBoost cost model + simulated annealing + diverse batch selection.
 
-Each batch (the seeds' Algorithm 8): simulated annealing on the model's scores collects the top
-`diversity_ratio * b` unmeasured candidates; a greedy submodular pick fills the batch from them,
+Each batch (AutoTVM's batch selection): simulated annealing on the model's scores collects the
+top `diversity_ratio * b` unmeasured candidates; a greedy submodular pick fills the batch from them,
 trading predicted quality against how many distinct knob values the batch covers, except that
 each slot is a random config with probability eps (exploration; drawn per slot, so small
 batches explore too, where AutoTVM's round(eps * b) random picks would be none). The model is
@@ -17,8 +17,8 @@ import numpy as np
 from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
-from .features import Featurizer
-from .measure import MeasureInput, MeasureResult
+from .featurizer import Featurizer
+from .record import MeasureInput, Record
 from .sa import SimulatedAnnealingOptimizer
 from .space import ConfigEntity
 from .task import Task
@@ -117,7 +117,7 @@ class XGBTuner(Tuner):
         extra = self.space.sample(self.rng, batch_size - len(chosen), exclude=self.visited | chosen)
         return [self.space.get(int(i)) for i in [*picks.tolist(), *extra.tolist()]]
 
-    def update(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
+    def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         super().update(inputs, results)
         self._indices.extend(inp.config.index for inp in inputs)
         self.model.fit(self.featurize(np.array(self._indices)), np.array(self.history.throughputs))

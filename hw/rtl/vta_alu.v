@@ -1,5 +1,6 @@
 `include "vta_config.vh"
-// Tensor ALU lanes: ACC[d] = op(ACC[d], y) with y the immediate or ACC[s]:
+// Tensor ALU lanes: ACC[d] = op(ACC[d], y) with y the immediate or ACC[s] (docs/architecture.md,
+// ISA semantics):
 // MIN, MAX, ADD wrap; SHR takes a signed amount (>= 0 arithmetic right, < 0 left), magnitude
 // saturating at width - 1; MUL only when MUL_ENABLED; REQ (requantize, only when REQ_ENABLED)
 // clips (x + (use_imm ? 0 : ACC[s])) >>> imm[shift bits] to the signed OUT_W-bit range, or to

@@ -1,6 +1,7 @@
 `include "vta_config.vh"
 // Load module: executes LOAD INP and LOAD WGT (2-D strided DMA with zero padding) from its
-// command queue; pops g2l, pushes l2g (docs/timing.md, "Modules and instruction issue").
+// command queue; pops g2l (compute -> load), pushes l2g (load -> compute): the token queues of
+// vta/isa.py TokenQueue.
 module vta_load (
     input  wire                 clk,
     input  wire                 rst,

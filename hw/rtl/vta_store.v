@@ -1,6 +1,6 @@
 `include "vta_config.vh"
 // Store module: executes STORE (OUT buffer -> DRAM) from its command queue; pops g2s, pushes
-// s2g (docs/timing.md, "Modules and instruction issue").
+// s2g (store -> compute): the token queues of vta/isa.py TokenQueue.
 module vta_store (
     input  wire                 clk,
     input  wire                 rst,

@@ -19,8 +19,8 @@ from compiler.tir.transform.partition import true_range
 
 
 def register_tiled_matmul(n, m, k, tile_m, tile_n):
-    """The issue's reproducer: a register tile whose columns are vectorized, M x N not
-    divisible by the tile."""
+    """A register tile whose columns are vectorized, M x N not divisible by the tile: without
+    loop partitioning every tile carries bound guards and its vectors break up."""
     A = te.placeholder((n, k), name="A")
     B = te.placeholder((k, m), name="B")
     r = te.reduce_axis((0, k), "k")

@@ -7,6 +7,7 @@ from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..functor import Mutator, collect, substitute, uses_var
+from .flatten import flat_index
 
 MAX_UNROLL = 256
 # the widest vector register of the supported targets (AVX-512); LLVM splits power-of-two
@@ -84,8 +85,6 @@ class _Offset(Mutator):
         self.old, self.new, self.var, self.per = old, new, var, per
 
     def _index(self, indices):
-        from .flatten import flat_index
-
         return [flat_index(self.old, indices) + self.var * self.per]
 
     def visit_BufferLoad(self, e: E.BufferLoad) -> E.Expr:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from ...errors import TuningError
+from ...topi.vta.conv2d import RESNET18
 
-# (input channels, size, output channels, kernel, stride) as in the seeds' table
+# ResNet-18's distinct convolutions (batch 1, 224x224 input) in network order:
+# (input channels, input height = width, output channels, kernel height = width, stride)
 LAYERS = {
     "C1": (3, 224, 64, 7, 2),
     "C2": (64, 56, 64, 3, 1),
@@ -29,8 +31,6 @@ def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
     if layer not in LAYERS:
         raise TuningError(f"unknown layer {layer!r}; valid: {', '.join(LAYERS)}")
     if target.split("/")[0] == "vta":
-        from ...topi.vta.conv2d import RESNET18
-
         if layer not in RESNET18:
             raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")
         return "conv2d_packed", dataclasses.astuple(RESNET18[layer])

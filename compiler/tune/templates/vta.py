@@ -15,6 +15,7 @@ from ...topi.vta.conv2d import (
 )
 from ...topi.vta.reference import conv2d_packed_ref
 from ...vta.environment import get_env
+from ..dispatch import best_config
 from ..task import register_reference, register_template
 
 SHIFT, CLIP = 8, (-128, 127)
@@ -57,7 +58,5 @@ def conv2d_packed_reference(inputs, n, ci, h, w, co, kh, kw, stride, pad):
 
 def tuned_conv2d_knobs(wl: Conv2DWorkload, db_path: str | Path) -> Conv2DKnobs | None:
     """The best recorded conv2d_packed knobs of `wl` in the records database, else None."""
-    from ..dispatch import best_config
-
     cfg = best_config(("conv2d_packed", dataclasses.astuple(wl)), "vta", db_path)
     return None if cfg is None else _knobs(cfg)

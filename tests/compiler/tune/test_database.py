@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 from compiler.errors import TuningError
-from compiler.tune import Database, Record
-from compiler.tune.database import SCHEMA_VERSION
-from compiler.tune.measure import MeasureErrorNo
+from compiler.tune import Database, MeasureErrorNo, Record
+from compiler.tune.record import SCHEMA_VERSION
 
 HERE = Path(__file__).parent
 
@@ -101,9 +100,29 @@ def test_jsonl_round_trip_skips_duplicates(tmp_path):
         dst.import_jsonl(tmp_path / "bad.jsonl")
 
 
+def test_files_written_before_records_and_results_were_one_type_still_load(tmp_path):
+    """A records database (as SQL text) and its JSON lines, both written by the toolkit when
+    measurement results and stored records were separate types: ok, failed and timed-out
+    records of two targets."""
+    old = sqlite3.connect(tmp_path / "old.db")
+    old.executescript((HERE / "data" / "records_v2.sql").read_text())
+    old.close()
+    lines = (HERE / "data" / "records_v2.jsonl").read_text().splitlines()
+    with Database(tmp_path / "old.db") as db:
+        stored = db.records()
+        assert [r.to_json() for r in stored] == lines  # the same records, byte for byte
+        assert db.best('["matmul",[64,64,64]]', "llvm").config_index == 11  # fastest 2.1e-5
+        assert db.best('["conv2d_packed",[1,4,14,14,4,3,3,1,1]]', "vta").costs == [123456.0]
+    E = MeasureErrorNo
+    assert [r.error_no for r in stored] == [0, 0, E.COMPILE_ERROR, 0, E.TIMEOUT]
+    assert stored[2].cost == float("inf") and not stored[4].ok
+    with Database() as db:
+        assert db.import_jsonl(HERE / "data" / "records_v2.jsonl") == 5
+        assert [r.to_json() for r in db.records()] == lines
+
+
 RUN = textwrap.dedent("""
     import os, sys, time
-    sys.path.insert(0, {here!r})
     import tune_templates
     from compiler.tune import Database, RandomTuner, XGBTuner, create_task
 
@@ -126,8 +145,9 @@ RUN = textwrap.dedent("""
 def test_sigkill_mid_batch_resumes_without_loss_or_duplicates(tmp_path):
     db_path, marker = tmp_path / "r.db", tmp_path / "batches"
     script = tmp_path / "run.py"
-    script.write_text(RUN.format(here=str(HERE), marker=str(marker), db=str(db_path)))
-    proc = subprocess.Popen([sys.executable, str(script), "0", "96"])
+    script.write_text(RUN.format(marker=str(marker), db=str(db_path)))
+    env = dict(os.environ, PYTHONPATH=str(HERE))  # the script imports tune_templates
+    proc = subprocess.Popen([sys.executable, str(script), "0", "96"], env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until the 3rd batch is being measured
         if marker.exists() and marker.read_text().count("batch") >= 3:
@@ -140,7 +160,7 @@ def test_sigkill_mid_batch_resumes_without_loss_or_duplicates(tmp_path):
     assert len(before) == 32, "two committed batches, nothing of the third"
     assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
-    subprocess.run([sys.executable, str(script), "1", "96"], check=True, timeout=300)
+    subprocess.run([sys.executable, str(script), "1", "96"], env=env, check=True, timeout=300)
     after = Database(db_path).records()
     assert len(after) == 96
     assert [(r.config_index, r.timestamp) for r in after[:32]] == [

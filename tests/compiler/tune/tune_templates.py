@@ -2,6 +2,7 @@
 
 * `tiled_matmul` on target `analytic`: a tiled matmul loop nest with a deterministic analytic
   cost (cache traffic + compute); a test bed for the search, not a real measurement.
+  `blocked_matmul` on `analytic`: the same without loop orders and annotations (a small space).
 * `conv2d` on target `analytic`: a tiled conv2d loop nest, for feature-extraction speed.
 * `blocked_matmul` on target `numpy`: a real CPU kernel (numpy over blocks), measured for real.
 * `faulty` on target `numpy`: one config per failure kind, to test isolation and classification.
@@ -15,8 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.tune import Loop, LoopNest, register_reference, register_template
-from compiler.tune.measure import MeasureResult
+from compiler.tune import (
+    Loop,
+    LoopNest,
+    MeasureOption,
+    Record,
+    register_reference,
+    register_template,
+)
+from compiler.tune.measure import BuildResult
 
 # ------------------------------------------------------------------------- analytic tiled matmul
 
@@ -41,6 +49,29 @@ def tiled_matmul(cfg, n, m, k):
     anns = {"i0": cfg["outer"].anns[0], "j2": cfg["inner"].anns[0]}
     return LoopNest(
         [Loop(name, ext, anns.get(name, "none")) for name, ext, _ in loops],
+        {buf: [s[b] for _, _, s in loops] for b, buf in enumerate(("C", "B", "A"))},
+    )
+
+
+@register_template("blocked_matmul", "analytic")
+def analytic_blocked_matmul(cfg, n):
+    """tiled_matmul's loops without reordering or annotations: few loop structures, so the
+    program features of its whole space take a moment."""
+    for axis in "ijk":
+        cfg.define_split(f"tile_{axis}", n, num_outputs=2)
+    cfg.add_flop(2 * n**3)
+    (i0, i1), (j0, j1), (k0, k1) = (cfg[f"tile_{axis}"].size for axis in "ijk")
+    # strides of each loop variable into C[i, j], B[k, j], A[i, k] (row-major)
+    loops = [
+        ("i0", i0, (n * i1, 0, n * i1)),
+        ("j0", j0, (j1, j1, 0)),
+        ("k0", k0, (0, n * k1, k1)),
+        ("i1", i1, (n, 0, n)),
+        ("k1", k1, (0, n, 1)),
+        ("j1", j1, (1, 1, 0)),
+    ]
+    return LoopNest(
+        [Loop(name, ext) for name, ext, _ in loops],
         {buf: [s[b] for _, _, s in loops] for b, buf in enumerate(("C", "B", "A"))},
     )
 
@@ -74,12 +105,43 @@ class AnalyticMeasure:
 
     def measure(self, inputs):
         return [
-            MeasureResult([analytic_cost(i.task.instantiate(i.config), i.task.flop)])
-            for i in inputs
+            Record.of(i, [analytic_cost(i.task.instantiate(i.config), i.task.flop)]) for i in inputs
         ]
 
     def close(self):
         pass
+
+
+class AnalyticBuilder:
+    """Instantiates analytic configs in this process: the 'artifact' is the loop nest."""
+
+    def build(self, inputs):
+        return [BuildResult(i.task.instantiate(i.config)) for i in inputs]
+
+    def close(self):
+        pass
+
+
+class AnalyticRunner:
+    """analytic_cost of built loop nests, in this process; deterministic like simulated cycles,
+    so a MeasureOption measures each config once."""
+
+    cost_unit = "s"
+    deterministic = True
+
+    def run(self, inputs, builds):
+        return [
+            Record.of(i, [analytic_cost(b.artifact, i.task.flop)])
+            for i, b in zip(inputs, builds, strict=True)
+        ]
+
+    def close(self):
+        pass
+
+
+def analytic_option() -> MeasureOption:
+    """A real MeasureOption (reuse of deterministic results included) over the analytic cost."""
+    return MeasureOption(AnalyticBuilder(), AnalyticRunner())
 
 
 # ------------------------------------------------------------------------------ analytic conv2d
@@ -177,6 +239,38 @@ def build_blocked_matmul(task, blocks):
 def matmul_reference(inputs, n):
     a, b = inputs
     return [a @ b]
+
+
+@dataclass
+class Sleep:
+    """Copies its input after sleeping `ms`: a call lasts at least that long, whatever the load."""
+
+    n: int
+    ms: float
+    n_outputs: int = 1
+
+    @property
+    def arg_specs(self):
+        return [((self.n,), "float32")] * 2
+
+    def __call__(self, x, out):
+        time.sleep(self.ms / 1e3)
+        out[:] = x
+
+
+@register_template("sleep", "numpy")
+def sleep_template(cfg, n):
+    cfg.define_knob("ms", [1, 30])
+    return cfg["ms"].val
+
+
+def build_sleep(task, ms):
+    return Sleep(task.args[0], ms)
+
+
+@register_reference("sleep")
+def copy_reference(inputs, n):
+    return [inputs[0]]
 
 
 # ----------------------------------------------------------------------------- failure kinds

@@ -1,0 +1,225 @@
+"""CPU operators against peers measured in the same run (scripts/bench_cpu.py).
+
+float32 matmul 1024^3 (x86.matmul_pack + schedule_dense_pack) against numpy/OpenBLAS with the
+machine's OPENBLAS_* environment and with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset (OpenBLAS's
+AVX-512 kernel), 1 and 2 threads; a non-divisible 1024x1000x1024 matmul (tail tiles partitioned)
+against the AVX-512 kernel; ResNet-18 layers C2, C6, C9 (conv2d_NCHWc, packed data and
+weights, padding included) against a one-node onnxruntime Conv on NCHW. Ratios are peer time
+over ours (higher is better).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import te, topi
+from ..driver import build
+from ..runtime import Module, set_num_threads
+from ..topi import testing, x86
+from ..tune.templates.resnet18 import LAYERS
+from .harness import ForeignLoad, stats, timeit
+from .peers import conv_model, numpy_matmul, ort_session
+
+MATMUL_N = 1024
+TAIL_COLS = 1000  # the non-divisible matmul: the last 64-wide column tile has 40 columns
+GOAL_VS_AVX512 = 0.8
+CONV_LAYERS = ("C2", "C6", "C9")  # 3x3, stride 1, 'same' padding
+IC_BN, OC_BN = 16, 32
+
+
+def build_matmul(n: int) -> tuple[Module, float]:
+    """The packed matmul [n, n] @ [n, n] and its build time in seconds."""
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    C = x86.matmul_pack(A, B, bn=64)
+    s = x86.schedule_dense_pack(C, tile_m=4)
+    t = time.perf_counter()
+    mod = build(s, [A, B, C], name="matmul")
+    return mod, time.perf_counter() - t
+
+
+def checked_matmul(
+    mod: Module, n: int, cols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Random float32 [n, n] and [n, cols] inputs, the output `mod` wrote, and its largest error
+    relative to numpy's largest output."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, cols), dtype=np.float32)
+    c = np.zeros((n, cols), np.float32)
+    mod(a, b, c)
+    return a, b, c, float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
+
+
+def bench_matmul(reps: int, thread_counts: Sequence[int], n: int = MATMUL_N) -> dict:
+    """Ours against numpy with the machine's OPENBLAS_* environment and without it."""
+    mod, build_s = build_matmul(n)
+    a, b, c, err = checked_matmul(mod, n, n)
+    out: dict = {"n": n, "build_s": build_s, "max_rel_err": err, "threads": {}}
+    for th in thread_counts:
+        set_num_threads(th)
+        with ForeignLoad() as load:
+            ours = stats(timeit(mod, (a, b, c), reps), 2.0 * n**3)
+            peers = {
+                "numpy_env": numpy_matmul(n, th, unset=False, reps=reps),
+                "numpy_avx512": numpy_matmul(n, th, unset=True, reps=reps),
+            }
+        out["threads"][th] = {"ours": ours, **peers, "foreign_cores": load.cores}
+    return out
+
+
+def build_tail_matmul(n: int, cols: int) -> Module:
+    """[n, n] @ [n, cols] with unpacked B, 4 x 64 register tiles, column panels outermost and
+    parallel: cols % 64 != 0 needs loop partitioning to keep the tiles vectorized."""
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, cols), name="B")
+    k = te.reduce_axis(n, "k")
+    C = te.compute((n, cols), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    acc = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(*C.op.axis, 4, 64)
+    s[C].reorder(jo, io, ii, ji)
+    tile = s[C].fuse(jo, io)
+    s[C].parallel(tile)
+    s[C].vectorize(ji)
+    s[acc].compute_at(s[C], tile)
+    x, y = s[acc].op.axis
+    s[acc].reorder(*s[acc].op.reduce_axis, x, y)
+    s[acc].unroll(x)
+    s[acc].vectorize(y)
+    return build(s, [A, B, C], name="matmul_tail")
+
+
+def bench_tail_matmul(
+    reps: int, thread_counts: Sequence[int], n: int = MATMUL_N, cols: int = TAIL_COLS
+) -> dict:
+    """The non-divisible matmul against numpy's AVX-512 kernel."""
+    mod = build_tail_matmul(n, cols)
+    a, b, c, err = checked_matmul(mod, n, cols)
+    out: dict = {"n": n, "cols": cols, "max_rel_err": err, "threads": {}}
+    for th in thread_counts:
+        set_num_threads(th)
+        with ForeignLoad() as load:
+            ours = stats(timeit(mod, (a, b, c), reps), 2.0 * n * n * cols)
+            peer = numpy_matmul(n, th, unset=True, reps=reps, cols=cols)
+        out["threads"][th] = {"ours": ours, "numpy_avx512": peer, "foreign_cores": load.cores}
+    return out
+
+
+def bench_conv(
+    reps: int, thread_counts: Sequence[int], layers: Sequence[str] = CONV_LAYERS
+) -> dict:
+    """Per ResNet-18 layer: our conv2d_NCHWc (packed data and weights) against onnxruntime's
+    Conv on NCHW, each timed for >= 0.2 s."""
+    rng = np.random.default_rng(0)
+    out = {}
+    for name in layers:
+        c, size, oc, k, stride = LAYERS[name]
+        x = rng.standard_normal((1, c, size, size)).astype(np.float32)
+        w = (rng.standard_normal((oc, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+        xp, wp = testing.nchw_pack(x, IC_BN), testing.oihw_pack(w, IC_BN, OC_BN)
+        X, W = te.placeholder(xp.shape, name="X"), te.placeholder(wp.shape, name="W")
+        Y = topi.nn.conv2d_NCHWc(X, W, stride, k // 2)
+        t = time.perf_counter()
+        mod = build(x86.schedule_conv2d_NCHWc(Y), [X, W, Y], name=name)
+        build_s = time.perf_counter() - t
+        y = np.zeros(Y.shape, np.float32)
+        mod(xp, wp, y)
+        flops = 2.0 * np.prod(Y.shape) * c * k * k
+        model = conv_model(c, oc, size, k, stride, w)
+        row: dict = {"mflop": flops / 1e6, "build_s": build_s, "threads": {}}
+        for th in thread_counts:
+            set_num_threads(th)
+            sess = ort_session(model, th)
+            ref = sess.run(None, {"x": x})[0]
+            row["max_abs_err"] = float(np.abs(testing.nchwc_unpack(y) - ref).max())
+            with ForeignLoad() as load:
+                ours = stats(timeit(mod, (xp, wp, y), reps, 0.2), flops)
+                peer = stats(timeit(sess.run, (None, {"x": x}), reps, 0.2), flops)
+            row["threads"][th] = {"ours": ours, "onnxruntime": peer, "foreign_cores": load.cores}
+        out[name] = row
+    return out
+
+
+def ratio(ours: dict, peer: dict, key: str = "best_ms") -> float:
+    """Peer time over ours: above 1, ours is faster."""
+    return peer[key] / ours[key]
+
+
+def add_ratios(res: dict) -> None:
+    """Add each measurement's ratios against its peers (best and median times)."""
+    for per in res["matmul"]["threads"].values():
+        per["ratio_vs_numpy_env"] = ratio(per["ours"], per["numpy_env"])
+        per["ratio_vs_numpy_avx512"] = ratio(per["ours"], per["numpy_avx512"])
+        per["ratio_vs_numpy_avx512_median"] = ratio(per["ours"], per["numpy_avx512"], "median_ms")
+    for per in res["matmul_tail"]["threads"].values():
+        per["ratio_vs_numpy_avx512"] = ratio(per["ours"], per["numpy_avx512"])
+    for row in res["conv2d"].values():
+        for per in row["threads"].values():
+            per["ratio_vs_onnxruntime"] = ratio(per["ours"], per["onnxruntime"])
+            per["ratio_vs_onnxruntime_median"] = ratio(per["ours"], per["onnxruntime"], "median_ms")
+
+
+def run(reps: int, thread_counts: Sequence[int], conv: bool = True) -> dict:
+    """Every measurement (the conv layers unless `conv` is False), with ratios."""
+    res = {
+        "matmul": bench_matmul(reps, thread_counts),
+        "matmul_tail": bench_tail_matmul(reps, thread_counts),
+        "conv2d": bench_conv(reps, thread_counts) if conv else {},
+    }
+    add_ratios(res)
+    return res
+
+
+def print_table(res: dict) -> None:
+    """The figures as tables for people, with the goal's verdict."""
+    mm = res["matmul"]
+    print(
+        f"matmul {mm['n']}^3 float32: build {mm['build_s']:.2f} s, "
+        f"max rel err {mm['max_rel_err']:.1e}; GFLOPS best / median; ratio = ours / peer (best)"
+    )
+    print(
+        f"{'threads':>7} {'ours':>13} {'numpy env':>13} {'kernel':>9} {'numpy unset':>13} "
+        f"{'kernel':>9} {'vs env':>7} {'vs unset':>10} {'foreign':>7}"
+    )
+    for th, per in mm["threads"].items():
+        o, e, u = per["ours"], per["numpy_env"], per["numpy_avx512"]
+        print(
+            f"{th:>7} {o['gflops_best']:6.1f}/{o['gflops_median']:6.1f} "
+            f"{e['gflops_best']:6.1f}/{e['gflops_median']:6.1f} {e['kernel']!s:>9} "
+            f"{u['gflops_best']:6.1f}/{u['gflops_median']:6.1f} {u['kernel']!s:>9} "
+            f"{per['ratio_vs_numpy_env']:6.2f}x {per['ratio_vs_numpy_avx512']:9.2f}x "
+            f"{per['foreign_cores']:7.2f}"
+        )
+    worst = min(per["ratio_vs_numpy_avx512"] for per in mm["threads"].values())
+    verdict = "met" if worst >= GOAL_VS_AVX512 else "NOT met"
+    print(f"goal >= {GOAL_VS_AVX512}x numpy's AVX-512 kernel: {verdict} (worst {worst:.2f}x)")
+    tail = res["matmul_tail"]
+    print(
+        f"\nmatmul {tail['n']}x{tail['cols']}x{tail['n']} (non-divisible 4x64 tiles, unpacked B), "
+        f"max rel err {tail['max_rel_err']:.1e}"
+    )
+    print(f"{'threads':>7} {'ours':>13} {'numpy unset':>13} {'vs unset':>10} {'foreign':>7}")
+    for th, per in tail["threads"].items():
+        o, u = per["ours"], per["numpy_avx512"]
+        print(
+            f"{th:>7} {o['gflops_best']:6.1f}/{o['gflops_median']:6.1f} "
+            f"{u['gflops_best']:6.1f}/{u['gflops_median']:6.1f} "
+            f"{per['ratio_vs_numpy_avx512']:9.2f}x {per['foreign_cores']:7.2f}"
+        )
+    print(f"\nconv2d NCHWc (ic_bn {IC_BN}, oc_bn {OC_BN}, padding included) vs onnxruntime Conv")
+    print(
+        f"{'layer':>5} {'threads':>7} {'ours ms':>15} {'ORT ms':>15} {'ours GFLOPS':>11} "
+        f"{'ratio':>7} {'foreign':>7}"
+    )
+    for name, row in res["conv2d"].items():
+        for th, per in row["threads"].items():
+            o, p = per["ours"], per["onnxruntime"]
+            print(
+                f"{name:>5} {th:>7} {o['best_ms']:7.3f}/{o['median_ms']:7.3f} "
+                f"{p['best_ms']:7.3f}/{p['median_ms']:7.3f} {o['gflops_best']:11.1f} "
+                f"{per['ratio_vs_onnxruntime']:6.2f}x {per['foreign_cores']:7.2f}"
+            )
+    print("foreign: cores used by other processes during the measurement (0 = a quiet machine)")

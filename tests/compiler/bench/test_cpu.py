@@ -1,0 +1,29 @@
+"""The CPU operator benchmark on small sizes: correct kernels, figures, ratios and tables."""
+
+import pytest
+
+from compiler.bench import cpu
+
+
+def test_matmuls_are_correct_and_reported_with_ratios(capsys):
+    res = {
+        "matmul": cpu.bench_matmul(reps=2, thread_counts=[1], n=64),
+        "matmul_tail": cpu.bench_tail_matmul(reps=2, thread_counts=[1], n=64, cols=40),
+        "conv2d": {},
+    }
+    assert res["matmul"]["max_rel_err"] < 1e-5 and res["matmul_tail"]["max_rel_err"] < 1e-5
+    cpu.add_ratios(res)
+    per = res["matmul"]["threads"][1]
+    assert per["ratio_vs_numpy_avx512"] == per["numpy_avx512"]["best_ms"] / per["ours"]["best_ms"]
+    assert per["foreign_cores"] >= 0 and res["matmul_tail"]["cols"] == 40
+    cpu.print_table(res)
+    out = capsys.readouterr().out
+    assert "matmul 64^3 float32" in out and "goal >= 0.8x numpy's AVX-512 kernel" in out
+    assert "matmul 64x40x64 (non-divisible 4x64 tiles" in out
+
+
+def test_conv_layers_match_onnxruntime():
+    pytest.importorskip("onnxruntime", reason="the peers need the 'bench' extra")
+    pytest.importorskip("onnx", reason="the peers need the 'bench' extra")
+    res = cpu.bench_conv(reps=1, thread_counts=[1], layers=["C9"])
+    assert res["C9"]["max_abs_err"] < 1e-3 and res["C9"]["threads"][1]["ours"]["best_ms"] > 0

@@ -1,0 +1,28 @@
+"""The peers: numpy's matmul in a fresh interpreter, a one-node onnxruntime Conv."""
+
+import numpy as np
+import pytest
+
+from compiler.bench.peers import conv_model, numpy_matmul, ort_session
+
+
+def test_numpy_matmul_runs_in_a_subprocess_with_its_own_blas_environment():
+    r = numpy_matmul(64, threads=1, unset=True, reps=3, cols=32)
+    assert r["best_ms"] <= r["median_ms"] and r["gflops_best"] >= r["gflops_median"] > 0
+    assert r["gflops_best"] == pytest.approx(2 * 64 * 64 * 32 / (r["best_ms"] / 1e3) / 1e9)
+    assert r["blas_threads"] in (1, None)  # None: threadpoolctl (the bench extra) is absent
+
+
+def test_onnxruntime_conv_matches_a_numpy_convolution():
+    pytest.importorskip("onnx", reason="the peers need the 'bench' extra (onnx, onnxruntime)")
+    pytest.importorskip("onnxruntime", reason="the peers need the 'bench' extra")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    (y,) = ort_session(conv_model(4, 8, 6, 3, 1, w), threads=1).run(None, {"x": x})
+    xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+    want = np.zeros((8, 6, 6), np.float32)
+    for r in range(3):
+        for s in range(3):
+            want += np.einsum("oc,chw->ohw", w[:, :, r, s], xp[:, r : r + 6, s : s + 6])
+    np.testing.assert_allclose(y[0], want, rtol=1e-4, atol=1e-4)
