@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +22,31 @@ CONFIG_DIR = Path(__file__).with_name("configs")
 DEFAULT_CONFIG = "pynq"
 
 _CONFIG_STRING = re.compile(r"^(\d+)x(\d+)_i(\d+)w(\d+)a(\d+)_(\d+)_(\d+)_(\d+)_(\d+)$")
+# A configuration name: a preset file's stem or a configuration string, never a path.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
+MAX_CONFIG_FILE_BYTES = 1 << 20
+MAX_TEXT_CHARS = 1024  # description, target, hw_ver, fpga_part
+
+# Inclusive ranges of the numeric fields (docs/robustness.md, "Configuration ranges"). The
+# power-of-two and datapath rules of `_check` narrow some of them further.
+RANGES: dict[str, tuple[float, float]] = {
+    "log_uop_buff_size": (0, 30),
+    "log_inp_buff_size": (0, 30),
+    "log_wgt_buff_size": (0, 30),
+    "log_acc_buff_size": (0, 30),
+    "clock_mhz": (1, 2000),
+    # One command-queue entry is not enough for the RTL's FIFO (its pointers need a bit).
+    "cmd_queue_depth": (2, 1 << 16),
+    "token_queue_depth": (1, 1 << 16),
+    "dram_latency": (1, 1 << 16),
+    "dram_beat_interval": (1, 1 << 10),
+    "max_burst_beats": (1, 256),
+    "max_outstanding": (1, 256),
+    "gemm_pipeline_depth": (1, 64),
+    "alu_pipeline_depth": (1, 64),
+    "alu_ii_tensor": (1, 64),
+    "alu_ii_imm": (1, 64),
+}
 
 
 def _log2(value: int, field: str) -> int:
@@ -79,13 +105,27 @@ class VTAConfig:
             name_or_path = DEFAULT_CONFIG
         if isinstance(name_or_path, VTAConfig):
             return name_or_path
+        if not isinstance(name_or_path, (str, Path)):
+            raise ConfigError(
+                f"configuration must be a name or a path, got {type(name_or_path).__name__} "
+                f"{name_or_path!r}"[:200]
+            )
         text = str(name_or_path)
+        if text.endswith(".json"):
+            return cls.from_json(text)
+        return cls.load_named(text)
+
+    @classmethod
+    def load_named(cls, text: str) -> VTAConfig:
+        """A preset by name or a reference configuration string (never a file path)."""
+        if not isinstance(text, str) or not _NAME.match(text):
+            raise ConfigError(
+                f"configuration name {text!r} is not a preset name or configuration string "
+                "(letters, digits and _.+- only, at most 64 characters)"[:300]
+            )
         preset = CONFIG_DIR / f"{text}.json"
         if preset.is_file():
             return cls.from_json(preset)
-        path = Path(text)
-        if text.endswith(".json") and path.is_file():
-            return cls.from_json(path)
         match = _CONFIG_STRING.match(text)
         if match:
             for preset_path in sorted(CONFIG_DIR.glob("*.json")):
@@ -102,26 +142,39 @@ class VTAConfig:
     def from_json(cls, path: str | Path) -> VTAConfig:
         """Read a configuration from a JSON file, rejecting unknown keys."""
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as err:
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_CONFIG_FILE_BYTES + 1)
+        except OSError as err:
             raise ConfigError(f"cannot read configuration {path}: {err}") from err
+        if len(raw) > MAX_CONFIG_FILE_BYTES:
+            raise ConfigError(
+                f"configuration {path}: larger than {MAX_CONFIG_FILE_BYTES:,} bytes, not a "
+                "configuration file"
+            )
+        try:
+            data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except UnicodeDecodeError as err:
+            raise ConfigError(
+                f"cannot read configuration {path}: not JSON text (byte {err.start} is not UTF-8)"
+            ) from err
+        except (ValueError, RecursionError) as err:
+            why = _short(err)
+            raise ConfigError(f"cannot read configuration {path}: not JSON ({why})") from None
         return cls.from_dict(data, source=str(path))
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<dict>") -> VTAConfig:
         """Build a configuration from a dict, rejecting unknown keys and wrong types."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(fields))
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{source}: a configuration is a JSON object of fields, got {type(data).__name__}"
+            )
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(str(key)[:64] for key in set(data) - fields)
         if unknown:
-            raise ConfigError(f"{source}: unknown config field(s) {unknown}")
+            raise ConfigError(f"{source}: unknown config field(s) {unknown[:8]}")
         for key, value in data.items():
-            default = fields[key].default
-            want = type(default)
-            ok = isinstance(value, want) or (want is float and isinstance(value, int))
-            if not ok or (want is int and isinstance(value, bool)):
-                raise ConfigError(
-                    f"{source}: config field {key!r} must be {want.__name__}, got {value!r}"
-                )
+            _check_type(key, value, source)
         return cls(**data)
 
     @classmethod
@@ -245,16 +298,25 @@ class VTAConfig:
             if not cond:
                 raise ConfigError(f"config {self.name!r}: field {field!r} {msg}")
 
+        source = f"config {str(self.name)[:64]!r}" if isinstance(self.name, str) else "config"
+        for f in dataclasses.fields(self):
+            _check_type(f.name, getattr(self, f.name), source)
+        need(
+            bool(_NAME.match(self.name)),
+            "name",
+            f"= {self.name[:64]!r} must be 1-64 letters, digits or _.+- (no path separators)",
+        )
         need(self.log_inp_width == 3, "log_inp_width", "must be 3 (int8 inputs are supported)")
         need(self.log_wgt_width == 3, "log_wgt_width", "must be 3 (int8 weights are supported)")
         need(self.log_acc_width == 5, "log_acc_width", "must be 5 (int32 accumulators)")
         need(0 <= self.log_batch <= 4, "log_batch", "must be in [0, 4]")
         need(1 <= self.log_block <= 6, "log_block", "must be in [1, 6]")
         need(3 <= self.log_bus_width <= 9, "log_bus_width", "must be in [3, 9] (8..512-bit bus)")
-        need(self.clock_mhz > 0, "clock_mhz", "must be positive")
+        for field, (lo, hi) in RANGES.items():
+            value = getattr(self, field)
+            need(lo <= value <= hi, field, f"= {value} must be in [{lo}, {hi}]")
         for mem, field in isa.DEPTH_FIELDS.items():
             value = getattr(self, field)
-            need(value >= 0, field, "must be non-negative")
             elem_bytes = self.elem_bytes[mem]
             need(
                 (1 << value) >= elem_bytes,
@@ -276,16 +338,42 @@ class VTAConfig:
         isa.check_encodable(self)
         for field in ("cmd_queue_depth", "token_queue_depth", "max_burst_beats"):
             _log2(getattr(self, field), field)
-        for field in (
-            "dram_latency",
-            "dram_beat_interval",
-            "max_outstanding",
-            "gemm_pipeline_depth",
-            "alu_pipeline_depth",
-            "alu_ii_tensor",
-            "alu_ii_imm",
-        ):
-            need(getattr(self, field) >= 1, field, "must be >= 1")
+
+
+def _field_type(name: str) -> type:
+    return type(next(f.default for f in dataclasses.fields(VTAConfig) if f.name == name))
+
+
+def _check_type(key: str, value: object, source: str) -> None:
+    """Raise ConfigError unless `value` has field `key`'s type (no bool for numbers, finite
+    floats, bounded text)."""
+    want = _field_type(key)
+    if want is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value)
+        what = "a finite number"
+    elif want is int:
+        ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif want is bool:
+        ok, what = isinstance(value, bool), "true or false"
+    else:
+        ok = isinstance(value, str) and len(value) <= MAX_TEXT_CHARS
+        what = f"a string of at most {MAX_TEXT_CHARS} characters"
+    if not ok:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ConfigError(
+            f"{source}: config field {key!r} must be {what}, got {type(value).__name__} {shown}"
+        )
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _short(err: Exception) -> str:
+    text = str(err) or type(err).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def preset_names() -> list[str]:

@@ -1,6 +1,7 @@
 """`Program`: a self-contained accelerator executable and its open file format.
 
-A Program file is an uncompressed `.npz` readable with numpy alone:
+A Program file is an uncompressed `.npz` readable with numpy alone (`vta.program_file` reads it
+within size limits and checks the manifest's schema):
   insns     uint8, 16 bytes per instruction in the reference layout
   dram      uint8, the initial DRAM image; every `dram_base` indexes into it in elements of its
             memory type (address 0 = the image's first byte); micro-ops live in it too
@@ -12,19 +13,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import zipfile
+import math
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from .config import VTAConfig
-from .errors import ConfigError, ISAError, ProgramError
+from .errors import ISAError, ProgramError
 from .isa import INSN_BYTES, Insn, decode_stream
+from .program_file import (
+    DTYPES,
+    FORMAT_VERSION,
+    MAX_BUFFER_NAME,
+    MAX_NDIM,
+    ROLES,
+    parse_manifest,
+    read_program_file,
+)
 from .validate import validate_program
-
-FORMAT_VERSION = 1
-ROLES = ("input", "weight", "output", "scratch", "uop")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,9 +44,28 @@ class BufferSpec:
     dtype: str
     role: str
 
+    def __post_init__(self) -> None:
+        def bad(field: str, valid: str) -> ProgramError:
+            shown = repr(getattr(self, field))
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return ProgramError(f"buffer {str(self.name)[:64]!r}: {field} = {shown} ({valid})")
+
+        if not isinstance(self.name, str) or not 0 < len(self.name) <= MAX_BUFFER_NAME:
+            raise bad("name", f"valid: a string of 1..{MAX_BUFFER_NAME} characters")
+        if not _is_int(self.offset) or self.offset < 0:
+            raise bad("offset", "valid: an integer >= 0")
+        if not isinstance(self.shape, tuple) or len(self.shape) > MAX_NDIM:
+            raise bad("shape", f"valid: a tuple of at most {MAX_NDIM} integers >= 0")
+        if not all(_is_int(n) and n >= 0 for n in self.shape):
+            raise bad("shape", "valid: integers >= 0")
+        if self.dtype not in DTYPES:
+            raise bad("dtype", f"valid: {', '.join(DTYPES)}")
+        if self.role not in ROLES:
+            raise bad("role", f"valid: {', '.join(ROLES)}")
+
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
 
     def to_dict(self) -> dict:
         return {
@@ -72,8 +98,6 @@ class Program:
             if spec.name in names:
                 raise ProgramError(f"buffer {spec.name!r} is declared twice in the manifest")
             names.add(spec.name)
-            if spec.role not in ROLES:
-                raise ProgramError(f"buffer {spec.name!r}: role {spec.role!r} not in {ROLES}")
             if spec.offset < 0 or spec.offset + spec.nbytes > self.dram.size:
                 raise ProgramError(
                     f"buffer {spec.name!r} [{spec.offset}, {spec.offset + spec.nbytes}) lies "
@@ -138,38 +162,21 @@ class Program:
 
     @classmethod
     def load(cls, path: str | Path, validate: bool = True) -> Program:
-        """Read a Program file; a truncated or corrupted file raises `ProgramError`."""
+        """Read a Program file; anything but a well-formed one raises `ProgramError`, before
+        allocating more than the limits of `vta.program_file` allow."""
+        insns, dram, manifest = read_program_file(path)
+        config, specs = parse_manifest(manifest, path)
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                missing = {"insns", "dram", "manifest"} - set(npz.files)
-                if missing:
-                    raise ProgramError(f"{path}: not a Program file, missing {sorted(missing)}")
-                insns, dram, manifest_text = npz["insns"], npz["dram"], str(npz["manifest"])
-        except ProgramError:
-            raise
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
-            raise ProgramError(f"{path}: cannot read Program file ({err})") from err
-        for key, arr in (("insns", insns), ("dram", dram)):
-            if arr.dtype != np.uint8:
-                raise ProgramError(f"{path}: array {key!r} must be uint8, found {arr.dtype}")
-        try:
-            manifest = json.loads(manifest_text)
-            version = manifest["version"]
-            config = VTAConfig.load(manifest["config"])
-            buffers = [
-                BufferSpec(b["name"], int(b["offset"]), tuple(b["shape"]), b["dtype"], b["role"])
-                for b in manifest["buffers"]
-            ]
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
-            raise ProgramError(f"{path}: malformed manifest ({err!r})") from err
-        except ConfigError as err:
-            raise ProgramError(f"{path}: {err}") from err
-        if version != FORMAT_VERSION:
-            raise ProgramError(f"{path}: manifest version {version}, this toolkit reads 1")
-        program = cls(config, insns, dram, buffers)
+            program = cls(config, insns, dram, [BufferSpec(*spec) for spec in specs])
+        except ProgramError as err:
+            raise ProgramError(f"{path}: {err}") from None
         if validate:
             try:
                 validate_program(program)
             except ISAError as err:
                 raise ProgramError(f"{path}: {err}") from err
         return program
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

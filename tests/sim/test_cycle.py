@@ -478,7 +478,7 @@ def random_stream(body, matched: bool) -> list[Insn]:
         max_size=16,
     ),
     matched=st.booleans(),
-    cmd_depth=st.sampled_from([1, 2, 512]),
+    cmd_depth=st.sampled_from([2, 4, 512]),
     token_depth=st.sampled_from([1, 2, 1024]),
 )
 def test_schedule_matches_clocked_reference(body, matched, cmd_depth, token_depth):
