@@ -19,6 +19,9 @@ from .errors import VTAError
 from .isa import decode_stream
 
 COMMAND_GROUP = "vta.commands"
+EXIT_INPUT = 1  # the input is wrong (argparse's usage errors exit 2)
+EXIT_INTERNAL = 3  # a bug of ours
+MAX_DETAIL_LINES = 8
 
 
 def _cmd_sim(args: argparse.Namespace) -> int:
@@ -88,6 +91,9 @@ def _cmd_hw_config(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vta", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (for bug reports)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("sim", help="run a Program file on a device and report")
@@ -122,15 +128,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; the exit status is 0 on success, `EXIT_INPUT` when the input is wrong
+    (one summary line on stderr, then at most `MAX_DETAIL_LINES` more), 2 for a usage error
+    (argparse) and `EXIT_INTERNAL` for a bug of ours. `--debug` shows tracebacks."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except VTAError as err:
-        print(f"vta {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"vta {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except (VTAError, OSError) as err:
+        if args.debug:
+            raise
+        print(_summary(f"vta {args.command}: error: {err}"), file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print(f"vta {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - every other exception is a bug of ours
+        if args.debug:
+            raise
+        print(
+            f"vta {args.command}: internal error (a bug, please report it): "
+            f"{type(err).__name__}: {_summary(str(err), 1)} (--debug shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _summary(text: str, lines: int = 1 + MAX_DETAIL_LINES) -> str:
+    """At most `lines` lines of `text`, saying how many more there were."""
+    parts = text.splitlines() or [""]
+    if len(parts) > lines:
+        parts = parts[:lines] + [f"  ... and {len(parts) - lines} more"]
+    return "\n".join(part if len(part) <= 300 else part[:297] + "..." for part in parts)
 
 
 if __name__ == "__main__":

@@ -58,12 +58,12 @@ def test_deploy_runs_compiled_models_with_vta_run():
 
 
 def test_deploy_errors_are_one_line(tmp_path, capsys):
-    assert main(["deploy", str(tmp_path / "nothing.npz"), "--host", "b"]) == 2
+    assert main(["deploy", str(tmp_path / "nothing.npz"), "--host", "b"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no such artifact" in err
     artifact = tmp_path / "p.npz"
     all_examples("tiny")[0].program.save(artifact)
-    assert main(["deploy", str(artifact), "--host", "b", "--bitstream", str(tmp_path)]) == 2
+    assert main(["deploy", str(artifact), "--host", "b", "--bitstream", str(tmp_path)]) == 1
     assert "vta.bit" in capsys.readouterr().err
 
 
@@ -115,6 +115,6 @@ def test_pynq_device_without_the_pynq_package_says_how_to_get_it(tmp_path, capsy
         pass
     path = tmp_path / "p.npz"
     all_examples("tiny")[0].program.save(path)
-    assert main(["sim", str(path), "--device", "pynq-rtl"]) == 2
+    assert main(["sim", str(path), "--device", "pynq-rtl"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "numpy < 2" in err and ".venv-pynq" in err

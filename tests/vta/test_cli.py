@@ -49,23 +49,23 @@ def test_sim_report_and_trace(gemm_file, tmp_path, capsys):
 
 def test_trace_needs_cycle_device(gemm_file, capsys):
     _, path = gemm_file
-    assert main(["sim", str(path), "--device", "fsim", "--trace", "t.json"]) == 2
+    assert main(["sim", str(path), "--device", "fsim", "--trace", "t.json"]) == 1
     assert "--trace" in capsys.readouterr().err
 
 
 def test_bad_program_file_is_a_clear_error(tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip file")
-    assert main(["sim", str(bad)]) == 2
+    assert main(["sim", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "bad.npz" in err and "error" in err
 
 
 def test_unknown_device_and_config(gemm_file, capsys):
     _, path = gemm_file
-    assert main(["sim", str(path), "--device", "nope"]) == 2
+    assert main(["sim", str(path), "--device", "nope"]) == 1
     assert "unknown device 'nope'" in capsys.readouterr().err
-    assert main(["hw-config", "--config", "nope"]) == 2
+    assert main(["hw-config", "--config", "nope"]) == 1
     assert "unknown configuration 'nope'" in capsys.readouterr().err
 
 
