@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.cycle import schedule
 from vta.device import Device, until_finish
-from vta.errors import DeviceError
+from vta.errors import BudgetError, DeadlockError, DeviceError
 from vta.isa import INSN_BYTES
 from vta.program import Program
 from vta.regmap import COUNTERS_BASE, REG_BITS, describe_status, read_counters
@@ -28,6 +29,16 @@ from .build import build_model
 PAGE_BYTES = 4096
 DEFAULT_MAX_CYCLES = 50_000_000
 MAX_STALL = 0.95  # the harness withholds at most this share of handshakes
+
+
+def model_states(program: Program, cycle: int) -> str:
+    """What the cycle model says fetch and each module is doing at `cycle` (RTL and model are
+    calibrated to the same cycles), as lines for a BudgetError."""
+    try:
+        lines = ["per the cycle model at that cycle:", *schedule(program).states_at(cycle)]
+    except DeadlockError as err:
+        lines = [f"the cycle model finds a {err}"]
+    return "\n  ".join(lines)
 
 
 def check_stall(stall: float, seed: int, device: str) -> None:
@@ -50,8 +61,10 @@ class RTLDevice(Device):
             raise DeviceError(
                 f"device 'rtl' takes the options max_cycles, stall and seed, got {sorted(options)}"
             )
-        if max_cycles is not None and max_cycles < 1:
-            raise DeviceError(f"max_cycles = {max_cycles} must be >= 1")
+        if max_cycles is not None and (
+            isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1
+        ):
+            raise DeviceError(f"max_cycles = {max_cycles!r} must be an integer >= 1")
         check_stall(stall, seed, self.name)
         self.max_cycles = DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
         self.stall, self.seed = stall, seed
@@ -97,9 +110,9 @@ class RTLDevice(Device):
                 f"(0x{result['status']:x}) after {result['cycles']:,} cycles"
             )
         if not result["done"]:
-            raise DeviceError(
+            raise BudgetError(
                 f"device 'rtl': cycle limit {self.max_cycles:,} exceeded without FINISH "
-                "(a deadlock, or raise max_cycles)"
+                f"(a deadlock, or raise max_cycles)\n  {model_states(program, self.max_cycles)}"
             )
         stats = self.new_stats(cfg)
         stats.cycles = result["cycles"]

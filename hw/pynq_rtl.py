@@ -19,12 +19,14 @@ import weakref
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.errors import DeviceError
+from vta.errors import BudgetError, DeviceError
+from vta.program import Program
 from vta.pynq_driver import DEFAULT_TIMEOUT_S, PAGE_BYTES, REGISTER_SPAN, PynqDriverDevice, pynq
 from vta.regmap import REG_BITS
+from vta.stats import Stats
 
 from .bitstream import BOARDS
-from .device import DEFAULT_MAX_CYCLES, check_stall
+from .device import DEFAULT_MAX_CYCLES, check_stall, model_states
 from .harness import Harness
 
 CONTROL_ADDRESS = BOARDS["pynq-z1"].control_address  # where the block design maps the registers
@@ -81,7 +83,7 @@ class VerilatedBoard(pynq.Device):
         if self._launched is not None and not self.harness.done:
             self.harness.run(self.cycles_per_poll)
             if not self.harness.done and self.harness.now - self._launched > self.max_cycles:
-                raise DeviceError(
+                raise BudgetError(
                     f"device 'pynq-rtl': cycle limit {self.max_cycles:,} exceeded without FINISH "
                     "(a deadlock, or raise max_cycles)"
                 )
@@ -151,11 +153,17 @@ class PynqRTLDevice(PynqDriverDevice):
         seed: int = 0,
     ):
         super().__init__(timeout)
-        if max_cycles < 1:
-            raise DeviceError(f"max_cycles = {max_cycles} must be >= 1")
+        if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
+            raise DeviceError(f"max_cycles = {max_cycles!r} must be an integer >= 1")
         check_stall(stall, seed, self.name)
         self.max_cycles, self.stall, self.seed = max_cycles, stall, seed
         self._boards: dict[VTAConfig, VerilatedBoard] = {}
+
+    def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
+        try:
+            return super().execute(program, dram)
+        except BudgetError as err:
+            raise BudgetError(f"{err}\n  {model_states(program, self.max_cycles)}") from None
 
     def connect(self, cfg: VTAConfig) -> tuple[pynq.Device, int]:
         if cfg not in self._boards:

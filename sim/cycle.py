@@ -18,7 +18,7 @@ import numpy as np
 
 from vta.config import VTAConfig
 from vta.device import Device, until_finish
-from vta.errors import DeadlockError, DeviceError, ISAError, ProgramError
+from vta.errors import BudgetError, DeadlockError, DeviceError, ISAError, ProgramError
 from vta.isa import DEP_FIELDS, MODULE_FLAGS, Insn, Module, TokenQueue, insn_module
 from vta.program import Program
 from vta.stats import Stats
@@ -28,6 +28,9 @@ from .schedule import Schedule
 from .timing import HANDOFF_CYCLES, fetch_arrivals, insn_cost
 from .trace import write_trace
 
+# The default cycle budget of a run (about 11 s of accelerator time at 100 MHz); a run that
+# would take longer raises BudgetError before any data is computed.
+DEFAULT_MAX_CYCLES = 1 << 30
 QUEUE_PRODUCER = [int(q.producer) for q in TokenQueue]
 QUEUE_CONSUMER = [int(q.consumer) for q in TokenQueue]
 
@@ -35,10 +38,9 @@ QUEUE_CONSUMER = [int(q.consumer) for q in TokenQueue]
 class _Engine:
     """Computes a Schedule by advancing fetch and each module as far as its inputs are known."""
 
-    def __init__(self, insns: list[Insn], cfg: VTAConfig, max_cycles: int | None):
+    def __init__(self, insns: list[Insn], cfg: VTAConfig):
         self.insns = insns
         self.cfg = cfg
-        self.max_cycles = max_cycles
         n = len(insns)
         self.module, self.pops, self.pushes, self.busy, self.stall_dram = [], [], [], [], []
         for index, insn in enumerate(insns):
@@ -155,11 +157,6 @@ class _Engine:
         for q in self.pops[j]:
             self.popped[q].append(start)
         end = start + self.busy[j] + self.stall_dram[j]
-        if self.max_cycles is not None and end > self.max_cycles:
-            raise DeviceError(
-                f"cycle limit {self.max_cycles:,} exceeded: instruction {j} "
-                f"({self.insns[j].opcode.name}) on {Module(m).label} would end at cycle {end:,}"
-            )
         self.ready[j], self.start[j], self.end[j] = ready, start, end
         self.wait_queue[j] = waited
         return True
@@ -244,8 +241,31 @@ def _dependences(insn: Insn, index: int, m: Module) -> tuple[tuple[int, ...], tu
 
 
 def schedule(program: Program, max_cycles: int | None = None) -> Schedule:
-    """The cycle-exact schedule of a Program (no functional execution)."""
-    return _Engine(until_finish(program), program.config, max_cycles).run()
+    """The cycle-exact schedule of a Program (no functional execution); a run longer than
+    `max_cycles` raises BudgetError naming what each module is doing at that cycle."""
+    try:
+        sched = _Engine(until_finish(program), program.config).run()
+    except OverflowError:  # an instruction's end cycle does not fit 64 bits
+        raise BudgetError("the run needs 2**63 cycles or more (beyond any cycle limit)") from None
+    if max_cycles is not None and sched.cycles > max_cycles:
+        over = np.flatnonzero(sched.end > max_cycles)
+        j = int(over[np.argmin(sched.start[over])])
+        raise BudgetError(
+            f"cycle limit {max_cycles:,} exceeded: instruction {j} ({sched.insns[j].opcode.name})"
+            f" on {Module(sched.module[j]).label} would end at cycle {int(sched.end[j]):,}; the "
+            f"run needs {sched.cycles:,} cycles (raise max_cycles)\n  "
+            + "\n  ".join(sched.states_at(max_cycles))
+        )
+    return sched
+
+
+def check_max_cycles(max_cycles: int | None, device: str) -> int:
+    """A device's cycle budget: `max_cycles`, or DEFAULT_MAX_CYCLES for None."""
+    if max_cycles is None:
+        return DEFAULT_MAX_CYCLES
+    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
+        raise DeviceError(f"device {device!r}: max_cycles = {max_cycles!r} must be an integer >= 1")
+    return max_cycles
 
 
 class CycleSimulator(Device):
@@ -258,10 +278,8 @@ class CycleSimulator(Device):
             raise DeviceError(
                 f"device 'sim' takes the options trace and max_cycles, got {sorted(options)}"
             )
-        if max_cycles is not None and max_cycles < 1:
-            raise DeviceError(f"max_cycles = {max_cycles} must be >= 1")
         self.trace = trace
-        self.max_cycles = max_cycles
+        self.max_cycles = check_max_cycles(max_cycles, self.name)
 
     def time(self, program: Program) -> Stats:
         """Cycles, per-module busy/stall and the stream's counters, without computing data

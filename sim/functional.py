@@ -19,7 +19,7 @@ import numpy as np
 
 from vta.config import VTAConfig
 from vta.device import Device, until_finish
-from vta.errors import DeviceError
+from vta.errors import BudgetError, DeviceError
 from vta.isa import (
     LOAD_ROUTES,
     STORE_TYPES,
@@ -29,8 +29,10 @@ from vta.isa import (
     Insn,
     MemInsn,
     MemType,
+    Module,
     available_alu_ops,
     decode_uops,
+    insn_module,
 )
 from vta.program import Program
 from vta.stats import Stats
@@ -45,6 +47,9 @@ UNDEFINED_BYTE = 0xA5
 # Micro-ops per vectorized batch: bounds the memory of one step (a GEMM instruction may hold up
 # to 2**41 micro-ops) while keeping numpy's per-call overhead negligible.
 BATCH_UOPS = 1 << 13
+# The default step budget of a run: one step per instruction and per micro-op executed (about a
+# minute of numpy work); a longer run raises BudgetError before its first step past the budget.
+DEFAULT_MAX_STEPS = 1 << 30
 
 
 class FunctionalCore:
@@ -262,19 +267,55 @@ class FunctionalCore:
 
 
 class FunctionalSimulator(Device):
-    """The `fsim` device: runs a Program's instruction stream in order, bit-exact, no cycles."""
+    """The `fsim` device: runs a Program's instruction stream in order, bit-exact, no cycles.
+    Option `max_steps`: its budget of instructions plus micro-ops (a longer run raises
+    BudgetError before the instruction that would exceed it)."""
 
     name = "fsim"
 
-    def __init__(self, **options):
+    def __init__(self, max_steps: int | None = None, **options):
         if options:
-            raise DeviceError(f"device 'fsim' takes no options, got {sorted(options)}")
+            raise DeviceError(f"device 'fsim' takes the option max_steps, got {sorted(options)}")
+        if max_steps is None:
+            max_steps = DEFAULT_MAX_STEPS
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise DeviceError(f"device 'fsim': max_steps = {max_steps!r} must be an integer >= 1")
+        self.max_steps = max_steps
 
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
         """Run `program` until its FINISH on a copy of `dram`; return the final image and Stats."""
         image = np.array(dram, dtype=np.uint8, copy=True).reshape(-1)
         stats = self.new_stats(program.config)
         core = FunctionalCore(program.config, image, stats)
-        for index, insn in enumerate(until_finish(program)):
+        insns = until_finish(program)
+        steps = 0
+        for index, insn in enumerate(insns):
+            need = 1 + _uop_count(insn)
+            if steps + need > self.max_steps:
+                raise BudgetError(self._over_budget(insns, index, steps, need))
+            steps += need
             core.execute(insn, index)
         return image, stats
+
+    def _over_budget(self, insns: list[Insn], index: int, steps: int, need: int) -> str:
+        lines = [
+            f"device 'fsim': step limit {self.max_steps:,} exceeded: instruction {index} "
+            f"({insns[index].opcode.name}) needs {need:,} steps after {steps:,} (one per "
+            "instruction and micro-op; raise max_steps)"
+        ]
+        for m in Module:
+            j = next((k for k in range(index, len(insns)) if insn_module(insns[k]) == m), None)
+            if j is None:
+                state = "finished"
+            else:
+                verb = "busy with" if j == index else "waiting at"
+                state = f"{verb} instruction {j} ({insns[j].opcode.name})"
+            lines.append(f"{m.label}: {state}")
+        return "\n  ".join(lines)
+
+
+def _uop_count(insn: Insn) -> int:
+    """Micro-ops a GEMM or ALU instruction executes (0 for the others)."""
+    if not isinstance(insn, (GemmInsn, AluInsn)):
+        return 0
+    return max(0, insn.uop_end - insn.uop_bgn) * max(0, insn.iter_out) * max(0, insn.iter_in)

@@ -38,6 +38,28 @@ class Schedule:
         """The run's cycle count: the end of FINISH (the stream's last instruction)."""
         return int(self.end[-1])
 
+    def states_at(self, cycle: int) -> list[str]:
+        """What fetch and each module is doing at `cycle`: one line each."""
+        fetched = int(np.count_nonzero(self.dispatch <= cycle))
+        lines = [f"fetch: {fetched} of {len(self.insns)} instructions dispatched"]
+        for m in Module:
+            mine = np.flatnonzero(self.module == m)
+            busy = mine[(self.start[mine] <= cycle) & (cycle < self.done[mine])]
+            later = mine[self.start[mine] > cycle]
+            if busy.size:
+                j = int(busy[0])
+                state = (
+                    f"busy with instruction {j} ({self.insns[j].opcode.name}) from cycle "
+                    f"{int(self.start[j]):,} to {int(self.end[j]):,}"
+                )
+            elif later.size:
+                j = int(later[0])
+                state = f"waiting at instruction {j} ({self.insns[j].opcode.name})"
+            else:
+                state = "finished"
+            lines.append(f"{m.label}: {state}")
+        return lines
+
     def fill(self, stats: Stats) -> None:
         """Per-module busy/stall cycles and instruction counts, and the cycle count."""
         stats.cycles = self.cycles

@@ -37,6 +37,10 @@ def _cmd_sim(args: argparse.Namespace) -> int:
         if args.device != "sim":
             raise VTAError(f"--trace needs the cycle-level device 'sim', not {args.device!r}")
         options["trace"] = args.trace
+    if args.max_cycles is not None:
+        options["max_cycles"] = args.max_cycles
+    if args.max_steps is not None:
+        options["max_steps"] = args.max_steps
     device = get_device(args.device, **options)
     if args.timing_only:
         if args.dump_dram:
@@ -108,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="cycles and counters without computing data (fast on sim)",
     )
     p.add_argument("--json", action="store_true", help="print the Stats as JSON")
+    p.add_argument(
+        "--max-cycles",
+        type=int,
+        help="cycle budget of sim, rtl and pynq-rtl (a longer run is an error; default: the "
+        "device's, see docs/robustness.md)",
+    )
+    p.add_argument("--max-steps", type=int, help="step budget of fsim: instructions plus micro-ops")
     p.set_defaults(func=_cmd_sim)
 
     p = sub.add_parser("disasm", help="disassemble a Program file or a raw instruction stream")

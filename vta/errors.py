@@ -38,3 +38,7 @@ class DeviceError(VTAError):
 
 class DeadlockError(DeviceError):
     """The modules of a device wait on each other forever; names each blocked module."""
+
+
+class BudgetError(DeviceError):
+    """A run exceeded its device's cycle or step budget; names what each module was doing."""
