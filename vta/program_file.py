@@ -95,6 +95,13 @@ def _members(archive: zipfile.ZipFile, path: str | Path) -> dict[str, zipfile.Zi
     missing = [m for m in MEMBERS if m not in infos]
     if missing:
         raise ProgramError(f"{path}: not a Program file (.npz): missing {missing}")
+    for key, info in infos.items():
+        limit = MAX_MANIFEST_BYTES if key == "manifest" else MAX_ARRAY_BYTES
+        if info.file_size > limit + MAX_HEADER_BYTES:
+            raise ProgramError(
+                f"{path}: member {info.filename!r} unpacks to {info.file_size:,} bytes; the limit "
+                f"is {limit:,} (stored as {info.compress_size:,} bytes)"
+            )
     return infos
 
 
@@ -104,11 +111,6 @@ def _read_member(
     """One member's array, checking its sizes against the limits before reading the data."""
     limit = MAX_MANIFEST_BYTES if key == "manifest" else MAX_ARRAY_BYTES
     where = f"{path}: member {info.filename!r}"
-    if info.file_size > limit + MAX_HEADER_BYTES:
-        raise ProgramError(
-            f"{where} unpacks to {info.file_size:,} bytes; the limit is {limit:,} "
-            f"(stored as {info.compress_size:,} bytes)"
-        )
     with archive.open(info) as fh:
         shape, fortran, dtype = _read_header(fh, where)
         if key == "manifest":
