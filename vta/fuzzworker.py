@@ -36,9 +36,12 @@ class WorkerDied(RuntimeError):
 class Worker:
     """A child process serving requests one at a time; restarted after it dies."""
 
-    def __init__(self, timeout: float = 60.0, memory_limit: int = MEMORY_LIMIT):
+    def __init__(
+        self, timeout: float = 60.0, memory_limit: int = MEMORY_LIMIT, cwd: str | None = None
+    ):
         self.timeout = timeout
         self.memory_limit = memory_limit
+        self.cwd = cwd  # where relative paths of fuzzed arguments land
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Worker:
@@ -57,6 +60,7 @@ class Worker:
                 stderr=subprocess.DEVNULL,
                 text=True,
                 env=env,
+                cwd=self.cwd,
             )
         return self.proc
 
