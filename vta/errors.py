@@ -24,12 +24,18 @@ class ProgramError(VTAError):
 
 
 class ValidationError(ProgramError):
-    """A Program breaks an ISA rule; `problems` lists every finding."""
+    """A Program breaks an ISA rule; `problems` lists every finding, the message the first
+    `SHOWN` of them."""
+
+    SHOWN = 10
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         head = f"{len(self.problems)} problem(s) in program:\n  " if len(problems) > 1 else ""
-        super().__init__(head + "\n  ".join(self.problems))
+        shown = self.problems[: self.SHOWN]
+        more = len(self.problems) - len(shown)
+        tail = [f"... and {more} more (ValidationError.problems lists them all)"] if more else []
+        super().__init__(head + "\n  ".join(shown + tail))
 
 
 class DeviceError(VTAError):

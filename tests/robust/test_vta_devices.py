@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vta.config import load_config
-from vta.errors import BudgetError, VTAError
+from vta.errors import DeviceError, VTAError
 from vta.examples import all_examples
 from vta.isa import AluInsn, FinishInsn, MemInsn, MemType, encode_stream
 from vta.program import Program
@@ -103,7 +103,7 @@ def test_budget_error_is_a_device_error():
     from vta.device import get_device
 
     program = _example("tiny", "alu_add_imm")
-    with pytest.raises(BudgetError, match="compute: busy with instruction 2"):
+    with pytest.raises(DeviceError, match="compute: busy with instruction 2"):
         get_device("fsim", max_steps=5).execute(program, program.dram)
 
 
@@ -136,6 +136,6 @@ def test_rtl_budget_names_the_modules():
     insns = program.instructions
     slow = [dataclasses.replace(i, iter_out=1000) if isinstance(i, AluInsn) else i for i in insns]
     program = Program(program.config, encode_stream(slow, program.config), program.dram)
-    with pytest.raises(BudgetError, match="cycle limit 2,000 exceeded") as err:
+    with pytest.raises(DeviceError, match="cycle limit 2,000 exceeded") as err:
         get_device("rtl", max_cycles=2000).execute(program, program.dram)
     assert "compute: busy with instruction 2 (ALU)" in str(err.value)
