@@ -87,8 +87,12 @@ class Program:
     buffers: list[BufferSpec] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.insns = np.ascontiguousarray(self.insns, dtype=np.uint8).reshape(-1)
-        self.dram = np.ascontiguousarray(self.dram, dtype=np.uint8).reshape(-1)
+        if not isinstance(self.config, VTAConfig):
+            raise ProgramError(f"config must be a VTAConfig, got {type(self.config).__name__}")
+        self.insns = _byte_array(self.insns, "instruction stream")
+        self.dram = _byte_array(self.dram, "DRAM image")
+        if not all(isinstance(spec, BufferSpec) for spec in self.buffers):
+            raise ProgramError("buffers must be a list of BufferSpec")
         if self.insns.size % INSN_BYTES:
             raise ProgramError(
                 f"instruction stream of {self.insns.size} bytes is not a multiple of {INSN_BYTES}"
@@ -176,6 +180,24 @@ class Program:
             except ISAError as err:
                 raise ProgramError(f"{path}: {err}") from err
         return program
+
+
+def _byte_array(value: object, what: str) -> np.ndarray:
+    """`value` as a flat contiguous uint8 array; values that are not integers in 0..255 are a
+    ProgramError, not a silent cast."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as err:
+        raise ProgramError(f"{what}: not an array of bytes ({err})") from None
+    if arr.dtype == np.uint8:
+        return np.ascontiguousarray(arr).reshape(-1)
+    if arr.dtype.kind not in "biuf":
+        raise ProgramError(f"{what} must be bytes (values 0..255), got {arr.dtype}")
+    with np.errstate(invalid="ignore"):
+        as_bytes = arr.astype(np.uint8)
+    if not np.array_equal(as_bytes, arr):
+        raise ProgramError(f"{what} must be bytes: its {arr.dtype} values are not all in 0..255")
+    return np.ascontiguousarray(as_bytes).reshape(-1)
 
 
 def _is_int(value: object) -> bool:

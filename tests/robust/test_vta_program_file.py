@@ -209,3 +209,20 @@ def test_npy_header_claiming_a_tebibyte_is_not_allocated(program, tmp_path):
     answer = _load_in_child(path, memory_limit=2 << 30)
     assert answer["outcome"] == "error", answer
     assert "header claims 1,099,511,627,776 bytes (limit" in answer["message"]
+
+
+@pytest.mark.parametrize(
+    "insns, dram, message",
+    [
+        ([1, 2, 300] + [0] * 13, [0], "instruction stream must be bytes"),  # was wrapped to 44
+        ([0] * 16, np.array([-1]), "DRAM image must be bytes"),
+        ([0] * 16, np.array([1.5]), "DRAM image must be bytes"),
+        ("abcdefghijklmnop", [0], "instruction stream must be bytes"),
+        ([[0] * 16, [0]], [0], "not an array of bytes"),
+    ],
+)
+def test_program_api_refuses_what_is_not_bytes(insns, dram, message):
+    from vta.config import load_config
+
+    with pytest.raises(ProgramError, match=message):
+        Program(load_config("tiny"), insns, dram)
