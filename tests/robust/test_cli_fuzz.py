@@ -59,23 +59,29 @@ def worker(scratch):
         yield w
 
 
-FILES = st.sampled_from(
-    ["ok0.npz", "ok1.npz", "ok2.npz", "garbage.npz", "raw.bin", "odd.bin", "missing.npz",
-     "dir.npz", "/dev/null", "bad.json", ""]
-)  # fmt: skip
-CONFIGS = st.one_of(
+VALID_FILES = st.sampled_from(["ok0.npz", "ok1.npz", "ok2.npz"])
+FILES = st.one_of(
+    VALID_FILES,
     st.sampled_from(
-        ["pynq", "tiny", "ultra96", "1x16_i8w8a32_15_15_18_17", "1x4_i8w8a32_15_15_18_17",
-         "2x16_i8w8a32_15_15_18_17", "bad.json", "missing.json", "ok0.npz", "../pynq", "/"]
+        ["garbage.npz", "raw.bin", "odd.bin", "missing.npz", "dir.npz", "/dev/null", "bad.json", ""]
+    ),
+)
+VALID_CONFIGS = st.sampled_from(["pynq", "tiny", "ultra96", "1x16_i8w8a32_15_15_18_17"])
+CONFIGS = st.one_of(
+    VALID_CONFIGS,
+    st.sampled_from(
+        ["1x4_i8w8a32_15_15_18_17", "2x16_i8w8a32_15_15_18_17", "bad.json", "missing.json",
+         "ok0.npz", "../pynq", "/"]
     ),
     st.text(max_size=20),
 )  # fmt: skip
-OUTPUTS = st.sampled_from(["out.bin", "dir.npz", "sub/none/out.bin", "trace.json"])
+OUTPUTS = st.sampled_from(["out.bin", "out.bin", "dir.npz", "sub/none/out.bin", "trace.json"])
 BUDGETS = st.one_of(st.integers(-3, 3), st.integers(-(10**6), 10**6), st.just(10**30))
 
 
 def _option(flag: str, values) -> st.SearchStrategy[list[str]]:
-    return st.one_of(st.just([]), values.map(lambda v: [flag, str(v)]))
+    """Absent two times in three."""
+    return st.one_of(st.just([]), st.just([]), values.map(lambda v: [flag, str(v)]))
 
 
 def _flag(flag: str) -> st.SearchStrategy[list[str]]:
