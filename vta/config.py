@@ -195,6 +195,10 @@ class VTAConfig:
 
     def replace(self, **changes) -> VTAConfig:
         """A copy with some fields changed (validated again)."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise ConfigError(f"config {self.name!r}: unknown config field(s) {unknown[:8]}")
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

@@ -93,3 +93,8 @@ def test_names_are_not_paths(tmp_path):
         VTAConfig.load("../configs/pynq")
     with pytest.raises(ConfigError, match="name or a path"):
         VTAConfig.load(12)
+
+
+def test_replace_with_an_unknown_field():
+    with pytest.raises(ConfigError, match=r"unknown config field\(s\) \['clock'\]"):
+        load_config().replace(clock=100)  # was a TypeError from dataclasses.replace
