@@ -78,8 +78,9 @@ def test_huge_file_is_not_read_whole(tmp_path):
 
 
 def test_one_command_queue_entry_is_refused():
-    """The RTL's command FIFO needs at least two entries (its pointers are LOG_DEPTH bits wide),
-    where the simulator ran with one: the two would disagree, so the configuration is refused."""
+    """The RTL's command FIFO needs at least two entries (its pointers are LOG_DEPTH bits wide;
+    Verilator refuses the model for one), where the simulator ran with one: the two would
+    disagree, so the configuration is refused."""
     with pytest.raises(ConfigError, match=r"'cmd_queue_depth' = 1 must be in \[2, 65536\]"):
         load_config().replace(cmd_queue_depth=1)
 
