@@ -198,7 +198,7 @@ def test_decompression_bomb_is_refused_from_the_headers(program, tmp_path):
     answer = _load_in_child(path, memory_limit=2 << 30)
     assert answer["outcome"] == "error", answer
     assert (
-        "dram.npy' unpacks to 3,221,225,600 bytes; the limit is 1,073,741,824" in answer["message"]
+        "dram.npy' unpacks to 3,221,225,600 bytes; the limit is 268,435,456" in answer["message"]
     )
 
 
@@ -226,3 +226,13 @@ def test_program_api_refuses_what_is_not_bytes(insns, dram, message):
 
     with pytest.raises(ProgramError, match=message):
         Program(load_config("tiny"), insns, dram)
+
+
+def test_an_instruction_stream_past_the_limit_is_refused(program, tmp_path):
+    """2**22 instructions (64 MiB, 64 KiB deflated) took minutes and gigabytes to decode."""
+    path = tmp_path / "long.npz"
+    insns = np.zeros(64 << 20, dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, insns=insns, dram=program.dram, manifest=np.array("{}"))
+    with pytest.raises(ProgramError, match="'insns.npy' unpacks to 67,108,992 bytes; the limit"):
+        Program.load(path)
