@@ -197,9 +197,7 @@ def test_decompression_bomb_is_refused_from_the_headers(program, tmp_path):
     assert path.stat().st_size < 8 * MIB
     answer = _load_in_child(path, memory_limit=2 << 30)
     assert answer["outcome"] == "error", answer
-    assert (
-        "dram.npy' unpacks to 3,221,225,600 bytes; the limit is 268,435,456" in answer["message"]
-    )
+    assert "dram.npy' unpacks to 3,221,225,600 bytes; the limit is 268,435,456" in answer["message"]
 
 
 def test_npy_header_claiming_a_tebibyte_is_not_allocated(program, tmp_path):
