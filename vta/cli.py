@@ -12,8 +12,6 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-import numpy as np
-
 from .config import VTAConfig
 from .errors import VTAError
 from .isa import decode_stream
@@ -64,10 +62,11 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 def _cmd_disasm(args: argparse.Namespace) -> int:
     from .disasm import disassemble, insn_json
     from .program import Program
+    from .program_file import read_raw_stream
 
     if args.raw:
         config = VTAConfig.load(args.config)
-        insns = decode_stream(np.fromfile(args.file, dtype=np.uint8), config)
+        insns = decode_stream(read_raw_stream(args.file), config)
         source = insns
     else:
         program = Program.load(args.file, validate=False)

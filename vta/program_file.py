@@ -73,6 +73,19 @@ def read_program_file(path: str | Path) -> tuple[np.ndarray, np.ndarray, str]:
     return arrays["insns"], arrays["dram"], str(manifest[()])
 
 
+def read_raw_stream(path: str | Path) -> np.ndarray:
+    """A bare instruction stream file as uint8, at most the `insns` limit (never read whole)."""
+    limit = LIMITS["insns"]
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as err:
+        raise ProgramError(f"{path}: cannot read instruction stream ({_short(err)})") from None
+    if len(data) > limit:
+        raise ProgramError(f"{path}: instruction stream larger than the limit of {limit:,} bytes")
+    return np.frombuffer(data, dtype=np.uint8)
+
+
 def _describe(head: bytes) -> str:
     if head.startswith(b"\x93NUMPY"):
         return "a single .npy array, not a .npz archive"

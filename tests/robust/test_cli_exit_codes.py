@@ -92,3 +92,9 @@ def test_a_bug_exits_3_without_a_traceback(monkeypatch, capsys):
     assert "Traceback" not in err
     with pytest.raises(ZeroDivisionError):
         main(["--debug", "hw-config"])
+
+
+def test_disasm_raw_reads_a_bounded_prefix():
+    """`vta disasm --raw /dev/zero` read forever."""
+    run = _vta("disasm", "--raw", "/dev/zero")
+    assert run.returncode == EXIT_INPUT and "larger than the limit" in run.stderr, run.stderr
