@@ -5,12 +5,13 @@ and answers one JSON line each, so a fuzzing harness tries thousands of inputs w
 start per input and still sees a signal, a hang (no answer within the timeout) or a blow-up of
 memory (an address-space limit turns it into MemoryError) as a failure of that input.
 
-Requests: {"op": "program", "path"} loads a Program file and, if it loads, runs it on `fsim` and
-`sim` with small budgets; {"op": "config", "path"} loads a configuration file; {"op": "cli",
-"argv"} runs `vta.cli.main(argv)` capturing its output; {"op": "parse", "argv"} only parses the
-arguments (for subcommands that would build hardware or reach a board). Answers: {"outcome":
-"ok" | "error" | "bug", "type", "message"} ("error": one of the toolkit's exceptions; "bug":
-anything else), and for "cli" and "parse" the "exit" status, "stdout" and "stderr".
+Requests: {"op": "program", "path", "validate"} loads a Program file (validating it unless
+"validate" is false) and, if it loads, runs it on `fsim` and `sim` with small budgets;
+{"op": "config", "path"} loads a configuration file; {"op": "cli", "argv"} runs
+`vta.cli.main(argv)` capturing its output; {"op": "parse", "argv"} only parses the arguments
+(for subcommands that would build hardware or reach a board). Answers: {"outcome": "ok" |
+"error" | "bug", "type", "message"} ("error": one of the toolkit's exceptions; "bug": anything
+else), and for "cli" and "parse" the "exit" status, "stdout" and "stderr".
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ class Worker:
 
 
 # ----------------------------------------------------------------------------- the child
-def _serve_program(path: str) -> None:
+def _serve_program(path: str, validate: bool) -> None:
     from .device import get_device
     from .program import Program
 
-    program = Program.load(path)
+    program = Program.load(path, validate=validate)
     get_device("fsim", max_steps=RUN_BUDGET).execute(program, program.dram)
     get_device("sim", max_cycles=RUN_BUDGET).execute(program, program.dram)
 
@@ -135,7 +136,7 @@ def _answer(request: dict) -> dict:
     op = request.get("op")
     try:
         if op == "program":
-            _serve_program(request["path"])
+            _serve_program(request["path"], request.get("validate", True))
         elif op == "config":
             _serve_config(request["path"])
         elif op == "cli":

@@ -185,11 +185,15 @@ def _fuzz(strategy, examples: int, body) -> None:
 def test_program_files(worker, tmp_path, capsys, scale):
     tally, path = Tally(), tmp_path / "fuzzed.npz"
 
-    def body(content: bytes) -> None:
+    def body(case: tuple[bytes, bool]) -> None:
+        content, validate = case
         path.write_bytes(content)
-        check(worker.request(op="program", path=str(path)), tally, f"Program file {content[:64]!r}")
+        answer = worker.request(op="program", path=str(path), validate=validate)
+        check(answer, tally, f"Program file {content[:64]!r} (validate={validate})")
 
-    _fuzz(PROGRAM_FILES, PROGRAM_INPUTS * scale, body)
+    # One in four loads skips validation: the devices must refuse what the validator would.
+    cases = st.tuples(PROGRAM_FILES, st.sampled_from([True, True, True, False]))
+    _fuzz(cases, PROGRAM_INPUTS * scale, body)
     tally.report(capsys, "Program.load + fsim + sim (Program files)")
 
 
