@@ -95,6 +95,7 @@ def test_a_bug_exits_3_without_a_traceback(monkeypatch, capsys):
 
 
 def test_disasm_raw_reads_a_bounded_prefix():
-    """`vta disasm --raw /dev/zero` read forever."""
+    """`vta disasm --raw` read a file whole however large, and a device such as /dev/zero as an
+    empty stream ("0 instructions")."""
     run = _vta("disasm", "--raw", "/dev/zero")
     assert run.returncode == EXIT_INPUT and "larger than the limit" in run.stderr, run.stderr
