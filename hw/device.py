@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.cycle import schedule
-from vta.device import Device, until_finish
+from vta.device import Device, check_budget, until_finish
 from vta.errors import BudgetError, DeadlockError, DeviceError
 from vta.isa import INSN_BYTES
 from vta.program import Program
@@ -35,10 +35,15 @@ def model_states(program: Program, cycle: int) -> str:
     """What the cycle model says fetch and each module is doing at `cycle` (RTL and model are
     calibrated to the same cycles), as lines for a BudgetError."""
     try:
-        lines = ["per the cycle model at that cycle:", *schedule(program).states_at(cycle)]
+        sched = schedule(program)
     except DeadlockError as err:
-        lines = [f"the cycle model finds a {err}"]
-    return "\n  ".join(lines)
+        return f"the cycle model finds a {err}"
+    if sched.cycles <= cycle:
+        return (
+            f"the cycle model finishes at cycle {sched.cycles:,}, within the limit: the RTL and "
+            "the model disagree (a bug, please report it)"
+        )
+    return "\n  ".join(["per the cycle model at that cycle:", *sched.states_at(cycle)])
 
 
 def check_stall(stall: float, seed: int, device: str) -> None:
@@ -61,12 +66,10 @@ class RTLDevice(Device):
             raise DeviceError(
                 f"device 'rtl' takes the options max_cycles, stall and seed, got {sorted(options)}"
             )
-        if max_cycles is not None and (
-            isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1
-        ):
-            raise DeviceError(f"max_cycles = {max_cycles!r} must be an integer >= 1")
         check_stall(stall, seed, self.name)
-        self.max_cycles = DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
+        self.max_cycles = check_budget(
+            DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles, "max_cycles", self.name
+        )
         self.stall, self.seed = stall, seed
         self.last_clock_ticks = 0  # harness clock cycles of the last run (incl. register I/O)
 

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from vta.config import VTAConfig
+from vta.device import check_budget
 from vta.errors import BudgetError, DeviceError
 from vta.program import Program
 from vta.pynq_driver import DEFAULT_TIMEOUT_S, PAGE_BYTES, REGISTER_SPAN, PynqDriverDevice, pynq
@@ -153,10 +154,9 @@ class PynqRTLDevice(PynqDriverDevice):
         seed: int = 0,
     ):
         super().__init__(timeout)
-        if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
-            raise DeviceError(f"max_cycles = {max_cycles!r} must be an integer >= 1")
         check_stall(stall, seed, self.name)
-        self.max_cycles, self.stall, self.seed = max_cycles, stall, seed
+        self.max_cycles = check_budget(max_cycles, "max_cycles", self.name)
+        self.stall, self.seed = stall, seed
         self._boards: dict[VTAConfig, VerilatedBoard] = {}
 
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.device import Device, until_finish
+from vta.device import Device, check_budget, until_finish
 from vta.errors import BudgetError, DeadlockError, DeviceError, ISAError, ProgramError
 from vta.isa import DEP_FIELDS, MODULE_FLAGS, Insn, Module, TokenQueue, insn_module
 from vta.program import Program
@@ -259,15 +259,6 @@ def schedule(program: Program, max_cycles: int | None = None) -> Schedule:
     return sched
 
 
-def check_max_cycles(max_cycles: int | None, device: str) -> int:
-    """A device's cycle budget: `max_cycles`, or DEFAULT_MAX_CYCLES for None."""
-    if max_cycles is None:
-        return DEFAULT_MAX_CYCLES
-    if isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or max_cycles < 1:
-        raise DeviceError(f"device {device!r}: max_cycles = {max_cycles!r} must be an integer >= 1")
-    return max_cycles
-
-
 class CycleSimulator(Device):
     """The `sim` device: cycle-level timing per docs/timing.md plus bit-exact results."""
 
@@ -279,7 +270,9 @@ class CycleSimulator(Device):
                 f"device 'sim' takes the options trace and max_cycles, got {sorted(options)}"
             )
         self.trace = trace
-        self.max_cycles = check_max_cycles(max_cycles, self.name)
+        self.max_cycles = check_budget(
+            DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles, "max_cycles", self.name
+        )
 
     def time(self, program: Program) -> Stats:
         """Cycles, per-module busy/stall and the stream's counters, without computing data

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.device import Device, until_finish
+from vta.device import Device, check_budget, until_finish
 from vta.errors import BudgetError, DeviceError
 from vta.isa import (
     LOAD_ROUTES,
@@ -276,11 +276,9 @@ class FunctionalSimulator(Device):
     def __init__(self, max_steps: int | None = None, **options):
         if options:
             raise DeviceError(f"device 'fsim' takes the option max_steps, got {sorted(options)}")
-        if max_steps is None:
-            max_steps = DEFAULT_MAX_STEPS
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise DeviceError(f"device 'fsim': max_steps = {max_steps!r} must be an integer >= 1")
-        self.max_steps = max_steps
+        self.max_steps = check_budget(
+            DEFAULT_MAX_STEPS if max_steps is None else max_steps, "max_steps", self.name
+        )
 
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
         """Run `program` until its FINISH on a copy of `dram`; return the final image and Stats."""

@@ -61,6 +61,13 @@ def until_finish(program: Program) -> list[Insn]:
     )
 
 
+def check_budget(value: object, option: str, device: str) -> int:
+    """A device's budget option (`max_cycles`, `max_steps`): an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DeviceError(f"device {device!r}: {option} = {value!r} must be an integer >= 1")
+    return value
+
+
 def device_names() -> list[str]:
     """Names of every registered device."""
     return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
