@@ -8,6 +8,9 @@ test prints how many inputs it tried."""
 import dataclasses
 import io
 import json
+import os
+import signal
+import threading
 import zipfile
 
 import numpy as np
@@ -18,7 +21,7 @@ from hypothesis import strategies as st
 from vta.config import CONFIG_DIR, preset_names
 from vta.examples import all_examples
 from vta.fuzz import random_program
-from vta.fuzzworker import Worker
+from vta.fuzzworker import Worker, WorkerDied
 from vta.program import Program
 
 SIZES = [pytest.param(1, id="default"), pytest.param(10, id="slow", marks=pytest.mark.slow)]
@@ -241,3 +244,21 @@ def test_a_valid_program_file_runs(worker, tmp_path):
     assert worker.request(op="program", path=str(path)) == {"outcome": "ok"}
     with zipfile.ZipFile(path) as archive:
         assert sorted(archive.namelist()) == ["dram.npy", "insns.npy", "manifest.npy"]
+
+
+def test_the_harness_reports_a_signal_and_a_hang(tmp_path):
+    """A child that dies by a signal or stops answering fails the input it was given; the next
+    input gets a fresh child."""
+    path = tmp_path / "ok.npz"
+    path.write_bytes(BASE_FILES[0])
+    with Worker(timeout=2) as w:
+        assert w.request(op="program", path=str(path))["outcome"] == "ok"
+        os.kill(w.proc.pid, signal.SIGSTOP)  # cannot answer: a hang
+        with pytest.raises(WorkerDied, match="no answer within 2 s"):
+            w.request(op="program", path=str(path))
+        assert w.request(op="program", path=str(path))["outcome"] == "ok"
+        pid = w.proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()  # dies while asked
+        with pytest.raises(WorkerDied, match="died .exit status -9"):
+            w.request(op="program", path=str(path))
