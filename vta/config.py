@@ -353,8 +353,8 @@ def _check_type(key: str, value: object, source: str) -> None:
     floats, bounded text)."""
     want = _field_type(key)
     if want is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = ok and math.isfinite(value)
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        ok = ok or (isinstance(value, float) and math.isfinite(value))
         what = "a finite number"
     elif want is int:
         ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"

@@ -65,7 +65,7 @@ class BufferSpec:
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        return math.prod(int(n) for n in self.shape) * np.dtype(self.dtype).itemsize
 
     def to_dict(self) -> dict:
         return {

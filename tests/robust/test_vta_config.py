@@ -26,6 +26,7 @@ def _file(tmp_path, text: str | bytes):
         ("log_uop_buff_size", 10**30, r"\[0, 30\]"),  # was OverflowError
         ("log_block", 10**30, r"\[1, 6\]"),
         ("clock_mhz", 1e308, r"\[1, 2000\]"),
+        ("clock_mhz", 10**400, r"\[1, 2000\]"),  # was OverflowError converting to float
         ("dram_latency", 10**12, r"\[1, 65536\]"),
         ("token_queue_depth", 1 << 40, r"\[1, 65536\]"),
         ("gemm_pipeline_depth", 10**6, r"\[1, 64\]"),

@@ -85,7 +85,7 @@ LEAVES = (
     st.none()
     | st.booleans()
     | st.integers(-(2**70), 2**70)
-    | st.sampled_from([0, 1, -1, 2**31, 2**62, 2**63, 2**64])
+    | st.sampled_from([0, 1, -1, 2**31, 2**62, 2**63, 2**64, 10**400, -(10**400)])
     | st.floats()
     | st.text(max_size=12)
     | st.sampled_from(

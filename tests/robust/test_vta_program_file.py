@@ -234,3 +234,10 @@ def test_an_instruction_stream_past_the_limit_is_refused(program, tmp_path):
         np.savez_compressed(fh, insns=insns, dram=program.dram, manifest=np.array("{}"))
     with pytest.raises(ProgramError, match="'insns.npy' unpacks to 67,108,992 bytes; the limit"):
         Program.load(path)
+
+
+def test_numpy_integer_shapes_do_not_wrap():
+    from vta.program import BufferSpec
+
+    spec = BufferSpec("x", 0, (np.int64(2**62), np.int64(4)), "int8", "input")
+    assert spec.nbytes == 2**64  # int64 arithmetic made it 0
