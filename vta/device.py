@@ -61,10 +61,13 @@ def until_finish(program: Program) -> list[Insn]:
     )
 
 
+MAX_BUDGET = 1 << 62  # fits the RTL harness's 64-bit cycle counter
+
+
 def check_budget(value: object, option: str, device: str) -> int:
-    """A device's budget option (`max_cycles`, `max_steps`): an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise DeviceError(f"device {device!r}: {option} = {value!r} must be an integer >= 1")
+    """A device's budget option (`max_cycles`, `max_steps`): an integer in 1..MAX_BUDGET."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BUDGET:
+        raise DeviceError(f"device {device!r}: {option} = {value!r} must be an integer in 1..2**62")
     return value
 
 

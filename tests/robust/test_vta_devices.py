@@ -89,7 +89,7 @@ def test_budgets_from_the_command_line(tmp_path):
     assert run.returncode == 1 and "takes the option max_steps" in run.stderr
 
 
-@pytest.mark.parametrize("value", [0, -1, True, 1.5])
+@pytest.mark.parametrize("value", [0, -1, True, 1.5, 2**64])
 def test_budget_options_are_checked(value):
     from vta.device import get_device
 
