@@ -18,7 +18,7 @@ import numpy as np
 
 from sim.cycle import schedule
 from vta.device import Device, check_budget, until_finish
-from vta.errors import BudgetError, DeadlockError, DeviceError
+from vta.errors import BudgetError, DeadlockError, DeviceError, VTAError
 from vta.isa import INSN_BYTES
 from vta.program import Program
 from vta.regmap import COUNTERS_BASE, REG_BITS, describe_status, read_counters
@@ -44,6 +44,18 @@ def model_states(program: Program, cycle: int) -> str:
             "the model disagree (a bug, please report it)"
         )
     return "\n  ".join(["per the cycle model at that cycle:", *sched.states_at(cycle)])
+
+
+def _check_predicted_cycles(program: Program, max_cycles: int) -> None:
+    """Refuse at once a run the cycle model (calibrated to the RTL cycle for cycle) puts over
+    the budget, instead of simulating the RTL up to it; anything else the model objects to is
+    left to the RTL to show."""
+    try:
+        schedule(program, max_cycles)
+    except BudgetError as err:
+        raise BudgetError(f"device 'rtl' (predicted by the cycle model): {err}") from None
+    except VTAError:
+        pass
 
 
 def check_stall(stall: float, seed: int, device: str) -> None:
@@ -76,6 +88,7 @@ class RTLDevice(Device):
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
         cfg = program.config
         insns = until_finish(program)
+        _check_predicted_cycles(program, self.max_cycles)
         binary = build_model(cfg)
         image = np.asarray(dram, dtype=np.uint8).reshape(-1)
         insn_addr = -(-image.size // PAGE_BYTES) * PAGE_BYTES

@@ -136,6 +136,13 @@ def test_rtl_budget_names_the_modules():
     insns = program.instructions
     slow = [dataclasses.replace(i, iter_out=1000) if isinstance(i, AluInsn) else i for i in insns]
     program = Program(program.config, encode_stream(slow, program.config), program.dram)
-    with pytest.raises(DeviceError, match="cycle limit 2,000 exceeded") as err:
+    with pytest.raises(DeviceError, match="predicted by the cycle model.*limit 2,000") as err:
         get_device("rtl", max_cycles=2000).execute(program, program.dram)
     assert "compute: busy with instruction 2 (ALU)" in str(err.value)
+    # A deadlock runs the RTL into its limit; the message adds the model's verdict.
+    waits = [MemInsn(memory_type=MemType.UOP, pop_prev_dep=True), FinishInsn()]
+    stuck = Program(program.config, encode_stream(waits, program.config), program.dram)
+    with pytest.raises(DeviceError, match="without FINISH") as err:
+        get_device("rtl", max_cycles=2000).execute(stuck, stuck.dram)
+    assert "cycle model finds a deadlock" in str(err.value)
+    assert "compute: blocked at instruction 0 (LOAD)" in str(err.value)
