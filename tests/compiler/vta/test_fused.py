@@ -1,0 +1,76 @@
+"""conv2d with bias, requantization, ReLU and a residual add in one accelerator Program:
+bit-exact against numpy on fsim and sim, with and without REQ, threads and border padding."""
+
+import numpy as np
+import pytest
+
+from compiler.errors import LoweringError
+from compiler.topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
+from compiler.topi.vta.fused import (
+    Epilogue,
+    conv2d_fused,
+    default_fused_knobs,
+    eye,
+    fused_knob_space,
+    fused_reference,
+)
+from vta.config import VTAConfig
+from vta.device import get_device
+
+
+def _run(wl, ep, knobs, config, device, seed=0):
+    cfg = VTAConfig.load(config)
+    p = conv2d_fused(wl, ep, knobs, cfg)
+    rng = np.random.default_rng(seed)
+    spec = {b.name: b for b in p.buffers}
+    feed = {n: rng.integers(-128, 128, spec[n].shape).astype(np.int8) for n in ("data", "kernel")}
+    if ep.bias:
+        feed["bias"] = rng.integers(-5000, 5000, spec["bias"].shape).astype(np.int32)
+    if ep.residual_shift is not None:
+        feed["residual"] = rng.integers(-128, 128, spec["residual"].shape).astype(np.int8)
+        feed["eye"] = eye(ep.residual_shift, cfg)
+    want = fused_reference(
+        feed["data"], feed["kernel"], wl, ep, feed.get("bias"), feed.get("residual")
+    )
+    outs, stats = get_device(device).run(p, feed)
+    return outs["out"], want, stats
+
+
+W, E, K = Conv2DWorkload, Epilogue, Conv2DKnobs
+CASES = [
+    (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 8, True), K(1, 4, 8, 1, 1, 2, 1)),
+    (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 9, False, 3), K(1, 2, 4, 1, 1, 1, 2)),
+    (W(1, 2, 9, 9, 4, 3, 3, 2, 1), E(False, 7, True, 0), None),
+    (W(1, 2, 8, 8, 4, 1, 1, 2, 0), E(False, 4, True), None),
+    (W(2, 3, 1, 1, 2, 1, 1, 1, 0), E(True, 6, False), None),  # dense as a 1x1 conv
+]
+
+
+@pytest.mark.parametrize("config", ["pynq", "tiny"])
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_fused_conv_bit_exact(case, device, config):
+    wl, ep, knobs = CASES[case]
+    got, want, _ = _run(wl, ep, knobs, config, device, seed=case)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_knob_space_fits_and_default_is_in_it():
+    cfg = VTAConfig.load("pynq")
+    wl, ep = Conv2DWorkload(1, 4, 56, 56, 4, 3, 3, 1, 1), Epilogue(True, 8, True, 2)
+    space = fused_knob_space(wl, ep, cfg)
+    assert space and default_fused_knobs(wl, ep, cfg) in space
+    too_big = Conv2DKnobs(1, 56, 56, 4, 4, 2, 1)
+    assert too_big not in space
+    with pytest.raises(LoweringError, match="do not fit"):
+        conv2d_fused(wl, ep, too_big, cfg)
+
+
+def test_bad_epilogue_and_tiles_are_refused():
+    with pytest.raises(LoweringError, match="residual shift 7"):
+        Epilogue(residual_shift=7)
+    with pytest.raises(LoweringError, match="shift 40"):
+        Epilogue(shift=40)
+    wl = Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1)
+    with pytest.raises(LoweringError, match="tile_h 3 does not divide 8"):
+        conv2d_fused(wl, Epilogue(), Conv2DKnobs(1, 3, 8, 1, 1, 1, 1), "pynq")
