@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import math
 
 import numpy as np
 
@@ -46,13 +45,16 @@ MAX_RESIDUAL_SHIFT = 6  # the identity weight 2^k is an int8
 @dataclasses.dataclass(frozen=True)
 class Epilogue:
     """What follows the convolution: int32 bias per output channel, arithmetic shift right,
-    ReLU (clip to [0, 127]) or the int8 clip, and a residual int8 tensor added as residual << k
-    before the shift (k = `residual_shift`, None: no residual)."""
+    ReLU (clip to [0, 127]) or the int8 clip; before the shift, an optional residual int8
+    tensor added as residual << k (k = `residual_shift`, None: none) and an optional shortcut
+    convolution (a second input and weight, e.g. ResNet's 1x1 downsampling conv, whose
+    products accumulate into the same rows: its workload `shortcut`, same outputs)."""
 
     bias: bool = True
     shift: int = 0
     relu: bool = False
     residual_shift: int | None = None
+    shortcut: Conv2DWorkload | None = None
 
     def __post_init__(self):
         if not 0 <= self.shift <= 31:
@@ -65,13 +67,49 @@ class Epilogue:
             )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Source:
+    """One convolution feeding the accumulator: DRAM names, workload, input-channel blocks per
+    load, and the input tile's geometry (a strided 1x1 conv loads only the rows it reads)."""
+
+    data: str
+    kernel: str
+    wl: Conv2DWorkload
+    tci: int
+    ih: int  # input rows per tile in SRAM
+    iw: int
+    row_step: int  # SRAM rows between output rows' first input rows
+    dram_rows: int  # DRAM image rows between SRAM rows
+
+    @property
+    def rows(self) -> int:
+        return self.tci * self.ih * self.iw
+
+    @property
+    def wgt_rows(self) -> int:
+        return self.tci * self.wl.kh * self.wl.kw
+
+
+def _sources(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue) -> list[_Source]:
+    out = []
+    for data, kernel, w, tci in (
+        ("data", "kernel", wl, k.tile_ci),
+        ("sc_data", "sc_kernel", ep.shortcut, 1),
+    ):
+        if w is None:
+            continue
+        s = w.stride
+        if w.kh == 1 and w.pad == 0:  # read rows y * s only
+            ih, step, dram = k.tile_h, 1, s
+        else:
+            ih, step, dram = (k.tile_h - 1) * s + w.kh, s, 1
+        iw = (k.tile_w - 1) * s + w.kw
+        out.append(_Source(data, kernel, w, tci, ih, iw, step, dram))
+    return out
+
+
 def _acc_rows(k: Conv2DKnobs) -> int:
     return k.tile_b * k.tile_co * k.tile_h * k.tile_w
-
-
-def _inp_rows(wl: Conv2DWorkload, k: Conv2DKnobs) -> int:
-    ih, iw = (k.tile_h - 1) * wl.stride + wl.kh, (k.tile_w - 1) * wl.stride + wl.kw
-    return k.tile_b * k.tile_ci * ih * iw
 
 
 def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> int | None:
@@ -79,10 +117,12 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     every thread do not fit the buffers."""
     threads = k.oc_nthread * k.h_nthread
     depth = cfg.depth
-    inp = threads * _inp_rows(wl, k)
+    srcs = _sources(wl, k, ep)
+    inp = threads * k.tile_b * max(src.rows for src in srcs)
     if ep.residual_shift is not None:
         inp += threads * _acc_rows(k)
-    wgt = threads * k.tile_co * k.tile_ci * wl.kh * wl.kw + (ep.residual_shift is not None)
+    wgt = threads * k.tile_co * max(src.wgt_rows for src in srcs)
+    wgt += ep.residual_shift is not None
     if inp > depth[MemType.INP] or wgt > depth[MemType.WGT]:
         return None
     free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
@@ -122,21 +162,25 @@ def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnob
 def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> float:
     """A quick model of a knob setting's cycles: compute-module work (GEMM micro-ops, the
     epilogue per row, per-instruction overhead) or load traffic, whichever is larger, plus the
-    first tile's load (nothing overlaps it)."""
+    first tile's load (nothing overlaps it) and the last store."""
     tiles = (wl.n // k.tile_b) * (wl.oh // k.tile_h) * (wl.ow // k.tile_w) * (wl.co // k.tile_co)
-    ci_tiles = wl.ci // k.tile_ci
     rows = _acc_rows(k)
-    gemm = rows * k.tile_ci * wl.kh * wl.kw
-    epi = rows * (1 + cfg.alu_ii_tensor + (ep.residual_shift is not None))
-    overhead = (2 + ci_tiles + (ep.residual_shift is not None)) * (cfg.gemm_pipeline_depth + 1)
-    compute = tiles * (ci_tiles * gemm + epi + overhead)
-    inp_bytes = _inp_rows(wl, k) * cfg.elem_bytes[MemType.INP]
-    wgt_bytes = k.tile_co * k.tile_ci * wl.kh * wl.kw * cfg.elem_bytes[MemType.WGT]
-    per_load = (inp_bytes + wgt_bytes) / cfg.bus_bytes + 2 * cfg.dram_latency / cfg.max_outstanding
-    load = tiles * ci_tiles * per_load
-    first = per_load + cfg.dram_latency
-    store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + cfg.dram_latency
-    return max(compute, load) + first + store
+    extra = ep.residual_shift is not None
+    epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
+    compute = load = first = 0.0
+    lat = cfg.dram_latency
+    for src in _sources(wl, k, ep):
+        steps = src.wl.ci // src.tci
+        compute += steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
+        inp = k.tile_b * src.rows * cfg.elem_bytes[MemType.INP]
+        wgt = k.tile_co * src.wgt_rows * cfg.elem_bytes[MemType.WGT]
+        loads = k.tile_b * src.tci * (src.ih if src.dram_rows > 1 else 1) + 1
+        per_step = (inp + wgt) / cfg.bus_bytes + loads * lat / cfg.max_outstanding
+        load += steps * per_step
+        first = first or per_step + lat
+    compute = tiles * (compute + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
+    store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + lat
+    return max(compute, tiles * load) + first + store
 
 
 def default_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> Conv2DKnobs:
@@ -178,12 +222,14 @@ class _Layout:
 
     def __init__(self, wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, nreg: int):
         threads = k.oc_nthread * k.h_nthread
-        self.inp_rows, self.acc_rows = _inp_rows(wl, k), _acc_rows(k)
-        self.wgt_rows = k.tile_co * k.tile_ci * wl.kh * wl.kw
-        self.inp = [t * self.inp_rows for t in range(threads)]
-        self.res = [threads * self.inp_rows + t * self.acc_rows for t in range(threads)]
-        self.wgt = [t * self.wgt_rows for t in range(threads)]
-        self.eye = threads * self.wgt_rows
+        srcs = _sources(wl, k, ep)
+        inp_rows = k.tile_b * max(src.rows for src in srcs)
+        wgt_rows = k.tile_co * max(src.wgt_rows for src in srcs)
+        self.acc_rows = _acc_rows(k)
+        self.inp = [t * inp_rows for t in range(threads)]
+        self.res = [threads * inp_rows + t * self.acc_rows for t in range(threads)]
+        self.wgt = [t * wgt_rows for t in range(threads)]
+        self.eye = threads * wgt_rows
         self.bias = 0
         first = wl.co if ep.bias else 0
         self.acc = [first + r * self.acc_rows for r in range(nreg)]
@@ -197,12 +243,13 @@ def conv2d_fused(
 ) -> Program:
     """The Program of conv2d + epilogue. DRAM buffers: data (N/b, C/c, H, W, b, c) int8,
     kernel (O/c, C/c, KH, KW, c, c) int8, [bias (O/c, b, c) int32], [residual and eye
-    (1, 1, 1, 1, c, c) int8 = 2^k * I], out (N/b, O/c, OH, OW, b, c) int8."""
+    (1, 1, 1, 1, c, c) int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv],
+    out (N/b, O/c, OH, OW, b, c) int8."""
     cfg = VTAConfig.load(config)
     k = knobs or default_fused_knobs(wl, ep, cfg)
-    nreg = regions(wl, k, ep, cfg)
-    if nreg is None:
-        raise LoweringError(f"conv2d {wl}: knobs {k} do not fit the configuration's buffers")
+    sc = ep.shortcut
+    if sc is not None and (sc.n, sc.co, sc.oh, sc.ow) != (wl.n, wl.co, wl.oh, wl.ow):
+        raise LoweringError(f"shortcut conv {sc} does not produce the outputs of {wl}")
     for axis, total, tile in (
         ("b", wl.n, k.tile_b),
         ("h", wl.oh, k.tile_h),
@@ -212,10 +259,15 @@ def conv2d_fused(
     ):
         if tile < 1 or total % tile:
             raise LoweringError(f"conv2d {wl}: tile_{axis} {tile} does not divide {total}")
+    nreg = regions(wl, k, ep, cfg)
+    if nreg is None:
+        raise LoweringError(f"conv2d {wl}: knobs {k} do not fit the configuration's buffers")
     b = ProgramBuilder(cfg)
     bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
-    b.buffer("data", (wl.n, wl.ci, wl.h, wl.w, bn, bc), "int8", "input")
-    b.buffer("kernel", (wl.co, wl.ci, wl.kh, wl.kw, bo, bc), "int8", "weight")
+    for src in _sources(wl, k, ep):
+        w = src.wl
+        b.buffer(src.data, (w.n, w.ci, w.h, w.w, bn, bc), "int8", "input")
+        b.buffer(src.kernel, (w.co, w.ci, w.kh, w.kw, bo, bc), "int8", "weight")
     if ep.bias:
         b.buffer("bias", (wl.co, bn, bo), "int32", "input")
     if ep.residual_shift is not None:
@@ -235,14 +287,30 @@ def eye(shift: int, config: VTAConfig | str | None = None) -> np.ndarray:
     )
 
 
+def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:
+    w, th, tw, hw = src.wl, k.tile_h, k.tile_w, k.tile_h * k.tile_w
+    taps = w.kh * w.kw
+    return _plan(
+        [
+            (k.tile_b, [k.tile_co * hw, src.rows, 0]),
+            (k.tile_co, [hw, 0, src.tci * taps]),
+            (src.tci, [0, src.ih * src.iw, taps]),
+            (w.kh, [0, src.iw, w.kw]),
+            (w.kw, [0, 1, 1]),
+            (th, [tw, src.row_step * src.iw, 0]),
+            (tw, [1, w.stride, 0]),
+        ],
+        cfg,
+        gemm=True,
+    )
+
+
 def _ops(
     wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: _Layout, nreg: int
 ) -> _Stream:
     st = _Stream()
     threads = k.oc_nthread * k.h_nthread
-    th, tw, tco, tci, tb = k.tile_h, k.tile_w, k.tile_co, k.tile_ci, k.tile_b
-    s = wl.stride
-    ih, iw = (th - 1) * s + wl.kh, (tw - 1) * s + wl.kw
+    th, tw, tco, tb = k.tile_h, k.tile_w, k.tile_co, k.tile_b
     hw = th * tw
     if ep.bias:
         st.add(0, Load(MemType.ACC, None, lay.bias, "bias", 0, 1, wl.co, wl.co))
@@ -251,19 +319,7 @@ def _ops(
     # micro-op kernels from base 0 (rows relative to each buffer's tile)
     acc_loops = [(tb, [tco * hw]), (tco, [hw]), (th, [tw]), (tw, [1])]
     reset = _plan([(n, [f[0], 0, 0]) for n, f in acc_loops], cfg, gemm=True)
-    gemm = _plan(
-        [
-            (tb, [tco * hw, tci * ih * iw, 0]),
-            (tco, [hw, 0, tci * wl.kh * wl.kw]),
-            (tci, [0, ih * iw, wl.kh * wl.kw]),
-            (wl.kh, [0, iw, wl.kw]),
-            (wl.kw, [0, 1, 1]),
-            (th, [tw, s * iw, 0]),
-            (tw, [1, s, 0]),
-        ],
-        cfg,
-        gemm=True,
-    )
+    sources = [(src, _gemm_kernel(src, k, cfg)) for src in _sources(wl, k, ep)]
     residual = _plan([(n, [f[0], f[0], 0]) for n, f in acc_loops], cfg, gemm=True)
     bias_src = [(tb, [tco * hw, 0]), (tco, [hw, 1]), (th, [tw, 0]), (tw, [1, 0])]
     epi = _plan(bias_src, cfg, gemm=False)
@@ -280,14 +336,17 @@ def _ops(
         for t, _, acc in group:
             for u, f in _instances(reset, [acc, 0, 0]):
                 st.add(t, Gemm(u, f, True))
-        for c0 in range(wl.ci // tci):
-            for t, (n0, y0, x0, o0), _ in group:
-                _load_inputs(st, t, wl, k, lay, (n0, y0, x0, o0, c0), ih, iw)
-                if ep.residual_shift is not None and c0 == 0:
-                    _load_residual(st, t, wl, k, lay.res[t], (n0, y0, x0, o0))
-            for t, _, acc in group:
-                for u, f in _instances(gemm, [acc, lay.inp[t], lay.wgt[t]]):
-                    st.add(t, Gemm(u, f, False))
+        first = True
+        for src, kernel in sources:
+            for c0 in range(src.wl.ci // src.tci):
+                for t, tile, _ in group:
+                    _load_inputs(st, t, src, k, lay, (*tile, c0))
+                    if ep.residual_shift is not None and first:
+                        _load_residual(st, t, wl, k, lay.res[t], tile)
+                for t, _, acc in group:
+                    for u, f in _instances(kernel, [acc, lay.inp[t], lay.wgt[t]]):
+                        st.add(t, Gemm(u, f, False))
+                first = False
         if ep.residual_shift is not None:
             for t, _, acc in group:
                 for u, f in _instances(residual, [acc, lay.res[t], lay.eye]):
@@ -303,30 +362,34 @@ def _ops(
                     st.add(t, Alu(AluOp.ADD, u, f, False, 0))
                 for op, imm in ((AluOp.SHR, ep.shift), (AluOp.MAX, lo), (AluOp.MIN, hi)):
                     st.add(t, Alu(op, u, f, True, imm))
-        for t, (n0, y0, x0, o0), acc in group:
-            _store(st, t, wl, k, acc, (n0, y0, x0, o0))
+        for t, tile, acc in group:
+            _store(st, t, wl, k, acc, tile)
     return st
 
 
-def _load_inputs(st, t, wl, k, lay, tile, ih, iw) -> None:
-    """LOAD INP of the input tile (zero padding at the image border), LOAD WGT of the weights."""
-    n0, y0, x0, o0, c0 = tile
-    s, pad = wl.stride, wl.pad
-    ys, xs = y0 * k.tile_h * s - pad, x0 * k.tile_w * s - pad
+def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> None:
+    """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
+    its weights for output-channel tile o0 and input-channel tile c0."""
+    n0, y0, _, o0, c0 = tile
+    x0 = tile[2]
+    w = src.wl
+    ys, xs = y0 * k.tile_h * w.stride - w.pad, x0 * k.tile_w * w.stride - w.pad
+    span = (src.ih - 1) * src.dram_rows + 1  # image rows the tile covers
     top, left = max(0, -ys), max(0, -xs)
-    bottom, right = max(0, ys + ih - wl.h), max(0, xs + iw - wl.w)
-    ysize, xsize = ih - top - bottom, iw - left - right
+    bottom, right = max(0, ys + span - w.h), max(0, xs + src.iw - w.w)
+    ysize, xsize = src.ih - top - bottom, src.iw - left - right
     for nb in range(k.tile_b):
-        for cb in range(k.tile_ci):
-            n, c = n0 * k.tile_b + nb, c0 * k.tile_ci + cb
-            row = lay.inp[t] + (nb * k.tile_ci + cb) * ih * iw
-            off = ((n * wl.ci + c) * wl.h + ys + top) * wl.w + xs + left
-            st.add(t, Load(MemType.INP, None, row, "data", off, ysize, xsize, wl.w,
+        for cb in range(src.tci):
+            n, c = n0 * k.tile_b + nb, c0 * src.tci + cb
+            row = lay.inp[t] + (nb * src.tci + cb) * src.ih * src.iw
+            off = ((n * w.ci + c) * w.h + ys + top) * w.w + xs + left
+            stride = w.w * src.dram_rows
+            st.add(t, Load(MemType.INP, None, row, src.data, off, ysize, xsize, stride,
                            (top, bottom, left, right)))  # fmt: skip
-    taps = wl.kh * wl.kw
-    off = (o0 * k.tile_co * wl.ci + c0 * k.tile_ci) * taps
-    st.add(t, Load(MemType.WGT, None, lay.wgt[t], "kernel", off, k.tile_co, k.tile_ci * taps,
-                   wl.ci * taps))  # fmt: skip
+    taps = w.kh * w.kw
+    off = (o0 * k.tile_co * w.ci + c0 * src.tci) * taps
+    st.add(t, Load(MemType.WGT, None, lay.wgt[t], src.kernel, off, k.tile_co, src.tci * taps,
+                   w.ci * taps))  # fmt: skip
 
 
 def _blocks(wl: Conv2DWorkload, k: Conv2DKnobs, tile) -> list[tuple[int, int, int, int, int]]:
@@ -364,25 +427,16 @@ def fused_reference(
     ep: Epilogue,
     bias: np.ndarray | None = None,
     residual: np.ndarray | None = None,
+    shortcut: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """The Program's result in int64 numpy (packed layouts)."""
+    """The Program's result in int64 numpy (packed layouts); `shortcut` = (sc_data, sc_kernel)."""
     acc = conv2d_packed_acc(data, kernel, wl.stride, wl.pad)
+    if ep.shortcut is not None:
+        sc = ep.shortcut
+        acc = acc + conv2d_packed_acc(*shortcut, sc.stride, sc.pad)
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]
     if ep.residual_shift is not None:
         acc = acc + (residual.astype(np.int64) << ep.residual_shift)
     lo, hi = (0, 127) if ep.relu else (-128, 127)
     return np.clip(acc >> ep.shift, lo, hi).astype(np.int8)
-
-
-def macs(wl: Conv2DWorkload, cfg: VTAConfig) -> int:
-    return (
-        wl.n
-        * wl.co
-        * wl.ci
-        * wl.oh
-        * wl.ow
-        * wl.kh
-        * wl.kw
-        * math.prod((cfg.batch, cfg.block_in, cfg.block_out))
-    )

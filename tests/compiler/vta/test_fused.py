@@ -29,8 +29,13 @@ def _run(wl, ep, knobs, config, device, seed=0):
     if ep.residual_shift is not None:
         feed["residual"] = rng.integers(-128, 128, spec["residual"].shape).astype(np.int8)
         feed["eye"] = eye(ep.residual_shift, cfg)
+    shortcut = None
+    if ep.shortcut is not None:
+        for n in ("sc_data", "sc_kernel"):
+            feed[n] = rng.integers(-128, 128, spec[n].shape).astype(np.int8)
+        shortcut = (feed["sc_data"], feed["sc_kernel"])
     want = fused_reference(
-        feed["data"], feed["kernel"], wl, ep, feed.get("bias"), feed.get("residual")
+        feed["data"], feed["kernel"], wl, ep, feed.get("bias"), feed.get("residual"), shortcut
     )
     outs, stats = get_device(device).run(p, feed)
     return outs["out"], want, stats
@@ -43,7 +48,11 @@ CASES = [
     (W(1, 2, 9, 9, 4, 3, 3, 2, 1), E(False, 7, True, 0), None),
     (W(1, 2, 8, 8, 4, 1, 1, 2, 0), E(False, 4, True), None),
     (W(2, 3, 1, 1, 2, 1, 1, 1, 0), E(True, 6, False), None),  # dense as a 1x1 conv
-]
+    # a ResNet downsampling block's second conv with its 1x1 stride-2 shortcut fused
+    (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 1, 8, 8, 2, 1, 1, 2, 0)), None),
+    (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0)),
+     K(1, 2, 4, 1, 1, 1, 2)),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("config", ["pynq", "tiny"])
