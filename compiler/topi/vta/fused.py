@@ -323,7 +323,7 @@ def _ops(
     residual = _plan([(n, [f[0], f[0], 0]) for n, f in acc_loops], cfg, gemm=True)
     bias_src = [(tb, [tco * hw, 0]), (tco, [hw, 1]), (th, [tw, 0]), (tw, [1, 0])]
     epi = _plan(bias_src, cfg, gemm=False)
-    lo, hi = requant_bounds(cfg.out_width, ep.relu)
+    epi_block = _plan(bias_src[2:], cfg, gemm=False)
 
     tiles = list(
         itertools.product(
@@ -351,20 +351,32 @@ def _ops(
             for t, _, acc in group:
                 for u, f in _instances(residual, [acc, lay.res[t], lay.eye]):
                     st.add(t, Gemm(u, f, False))
-        for t, (_, _, _, o0), acc in group:
-            src = lay.bias + o0 * tco if ep.bias else acc
-            for u, f in _instances(epi, [acc, src]):
-                if cfg.alu_requant:
-                    imm = requant_imm(ep.shift, ep.relu)
-                    st.add(t, Alu(AluOp.REQ, u, f, not ep.bias, imm))
-                    continue
-                if ep.bias:
-                    st.add(t, Alu(AluOp.ADD, u, f, False, 0))
-                for op, imm in ((AluOp.SHR, ep.shift), (AluOp.MAX, lo), (AluOp.MIN, hi)):
-                    st.add(t, Alu(op, u, f, True, imm))
+        last = step + threads >= len(tiles)
         for t, tile, acc in group:
+            if not last:  # one epilogue per tile, the stores after every thread's epilogue
+                _epilogue(st, t, epi, ep, cfg, acc, lay.bias + tile[3] * tco)
+                continue
+            # the Program's end: epilogue and store block by block, so stores overlap the ALU
+            for nb, cb in itertools.product(range(tb), range(tco)):
+                row = (nb * tco + cb) * hw
+                _epilogue(st, t, epi_block, ep, cfg, acc + row, lay.bias + tile[3] * tco + cb)
+                _store(st, t, wl, k, acc, tile, nb * tco + cb)
+        for t, tile, acc in group if not last else ():
             _store(st, t, wl, k, acc, tile)
     return st
+
+
+def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig, acc, bias):
+    """REQ (or ADD, SHR, MAX, MIN) over a tile's rows, the bias rows as tensor operand."""
+    lo, hi = requant_bounds(cfg.out_width, ep.relu)
+    for u, f in _instances(kernel, [acc, bias if ep.bias else acc]):
+        if cfg.alu_requant:
+            st.add(t, Alu(AluOp.REQ, u, f, not ep.bias, requant_imm(ep.shift, ep.relu)))
+            continue
+        if ep.bias:
+            st.add(t, Alu(AluOp.ADD, u, f, False, 0))
+        for op, imm in ((AluOp.SHR, ep.shift), (AluOp.MAX, lo), (AluOp.MIN, hi)):
+            st.add(t, Alu(op, u, f, True, imm))
 
 
 def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> None:
@@ -392,9 +404,12 @@ def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> Non
                    w.ci * taps))  # fmt: skip
 
 
-def _blocks(wl: Conv2DWorkload, k: Conv2DKnobs, tile) -> list[tuple[int, int, int, int, int]]:
+def _blocks(
+    wl: Conv2DWorkload, k: Conv2DKnobs, tile, split: bool = False
+) -> list[tuple[int, int, int, int, int]]:
     """(row in the tile, DRAM element, rows, columns, stride) of the output-shaped tile's 2-D
-    transfers (one per batch and channel block, or one for all when they are contiguous)."""
+    transfers (one per batch and channel block, or, unless `split`, one for all the channel
+    blocks of a batch block when they are contiguous)."""
     n0, y0, x0, o0 = tile
     th, tw = k.tile_h, k.tile_w
     out = []
@@ -402,7 +417,7 @@ def _blocks(wl: Conv2DWorkload, k: Conv2DKnobs, tile) -> list[tuple[int, int, in
         n = n0 * k.tile_b + nb
         base = ((n * wl.co + o0 * k.tile_co) * wl.oh + y0 * th) * wl.ow + x0 * tw
         row = nb * k.tile_co * th * tw
-        if th == wl.oh and tw == wl.ow:
+        if th == wl.oh and tw == wl.ow and not split:
             out.append((row, base, 1, k.tile_co * th * tw, 1))
             continue
         for cb in range(k.tile_co):
@@ -415,8 +430,10 @@ def _load_residual(st, t, wl, k, row0, tile) -> None:
         st.add(t, Load(MemType.INP, None, row0 + row, "residual", off, y, x, stride))
 
 
-def _store(st, t, wl, k, acc, tile) -> None:
-    for row, off, y, x, stride in _blocks(wl, k, tile):
+def _store(st, t, wl, k, acc, tile, block: int | None = None) -> None:
+    """STORE of the tile (or of its `block`-th batch and channel block) from OUT rows."""
+    blocks = _blocks(wl, k, tile, split=block is not None)
+    for row, off, y, x, stride in blocks if block is None else blocks[block : block + 1]:
         st.add(t, Store(None, acc + row, "out", off, y, x, stride))
 
 
