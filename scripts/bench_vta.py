@@ -20,6 +20,8 @@ from compiler.bench.vta import (
     CANDIDATES,
     UTILIZATION_GOAL,
     bench_layer,
+    bench_network,
+    print_network,
     print_table,
     roofline,
     verdicts,
@@ -49,10 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--png", default="bench_vta_roofline.png", help="roofline plot path")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument(
+        "--network",
+        action="store_true",
+        help="the whole ResNet-18 as fused kernels (residual adds and shortcut convs inside) "
+        "against the conv2d_packed kernels; goal <= 7.0 M cycles",
+    )
     args = p.parse_args(argv)
     cfg = VTAConfig.load(args.config)
     if args.no_requant and cfg.alu_requant:
         cfg = cfg.replace(name=f"{cfg.name}-norequant", alu_requant=False)
+    if args.network:
+        result = bench_network(cfg, args.candidates)
+        print(json.dumps(result, indent=1)) if args.json else print_network(result)
+        return 0
     rng = np.random.default_rng(0)
     rows = [bench_layer(name, args.candidates, rng, config=cfg) for name in args.layers]
     roofline(rows, args.png, cfg)
