@@ -42,6 +42,7 @@ from ..topi.vta.conv2d import (
     traffic,
 )
 from ..topi.vta.fused import (
+    RESNET18_NETWORK,
     Epilogue,
     conv2d_fused,
     estimate_cycles,
@@ -189,27 +190,6 @@ def print_table(rows: Sequence[dict]) -> None:
 
 
 # ---------------------------------------------------------------------------------- network
-# ResNet-18's offloaded convolutions as fused kernels, in network order with their counts: every
-# conv with bias + requant + ReLU; the second conv of a basic block also adds the residual
-# (identity weight 2^RESIDUAL_SHIFT) or, in a downsampling block, accumulates the 1x1 stride-2
-# shortcut conv (C5, C8, C11) into the same rows.
-RESIDUAL_SHIFT, SHIFT = 2, 8
-RESNET18_NETWORK: tuple[tuple[str, str, Epilogue, int], ...] = (
-    ("C2", "C2", Epilogue(True, SHIFT, True), 2),
-    ("C2+res", "C2", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 2),
-    ("C4", "C4", Epilogue(True, SHIFT, True), 1),
-    ("C6+C5", "C6", Epilogue(True, SHIFT, True, None, RESNET18["C5"]), 1),
-    ("C6", "C6", Epilogue(True, SHIFT, True), 1),
-    ("C6+res", "C6", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
-    ("C7", "C7", Epilogue(True, SHIFT, True), 1),
-    ("C9+C8", "C9", Epilogue(True, SHIFT, True, None, RESNET18["C8"]), 1),
-    ("C9", "C9", Epilogue(True, SHIFT, True), 1),
-    ("C9+res", "C9", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
-    ("C10", "C10", Epilogue(True, SHIFT, True), 1),
-    ("C12+C11", "C12", Epilogue(True, SHIFT, True, None, RESNET18["C11"]), 1),
-    ("C12", "C12", Epilogue(True, SHIFT, True), 1),
-    ("C12+res", "C12", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
-)
 # the same network as separate conv kernels of conv2d_packed (no residual adds: they cannot be
 # expressed there), the peer of the fused kernels
 RESNET18_COUNTS = {"C2": 4, "C4": 1, "C5": 1, "C6": 3, "C7": 1, "C8": 1, "C9": 3, "C10": 1,

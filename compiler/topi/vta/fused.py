@@ -36,7 +36,7 @@ from ...vta.kernel import Kernel
 from ...vta.ops import Alu, Gemm, Load, Store
 from ...vta.tokens import emit, insert_tokens
 from ...vta.unroll import Entry, Streams
-from .conv2d import Conv2DKnobs, Conv2DWorkload
+from .conv2d import RESNET18, Conv2DKnobs, Conv2DWorkload
 from .reference import conv2d_packed_acc
 
 MAX_RESIDUAL_SHIFT = 6  # the identity weight 2^k is an int8
@@ -445,8 +445,10 @@ def fused_reference(
     bias: np.ndarray | None = None,
     residual: np.ndarray | None = None,
     shortcut: tuple[np.ndarray, np.ndarray] | None = None,
+    identity: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The Program's result in int64 numpy (packed layouts); `shortcut` = (sc_data, sc_kernel)."""
+    """The Program's result in int64 numpy (packed layouts); `shortcut` = (sc_data, sc_kernel),
+    `identity` the residual's weight block (default 2^k * I)."""
     acc = conv2d_packed_acc(data, kernel, wl.stride, wl.pad)
     if ep.shortcut is not None:
         sc = ep.shortcut
@@ -454,6 +456,34 @@ def fused_reference(
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]
     if ep.residual_shift is not None:
-        acc = acc + (residual.astype(np.int64) << ep.residual_shift)
+        if identity is None:
+            acc = acc + (residual.astype(np.int64) << ep.residual_shift)
+        else:
+            w = identity.reshape(identity.shape[-2:]).astype(np.int64)
+            acc = acc + np.einsum("nchwbk,jk->nchwbj", residual.astype(np.int64), w)
     lo, hi = (0, 127) if ep.relu else (-128, 127)
     return np.clip(acc >> ep.shift, lo, hi).astype(np.int8)
+
+
+# ResNet-18's offloaded convolutions as fused kernels, in network order with their counts (names
+# as `vta tune NAME --target vta` takes them; plain C2..C12 name conv2d_packed kernels): every
+# conv with bias + requant + ReLU; the second conv of a basic block also adds the residual
+# (identity weight 2^RESIDUAL_SHIFT) or, in a downsampling block, accumulates the 1x1 stride-2
+# shortcut conv (C5, C8, C11) into the same rows.
+RESIDUAL_SHIFT, SHIFT = 2, 8
+RESNET18_NETWORK: tuple[tuple[str, str, Epilogue, int], ...] = (
+    ("C2+relu", "C2", Epilogue(True, SHIFT, True), 2),
+    ("C2+res", "C2", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 2),
+    ("C4+relu", "C4", Epilogue(True, SHIFT, True), 1),
+    ("C6+C5", "C6", Epilogue(True, SHIFT, True, None, RESNET18["C5"]), 1),
+    ("C6+relu", "C6", Epilogue(True, SHIFT, True), 1),
+    ("C6+res", "C6", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
+    ("C7+relu", "C7", Epilogue(True, SHIFT, True), 1),
+    ("C9+C8", "C9", Epilogue(True, SHIFT, True, None, RESNET18["C8"]), 1),
+    ("C9+relu", "C9", Epilogue(True, SHIFT, True), 1),
+    ("C9+res", "C9", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
+    ("C10+relu", "C10", Epilogue(True, SHIFT, True), 1),
+    ("C12+C11", "C12", Epilogue(True, SHIFT, True, None, RESNET18["C11"]), 1),
+    ("C12+relu", "C12", Epilogue(True, SHIFT, True), 1),
+    ("C12+res", "C12", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
+)

@@ -83,3 +83,21 @@ def test_bad_epilogue_and_tiles_are_refused():
     wl = Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1)
     with pytest.raises(LoweringError, match="tile_h 3 does not divide 8"):
         conv2d_fused(wl, Epilogue(), Conv2DKnobs(1, 3, 8, 1, 1, 1, 1), "pynq")
+
+
+def test_fused_layers_are_tuning_tasks_measured_without_data():
+    from compiler.tune.measure import compiler_build, run_on_device
+    from compiler.tune.task import create_task
+    from compiler.tune.templates.resnet18 import resnet18_task_args
+
+    op, args = resnet18_task_args("C6+C5", "vta")
+    assert op == "conv2d_fused"
+    task = create_task(op, args, "vta")
+    program = compiler_build(task, task.instantiate(1467))
+    timed = run_on_device(program, task, "sim", check=False)
+    assert timed[0] > 0
+    small = create_task(
+        op, (1, 2, 4, 4, 2, 3, 3, 1, 1, 1, 9, 1, -1, 1, 1, 8, 8, 2, 1, 1, 2, 0), "vta"
+    )
+    checked = run_on_device(compiler_build(small, small.instantiate(0)), small, "sim", check=True)
+    assert checked[0] > 0
