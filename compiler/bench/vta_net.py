@@ -1,0 +1,280 @@
+"""A seeded ResNet-18 quantized for the accelerator and run end to end (scripts/demo.py,
+scripts/bench_vta.py --model): fp32 in numpy (batch norm folded into the convolutions), int8
+power-of-two quantization calibrated on seeded random inputs (no pretrained weights or data sets
+are available offline), the quantized network in numpy as the bit-exact reference, and the same
+network with every convolution after the first and the final dense layer offloaded (fused
+kernels: bias, requant, ReLU and the residual add or the 1x1 downsampling conv in one Program)
+while the first convolution (3 input channels), max pooling and global average pooling run on
+the CPU in numpy.
+
+Max pooling could run on the ALU (MAX of tensor operands) only after an identity GEMM copies the
+int8 input into the accumulator, about 0.25 M cycles for ResNet-18's pool; since its producer
+(the first convolution) runs on the CPU anyway, the pool stays there and the packing boundary
+sits after it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vta.config import VTAConfig
+
+from ..graph.accel import AccelConv, compile_qconv, pack_act, unpack_act
+from ..graph.quant import (
+    QConv,
+    dequantize,
+    magnitude,
+    pow2_exponent,
+    quantize,
+    quantize_conv,
+    run_qconv,
+)
+
+STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))  # (channels, first block's stride)
+
+
+def _conv_bn(rng: np.random.Generator, o: int, i: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """He-initialized conv weights with a random batch norm folded in: (weight, bias)."""
+    w = rng.standard_normal((o, i, k, k)).astype(np.float32) * np.sqrt(2.0 / (i * k * k))
+    gamma = rng.uniform(0.5, 1.0, o).astype(np.float32)
+    beta = rng.normal(0.0, 0.1, o).astype(np.float32)
+    mean = rng.normal(0.0, 0.1, o).astype(np.float32)
+    var = rng.uniform(0.5, 1.5, o).astype(np.float32)
+    scale = gamma / np.sqrt(var + 1e-5)
+    return w * scale[:, None, None, None], beta - mean * scale
+
+
+def resnet18_params(seed: int = 0, classes: int = 1000) -> dict:
+    """Seeded fp32 weights of ResNet-18 (batch norms folded)."""
+    rng = np.random.default_rng(seed)
+    p = {"conv1": _conv_bn(rng, 64, 3, 7)}
+    c_in = 64
+    for s, (c, stride) in enumerate(STAGES):
+        for b in range(2):
+            name = f"layer{s + 1}.{b}"
+            p[f"{name}.a"] = _conv_bn(rng, c, c_in if b == 0 else c, 3)
+            p[f"{name}.b"] = _conv_bn(rng, c, c, 3)
+            if b == 0 and (stride != 1 or c_in != c):
+                p[f"{name}.down"] = _conv_bn(rng, c, c_in, 1)
+        c_in = c
+    fc = rng.standard_normal((classes, 512)).astype(np.float32) / np.sqrt(512)
+    p["fc"] = (fc[:, :, None, None], rng.normal(0, 0.01, classes).astype(np.float32))
+    return p
+
+
+def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    o, _, kh, kw = w.shape
+    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
+    acc = np.zeros((x.shape[0], o, oh, ow), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j], optimize=True)
+    return acc + b[None, :, None, None]
+
+
+def maxpool(x: np.ndarray) -> np.ndarray:
+    """3x3, stride 2, padding 1 (any dtype; padding never wins)."""
+    low = np.iinfo(x.dtype).min if x.dtype.kind == "i" else -np.inf
+    x = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=low)
+    oh, ow = (x.shape[2] - 3) // 2 + 1, (x.shape[3] - 3) // 2 + 1
+    return np.max(
+        [x[:, :, i : i + 2 * oh : 2, j : j + 2 * ow : 2] for i in range(3) for j in range(3)],
+        axis=0,
+    )
+
+
+def _blocks():
+    c_in = 64
+    for s, (c, stride) in enumerate(STAGES):
+        for b in range(2):
+            yield f"layer{s + 1}.{b}", (stride if b == 0 else 1), (b == 0 and c_in != c)
+        c_in = c
+
+
+def forward_f32(p: dict, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every named activation of the fp32 network."""
+    acts = {"input": x}
+    relu = lambda t: np.maximum(t, 0)  # noqa: E731
+    h = relu(conv_f32(x, *p["conv1"], 2, 3))
+    acts["conv1"] = h
+    h = acts["pool"] = maxpool(h)
+    for name, stride, down in _blocks():
+        y = acts[f"{name}.a"] = relu(conv_f32(h, *p[f"{name}.a"], stride, 1))
+        short = conv_f32(h, *p[f"{name}.down"], stride, 0) if down else h
+        h = acts[f"{name}.b"] = relu(conv_f32(y, *p[f"{name}.b"], 1, 1) + short)
+    acts["avgpool"] = h.mean(axis=(2, 3), keepdims=True)
+    acts["fc"] = conv_f32(acts["avgpool"], *p["fc"], 1, 0)
+    return acts
+
+
+def calibrate(p: dict, inputs: np.ndarray, method: str) -> dict[str, int]:
+    """Each activation's exponent from the fp32 network on calibration inputs."""
+    acts = forward_f32(p, inputs)
+    return {k: pow2_exponent(magnitude(v, method)) for k, v in acts.items()}
+
+
+@dataclass
+class QNet:
+    """The quantized ResNet-18: exponents, quantized layers and avgpool's output exponent."""
+
+    exps: dict[str, int]
+    layers: dict[str, QConv] = field(default_factory=dict)
+
+
+def quantize_resnet18(p: dict, exps: dict[str, int]) -> QNet:
+    q = QNet(dict(exps))
+    e = q.exps
+    q.layers["conv1"] = quantize_conv(*p["conv1"], e["input"], e["conv1"], True, 2, 3)
+    e["conv1"] = q.layers["conv1"].e_out  # raised where the shift needed it
+    prev = "pool"
+    e["pool"] = e["conv1"]
+    for name, stride, down in _blocks():
+        q.layers[f"{name}.a"] = quantize_conv(
+            *p[f"{name}.a"], e[prev], e[f"{name}.a"], True, stride, 1
+        )
+        e[f"{name}.a"] = q.layers[f"{name}.a"].e_out
+        wb, bb = p[f"{name}.b"]
+        if down:
+            sc = (*p[f"{name}.down"], e[prev], stride)
+            q.layers[f"{name}.b"] = quantize_conv(
+                wb, bb, e[f"{name}.a"], e[f"{name}.b"], True, 1, 1, shortcut=sc
+            )
+        else:
+            q.layers[f"{name}.b"] = quantize_conv(
+                wb, bb, e[f"{name}.a"], e[f"{name}.b"], True, 1, 1, e_residual=e[prev]
+            )
+        e[f"{name}.b"] = q.layers[f"{name}.b"].e_out
+        prev = f"{name}.b"
+    q.layers["fc"] = quantize_conv(*p["fc"], e["avgpool"], e["fc"], False)
+    return q
+
+
+def avgpool_int(x: np.ndarray, e_in: int, e_out: int) -> np.ndarray:
+    """Global average pooling of int8 at e_in to int8 at e_out (CPU)."""
+    total = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+    return quantize(total * 2.0**e_in / (x.shape[2] * x.shape[3]), e_out)
+
+
+def forward_int(q: QNet, x: np.ndarray) -> dict[str, np.ndarray]:
+    """The quantized network in numpy: the bit-exact reference of every device."""
+    acts = {"input": quantize(x, q.exps["input"])}
+    h = acts["conv1"] = run_qconv(q.layers["conv1"], acts["input"])
+    h = acts["pool"] = maxpool(h)
+    for name, _, down in _blocks():
+        y = acts[f"{name}.a"] = run_qconv(q.layers[f"{name}.a"], h)
+        lb = q.layers[f"{name}.b"]
+        h = acts[f"{name}.b"] = run_qconv(lb, y, None if down else h, h if down else None)
+    acts["avgpool"] = avgpool_int(h, q.exps["layer4.1.b"], q.exps["avgpool"])
+    acts["fc"] = run_qconv(q.layers["fc"], acts["avgpool"])
+    return acts
+
+
+@dataclass
+class AccelNet:
+    """The compiled network: offloaded layers in order, with where each runs."""
+
+    q: QNet
+    cfg: VTAConfig
+    layers: dict[str, AccelConv]
+    compile_seconds: float
+
+
+def compile_resnet18(
+    q: QNet,
+    cfg: VTAConfig,
+    candidates: int = 8,
+    db: str | None = None,
+    batch: int = 1,
+    in_hw: int = 224,
+) -> AccelNet:
+    """Offload every conv after the first and the dense layer; the rest stays on the CPU."""
+    start = time.perf_counter()
+    layers = {}
+    shape = (batch, 64, in_hw // 4, in_hw // 4)
+    for name, stride, down in _blocks():
+        qa, qb = q.layers[f"{name}.a"], q.layers[f"{name}.b"]
+        layers[f"{name}.a"] = compile_qconv(f"{name}.a", qa, shape, cfg, None, candidates, db)
+        c = qa.weight.shape[0]
+        mid = (batch, c, (shape[2] - 1) // stride + 1, (shape[3] - 1) // stride + 1)
+        sc = shape if down else None
+        layers[f"{name}.b"] = compile_qconv(f"{name}.b", qb, mid, cfg, sc, candidates, db)
+        shape = mid
+    layers["fc"] = compile_qconv(
+        "fc", q.layers["fc"], (batch, 512, 1, 1), cfg, None, candidates, db
+    )
+    return AccelNet(q, cfg, layers, time.perf_counter() - start)
+
+
+def run_resnet18(net: AccelNet, x: np.ndarray, device: str) -> tuple[dict, list[dict], float]:
+    """Run on `device`: activations (NCHW int8), per-layer report rows, CPU seconds."""
+    q, cfg = net.q, net.cfg
+    acts, rows, cpu = {}, [], 0.0
+    t = time.perf_counter()
+    acts["input"] = quantize(x, q.exps["input"])
+    h = acts["conv1"] = run_qconv(q.layers["conv1"], acts["input"])
+    h = acts["pool"] = maxpool(h)
+    packed = pack_act(h, cfg)
+    cpu += time.perf_counter() - t
+    rows += [_cpu_row("conv1", "first conv: 3 input channels"), _cpu_row("pool", "max pool")]
+    for name, _, down in _blocks():
+        la, lb = net.layers[f"{name}.a"], net.layers[f"{name}.b"]
+        y, st = la.run(cfg, device, packed)
+        rows.append(_accel_row(la, st))
+        out, st = lb.run(cfg, device, y, None if down else packed, packed if down else None)
+        rows.append(_accel_row(lb, st))
+        acts[f"{name}.a"] = unpack_act(y, la.out_channels)
+        acts[f"{name}.b"] = unpack_act(out, lb.out_channels)
+        packed = out
+    t = time.perf_counter()
+    acts["avgpool"] = avgpool_int(acts["layer4.1.b"], q.exps["layer4.1.b"], q.exps["avgpool"])
+    pooled = pack_act(acts["avgpool"], cfg)
+    cpu += time.perf_counter() - t
+    rows.append(_cpu_row("avgpool", "global average pool"))
+    fc = net.layers["fc"]
+    logits, st = fc.run(cfg, device, pooled)
+    rows.append(_accel_row(fc, st))
+    acts["fc"] = unpack_act(logits, fc.out_channels)
+    return acts, rows, cpu
+
+
+def _cpu_row(name: str, why: str) -> dict:
+    return {"name": name, "where": "cpu", "why": why}
+
+
+def _accel_row(layer: AccelConv, st) -> dict:
+    dram = sum(st.bytes_loaded.values()) + st.bytes_stored
+    return {
+        "name": layer.name,
+        "where": "vta",
+        "cycles": st.cycles,
+        "gemm_utilization": st.utilization,
+        "dram_bytes": dram,
+        "intensity": 2 * st.macs / dram,
+    }
+
+
+def quant_errors(f32: dict, qacts: dict, exps: dict) -> dict[str, float]:
+    """Per activation: max |dequantized - fp32| / max |fp32|."""
+    out = {}
+    for k, v in f32.items():
+        if k in qacts:
+            ref = float(np.abs(v).max()) or 1.0
+            out[k] = float(np.abs(dequantize(qacts[k], exps[k]) - v).max()) / ref
+    return out
+
+
+__all__ = [
+    "calibrate",
+    "compile_resnet18",
+    "dequantize",
+    "forward_f32",
+    "forward_int",
+    "quantize_resnet18",
+    "resnet18_params",
+    "run_resnet18",
+]
