@@ -153,7 +153,7 @@ def compile_qconv(
         shortcut = Conv2DWorkload(sn // bn, pad_to(sc, bc) // bc, sh, sw, wl.co, 1, 1,
                                   q.sc_stride, 0)  # fmt: skip
         consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
-    ep = Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut)
+    ep = Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut, q.pre_shift)
     bias = np.zeros(pad_to(o, bo), np.int32)
     bias[:o] = q.bias
     consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), (wl.co, bn, bo)))

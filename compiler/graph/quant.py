@@ -6,8 +6,9 @@ A tensor's exponent comes from its calibrated magnitude: the largest |x| ("minma
 percentile of |x| ("percentile", clipping rare outliers). A convolution with input exponent
 e_x, weight exponent e_w and output exponent e_y accumulates at e_x + e_w and shifts right by
 e_y - e_x - e_w. A residual added inside the kernel enters through an int8 identity weight 2^k
-(k = e_r - e_x - e_w <= 6); where the calibrated weights would need k > 6 the weight exponent is
-raised (coarser weights) until k = 6. A shortcut convolution accumulating into the same rows
+(k = e_r - e_x - e_w); where k > 6 the products are first shifted right by k - 6 (one ALU
+op per output row; the bias is then quantized at the shifted exponent), keeping the weights'
+precision. A shortcut convolution accumulating into the same rows
 shares the accumulator exponent: each weight set gets the exponent that makes its products land
 there (the coarser of the two calibrated accumulator exponents).
 """
@@ -58,7 +59,8 @@ def dequantize(q: np.ndarray, e: int) -> np.ndarray:
 class QConv:
     """A quantized convolution (or dense, as a 1x1 conv) with its fused epilogue: int8 weights
     (O, I, KH, KW), int32 bias (rounding included), right shift, ReLU, and an optional residual
-    (added as residual << residual_shift) or shortcut conv (weights sc_weight, stride sc_stride)."""
+    (added as residual << residual_shift after the products are shifted right by pre_shift) or
+    shortcut conv (weights sc_weight, stride sc_stride)."""
 
     weight: np.ndarray
     bias: np.ndarray
@@ -71,6 +73,7 @@ class QConv:
     residual_shift: int | None = None
     sc_weight: np.ndarray | None = None
     sc_stride: int = 1
+    pre_shift: int = 0
 
 
 def quantize_conv(
@@ -92,27 +95,31 @@ def quantize_conv(
     if shortcut is not None:
         sc_w, sc_bias, sc_e_in, _ = shortcut
         e_acc = max(e_acc, sc_e_in + pow2_exponent(float(np.abs(sc_w).max(initial=0.0))))
-    k = None
+    e_w = e_acc - e_in
+    k, pre = None, 0
     if e_residual is not None:
-        e_acc = max(e_acc, e_residual - MAX_RESIDUAL_SHIFT)
         k = e_residual - e_acc
         if k < 0:
             raise LoweringError(
                 f"quantization: the residual (exponent {e_residual}) is finer than the "
                 f"accumulator (exponent {e_acc}); it cannot enter through an integer weight"
             )
+        pre = max(0, k - MAX_RESIDUAL_SHIFT)
+        k -= pre
+    e_prod = e_acc  # the products' exponent (weights and shortcut are quantized for it)
+    e_acc += pre
     e_out = max(e_out, e_acc)  # the shift is a right shift
     shift = e_out - e_acc
     if shift > 31:
         raise LoweringError(f"quantization: requantizing shift {shift} exceeds 31")
-    w_q = quantize(weight, e_acc - e_in)
+    w_q = quantize(weight, e_w)
     b = np.asarray(bias, np.float64) + np.asarray(sc_bias, np.float64)
     b_q = np.rint(b * 2.0**-e_acc) + (1 << shift >> 1)  # round to nearest on the shift
     b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     sc_q, sc_stride = None, 1
     if shortcut is not None:
-        sc_q, sc_stride = quantize(shortcut[0], e_acc - shortcut[2]), shortcut[3]
-    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride)
+        sc_q, sc_stride = quantize(shortcut[0], e_prod - shortcut[2]), shortcut[3]
+    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre)
 
 
 def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
@@ -133,9 +140,10 @@ def run_qconv(
     q: QConv, x: np.ndarray, residual: np.ndarray | None = None, sc_in: np.ndarray | None = None
 ) -> np.ndarray:
     """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
-    acc = conv_int(x, q.weight, q.stride, q.pad) + q.bias.astype(np.int64)[None, :, None, None]
+    acc = conv_int(x, q.weight, q.stride, q.pad)
     if q.sc_weight is not None:
         acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0)
+    acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]
     if q.residual_shift is not None:
         acc += residual.astype(np.int64) << q.residual_shift
     return np.clip(acc >> q.shift, 0 if q.relu else -128, QMAX).astype(np.int8)

@@ -48,17 +48,21 @@ class Epilogue:
     ReLU (clip to [0, 127]) or the int8 clip; before the shift, an optional residual int8
     tensor added as residual << k (k = `residual_shift`, None: none) and an optional shortcut
     convolution (a second input and weight, e.g. ResNet's 1x1 downsampling conv, whose
-    products accumulate into the same rows: its workload `shortcut`, same outputs)."""
+    products accumulate into the same rows: its workload `shortcut`, same outputs). With a
+    residual, `pre_shift` shifts the products right first (one ALU op per row), so that a
+    residual much coarser than the products still enters through 2^k with k <= 6."""
 
     bias: bool = True
     shift: int = 0
     relu: bool = False
     residual_shift: int | None = None
     shortcut: Conv2DWorkload | None = None
+    pre_shift: int = 0
 
     def __post_init__(self):
-        if not 0 <= self.shift <= 31:
-            raise LoweringError(f"epilogue shift {self.shift} is out of range (valid: 0..31)")
+        for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift)):
+            if not 0 <= v <= 31:
+                raise LoweringError(f"epilogue {what} {v} is out of range (valid: 0..31)")
         k = self.residual_shift
         if k is not None and not 0 <= k <= MAX_RESIDUAL_SHIFT:
             raise LoweringError(
@@ -167,6 +171,7 @@ def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTACo
     rows = _acc_rows(k)
     extra = ep.residual_shift is not None
     epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
+    epi += rows * cfg.alu_ii_imm * (ep.pre_shift > 0)
     compute = load = first = 0.0
     lat = cfg.dram_latency
     for src in _sources(wl, k, ep):
@@ -324,6 +329,7 @@ def _ops(
     bias_src = [(tb, [tco * hw, 0]), (tco, [hw, 1]), (th, [tw, 0]), (tw, [1, 0])]
     epi = _plan(bias_src, cfg, gemm=False)
     epi_block = _plan(bias_src[2:], cfg, gemm=False)
+    epi_own = _plan([(n, [f[0], f[0]]) for n, f in acc_loops], cfg, gemm=False)
 
     tiles = list(
         itertools.product(
@@ -347,6 +353,10 @@ def _ops(
                     for u, f in _instances(kernel, [acc, lay.inp[t], lay.wgt[t]]):
                         st.add(t, Gemm(u, f, False))
                 first = False
+        if ep.pre_shift:
+            for t, _, acc in group:
+                for u, f in _instances(epi_own, [acc, acc]):
+                    st.add(t, Alu(AluOp.SHR, u, f, True, ep.pre_shift))
         if ep.residual_shift is not None:
             for t, _, acc in group:
                 for u, f in _instances(residual, [acc, lay.res[t], lay.eye]):
@@ -453,6 +463,7 @@ def fused_reference(
     if ep.shortcut is not None:
         sc = ep.shortcut
         acc = acc + conv2d_packed_acc(*shortcut, sc.stride, sc.pad)
+    acc = acc >> ep.pre_shift
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]
     if ep.residual_shift is not None:
