@@ -61,7 +61,7 @@ def small_net():
 @pytest.mark.parametrize("device", ["fsim", "sim"])
 def test_resnet18_offloaded_is_bit_exact(small_net, device):
     _, q, x = small_net
-    net = V.compile_resnet18(q, VTAConfig.load("pynq"), candidates=1, in_hw=32)
+    net = V.compile_resnet18(q, VTAConfig.load("pynq"), candidates=1, in_hw=32, offload_dense=True)
     acts, rows, _ = V.run_resnet18(net, x, device)
     want = V.forward_int(q, x)
     for k, v in acts.items():
@@ -70,3 +70,7 @@ def test_resnet18_offloaded_is_bit_exact(small_net, device):
     assert where["conv1"] == "cpu" and where["layer2.0.b"] == "vta" and where["fc"] == "vta"
     if device == "sim":
         assert all(r["cycles"] > 0 for r in rows if r["where"] == "vta")
+    cpu_fc = V.compile_resnet18(q, VTAConfig.load("pynq"), candidates=1, in_hw=32)
+    acts, rows, _ = V.run_resnet18(cpu_fc, x, device)
+    assert rows[-1]["where"] == "cpu"
+    np.testing.assert_array_equal(acts["fc"], want["fc"])
