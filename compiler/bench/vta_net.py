@@ -286,3 +286,83 @@ __all__ = [
     "resnet18_params",
     "run_resnet18",
 ]
+
+
+# ------------------------------------------------------------------------ sequential networks
+# A DQN-style network (Atari frames 4x84x84 -> 18 actions): convolutions with 4 and 32 input
+# channels and 18 outputs, which the accelerator takes with channels padded to its block.
+DQN = (
+    ("conv1", "conv", 32, 8, 4, True),
+    ("conv2", "conv", 64, 4, 2, True),
+    ("conv3", "conv", 64, 3, 1, True),
+    ("flatten", "flatten", 0, 0, 0, False),
+    ("fc1", "dense", 512, 1, 1, True),
+    ("fc2", "dense", 18, 1, 1, False),
+)
+
+
+def chain_params(layers, in_shape: tuple[int, int, int], seed: int = 0) -> dict:
+    """Seeded fp32 weights of a sequential conv/dense network on (C, H, W) inputs."""
+    rng = np.random.default_rng(seed)
+    c, h, w = in_shape
+    p = {}
+    for name, kind, out, k, s, _ in layers:
+        if kind == "flatten":
+            c, h, w = c * h * w, 1, 1
+            continue
+        p[name] = _conv_bn(rng, out, c, k)
+        c, h, w = out, (h - k) // s + 1, (w - k) // s + 1
+    return p
+
+
+def chain_f32(layers, p: dict, x: np.ndarray) -> dict[str, np.ndarray]:
+    acts = {"input": x}
+    for name, kind, _, _, s, relu in layers:
+        if kind == "flatten":
+            x = x.reshape(x.shape[0], -1, 1, 1)
+        else:
+            x = conv_f32(x, *p[name], s, 0)
+            x = np.maximum(x, 0) if relu else x
+        acts[name] = x
+    return acts
+
+
+def quantize_chain(layers, p: dict, exps: dict[str, int]) -> QNet:
+    q = QNet(dict(exps))
+    prev = "input"
+    for name, kind, _, _, s, relu in layers:
+        if kind == "flatten":
+            q.exps[name] = q.exps[prev]
+        else:
+            q.layers[name] = quantize_conv(*p[name], q.exps[prev], q.exps[name], relu, s)
+            q.exps[name] = q.layers[name].e_out
+        prev = name
+    return q
+
+
+def chain_int(layers, q: QNet, x: np.ndarray) -> dict[str, np.ndarray]:
+    h = quantize(x, q.exps["input"])
+    acts = {"input": h}
+    for name, kind, *_ in layers:
+        h = h.reshape(h.shape[0], -1, 1, 1) if kind == "flatten" else run_qconv(q.layers[name], h)
+        acts[name] = h
+    return acts
+
+
+def run_chain(
+    layers, q: QNet, x: np.ndarray, cfg: VTAConfig, device: str, candidates: int = 8
+) -> tuple[dict, list[dict]]:
+    """Every conv and dense offloaded, the flatten on the CPU (an unpack/pack boundary)."""
+    h = quantize(x, q.exps["input"])
+    acts, rows, packed = {"input": h}, [], pack_act(h, cfg)
+    for name, kind, *_ in layers:
+        if kind == "flatten":
+            h = h.reshape(h.shape[0], -1, 1, 1)
+            packed, acts[name] = pack_act(h, cfg), h
+            rows.append(_cpu_row(name, "flatten (layout change)"))
+            continue
+        layer = compile_qconv(name, q.layers[name], h.shape, cfg, None, candidates)
+        packed, st = layer.run(cfg, device, packed)
+        rows.append(_accel_row(layer, st))
+        h = acts[name] = unpack_act(packed, layer.out_channels)
+    return acts, rows

@@ -90,3 +90,19 @@ def test_resnet18_offloaded_on_rtl_matches_sim(small_net):
         np.testing.assert_array_equal(v, want[k], err_msg=k)
     _, sim_rows, _ = V.run_resnet18(net, x, "sim")
     assert [r.get("cycles") for r in rows] == [r.get("cycles") for r in sim_rows]
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_dqn_with_padded_channels_is_bit_exact(device):
+    layers = V.DQN
+    p = V.chain_params(layers, (4, 84, 84))
+    rng = np.random.default_rng(2)
+    acts = V.chain_f32(layers, p, rng.random((2, 4, 84, 84)).astype(np.float32))
+    q = V.quantize_chain(layers, p, {k: pow2_exponent(magnitude(v)) for k, v in acts.items()})
+    x = rng.random((1, 4, 84, 84)).astype(np.float32)
+    got, rows = V.run_chain(layers, q, x, VTAConfig.load("pynq"), device, candidates=1)
+    want = V.chain_int(layers, q, x)
+    for k, v in got.items():
+        np.testing.assert_array_equal(v, want[k], err_msg=k)
+    assert got["fc2"].shape == (1, 18, 1, 1)  # 18 actions computed as 32 padded outputs
+    assert [r["where"] for r in rows].count("vta") == 5
