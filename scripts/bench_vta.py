@@ -26,6 +26,8 @@ from compiler.bench.vta import (
     roofline,
     verdicts,
 )
+from compiler.bench.vta_net import accuracy
+from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig
 
@@ -57,7 +59,27 @@ def main(argv: list[str] | None = None) -> int:
         help="the whole ResNet-18 as fused kernels (residual adds and shortcut convs inside) "
         "against the conv2d_packed kernels; goal <= 7.0 M cycles",
     )
+    p.add_argument(
+        "--accuracy",
+        type=int,
+        metavar="N",
+        help="quantized vs fp32 on N seeded inputs for ResNet-18 and the DQN, both calibrations",
+    )
     args = p.parse_args(argv)
+    if args.accuracy:
+        rows = [
+            accuracy(model, method, args.accuracy)
+            for model in ("dqn", "resnet18")
+            for method in CALIBRATIONS
+        ]
+        for r in rows:
+            print(
+                json.dumps(r)
+                if args.json
+                else f"{r['model']:9} {r['calibration']:10} max error {r['max_error']:.3f} of "
+                f"max|fp32|, top-1 agreement {r['top1_agreement']}/{r['inputs']}"
+            )
+        return 0
     cfg = VTAConfig.load(args.config)
     if args.no_requant and cfg.alu_requant:
         cfg = cfg.replace(name=f"{cfg.name}-norequant", alu_requant=False)

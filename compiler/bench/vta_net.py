@@ -366,3 +366,35 @@ def run_chain(
         rows.append(_accel_row(layer, st))
         h = acts[name] = unpack_act(packed, layer.out_channels)
     return acts, rows
+
+
+def accuracy(model: str, method: str, inputs: int, seed: int = 0) -> dict:
+    """Quantized (numpy reference, the devices' bit-exact oracle) against fp32 on `inputs`
+    seeded inputs, calibrated by `method` on 4 other seeded inputs: the worst output error in
+    units of max|fp32 output| and top-1 agreement. Weights are seeded (no pretrained ones)."""
+    rng = np.random.default_rng(seed)
+    if model == "resnet18":
+        p = resnet18_params(seed)
+        cal = rng.standard_normal((4, 3, 224, 224)).astype(np.float32)
+        q = quantize_resnet18(p, calibrate(p, cal, method))
+        shape, f32, qint = (3, 224, 224), lambda x: forward_f32(p, x), lambda x: forward_int(q, x)
+    elif model == "dqn":
+        p = chain_params(DQN, (4, 84, 84), seed)
+        acts = chain_f32(DQN, p, rng.random((4, 4, 84, 84)).astype(np.float32))
+        q = quantize_chain(
+            DQN, p, {k: pow2_exponent(magnitude(v, method)) for k, v in acts.items()}
+        )
+        shape = (4, 84, 84)
+        f32, qint = (lambda x: chain_f32(DQN, p, x)), (lambda x: chain_int(DQN, q, x))
+    else:
+        raise ValueError(f"model {model!r} is unknown (valid: resnet18, dqn)")
+    out = "fc" if model == "resnet18" else "fc2"
+    worst, agree = 0.0, 0
+    for _ in range(inputs):
+        x = (rng.standard_normal if model == "resnet18" else rng.random)((1, *shape))
+        f = f32(x.astype(np.float32))[out]
+        r = dequantize(qint(x.astype(np.float32))[out], q.exps[out])
+        worst = max(worst, float(np.abs(r - f).max() / np.abs(f).max()))
+        agree += int(f.argmax() == r.argmax())
+    return {"model": model, "calibration": method, "inputs": inputs, "max_error": worst,
+            "top1_agreement": agree}  # fmt: skip
