@@ -3,7 +3,8 @@
 rounding folded into the bias.
 
 A tensor's exponent comes from its calibrated magnitude: the largest |x| ("minmax") or a high
-percentile of |x| ("percentile", clipping rare outliers). A convolution with input exponent
+percentile of |x| ("percentile", clipping rare outliers) or, of the minmax exponent and the two
+finer ones, the one with the least mean-square quantization error ("mse"). A convolution with input exponent
 e_x, weight exponent e_w and output exponent e_y accumulates at e_x + e_w and shifts right by
 e_y - e_x - e_w. A residual added inside the kernel enters through an int8 identity weight 2^k
 (k = e_r - e_x - e_w); where k > 6 the products are first shifted right by k - 6 (one ALU
@@ -23,7 +24,7 @@ import numpy as np
 from ..errors import LoweringError
 
 QMAX = 127
-CALIBRATIONS = ("minmax", "percentile")
+CALIBRATIONS = ("minmax", "percentile", "mse")
 PERCENTILE = 99.99
 MAX_RESIDUAL_SHIFT = 6
 
@@ -38,9 +39,15 @@ def pow2_exponent(absmax: float) -> int:
 
 
 def magnitude(x: np.ndarray, method: str = "minmax") -> float:
-    """The calibrated magnitude of a tensor's values."""
+    """The calibrated magnitude of a tensor's values ("mse": of the exponents minmax gives and
+    the next two finer ones, the one whose quantization error has the least mean square)."""
     if method == "minmax":
         return float(np.abs(x).max(initial=0.0))
+    if method == "mse":
+        top = pow2_exponent(float(np.abs(x).max(initial=0.0)))
+        errs = [(float(np.square(dequantize(quantize(x, e), e) - x).mean()), -e) for e in
+                (top, top - 1, top - 2)]  # fmt: skip
+        return QMAX * 2.0 ** -min(errs)[1]
     if method == "percentile":
         return float(np.percentile(np.abs(x), PERCENTILE))
     raise LoweringError(f"calibration {method!r} is unknown (valid: {', '.join(CALIBRATIONS)})")
