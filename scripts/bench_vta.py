@@ -63,13 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         "--accuracy",
         type=int,
         metavar="N",
-        help="quantized vs fp32 on N seeded inputs for ResNet-18 and the DQN, both calibrations",
+        help="quantized vs fp32 on N seeded inputs (DQN, MobileNet-v1, ResNet-18), per calibration",
     )
     args = p.parse_args(argv)
     if args.accuracy:
         rows = [
             accuracy(model, method, args.accuracy)
-            for model in ("dqn", "resnet18")
+            for model in ("dqn", "mobilenet_v1", "resnet18")
             for method in CALIBRATIONS
         ]
         for r in rows:

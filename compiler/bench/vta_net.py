@@ -289,83 +289,155 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------ sequential networks
+@dataclass(frozen=True)
+class Layer:
+    """One step of a sequential network: conv (offloaded), dw (depthwise 3x3, CPU), dense
+    (offloaded), flatten or avgpool (CPU)."""
+
+    name: str
+    kind: str
+    out: int = 0
+    k: int = 1
+    stride: int = 1
+    relu: bool = False
+    pad: int = 0
+
+
 # A DQN-style network (Atari frames 4x84x84 -> 18 actions): convolutions with 4 and 32 input
 # channels and 18 outputs, which the accelerator takes with channels padded to its block.
 DQN = (
-    ("conv1", "conv", 32, 8, 4, True),
-    ("conv2", "conv", 64, 4, 2, True),
-    ("conv3", "conv", 64, 3, 1, True),
-    ("flatten", "flatten", 0, 0, 0, False),
-    ("fc1", "dense", 512, 1, 1, True),
-    ("fc2", "dense", 18, 1, 1, False),
+    Layer("conv1", "conv", 32, 8, 4, True),
+    Layer("conv2", "conv", 64, 4, 2, True),
+    Layer("conv3", "conv", 64, 3, 1, True),
+    Layer("flatten", "flatten"),
+    Layer("fc1", "dense", 512, relu=True),
+    Layer("fc2", "dense", 18),
 )
 
 
+def _mobilenet_v1() -> tuple[Layer, ...]:
+    out = [Layer("conv0", "conv", 32, 3, 2, True, 1)]
+    widths = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)]
+    widths += [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    for i, (c, s) in enumerate(widths, 1):
+        out += [Layer(f"dw{i}", "dw", 0, 3, s, True, 1), Layer(f"pw{i}", "conv", c, 1, 1, True)]
+    return (*out, Layer("avgpool", "avgpool"), Layer("fc", "dense", 1000))
+
+
+# MobileNet-v1 (224x224): pointwise and the first convs offloaded, depthwise convs on the CPU
+# (one channel per product: the GEMM's 16x16 blocks would be 1/16 used).
+MOBILENET_V1 = _mobilenet_v1()
+
+
+def dw_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Depthwise conv: w (C, 1, KH, KW)."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    c, _, kh, kw = w.shape
+    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
+    acc = np.zeros((x.shape[0], c, oh, ow), x.dtype if x.dtype.kind == "f" else np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            acc += patch * w[None, :, 0, i, j, None, None].astype(acc.dtype)
+    return acc + b[None, :, None, None].astype(acc.dtype)
+
+
 def chain_params(layers, in_shape: tuple[int, int, int], seed: int = 0) -> dict:
-    """Seeded fp32 weights of a sequential conv/dense network on (C, H, W) inputs."""
+    """Seeded fp32 weights of a sequential network on (C, H, W) inputs."""
     rng = np.random.default_rng(seed)
     c, h, w = in_shape
     p = {}
-    for name, kind, out, k, s, _ in layers:
-        if kind == "flatten":
-            c, h, w = c * h * w, 1, 1
+    for ly in layers:
+        if ly.kind in ("flatten", "avgpool"):
+            c, h, w = (c * h * w if ly.kind == "flatten" else c), 1, 1
             continue
-        p[name] = _conv_bn(rng, out, c, k)
-        c, h, w = out, (h - k) // s + 1, (w - k) // s + 1
+        if ly.kind == "dw":
+            wt, b = _conv_bn(rng, c, 1, ly.k)
+            p[ly.name] = (wt, b)
+        else:
+            p[ly.name] = _conv_bn(rng, ly.out, c, ly.k)
+            c = ly.out
+        h = (h + 2 * ly.pad - ly.k) // ly.stride + 1
+        w = (w + 2 * ly.pad - ly.k) // ly.stride + 1
     return p
 
 
 def chain_f32(layers, p: dict, x: np.ndarray) -> dict[str, np.ndarray]:
     acts = {"input": x}
-    for name, kind, _, _, s, relu in layers:
-        if kind == "flatten":
+    for ly in layers:
+        if ly.kind == "flatten":
             x = x.reshape(x.shape[0], -1, 1, 1)
+        elif ly.kind == "avgpool":
+            x = x.mean(axis=(2, 3), keepdims=True)
         else:
-            x = conv_f32(x, *p[name], s, 0)
-            x = np.maximum(x, 0) if relu else x
-        acts[name] = x
+            conv = dw_f32 if ly.kind == "dw" else conv_f32
+            x = conv(x, *p[ly.name], ly.stride, ly.pad)
+            x = np.maximum(x, 0) if ly.relu else x
+        acts[ly.name] = x
     return acts
 
 
 def quantize_chain(layers, p: dict, exps: dict[str, int]) -> QNet:
     q = QNet(dict(exps))
     prev = "input"
-    for name, kind, _, _, s, relu in layers:
-        if kind == "flatten":
-            q.exps[name] = q.exps[prev]
-        else:
-            q.layers[name] = quantize_conv(*p[name], q.exps[prev], q.exps[name], relu, s)
-            q.exps[name] = q.layers[name].e_out
-        prev = name
+    for ly in layers:
+        if ly.kind == "flatten":
+            q.exps[ly.name] = q.exps[prev]
+        elif ly.kind != "avgpool":
+            e_in, e_out = q.exps[prev], q.exps[ly.name]
+            ql = quantize_conv(*p[ly.name], e_in, e_out, ly.relu, ly.stride, ly.pad)
+            q.layers[ly.name] = ql
+            q.exps[ly.name] = ql.e_out
+        prev = ly.name
     return q
+
+
+def _cpu_step(ly: Layer, q: QNet, h: np.ndarray, prev: str) -> np.ndarray:
+    if ly.kind == "flatten":
+        return h.reshape(h.shape[0], -1, 1, 1)
+    if ly.kind == "avgpool":
+        return avgpool_int(h, q.exps[prev], q.exps[ly.name])
+    ql = q.layers[ly.name]  # depthwise: run_qconv's arithmetic, one channel per product
+    acc = dw_f32(h.astype(np.int64), ql.weight, ql.bias, ql.stride, ql.pad)
+    return np.clip(acc >> ql.shift, 0 if ql.relu else -128, 127).astype(np.int8)
 
 
 def chain_int(layers, q: QNet, x: np.ndarray) -> dict[str, np.ndarray]:
     h = quantize(x, q.exps["input"])
-    acts = {"input": h}
-    for name, kind, *_ in layers:
-        h = h.reshape(h.shape[0], -1, 1, 1) if kind == "flatten" else run_qconv(q.layers[name], h)
-        acts[name] = h
+    acts, prev = {"input": h}, "input"
+    for ly in layers:
+        if ly.kind in ("conv", "dense"):
+            h = run_qconv(q.layers[ly.name], h)
+        else:
+            h = _cpu_step(ly, q, h, prev)
+        acts[ly.name], prev = h, ly.name
     return acts
 
 
 def run_chain(
     layers, q: QNet, x: np.ndarray, cfg: VTAConfig, device: str, candidates: int = 8
 ) -> tuple[dict, list[dict]]:
-    """Every conv and dense offloaded, the flatten on the CPU (an unpack/pack boundary)."""
+    """Convs and dense layers offloaded (activations stay packed between them), the other
+    steps on the CPU (an unpack/pack boundary each)."""
     h = quantize(x, q.exps["input"])
-    acts, rows, packed = {"input": h}, [], pack_act(h, cfg)
-    for name, kind, *_ in layers:
-        if kind == "flatten":
-            h = h.reshape(h.shape[0], -1, 1, 1)
-            packed, acts[name] = pack_act(h, cfg), h
-            rows.append(_cpu_row(name, "flatten (layout change)"))
+    acts, rows, packed, prev = {"input": h}, [], None, "input"
+    for ly in layers:
+        if ly.kind not in ("conv", "dense"):
+            h = acts[ly.name] = _cpu_step(ly, q, h, prev)
+            packed, prev = None, ly.name
+            rows.append(_cpu_row(ly.name, ly.kind))
             continue
-        layer = compile_qconv(name, q.layers[name], h.shape, cfg, None, candidates)
+        if packed is None:
+            packed = pack_act(h, cfg)
+        layer = compile_qconv(ly.name, q.layers[ly.name], h.shape, cfg, None, candidates)
         packed, st = layer.run(cfg, device, packed)
         rows.append(_accel_row(layer, st))
-        h = acts[name] = unpack_act(packed, layer.out_channels)
+        h = acts[ly.name] = unpack_act(packed, layer.out_channels)
+        prev = ly.name
     return acts, rows
+
+
+CHAINS = {"dqn": (DQN, (4, 84, 84)), "mobilenet_v1": (MOBILENET_V1, (3, 224, 224))}
 
 
 def accuracy(model: str, method: str, inputs: int, seed: int = 0) -> dict:

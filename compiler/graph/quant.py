@@ -1,17 +1,17 @@
-"""Quantization for the accelerator: int8 weights and activations with power-of-two scales
-(value = q * 2^e), int32 accumulation and biases, requantization by an arithmetic shift with the
-rounding folded into the bias.
+"""Quantization for the accelerator: int8 weights and activations with power-of-two scales (value =
+q * 2^e), int32 accumulation and biases, requantization by an arithmetic shift with the rounding
+folded into the bias.
 
 A tensor's exponent comes from its calibrated magnitude: the largest |x| ("minmax") or a high
 percentile of |x| ("percentile", clipping rare outliers) or, of the minmax exponent and the two
-finer ones, the one with the least mean-square quantization error ("mse"). A convolution with input exponent
-e_x, weight exponent e_w and output exponent e_y accumulates at e_x + e_w and shifts right by
-e_y - e_x - e_w. A residual added inside the kernel enters through an int8 identity weight 2^k
-(k = e_r - e_x - e_w); where k > 6 the products are first shifted right by k - 6 (one ALU
-op per output row; the bias is then quantized at the shifted exponent), keeping the weights'
-precision. A shortcut convolution accumulating into the same rows
-shares the accumulator exponent: each weight set gets the exponent that makes its products land
-there (the coarser of the two calibrated accumulator exponents).
+finer ones, the one with the least mean-square quantization error ("mse"). A convolution with
+input exponent e_x, weight exponent e_w and output exponent e_y accumulates at e_x + e_w and
+shifts right by e_y - e_x - e_w. A residual added inside the kernel enters through an int8
+identity weight 2^k (k = e_r - e_x - e_w); where k > 6 the products are first shifted right by
+k - 6 (one ALU op per output row; the bias is then quantized at the shifted exponent), keeping the
+weights' precision. A shortcut convolution accumulating into the same rows shares the
+accumulator exponent: each weight set gets the exponent that makes its products land there (the
+coarser of the two calibrated accumulator exponents).
 """
 
 from __future__ import annotations

@@ -106,3 +106,20 @@ def test_dqn_with_padded_channels_is_bit_exact(device):
         np.testing.assert_array_equal(v, want[k], err_msg=k)
     assert got["fc2"].shape == (1, 18, 1, 1)  # 18 actions computed as 32 padded outputs
     assert [r["where"] for r in rows].count("vta") == 5
+
+
+@pytest.mark.parametrize("device", ["sim"])
+def test_small_mobilenet_offloads_pointwise_convs(device):
+    layers = V.MOBILENET_V1[:5] + V.MOBILENET_V1[-2:]  # conv0, dw1, pw1, dw2, pw2, pool, fc
+    p = V.chain_params(layers, (3, 32, 32))
+    rng = np.random.default_rng(3)
+    acts = V.chain_f32(layers, p, rng.random((2, 3, 32, 32)).astype(np.float32))
+    q = V.quantize_chain(layers, p, {k: pow2_exponent(magnitude(v)) for k, v in acts.items()})
+    x = rng.random((1, 3, 32, 32)).astype(np.float32)
+    got, rows = V.run_chain(layers, q, x, VTAConfig.load("pynq"), device, candidates=1)
+    want = V.chain_int(layers, q, x)
+    for k, v in got.items():
+        np.testing.assert_array_equal(v, want[k], err_msg=k)
+    where = {r["name"]: r["where"] for r in rows}
+    assert where == {"conv0": "vta", "dw1": "cpu", "pw1": "vta", "dw2": "cpu", "pw2": "vta",
+                     "avgpool": "cpu", "fc": "vta"}  # fmt: skip
