@@ -1,11 +1,11 @@
-"""The main job, end to end: a seeded ResNet-18 (1x3x224x224, fp32, batch norms folded; no
-pretrained weights are available offline) quantized to int8 with power-of-two scales
-(calibrated on seeded random inputs), compiled for the accelerator (every conv after the first
-and the dense layer as fused kernels: bias, requant, ReLU and the residual add or the 1x1
-downsampling conv in one Program; the first conv and the pools on the CPU), run on the
-cycle-level simulator, compared bit for bit with the numpy quantized reference and against
-fp32; prints the per-layer report (where it ran, cycles, GEMM utilization, DRAM bytes,
-roofline side, quantization error) and the totals.
+"""The main job, end to end: a seeded ResNet-18 (1x3x224x224, fp32, batch norms folded, built in
+numpy: no pretrained weights are available offline, and the ONNX front end is not wired in yet)
+quantized to int8 with power-of-two scales (calibrated on seeded random inputs), compiled for
+the accelerator (every conv after the first and the dense layer as fused kernels: bias, requant,
+ReLU and the residual add or the 1x1 downsampling conv in one Program; the first conv and the
+pools on the CPU), run on the cycle-level simulator, compared bit for bit with the numpy
+quantized reference and against fp32; prints the per-layer report (where it ran, cycles, GEMM
+utilization, DRAM bytes, roofline side, quantization error) and the totals.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main() -> int:
     parser.add_argument("--db", default=None, help="tuning records (vta tune ... --target vta)")
     parser.add_argument("--agreement", type=int, default=10, help="seeded inputs for top-1")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--plot", metavar="PNG", help="write the layers' roofline plot")
     args = parser.parse_args()
     cfg = VTAConfig.load(args.config)
     rng = np.random.default_rng(0)
@@ -72,6 +73,8 @@ def main() -> int:
         "output_error": errors["fc"],
         "top1_agreement": f"{agree}/{args.agreement}",
     }
+    if args.plot:
+        V.plot_roofline(rows, cfg, args.plot, "ResNet-18")
     if args.json:
         print(json.dumps(report, indent=1, default=float))
         return 0 if not exact else 1

@@ -470,3 +470,27 @@ def accuracy(model: str, method: str, inputs: int, seed: int = 0) -> dict:
         agree += int(f.argmax() == r.argmax())
     return {"model": model, "calibration": method, "inputs": inputs, "max_error": worst,
             "top1_agreement": agree}  # fmt: skip
+
+
+def plot_roofline(rows: list[dict], cfg: VTAConfig, path: str, title: str) -> None:
+    """The offloaded layers on the configuration's roofline (peak GOPS, DRAM bandwidth)."""
+    import matplotlib  # optional (the 'plot' extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bandwidth = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9
+    xs = np.logspace(-1, 3, 100)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.loglog(xs, np.minimum(cfg.peak_gops, bandwidth * xs), "k-", label="roofline")
+    accel = [r for r in rows if r["where"] == "vta"]
+    gops = [r["gemm_utilization"] * cfg.peak_gops for r in accel]
+    ax.scatter([r["intensity"] for r in accel], gops, label="offloaded layers")
+    for r, g in zip(accel, gops, strict=True):
+        ax.annotate(r["name"], (r["intensity"], g), fontsize=6)
+    ax.set_xlabel("arithmetic intensity (ops / DRAM byte)")
+    ax.set_ylabel("GOPS")
+    ax.set_title(f"{title} on VTA ({cfg.name}, {cfg.clock_mhz:g} MHz)")
+    ax.legend()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
