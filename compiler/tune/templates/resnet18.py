@@ -31,6 +31,11 @@ def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
     """(op, args) of a layer: conv2d_NCHWc on llvm, conv2d_nchw on cuda, conv2d_packed
     (C2-C12) on vta."""
     fused = {name: (RESNET18[conv], ep) for name, conv, ep, _ in RESNET18_NETWORK}
+    fused |= {  # residual layers whose products are shifted first (quantized networks need it)
+        f"{name}+pre": (wl, dataclasses.replace(ep, pre_shift=1))
+        for name, (wl, ep) in fused.items()
+        if ep.residual_shift is not None
+    }
     if target.split("/")[0] == "vta" and layer in fused:
         return "conv2d_fused", fused_args(*fused[layer])
     if layer not in LAYERS:

@@ -113,3 +113,17 @@ def test_best_fused_is_no_slower_than_the_default():
     default = get_device("sim").time(conv2d_fused(wl, ep, default_fused_knobs(wl, ep, cfg), cfg))
     assert knobs in fused_knob_space(wl, ep, cfg) and stats.cycles <= default.cycles
     assert _bound(1000.0, cfg) == "compute" and _bound(1.0, cfg) == "memory"
+
+
+def test_fused_task_arguments_round_trip():
+    from compiler.tune.templates.vta import _fused, fused_args
+
+    wl = Conv2DWorkload(1, 4, 14, 14, 4, 3, 3, 1, 1)
+    sc = Conv2DWorkload(1, 2, 28, 28, 4, 1, 1, 2, 0)
+    for ep, canonical in (
+        (Epilogue(True, 8, True), Epilogue(True, 0, True)),
+        (Epilogue(True, 6, True, 6, None, 3), Epilogue(True, 0, True, 1, None, 1)),
+        (Epilogue(False, 9, False, None, sc), Epilogue(False, 0, True, None, sc)),
+    ):
+        assert _fused(fused_args(wl, ep)) == (wl, canonical)
+    assert fused_args(wl, Epilogue(True, 7, False, 2)) == fused_args(wl, Epilogue(True, 9, True, 5))
