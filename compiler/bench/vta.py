@@ -28,6 +28,7 @@ import numpy as np
 
 from vta.config import VTAConfig
 from vta.device import get_device
+from vta.program import Program
 from vta.stats import Stats
 
 from ..errors import LoweringError
@@ -45,6 +46,7 @@ from ..topi.vta.fused import (
     RESNET18_NETWORK,
     Epilogue,
     conv2d_fused,
+    default_fused_knobs,
     estimate_cycles,
     eye,
     fused_knob_space,
@@ -228,6 +230,14 @@ def best_fused(
         if best is None or stats.cycles < best[1].cycles:
             best = (knobs, stats)
     return best
+
+
+def resnet18_programs(cfg: VTAConfig) -> list[tuple[str, Program]]:
+    """The Programs of ResNet-18's fused layers with the estimate's default knobs."""
+    return [
+        (name, conv2d_fused(RESNET18[conv], ep, default_fused_knobs(RESNET18[conv], ep, cfg), cfg))
+        for name, conv, ep, _ in RESNET18_NETWORK
+    ]
 
 
 def bench_network(cfg: VTAConfig, candidates: int, check: bool = True) -> dict:
