@@ -276,18 +276,6 @@ def quant_errors(f32: dict, qacts: dict, exps: dict) -> dict[str, float]:
     return out
 
 
-__all__ = [
-    "calibrate",
-    "compile_resnet18",
-    "dequantize",
-    "forward_f32",
-    "forward_int",
-    "quantize_resnet18",
-    "resnet18_params",
-    "run_resnet18",
-]
-
-
 # ------------------------------------------------------------------------ sequential networks
 @dataclass(frozen=True)
 class Layer:
@@ -329,8 +317,8 @@ def _mobilenet_v1() -> tuple[Layer, ...]:
 MOBILENET_V1 = _mobilenet_v1()
 
 
-def dw_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    """Depthwise conv: w (C, 1, KH, KW)."""
+def depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Depthwise conv, w (C, 1, KH, KW): fp32 for float x, exact int64 for integer x."""
     x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     c, _, kh, kw = w.shape
     oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
@@ -370,7 +358,7 @@ def chain_f32(layers, p: dict, x: np.ndarray) -> dict[str, np.ndarray]:
         elif ly.kind == "avgpool":
             x = x.mean(axis=(2, 3), keepdims=True)
         else:
-            conv = dw_f32 if ly.kind == "dw" else conv_f32
+            conv = depthwise if ly.kind == "dw" else conv_f32
             x = conv(x, *p[ly.name], ly.stride, ly.pad)
             x = np.maximum(x, 0) if ly.relu else x
         acts[ly.name] = x
@@ -398,7 +386,7 @@ def _cpu_step(ly: Layer, q: QNet, h: np.ndarray, prev: str) -> np.ndarray:
     if ly.kind == "avgpool":
         return avgpool_int(h, q.exps[prev], q.exps[ly.name])
     ql = q.layers[ly.name]  # depthwise: run_qconv's arithmetic, one channel per product
-    acc = dw_f32(h.astype(np.int64), ql.weight, ql.bias, ql.stride, ql.pad)
+    acc = depthwise(h.astype(np.int64), ql.weight, ql.bias, ql.stride, ql.pad)
     return np.clip(acc >> ql.shift, 0 if ql.relu else -128, 127).astype(np.int8)
 
 

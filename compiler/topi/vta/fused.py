@@ -392,8 +392,7 @@ def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig,
 def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> None:
     """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
     its weights for output-channel tile o0 and input-channel tile c0."""
-    n0, y0, _, o0, c0 = tile
-    x0 = tile[2]
+    n0, y0, x0, o0, c0 = tile
     w = src.wl
     ys, xs = y0 * k.tile_h * w.stride - w.pad, x0 * k.tile_w * w.stride - w.pad
     span = (src.ih - 1) * src.dram_rows + 1  # image rows the tile covers
