@@ -438,17 +438,16 @@ def accuracy(model: str, method: str, inputs: int, seed: int = 0) -> dict:
         cal = rng.standard_normal((4, 3, 224, 224)).astype(np.float32)
         q = quantize_resnet18(p, calibrate(p, cal, method))
         shape, f32, qint = (3, 224, 224), lambda x: forward_f32(p, x), lambda x: forward_int(q, x)
-    elif model == "dqn":
-        p = chain_params(DQN, (4, 84, 84), seed)
-        acts = chain_f32(DQN, p, rng.random((4, 4, 84, 84)).astype(np.float32))
-        q = quantize_chain(
-            DQN, p, {k: pow2_exponent(magnitude(v, method)) for k, v in acts.items()}
-        )
-        shape = (4, 84, 84)
-        f32, qint = (lambda x: chain_f32(DQN, p, x)), (lambda x: chain_int(DQN, q, x))
+    elif model in CHAINS:
+        layers, shape = CHAINS[model]
+        p = chain_params(layers, shape, seed)
+        acts = chain_f32(layers, p, rng.random((4, *shape)).astype(np.float32))
+        exps = {k: pow2_exponent(magnitude(v, method)) for k, v in acts.items()}
+        q = quantize_chain(layers, p, exps)
+        f32, qint = (lambda x: chain_f32(layers, p, x)), (lambda x: chain_int(layers, q, x))
     else:
-        raise ValueError(f"model {model!r} is unknown (valid: resnet18, dqn)")
-    out = "fc" if model == "resnet18" else "fc2"
+        raise ValueError(f"model {model!r} is unknown (valid: resnet18, {', '.join(CHAINS)})")
+    out = "fc2" if model == "dqn" else "fc"
     worst, agree = 0.0, 0
     for _ in range(inputs):
         x = (rng.standard_normal if model == "resnet18" else rng.random)((1, *shape))

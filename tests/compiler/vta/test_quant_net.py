@@ -123,3 +123,11 @@ def test_small_mobilenet_offloads_pointwise_convs(device):
     where = {r["name"]: r["where"] for r in rows}
     assert where == {"conv0": "vta", "dw1": "cpu", "pw1": "vta", "dw2": "cpu", "pw2": "vta",
                      "avgpool": "cpu", "fc": "vta"}  # fmt: skip
+
+
+def test_accuracy_report_covers_the_sequential_models():
+    r = V.accuracy("dqn", "minmax", 2)
+    assert r["inputs"] == 2 and 0 <= r["top1_agreement"] <= 2 and 0 <= r["max_error"] < 1
+    with pytest.raises(ValueError, match="unknown"):
+        V.accuracy("vgg", "minmax", 1)
+    assert set(V.CHAINS) == {"dqn", "mobilenet_v1"}
