@@ -4,7 +4,9 @@
 error.
 
 `--json` prints one object per Program: name, rtl_cycles, sim_cycles, error_pct,
-rtl_cycles_per_s, sim_cycles_per_s. RTL wall time includes the harness process start.
+rtl_cycles_per_s, sim_cycles_per_s, timing_only_cycles_per_s (sim without data). RTL wall time
+includes the harness process start. `--resnet18` compares on the Programs of ResNet-18's fused
+layers (compiler.bench.vta's network, the estimate's best knobs) instead.
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller blocked GEMMs")
     parser.add_argument("--repeat", type=int, default=3, help="runs per Program (best is kept)")
     parser.add_argument("--json", action="store_true", help="one JSON object per Program")
+    parser.add_argument("--resnet18", action="store_true", help="ResNet-18's fused layers")
     args = parser.parse_args()
     cfg = VTAConfig.load(args.config)
-    rows = rtl_vs_sim(cfg, rtl_programs(cfg, args.quick), args.repeat)
+    if args.resnet18:
+        from compiler.bench.vta import resnet18_programs  # the compiler is optional for hw
+
+        programs = resnet18_programs(cfg)
+    else:
+        programs = rtl_programs(cfg, args.quick)
+    rows = rtl_vs_sim(cfg, programs, args.repeat)
     if args.json:
         for row in rows:
             print(json.dumps(row))

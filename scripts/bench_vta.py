@@ -20,10 +20,14 @@ from compiler.bench.vta import (
     CANDIDATES,
     UTILIZATION_GOAL,
     bench_layer,
+    bench_network,
+    print_network,
     print_table,
     roofline,
     verdicts,
 )
+from compiler.bench.vta_net import accuracy
+from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig
 
@@ -49,10 +53,40 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--png", default="bench_vta_roofline.png", help="roofline plot path")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument(
+        "--network",
+        action="store_true",
+        help="the whole ResNet-18 as fused kernels (residual adds and shortcut convs inside) "
+        "against the conv2d_packed kernels; goal <= 7.0 M cycles",
+    )
+    p.add_argument(
+        "--accuracy",
+        type=int,
+        metavar="N",
+        help="quantized vs fp32 on N seeded inputs (DQN, MobileNet-v1, ResNet-18), per calibration",
+    )
     args = p.parse_args(argv)
+    if args.accuracy:
+        rows = [
+            accuracy(model, method, args.accuracy)
+            for model in ("dqn", "mobilenet_v1", "resnet18")
+            for method in CALIBRATIONS
+        ]
+        for r in rows:
+            print(
+                json.dumps(r)
+                if args.json
+                else f"{r['model']:9} {r['calibration']:10} max error {r['max_error']:.3f} of "
+                f"max|fp32|, top-1 agreement {r['top1_agreement']}/{r['inputs']}"
+            )
+        return 0
     cfg = VTAConfig.load(args.config)
     if args.no_requant and cfg.alu_requant:
         cfg = cfg.replace(name=f"{cfg.name}-norequant", alu_requant=False)
+    if args.network:
+        result = bench_network(cfg, args.candidates)
+        print(json.dumps(result, indent=1)) if args.json else print_network(result)
+        return 0
     rng = np.random.default_rng(0)
     rows = [bench_layer(name, args.candidates, rng, config=cfg) for name in args.layers]
     roofline(rows, args.png, cfg)

@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from vta.config import VTAConfig
+from vta.device import get_device
+from vta.program import Program
 from vta.stats import Stats
 
 from ..errors import LoweringError
@@ -35,13 +37,25 @@ from ..topi.vta.conv2d import (
     Conv2DKnobs,
     Conv2DWorkload,
     conv2d_from_workload,
+    default_knobs,
     knob_space,
     schedule_conv2d_packed,
     traffic,
 )
+from ..topi.vta.fused import (
+    RESNET18_NETWORK,
+    Epilogue,
+    conv2d_fused,
+    default_fused_knobs,
+    estimate_cycles,
+    eye,
+    fused_knob_space,
+    fused_reference,
+)
 from ..topi.vta.reference import conv2d_packed_ref
 from ..vta import build, get_env
 from ..vta.environment import Environment
+from ..vta.passes import build_program
 
 UTILIZATION_GOAL = 0.90
 CANDIDATES = 16  # knob settings per layer: many tie on traffic; C4's best ranks 14th
@@ -175,3 +189,137 @@ def print_table(rows: Sequence[dict]) -> None:
             f"{r['dram_bytes'] / 1e6:6.2f}  ({k['tile_h']}, {k['tile_w']}, {k['tile_ci']}, "
             f"{k['tile_co']}, {k['oc_nthread']}, {k['h_nthread']})"
         )
+
+
+# ---------------------------------------------------------------------------------- network
+# the same network as separate conv kernels of conv2d_packed (no residual adds: they cannot be
+# expressed there), the peer of the fused kernels
+RESNET18_COUNTS = {"C2": 4, "C4": 1, "C5": 1, "C6": 3, "C7": 1, "C8": 1, "C9": 3, "C10": 1,
+                   "C11": 1, "C12": 3}  # fmt: skip
+NETWORK_GOAL = 7_000_000
+
+
+def fused_inputs(
+    wl: Conv2DWorkload, ep: Epilogue, program, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Seeded inputs for every input/weight buffer of a conv2d_fused Program."""
+    feed = {}
+    for b in program.buffers:
+        if b.role in ("input", "weight"):
+            if b.name == "bias":
+                feed[b.name] = rng.integers(-4000, 4000, b.shape).astype(np.int32)
+            else:
+                feed[b.name] = rng.integers(-128, 128, b.shape).astype(np.int8)
+    if "eye" in feed:
+        feed["eye"] = eye(ep.residual_shift, program.config)
+    return feed
+
+
+def best_fused(
+    wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, candidates: int
+) -> tuple[Conv2DKnobs, Stats]:
+    """The fastest on the timing-only simulator of the `candidates` knob settings the cycle
+    estimate ranks best."""
+    space = sorted(
+        fused_knob_space(wl, ep, cfg),
+        key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
+    )
+    best = None
+    for knobs in space[:candidates]:
+        stats = get_device("sim").time(conv2d_fused(wl, ep, knobs, cfg))
+        if best is None or stats.cycles < best[1].cycles:
+            best = (knobs, stats)
+    return best
+
+
+def resnet18_programs(cfg: VTAConfig) -> list[tuple[str, Program]]:
+    """The Programs of ResNet-18's fused layers with the estimate's default knobs."""
+    return [
+        (name, conv2d_fused(RESNET18[conv], ep, default_fused_knobs(RESNET18[conv], ep, cfg), cfg))
+        for name, conv, ep, _ in RESNET18_NETWORK
+    ]
+
+
+def bench_network(cfg: VTAConfig, candidates: int, check: bool = True) -> dict:
+    """ResNet-18's offloaded work as fused kernels (best of `candidates` knob settings each),
+    every output checked against numpy on `sim` when `check`; the peer: the same convolutions
+    as conv2d_packed kernels with their default knobs (residual adds left out)."""
+    env = get_env(cfg)
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, conv, ep, count in RESNET18_NETWORK:
+        wl = RESNET18[conv]
+        knobs, stats = best_fused(wl, ep, cfg, candidates)
+        if check:
+            program = conv2d_fused(wl, ep, knobs, cfg)
+            feed = fused_inputs(wl, ep, program, rng)
+            sc = (feed["sc_data"], feed["sc_kernel"]) if ep.shortcut else None
+            want = fused_reference(
+                feed["data"], feed["kernel"], wl, ep, feed.get("bias"), feed.get("residual"), sc
+            )
+            outs, checked = get_device("sim").run(program, feed)
+            if not np.array_equal(outs["out"], want) or checked.cycles != stats.cycles:
+                raise SystemExit(f"{name} {knobs}: output differs from the numpy reference")
+        dram = sum(stats.bytes_loaded.values()) + stats.bytes_stored
+        rows.append(
+            {
+                "layer": name,
+                "count": count,
+                "cycles": stats.cycles,
+                "utilization": stats.utilization,
+                "dram_bytes": dram,
+                "intensity": 2 * stats.macs / dram,
+                "bound": _bound(2 * stats.macs / dram, cfg),
+                "knobs": dataclasses.asdict(knobs),
+            }
+        )
+    peer = {}
+    for conv in RESNET18_COUNTS:
+        wl = RESNET18[conv]
+        args, out = conv2d_from_workload(wl, env, bias=True, **EPILOGUE)
+        s = schedule_conv2d_packed(out, default_knobs(wl, env), env)
+        peer[conv] = get_device("sim").time(build_program(s, [*args, out], cfg)[0]).cycles
+    total = sum(r["cycles"] * r["count"] for r in rows)
+    peer_total = sum(peer[c] * n for c, n in RESNET18_COUNTS.items())
+    ideal = sum(RESNET18[c].macs(env) * n for c, n in RESNET18_COUNTS.items())
+    return {
+        "config": cfg.name,
+        "layers": rows,
+        "cycles": total,
+        "ideal_cycles": ideal // cfg.macs_per_cycle,
+        "peer_conv2d_packed_cycles": peer_total,
+        "peer_layers": peer,
+        "goal": NETWORK_GOAL,
+        "met": total <= NETWORK_GOAL,
+    }
+
+
+def _bound(intensity: float, cfg: VTAConfig) -> str:
+    """Compute- or memory-bound on the configuration's roofline (ridge = peak / bandwidth)."""
+    ridge = cfg.macs_per_cycle * 2 / cfg.bus_bytes
+    return "compute" if intensity >= ridge else "memory"
+
+
+def print_network(result: dict) -> None:
+    print(
+        f"{'layer':8} {'x':>2} {'cycles':>9} {'util':>6} {'MB':>6} {'ops/B':>6} {'bound':8} "
+        "knobs (h, w, ci, co, oc_nt, h_nt)"
+    )
+    for r in result["layers"]:
+        k = r["knobs"]
+        print(
+            f"{r['layer']:8} {r['count']:2d} {r['cycles']:9d} {r['utilization']:6.3f} "
+            f"{r['dram_bytes'] / 1e6:6.2f} {r['intensity']:6.1f} {r['bound']:8} "
+            f"({k['tile_h']}, {k['tile_w']}, {k['tile_ci']}, {k['tile_co']}, "
+            f"{k['oc_nthread']}, {k['h_nthread']})"
+        )
+    total, peer = result["cycles"], result["peer_conv2d_packed_cycles"]
+    print(
+        f"ResNet-18 offloaded work (convs, residual adds, requant): {total:,} cycles "
+        f"(ideal for the convs {result['ideal_cycles']:,}; goal {result['goal']:,}: "
+        f"{'met' if result['met'] else 'NOT met'})"
+    )
+    print(
+        f"peer, conv2d_packed kernels without the residual adds: {peer:,} cycles "
+        f"(ratio {peer / total:.3f})"
+    )

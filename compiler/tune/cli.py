@@ -73,7 +73,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         runner_pool = pool
         if is_vta and pool is not None and args.device in BOARD_RESOURCES:
             runner_pool = DaskPool(args.scheduler, BOARD_RESOURCES[args.device])
-        runner = DeviceRunner(args.device, pool=runner_pool) if is_vta else CPURunner(pool=pool)
+        # the cycle simulator times Programs without data unless --check asks for outputs
+        check = args.check or args.device != "sim"
+        runner = (
+            DeviceRunner(args.device, check=check, pool=runner_pool)
+            if is_vta
+            else CPURunner(pool=pool)
+        )
     option = measure_option(LocalBuilder(timeout=args.build_timeout, pool=pool), runner)
     db = Database(args.db) if args.db else None
     try:
@@ -110,6 +116,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default="llvm", help="llvm (CPU), cuda (GPU) or vta (accelerator)")
     p.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90)")
     p.add_argument("--device", default="sim", help="accelerator device for --target vta")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="--target vta on sim: run every candidate with data and check its outputs "
+        "(default: cycles from the timing-only simulator)",
+    )
     p.add_argument("--n-trial", type=int, default=200, help="measurements per workload")
     p.add_argument("--tuner", choices=TUNERS, default="xgb")
     p.add_argument("--db", help="SQLite records database (resumes, feeds apply_history_best)")

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vta.device import get_device
+from vta.program import Program
 
 from ..driver import build
 from ..errors import TuningError
@@ -101,6 +102,8 @@ def compiler_build(task: Task, instance: Any) -> Any:
     """
     if target_kind(task.target) == "cuda":
         return cuda_build(task, instance)
+    if isinstance(instance, Program):  # a template that emits its Program directly
+        return instance
     schedule, args = instance
     module = build(schedule, args, target=task.target)
     if target_kind(task.target) == "vta":

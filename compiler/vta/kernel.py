@@ -86,14 +86,11 @@ class Kernel:
 
     def instances(self, base: list[int]) -> list[np.ndarray]:
         """The micro-ops of each instruction for operands starting at rows `base`."""
-        out = []
-        for idx in np.ndindex(*[ext for ext, _ in self.host]):
-            b = [
-                c + sum(i * self.host[k][1][j] for k, i in enumerate(idx))
-                for j, c in enumerate(base)
-            ]
-            out.append(self.uops + np.array(b, dtype=np.int64))
-        return out
+        offsets = np.array(base, dtype=np.int64)[None, :]
+        for ext, factors in self.host:  # outer loops first: row-major over the host loops
+            step = np.arange(ext, dtype=np.int64)[:, None] * np.array(factors, dtype=np.int64)
+            offsets = (offsets[:, None, :] + step[None, :, :]).reshape(-1, len(base))
+        return list(self.uops[None, :, :] + offsets[:, None, :])
 
     def describe(self) -> str:
         host = "".join(f" host x{ext}" for ext, _ in self.host)

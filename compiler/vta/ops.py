@@ -44,7 +44,10 @@ def _where(slot: Slot | None, row: int) -> str:
 
 def _span(uops: np.ndarray, loops: Sequence[UopLoop], col: int) -> tuple[int, int]:
     """First and end row micro-op column `col` reaches under the loops (factors >= 0)."""
-    lo, hi = int(uops[:, col].min()), int(uops[:, col].max())
+    if len(uops) == 1:  # the common single micro-op kernel, without numpy reductions
+        lo = hi = int(uops[0, col])
+    else:
+        lo, hi = int(uops[:, col].min()), int(uops[:, col].max())
     return lo, hi + 1 + sum((loop[0] - 1) * loop[1 + col] for loop in loops)
 
 

@@ -50,6 +50,11 @@ class SyncedStream(list):
         return "\n".join([f"# {self.title}: {len(self)}"] + [str(s) for s in self])
 
 
+def _newest(last: np.ndarray, lo: int, hi: int) -> int:
+    """The newest operation index over rows [lo, hi) (one row without a numpy reduction)."""
+    return int(last[lo]) if hi - lo == 1 else int(last[lo:hi].max())
+
+
 def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set[Module]]]:
     """For each op, the modules it pops from before it and pushes to after it."""
     last_write = {m: np.full(depth[m], -1) for m in SHARED_BUFFERS}
@@ -63,11 +68,11 @@ def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set
         for mem, lo, hi in reads:
             if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][1] == module:
                 producer = SHARED_BUFFERS[mem][0]
-                need[producer] = max(need.get(producer, -1), int(last_write[mem][lo:hi].max()))
+                need[producer] = max(need.get(producer, -1), _newest(last_write[mem], lo, hi))
         for mem, lo, hi in writes:
             if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][0] == module:
                 reader = SHARED_BUFFERS[mem][1]
-                need[reader] = max(need.get(reader, -1), int(last_read[mem][lo:hi].max()))
+                need[reader] = max(need.get(reader, -1), _newest(last_read[mem], lo, hi))
         for other, a in need.items():
             if a > waited.get((other, module), -1):
                 waited[(other, module)] = a

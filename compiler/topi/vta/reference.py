@@ -14,17 +14,10 @@ def _epilogue(acc: np.ndarray, shift: int, clip, relu: bool) -> np.ndarray:
     return acc.astype(np.int8)
 
 
-def conv2d_packed_ref(
-    data: np.ndarray,
-    kernel: np.ndarray,
-    stride: int = 1,
-    padding: int = 0,
-    bias: np.ndarray | None = None,
-    shift: int = 0,
-    clip: tuple[int, int] | None = None,
-    relu: bool = False,
+def conv2d_packed_acc(
+    data: np.ndarray, kernel: np.ndarray, stride: int = 1, padding: int = 0
 ) -> np.ndarray:
-    """conv2d_packed in int64 numpy: (N/b, C/c, H, W, b, c) x (O/c, C/c, KH, KW, c, c)."""
+    """The int64 accumulator of conv2d_packed: (N/b, C/c, H, W, b, c) x (O/c, C/c, KH, KW, c, c)."""
     x = np.pad(
         data.astype(np.int64), ((0, 0), (0, 0), (padding,) * 2, (padding,) * 2, (0, 0), (0, 0))
     )
@@ -37,6 +30,21 @@ def conv2d_packed_ref(
         for dj in range(kw):
             patch = x[:, :, di : di + stride * oh : stride, dj : dj + stride * ow : stride]
             acc += np.einsum("nchwbk,ocjk->nohwbj", patch, k[:, :, di, dj], optimize=True)
+    return acc
+
+
+def conv2d_packed_ref(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    stride: int = 1,
+    padding: int = 0,
+    bias: np.ndarray | None = None,
+    shift: int = 0,
+    clip: tuple[int, int] | None = None,
+    relu: bool = False,
+) -> np.ndarray:
+    """conv2d_packed in int64 numpy: (N/b, C/c, H, W, b, c) x (O/c, C/c, KH, KW, c, c)."""
+    acc = conv2d_packed_acc(data, kernel, stride, padding)
     if bias is not None:
         acc += bias.astype(np.int64)[None, :, :, :, :, :]
     return _epilogue(acc, shift, clip, relu)

@@ -6,6 +6,8 @@ import dataclasses
 
 from ...errors import TuningError
 from ...topi.vta.conv2d import RESNET18
+from ...topi.vta.fused import RESNET18_NETWORK
+from .vta import fused_args
 
 # ResNet-18's distinct convolutions (batch 1, 224x224 input) in network order:
 # (input channels, input height = width, output channels, kernel height = width, stride)
@@ -28,8 +30,19 @@ LAYERS = {
 def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
     """(op, args) of a layer: conv2d_NCHWc on llvm, conv2d_nchw on cuda, conv2d_packed
     (C2-C12) on vta."""
+    fused = {name: (RESNET18[conv], ep) for name, conv, ep, _ in RESNET18_NETWORK}
+    fused |= {  # residual layers whose products are shifted first (quantized networks need it)
+        f"{name}+pre": (wl, dataclasses.replace(ep, pre_shift=1))
+        for name, (wl, ep) in fused.items()
+        if ep.residual_shift is not None
+    }
+    if target.split("/")[0] == "vta" and layer in fused:
+        return "conv2d_fused", fused_args(*fused[layer])
     if layer not in LAYERS:
-        raise TuningError(f"unknown layer {layer!r}; valid: {', '.join(LAYERS)}")
+        raise TuningError(
+            f"unknown layer {layer!r}; valid: {', '.join(LAYERS)} (and on vta the fused "
+            f"layers {', '.join(fused)})"
+        )
     if target.split("/")[0] == "vta":
         if layer not in RESNET18:
             raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")

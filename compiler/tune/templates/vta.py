@@ -13,9 +13,11 @@ from ...topi.vta.conv2d import (
     fits,
     schedule_conv2d_packed,
 )
+from ...topi.vta.fused import Epilogue, conv2d_fused, fused_reference, regions
 from ...topi.vta.reference import conv2d_packed_ref
 from ...vta.environment import get_env
 from ..dispatch import best_config
+from ..space import ConfigSpace
 from ..task import register_reference, register_template
 
 SHIFT, CLIP = 8, (-128, 127)
@@ -29,22 +31,27 @@ def _knobs(cfg) -> Conv2DKnobs:
     )
 
 
-@register_template("conv2d_packed", "vta")
-def conv2d_packed(cfg, n, ci, h, w, co, kh, kw, stride, pad):
-    """int8 conv2d in packed layouts (sizes in blocks, as Conv2DWorkload) with shift and clip."""
-    wl = Conv2DWorkload(n, ci, h, w, co, kh, kw, stride, pad)
-    env = get_env()
-    for axis, extent in (("b", n), ("h", wl.oh), ("w", wl.ow), ("ci", ci), ("co", co)):
+def _define_knobs(cfg, wl: Conv2DWorkload, fit) -> None:
+    """The tiling knobs of a packed conv2d; `fit(knobs)` says whether a setting fits."""
+    for axis, extent in (("b", wl.n), ("h", wl.oh), ("w", wl.ow), ("ci", wl.ci), ("co", wl.co)):
         cfg.define_split(f"tile_{axis}", extent, num_outputs=2)
     cfg.define_knob("oc_nthread", [1, 2])
     cfg.define_knob("h_nthread", [1, 2])
     cfg.multi_filter(
         lambda e: (
-            (co // e["tile_co"].size[1]) % e["oc_nthread"].val == 0
+            (wl.co // e["tile_co"].size[1]) % e["oc_nthread"].val == 0
             and (wl.oh // e["tile_h"].size[1]) % e["h_nthread"].val == 0
-            and fits(wl, _knobs(e), env)
+            and fit(_knobs(e))
         )
     )
+
+
+@register_template("conv2d_packed", "vta")
+def conv2d_packed(cfg, n, ci, h, w, co, kh, kw, stride, pad):
+    """int8 conv2d in packed layouts (sizes in blocks, as Conv2DWorkload) with shift and clip."""
+    wl = Conv2DWorkload(n, ci, h, w, co, kh, kw, stride, pad)
+    env = get_env()
+    _define_knobs(cfg, wl, lambda k: fits(wl, k, env))
     cfg.add_flop(2 * wl.macs(env))
     args, out = conv2d_from_workload(wl, env, shift=SHIFT, clip=CLIP)
     return schedule_conv2d_packed(out, _knobs(cfg), env), [*args, out]
@@ -54,6 +61,55 @@ def conv2d_packed(cfg, n, ci, h, w, co, kh, kw, stride, pad):
 def conv2d_packed_reference(inputs, n, ci, h, w, co, kh, kw, stride, pad):
     data, kernel = inputs
     return [conv2d_packed_ref(data, kernel, stride, pad, shift=SHIFT, clip=CLIP)]
+
+
+def fused_args(wl: Conv2DWorkload, ep: Epilogue) -> tuple[int, ...]:
+    """The task arguments of a conv2d_fused layer's structure: the workload, bias, shift, relu,
+    residual shift (-1: none), the shortcut workload (nine zeros: none) and, if not 0, the
+    pre-shift. Immediates do not change a Program's cycles, so the shifts and relu are written
+    in one canonical form (shift 0, relu, residual and pre-shift 1 where present): layers of the
+    same structure share their tuning records."""
+    sc = dataclasses.astuple(ep.shortcut) if ep.shortcut else (0,) * 9
+    k = -1 if ep.residual_shift is None else 1
+    pre = (1,) if ep.pre_shift else ()
+    return (*dataclasses.astuple(wl), int(ep.bias), 0, 1, k, *sc, *pre)
+
+
+def _fused(args: tuple[int, ...]) -> tuple[Conv2DWorkload, Epilogue]:
+    wl, (bias, shift, relu, k), sc = Conv2DWorkload(*args[:9]), args[9:13], args[13:22]
+    shortcut = Conv2DWorkload(*sc) if any(sc) else None
+    pre = args[22] if len(args) > 22 else 0
+    return wl, Epilogue(bool(bias), shift, bool(relu), None if k < 0 else k, shortcut, pre)
+
+
+@register_template("conv2d_fused", "vta")
+def conv2d_fused_template(cfg, *args):
+    """conv2d with its fused epilogue (compiler.topi.vta.fused); builds are Programs."""
+    wl, ep = _fused(args)
+    env = get_env()
+    _define_knobs(cfg, wl, lambda k: regions(wl, k, ep, env.config) is not None)
+    macs = wl.macs(env) + (ep.shortcut.macs(env) if ep.shortcut else 0)
+    cfg.add_flop(2 * macs)
+    if isinstance(cfg, ConfigSpace):  # defining the space: no Program to build
+        return None
+    return conv2d_fused(wl, ep, _knobs(cfg), env.config)
+
+
+@register_reference("conv2d_fused")
+def conv2d_fused_reference(inputs, *args):
+    wl, ep = _fused(args)
+    it = iter(inputs)  # in the Program's buffer order
+    data, kernel = next(it), next(it)
+    shortcut = (next(it), next(it)) if ep.shortcut else None
+    bias = next(it) if ep.bias else None
+    residual, identity = (next(it), next(it)) if ep.residual_shift is not None else (None, None)
+    return [fused_reference(data, kernel, wl, ep, bias, residual, shortcut, identity)]
+
+
+def tuned_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, db_path: str | Path) -> Conv2DKnobs | None:
+    """The best recorded conv2d_fused knobs of a layer in the records database, else None."""
+    cfg = best_config(("conv2d_fused", fused_args(wl, ep)), "vta", db_path)
+    return None if cfg is None else _knobs(cfg)
 
 
 def tuned_conv2d_knobs(wl: Conv2DWorkload, db_path: str | Path) -> Conv2DKnobs | None:

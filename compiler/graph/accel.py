@@ -1,0 +1,163 @@
+"""Quantized convolutions and dense layers on the accelerator: each `QConv` becomes one fused
+Program (conv2d_fused: bias, shift, ReLU, residual or shortcut conv in the same kernel) with its
+weights packed once at compile time; activations stay in the accelerator's NCHW{b}n{c}c layout
+between offloaded layers and are packed and unpacked only at CPU boundaries. Channel counts that
+are not a multiple of the block are padded with zeros (the padded outputs are zero).
+
+Programs are cached by their structure (workload, epilogue, knobs, configuration), so repeated
+layers are built once; knobs come from a records database when it has the layer, else from a
+short search on the timing-only simulator over the cycle estimate's best candidates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from vta.config import VTAConfig
+from vta.device import get_device
+from vta.program import Program
+from vta.stats import Stats
+
+from ..errors import LoweringError
+from ..topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
+from ..topi.vta.fused import (
+    Epilogue,
+    conv2d_fused,
+    estimate_cycles,
+    eye,
+    fused_knob_space,
+)
+from .quant import QConv
+
+
+def pad_to(n: int, block: int) -> int:
+    return -(-n // block) * block
+
+
+def pack_act(x: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """NCHW int8 -> (N/b, C'/c, H, W, b, c), channels zero-padded to the block."""
+    n, c, h, w = x.shape
+    bn, bc = cfg.batch, cfg.block_in
+    if n % bn:
+        raise LoweringError(f"batch {n} is not a multiple of the configuration's batch {bn}")
+    x = np.pad(x, ((0, 0), (0, pad_to(c, bc) - c), (0, 0), (0, 0)))
+    x = x.reshape(n // bn, bn, -1, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
+    return np.ascontiguousarray(x)
+
+
+def unpack_act(x: np.ndarray, channels: int) -> np.ndarray:
+    """(N/b, C'/c, H, W, b, c) -> NCHW with the first `channels` channels."""
+    n, c, h, w, bn, bc = x.shape
+    out = x.transpose(0, 4, 1, 5, 2, 3).reshape(n * bn, c * bc, h, w)
+    return np.ascontiguousarray(out[:, :channels])
+
+
+def pack_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """OIHW int8 -> (O'/o, I'/i, KH, KW, o, i), both channel counts zero-padded."""
+    o, i, kh, kw = w.shape
+    bo, bi = cfg.block_out, cfg.block_in
+    w = np.pad(w, ((0, pad_to(o, bo) - o), (0, pad_to(i, bi) - i), (0, 0), (0, 0)))
+    w = w.reshape(-1, bo, w.shape[1] // bi, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3)
+    return np.ascontiguousarray(w)
+
+
+@functools.lru_cache(maxsize=256)
+def fused_program(wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs, cfg: VTAConfig) -> Program:
+    """The Program of one layer structure (built once per structure and process)."""
+    return conv2d_fused(wl, ep, knobs, cfg)
+
+
+@functools.lru_cache(maxsize=256)
+def choose_knobs(
+    wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, candidates: int, db: str | None
+) -> Conv2DKnobs:
+    """Tuned knobs from the records database `db`, else the best of `candidates` settings
+    (ranked by the cycle estimate) on the timing-only simulator."""
+    if db is not None and Path(db).exists():
+        from ..tune.templates.vta import tuned_fused_knobs  # the tuner is optional here
+
+        tuned = tuned_fused_knobs(wl, ep, db)
+        if tuned is not None and tuned in fused_knob_space(wl, ep, cfg):
+            return tuned
+    space = sorted(
+        fused_knob_space(wl, ep, cfg),
+        key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
+    )
+    if not space:
+        raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
+    timed = [
+        (get_device("sim").time(fused_program(wl, ep, k, cfg)).cycles, i)
+        for i, k in enumerate(space[: max(1, candidates)])
+    ]
+    return space[min(timed)[1]]
+
+
+@dataclasses.dataclass
+class AccelConv:
+    """One offloaded layer: workload, epilogue, knobs and the packed constant inputs."""
+
+    name: str
+    wl: Conv2DWorkload
+    ep: Epilogue
+    knobs: Conv2DKnobs
+    consts: dict[str, np.ndarray]
+    out_channels: int
+
+    def program(self, cfg: VTAConfig) -> Program:
+        return fused_program(self.wl, self.ep, self.knobs, cfg)
+
+    def run(
+        self,
+        cfg: VTAConfig,
+        device: str,
+        x: np.ndarray,
+        residual: np.ndarray | None = None,
+        sc_in: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Stats]:
+        """Run on `device` with packed activations; the packed int8 output and the Stats."""
+        feed = {"data": x, **self.consts}
+        if residual is not None:
+            feed["residual"] = residual
+        if sc_in is not None:
+            feed["sc_data"] = sc_in
+        outs, stats = get_device(device).run(self.program(cfg), feed)
+        return outs["out"], stats
+
+
+def compile_qconv(
+    name: str,
+    q: QConv,
+    in_shape: tuple[int, int, int, int],
+    cfg: VTAConfig,
+    sc_shape: tuple[int, int, int, int] | None = None,
+    candidates: int = 8,
+    db: str | None = None,
+) -> AccelConv:
+    """The accelerator layer of a quantized conv on NCHW input `in_shape` (`sc_shape`: the
+    shortcut conv's input)."""
+    n, c, h, w = in_shape
+    o, i, kh, kw = q.weight.shape
+    if i != c:
+        raise LoweringError(f"{name}: weights take {i} input channels, the input has {c}")
+    bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
+    wl = Conv2DWorkload(n // bn, pad_to(c, bc) // bc, h, w, pad_to(o, bo) // bo, kh, kw,
+                        q.stride, q.pad)  # fmt: skip
+    shortcut = None
+    consts = {"kernel": pack_weight(q.weight, cfg)}
+    if q.sc_weight is not None:
+        sn, sc, sh, sw = sc_shape
+        shortcut = Conv2DWorkload(sn // bn, pad_to(sc, bc) // bc, sh, sw, wl.co, 1, 1,
+                                  q.sc_stride, 0)  # fmt: skip
+        consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
+    ep = Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut, q.pre_shift)
+    bias = np.zeros(pad_to(o, bo), np.int32)
+    bias[:o] = q.bias
+    consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), (wl.co, bn, bo)))
+    if q.residual_shift is not None:
+        consts["eye"] = eye(q.residual_shift, cfg)
+    knobs = choose_knobs(wl, ep, cfg, candidates, db)
+    return AccelConv(name, wl, ep, knobs, consts, o)

@@ -1,0 +1,156 @@
+"""Quantization for the accelerator: int8 weights and activations with power-of-two scales (value =
+q * 2^e), int32 accumulation and biases, requantization by an arithmetic shift with the rounding
+folded into the bias.
+
+A tensor's exponent comes from its calibrated magnitude: the largest |x| ("minmax") or a high
+percentile of |x| ("percentile", clipping rare outliers) or, of the minmax exponent and the two
+finer ones, the one with the least mean-square quantization error ("mse"). A convolution with
+input exponent e_x, weight exponent e_w and output exponent e_y accumulates at e_x + e_w and
+shifts right by e_y - e_x - e_w. A residual added inside the kernel enters through an int8
+identity weight 2^k (k = e_r - e_x - e_w); where k > 6 the products are first shifted right by
+k - 6 (one ALU op per output row; the bias is then quantized at the shifted exponent), keeping the
+weights' precision. A shortcut convolution accumulating into the same rows shares the
+accumulator exponent: each weight set gets the exponent that makes its products land there (the
+coarser of the two calibrated accumulator exponents).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import LoweringError
+
+QMAX = 127
+CALIBRATIONS = ("minmax", "percentile", "mse")
+PERCENTILE = 99.99
+MAX_RESIDUAL_SHIFT = 6
+
+
+def pow2_exponent(absmax: float) -> int:
+    """The smallest e with absmax <= 127 * 2^e (a zero tensor gets e = 0)."""
+    if not math.isfinite(absmax) or absmax < 0:
+        raise LoweringError(f"quantization: magnitude {absmax} is not a finite non-negative number")
+    if absmax == 0:
+        return 0
+    return math.ceil(math.log2(absmax / QMAX))
+
+
+def magnitude(x: np.ndarray, method: str = "minmax") -> float:
+    """The calibrated magnitude of a tensor's values ("mse": of the exponents minmax gives and
+    the next two finer ones, the one whose quantization error has the least mean square)."""
+    if method == "minmax":
+        return float(np.abs(x).max(initial=0.0))
+    if method == "mse":
+        top = pow2_exponent(float(np.abs(x).max(initial=0.0)))
+        errs = [(float(np.square(dequantize(quantize(x, e), e) - x).mean()), -e) for e in
+                (top, top - 1, top - 2)]  # fmt: skip
+        return QMAX * 2.0 ** -min(errs)[1]
+    if method == "percentile":
+        return float(np.percentile(np.abs(x), PERCENTILE))
+    raise LoweringError(f"calibration {method!r} is unknown (valid: {', '.join(CALIBRATIONS)})")
+
+
+def quantize(x: np.ndarray, e: int) -> np.ndarray:
+    """int8 q = clip(round(x / 2^e))."""
+    return np.clip(np.rint(np.asarray(x, np.float64) * 2.0**-e), -128, QMAX).astype(np.int8)
+
+
+def dequantize(q: np.ndarray, e: int) -> np.ndarray:
+    return q.astype(np.float32) * np.float32(2.0**e)
+
+
+@dataclasses.dataclass(frozen=True)
+class QConv:
+    """A quantized convolution (or dense, as a 1x1 conv) with its fused epilogue: int8 weights
+    (O, I, KH, KW), int32 bias (rounding included), right shift, ReLU, and an optional residual
+    (added as residual << residual_shift after the products are shifted right by pre_shift) or
+    shortcut conv (weights sc_weight, stride sc_stride)."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    shift: int
+    relu: bool
+    stride: int
+    pad: int
+    e_in: int
+    e_out: int
+    residual_shift: int | None = None
+    sc_weight: np.ndarray | None = None
+    sc_stride: int = 1
+    pre_shift: int = 0
+
+
+def quantize_conv(
+    weight: np.ndarray,
+    bias: np.ndarray,
+    e_in: int,
+    e_out: int,
+    relu: bool,
+    stride: int = 1,
+    pad: int = 0,
+    e_residual: int | None = None,
+    shortcut: tuple[np.ndarray, np.ndarray, int, int] | None = None,
+) -> QConv:
+    """Quantize a float conv (+ bias) whose input has exponent e_in and output e_out; with
+    `e_residual`, a residual at that exponent is added before the shift; `shortcut` =
+    (weight, bias, input exponent, stride) of a conv accumulated into the same rows."""
+    e_acc = e_in + pow2_exponent(float(np.abs(weight).max(initial=0.0)))
+    sc_bias = np.zeros_like(bias)
+    if shortcut is not None:
+        sc_w, sc_bias, sc_e_in, _ = shortcut
+        e_acc = max(e_acc, sc_e_in + pow2_exponent(float(np.abs(sc_w).max(initial=0.0))))
+    e_w = e_acc - e_in
+    k, pre = None, 0
+    if e_residual is not None:
+        k = e_residual - e_acc
+        if k < 0:
+            raise LoweringError(
+                f"quantization: the residual (exponent {e_residual}) is finer than the "
+                f"accumulator (exponent {e_acc}); it cannot enter through an integer weight"
+            )
+        pre = max(0, k - MAX_RESIDUAL_SHIFT)
+        k -= pre
+    e_prod = e_acc  # the products' exponent (weights and shortcut are quantized for it)
+    e_acc += pre
+    e_out = max(e_out, e_acc)  # the shift is a right shift
+    shift = e_out - e_acc
+    if shift > 31:
+        raise LoweringError(f"quantization: requantizing shift {shift} exceeds 31")
+    w_q = quantize(weight, e_w)
+    b = np.asarray(bias, np.float64) + np.asarray(sc_bias, np.float64)
+    b_q = np.rint(b * 2.0**-e_acc) + (1 << shift >> 1)  # round to nearest on the shift
+    b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
+    sc_q, sc_stride = None, 1
+    if shortcut is not None:
+        sc_q, sc_stride = quantize(shortcut[0], e_prod - shortcut[2]), shortcut[3]
+    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre)
+
+
+def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """int64 NCHW convolution (the quantized reference's, independent of any packing)."""
+    x = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    o, _, kh, kw = w.shape
+    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
+    acc = np.zeros((x.shape[0], o, oh, ow), np.int64)
+    w = w.astype(np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j], optimize=True)
+    return acc
+
+
+def run_qconv(
+    q: QConv, x: np.ndarray, residual: np.ndarray | None = None, sc_in: np.ndarray | None = None
+) -> np.ndarray:
+    """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
+    acc = conv_int(x, q.weight, q.stride, q.pad)
+    if q.sc_weight is not None:
+        acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0)
+    acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]
+    if q.residual_shift is not None:
+        acc += residual.astype(np.int64) << q.residual_shift
+    return np.clip(acc >> q.shift, 0 if q.relu else -128, QMAX).astype(np.int8)

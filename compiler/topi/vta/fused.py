@@ -1,0 +1,499 @@
+"""conv2d (and dense, as a 1x1 conv) with its whole epilogue in one accelerator Program: bias,
+requantizing shift, clip/ReLU and an optional residual add, generated directly as the backend's
+operation stream (`compiler.vta.ops`) and passed through its token and emit passes.
+
+Why not a tensor expression: the residual add accumulates a second product (the residual tile
+times a power-of-two identity weight, 1 GEMM micro-op per output row) into the convolution's
+accumulator rows, which one reduction cannot express. Per output tile and virtual thread:
+
+    GEMM reset                                  acc = 0
+    per input-channel tile: LOAD INP, LOAD WGT; GEMM   acc += data * kernel
+    [LOAD INP residual; GEMM with 2^k * I]      acc += residual << k
+    REQ (bias row, shift, relu)                 acc = clip((acc + bias) >> shift)
+    STORE
+
+The bias (all output channels) and the identity weight are loaded once per Program. Tiles go to
+the virtual threads round robin; each tile's accumulator rows rotate over `threads + 1` regions
+when they fit, so a thread's next reset does not wait for its previous store. Where the
+configuration lacks REQ the epilogue is ADD (bias), SHR, MAX, MIN.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+
+import numpy as np
+
+from vta.builder import ProgramBuilder
+from vta.config import VTAConfig
+from vta.isa import AluOp, MemType, requant_bounds, requant_imm
+from vta.program import Program
+
+from ...errors import LoweringError
+from ...vta.kernel import Kernel
+from ...vta.ops import Alu, Gemm, Load, Store
+from ...vta.tokens import emit, insert_tokens
+from ...vta.unroll import Entry, Streams
+from .conv2d import RESNET18, Conv2DKnobs, Conv2DWorkload
+from .reference import conv2d_packed_acc
+
+MAX_RESIDUAL_SHIFT = 6  # the identity weight 2^k is an int8
+
+
+@dataclasses.dataclass(frozen=True)
+class Epilogue:
+    """What follows the convolution: int32 bias per output channel, arithmetic shift right,
+    ReLU (clip to [0, 127]) or the int8 clip; before the shift, an optional residual int8
+    tensor added as residual << k (k = `residual_shift`, None: none) and an optional shortcut
+    convolution (a second input and weight, e.g. ResNet's 1x1 downsampling conv, whose
+    products accumulate into the same rows: its workload `shortcut`, same outputs). With a
+    residual, `pre_shift` shifts the products right first (one ALU op per row), so that a
+    residual much coarser than the products still enters through 2^k with k <= 6."""
+
+    bias: bool = True
+    shift: int = 0
+    relu: bool = False
+    residual_shift: int | None = None
+    shortcut: Conv2DWorkload | None = None
+    pre_shift: int = 0
+
+    def __post_init__(self):
+        for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift)):
+            if not 0 <= v <= 31:
+                raise LoweringError(f"epilogue {what} {v} is out of range (valid: 0..31)")
+        k = self.residual_shift
+        if k is not None and not 0 <= k <= MAX_RESIDUAL_SHIFT:
+            raise LoweringError(
+                f"residual shift {k} is out of range (valid: 0..{MAX_RESIDUAL_SHIFT}: the "
+                "residual is added through an int8 identity weight 2^k)"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Source:
+    """One convolution feeding the accumulator: DRAM names, workload, input-channel blocks per
+    load, and the input tile's geometry (a strided 1x1 conv loads only the rows it reads)."""
+
+    data: str
+    kernel: str
+    wl: Conv2DWorkload
+    tci: int
+    ih: int  # input rows per tile in SRAM
+    iw: int
+    row_step: int  # SRAM rows between output rows' first input rows
+    dram_rows: int  # DRAM image rows between SRAM rows
+
+    @property
+    def rows(self) -> int:
+        return self.tci * self.ih * self.iw
+
+    @property
+    def wgt_rows(self) -> int:
+        return self.tci * self.wl.kh * self.wl.kw
+
+
+def _sources(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue) -> list[_Source]:
+    out = []
+    for data, kernel, w, tci in (
+        ("data", "kernel", wl, k.tile_ci),
+        ("sc_data", "sc_kernel", ep.shortcut, 1),
+    ):
+        if w is None:
+            continue
+        s = w.stride
+        if w.kh == 1 and w.pad == 0:  # read rows y * s only
+            ih, step, dram = k.tile_h, 1, s
+        else:
+            ih, step, dram = (k.tile_h - 1) * s + w.kh, s, 1
+        iw = (k.tile_w - 1) * s + w.kw
+        out.append(_Source(data, kernel, w, tci, ih, iw, step, dram))
+    return out
+
+
+def _acc_rows(k: Conv2DKnobs) -> int:
+    return k.tile_b * k.tile_co * k.tile_h * k.tile_w
+
+
+def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> int | None:
+    """Accumulator regions (threads + 1 when they fit, else threads) or None if the tiles of
+    every thread do not fit the buffers."""
+    threads = k.oc_nthread * k.h_nthread
+    depth = cfg.depth
+    srcs = _sources(wl, k, ep)
+    inp = threads * k.tile_b * max(src.rows for src in srcs)
+    if ep.residual_shift is not None:
+        inp += threads * _acc_rows(k)
+    wgt = threads * k.tile_co * max(src.wgt_rows for src in srcs)
+    wgt += ep.residual_shift is not None
+    if inp > depth[MemType.INP] or wgt > depth[MemType.WGT]:
+        return None
+    free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
+    for r in (threads + 1, threads):
+        if r * _acc_rows(k) <= free:
+            return r
+    return None
+
+
+def fused_knob_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
+    """Every knob setting whose tiles divide the workload and fit the buffers."""
+    return _space(wl, ep, cfg)
+
+
+@functools.cache
+def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
+    def divisors(n: int) -> list[int]:
+        return [d for d in range(1, n + 1) if n % d == 0]
+
+    out = []
+    for tb, th, tw, tci, tco, oc_t, h_t in itertools.product(
+        divisors(wl.n),
+        divisors(wl.oh),
+        divisors(wl.ow),
+        divisors(wl.ci),
+        divisors(wl.co),
+        (1, 2),
+        (1, 2),
+    ):
+        k = Conv2DKnobs(tb, th, tw, tci, tco, oc_t, h_t)
+        if (wl.co // tco) % oc_t or (wl.oh // th) % h_t or regions(wl, k, ep, cfg) is None:
+            continue
+        out.append(k)
+    return tuple(out)
+
+
+def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> float:
+    """A quick model of a knob setting's cycles: compute-module work (GEMM micro-ops, the
+    epilogue per row, per-instruction overhead) or load traffic, whichever is larger, plus the
+    first tile's load (nothing overlaps it) and the last store."""
+    tiles = (wl.n // k.tile_b) * (wl.oh // k.tile_h) * (wl.ow // k.tile_w) * (wl.co // k.tile_co)
+    rows = _acc_rows(k)
+    extra = ep.residual_shift is not None
+    epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
+    epi += rows * cfg.alu_ii_imm * (ep.pre_shift > 0)
+    compute = load = first = 0.0
+    lat = cfg.dram_latency
+    for src in _sources(wl, k, ep):
+        steps = src.wl.ci // src.tci
+        compute += steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
+        inp = k.tile_b * src.rows * cfg.elem_bytes[MemType.INP]
+        wgt = k.tile_co * src.wgt_rows * cfg.elem_bytes[MemType.WGT]
+        loads = k.tile_b * src.tci * (src.ih if src.dram_rows > 1 else 1) + 1
+        per_step = (inp + wgt) / cfg.bus_bytes + loads * lat / cfg.max_outstanding
+        load += steps * per_step
+        first = first or per_step + lat
+    compute = tiles * (compute + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
+    store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + lat
+    return max(compute, tiles * load) + first + store
+
+
+def default_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> Conv2DKnobs:
+    """The knob setting `estimate_cycles` likes best (two virtual threads where possible)."""
+    space = _space(wl, ep, cfg)
+    if not space:
+        raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
+    pool = [k for k in space if k.oc_nthread * k.h_nthread == 2] or list(space)
+    return min(pool, key=lambda k: (estimate_cycles(wl, k, ep, cfg), -k.tile_w, -k.tile_ci))
+
+
+class _Stream:
+    """Operations in order with their virtual thread, as the token pass takes them."""
+
+    def __init__(self):
+        self.entries = Streams()
+
+    def add(self, thread: int, op) -> None:
+        self.entries.append(Entry((), (thread,), op))
+
+
+def _plan(loops: list[tuple[int, list[int]]], cfg: VTAConfig, gemm: bool) -> Kernel:
+    ld = cfg.log_depth
+    widths = (
+        [ld[MemType.ACC], ld[MemType.INP], ld[MemType.WGT]]
+        if gemm
+        else [ld[MemType.ACC], ld[MemType.ACC]]
+    )
+    return Kernel.plan(loops, widths, cfg.depth[MemType.UOP] // 8, gemm=gemm)
+
+
+def _instances(kernel: Kernel, base: list[int]) -> list[tuple[np.ndarray, tuple]]:
+    return [(u, kernel.folded) for u in kernel.instances(base)]
+
+
+class _Layout:
+    """SRAM rows of every buffer: per thread an input tile (and residual tile), weights, the
+    rotating accumulator regions, the bias rows and the identity weight."""
+
+    def __init__(self, wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, nreg: int):
+        threads = k.oc_nthread * k.h_nthread
+        srcs = _sources(wl, k, ep)
+        inp_rows = k.tile_b * max(src.rows for src in srcs)
+        wgt_rows = k.tile_co * max(src.wgt_rows for src in srcs)
+        self.acc_rows = _acc_rows(k)
+        self.inp = [t * inp_rows for t in range(threads)]
+        self.res = [threads * inp_rows + t * self.acc_rows for t in range(threads)]
+        self.wgt = [t * wgt_rows for t in range(threads)]
+        self.eye = threads * wgt_rows
+        self.bias = 0
+        first = wl.co if ep.bias else 0
+        self.acc = [first + r * self.acc_rows for r in range(nreg)]
+
+
+def conv2d_fused(
+    wl: Conv2DWorkload,
+    ep: Epilogue,
+    knobs: Conv2DKnobs | None = None,
+    config: VTAConfig | str | None = None,
+) -> Program:
+    """The Program of conv2d + epilogue. DRAM buffers: data (N/b, C/c, H, W, b, c) int8,
+    kernel (O/c, C/c, KH, KW, c, c) int8, [bias (O/c, b, c) int32], [residual and eye
+    (1, 1, 1, 1, c, c) int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv],
+    out (N/b, O/c, OH, OW, b, c) int8."""
+    cfg = VTAConfig.load(config)
+    k = knobs or default_fused_knobs(wl, ep, cfg)
+    sc = ep.shortcut
+    if sc is not None and (sc.n, sc.co, sc.oh, sc.ow) != (wl.n, wl.co, wl.oh, wl.ow):
+        raise LoweringError(f"shortcut conv {sc} does not produce the outputs of {wl}")
+    for axis, total, tile in (
+        ("b", wl.n, k.tile_b),
+        ("h", wl.oh, k.tile_h),
+        ("w", wl.ow, k.tile_w),
+        ("ci", wl.ci, k.tile_ci),
+        ("co", wl.co, k.tile_co),
+    ):
+        if tile < 1 or total % tile:
+            raise LoweringError(f"conv2d {wl}: tile_{axis} {tile} does not divide {total}")
+    nreg = regions(wl, k, ep, cfg)
+    if nreg is None:
+        raise LoweringError(f"conv2d {wl}: knobs {k} do not fit the configuration's buffers")
+    b = ProgramBuilder(cfg)
+    bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
+    for src in _sources(wl, k, ep):
+        w = src.wl
+        b.buffer(src.data, (w.n, w.ci, w.h, w.w, bn, bc), "int8", "input")
+        b.buffer(src.kernel, (w.co, w.ci, w.kh, w.kw, bo, bc), "int8", "weight")
+    if ep.bias:
+        b.buffer("bias", (wl.co, bn, bo), "int32", "input")
+    if ep.residual_shift is not None:
+        b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "input")
+        b.buffer("eye", (1, 1, 1, 1, bo, bc), "int8", "weight")
+    b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
+    stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, nreg), nreg)
+    emit(insert_tokens(stream.entries, cfg.depth), b)
+    return b.build()
+
+
+def eye(shift: int, config: VTAConfig | str | None = None) -> np.ndarray:
+    """The identity weight 2^shift * I that adds a residual tile into the accumulator."""
+    cfg = VTAConfig.load(config)
+    return (np.eye(cfg.block_out, cfg.block_in, dtype=np.int8) << shift).reshape(
+        1, 1, 1, 1, cfg.block_out, cfg.block_in
+    )
+
+
+def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:
+    w, th, tw, hw = src.wl, k.tile_h, k.tile_w, k.tile_h * k.tile_w
+    taps = w.kh * w.kw
+    return _plan(
+        [
+            (k.tile_b, [k.tile_co * hw, src.rows, 0]),
+            (k.tile_co, [hw, 0, src.tci * taps]),
+            (src.tci, [0, src.ih * src.iw, taps]),
+            (w.kh, [0, src.iw, w.kw]),
+            (w.kw, [0, 1, 1]),
+            (th, [tw, src.row_step * src.iw, 0]),
+            (tw, [1, w.stride, 0]),
+        ],
+        cfg,
+        gemm=True,
+    )
+
+
+def _ops(
+    wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: _Layout, nreg: int
+) -> _Stream:
+    st = _Stream()
+    threads = k.oc_nthread * k.h_nthread
+    th, tw, tco, tb = k.tile_h, k.tile_w, k.tile_co, k.tile_b
+    hw = th * tw
+    if ep.bias:
+        st.add(0, Load(MemType.ACC, None, lay.bias, "bias", 0, 1, wl.co, wl.co))
+    if ep.residual_shift is not None:
+        st.add(0, Load(MemType.WGT, None, lay.eye, "eye", 0, 1, 1, 1))
+    # micro-op kernels from base 0 (rows relative to each buffer's tile)
+    acc_loops = [(tb, [tco * hw]), (tco, [hw]), (th, [tw]), (tw, [1])]
+    reset = _plan([(n, [f[0], 0, 0]) for n, f in acc_loops], cfg, gemm=True)
+    sources = [(src, _gemm_kernel(src, k, cfg)) for src in _sources(wl, k, ep)]
+    residual = _plan([(n, [f[0], f[0], 0]) for n, f in acc_loops], cfg, gemm=True)
+    bias_src = [(tb, [tco * hw, 0]), (tco, [hw, 1]), (th, [tw, 0]), (tw, [1, 0])]
+    epi = _plan(bias_src, cfg, gemm=False)
+    epi_block = _plan(bias_src[2:], cfg, gemm=False)
+    epi_own = _plan([(n, [f[0], f[0]]) for n, f in acc_loops], cfg, gemm=False)
+
+    tiles = list(
+        itertools.product(
+            range(wl.n // tb), range(wl.oh // th), range(wl.ow // tw), range(wl.co // tco)
+        )
+    )
+    for step in range(0, len(tiles), threads):
+        group = [(t, tiles[step + t], lay.acc[(step + t) % nreg]) for t in range(threads)]
+        group = [g for g in group if step + g[0] < len(tiles)]
+        for t, _, acc in group:
+            for u, f in _instances(reset, [acc, 0, 0]):
+                st.add(t, Gemm(u, f, True))
+        first = True
+        for src, kernel in sources:
+            for c0 in range(src.wl.ci // src.tci):
+                for t, tile, _ in group:
+                    _load_inputs(st, t, src, k, lay, (*tile, c0))
+                    if ep.residual_shift is not None and first:
+                        _load_residual(st, t, wl, k, lay.res[t], tile)
+                for t, _, acc in group:
+                    for u, f in _instances(kernel, [acc, lay.inp[t], lay.wgt[t]]):
+                        st.add(t, Gemm(u, f, False))
+                first = False
+        if ep.pre_shift:
+            for t, _, acc in group:
+                for u, f in _instances(epi_own, [acc, acc]):
+                    st.add(t, Alu(AluOp.SHR, u, f, True, ep.pre_shift))
+        if ep.residual_shift is not None:
+            for t, _, acc in group:
+                for u, f in _instances(residual, [acc, lay.res[t], lay.eye]):
+                    st.add(t, Gemm(u, f, False))
+        last = step + threads >= len(tiles)
+        for t, tile, acc in group:
+            if not last:  # one epilogue per tile, the stores after every thread's epilogue
+                _epilogue(st, t, epi, ep, cfg, acc, lay.bias + tile[3] * tco)
+                continue
+            # the Program's end: epilogue and store block by block, so stores overlap the ALU
+            for nb, cb in itertools.product(range(tb), range(tco)):
+                row = (nb * tco + cb) * hw
+                _epilogue(st, t, epi_block, ep, cfg, acc + row, lay.bias + tile[3] * tco + cb)
+                _store(st, t, wl, k, acc, tile, nb * tco + cb)
+        for t, tile, acc in group if not last else ():
+            _store(st, t, wl, k, acc, tile)
+    return st
+
+
+def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig, acc, bias):
+    """REQ (or ADD, SHR, MAX, MIN) over a tile's rows, the bias rows as tensor operand."""
+    lo, hi = requant_bounds(cfg.out_width, ep.relu)
+    for u, f in _instances(kernel, [acc, bias if ep.bias else acc]):
+        if cfg.alu_requant:
+            st.add(t, Alu(AluOp.REQ, u, f, not ep.bias, requant_imm(ep.shift, ep.relu)))
+            continue
+        if ep.bias:
+            st.add(t, Alu(AluOp.ADD, u, f, False, 0))
+        for op, imm in ((AluOp.SHR, ep.shift), (AluOp.MAX, lo), (AluOp.MIN, hi)):
+            st.add(t, Alu(op, u, f, True, imm))
+
+
+def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> None:
+    """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
+    its weights for output-channel tile o0 and input-channel tile c0."""
+    n0, y0, x0, o0, c0 = tile
+    w = src.wl
+    ys, xs = y0 * k.tile_h * w.stride - w.pad, x0 * k.tile_w * w.stride - w.pad
+    span = (src.ih - 1) * src.dram_rows + 1  # image rows the tile covers
+    top, left = max(0, -ys), max(0, -xs)
+    bottom, right = max(0, ys + span - w.h), max(0, xs + src.iw - w.w)
+    ysize, xsize = src.ih - top - bottom, src.iw - left - right
+    for nb in range(k.tile_b):
+        for cb in range(src.tci):
+            n, c = n0 * k.tile_b + nb, c0 * src.tci + cb
+            row = lay.inp[t] + (nb * src.tci + cb) * src.ih * src.iw
+            off = ((n * w.ci + c) * w.h + ys + top) * w.w + xs + left
+            stride = w.w * src.dram_rows
+            st.add(t, Load(MemType.INP, None, row, src.data, off, ysize, xsize, stride,
+                           (top, bottom, left, right)))  # fmt: skip
+    taps = w.kh * w.kw
+    off = (o0 * k.tile_co * w.ci + c0 * src.tci) * taps
+    st.add(t, Load(MemType.WGT, None, lay.wgt[t], src.kernel, off, k.tile_co, src.tci * taps,
+                   w.ci * taps))  # fmt: skip
+
+
+def _blocks(
+    wl: Conv2DWorkload, k: Conv2DKnobs, tile, split: bool = False
+) -> list[tuple[int, int, int, int, int]]:
+    """(row in the tile, DRAM element, rows, columns, stride) of the output-shaped tile's 2-D
+    transfers (one per batch and channel block, or, unless `split`, one for all the channel
+    blocks of a batch block when they are contiguous)."""
+    n0, y0, x0, o0 = tile
+    th, tw = k.tile_h, k.tile_w
+    out = []
+    for nb in range(k.tile_b):
+        n = n0 * k.tile_b + nb
+        base = ((n * wl.co + o0 * k.tile_co) * wl.oh + y0 * th) * wl.ow + x0 * tw
+        row = nb * k.tile_co * th * tw
+        if th == wl.oh and tw == wl.ow and not split:
+            out.append((row, base, 1, k.tile_co * th * tw, 1))
+            continue
+        for cb in range(k.tile_co):
+            out.append((row + cb * th * tw, base + cb * wl.oh * wl.ow, th, tw, wl.ow))
+    return out
+
+
+def _load_residual(st, t, wl, k, row0, tile) -> None:
+    for row, off, y, x, stride in _blocks(wl, k, tile):
+        st.add(t, Load(MemType.INP, None, row0 + row, "residual", off, y, x, stride))
+
+
+def _store(st, t, wl, k, acc, tile, block: int | None = None) -> None:
+    """STORE of the tile (or of its `block`-th batch and channel block) from OUT rows."""
+    blocks = _blocks(wl, k, tile, split=block is not None)
+    for row, off, y, x, stride in blocks if block is None else blocks[block : block + 1]:
+        st.add(t, Store(None, acc + row, "out", off, y, x, stride))
+
+
+def fused_reference(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    wl: Conv2DWorkload,
+    ep: Epilogue,
+    bias: np.ndarray | None = None,
+    residual: np.ndarray | None = None,
+    shortcut: tuple[np.ndarray, np.ndarray] | None = None,
+    identity: np.ndarray | None = None,
+) -> np.ndarray:
+    """The Program's result in int64 numpy (packed layouts); `shortcut` = (sc_data, sc_kernel),
+    `identity` the residual's weight block (default 2^k * I)."""
+    acc = conv2d_packed_acc(data, kernel, wl.stride, wl.pad)
+    if ep.shortcut is not None:
+        sc = ep.shortcut
+        acc = acc + conv2d_packed_acc(*shortcut, sc.stride, sc.pad)
+    acc = acc >> ep.pre_shift
+    if ep.bias:
+        acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]
+    if ep.residual_shift is not None:
+        if identity is None:
+            acc = acc + (residual.astype(np.int64) << ep.residual_shift)
+        else:
+            w = identity.reshape(identity.shape[-2:]).astype(np.int64)
+            acc = acc + np.einsum("nchwbk,jk->nchwbj", residual.astype(np.int64), w)
+    lo, hi = (0, 127) if ep.relu else (-128, 127)
+    return np.clip(acc >> ep.shift, lo, hi).astype(np.int8)
+
+
+# ResNet-18's offloaded convolutions as fused kernels, in network order with their counts (names
+# as `vta tune NAME --target vta` takes them; plain C2..C12 name conv2d_packed kernels): every
+# conv with bias + requant + ReLU; the second conv of a basic block also adds the residual
+# (identity weight 2^RESIDUAL_SHIFT) or, in a downsampling block, accumulates the 1x1 stride-2
+# shortcut conv (C5, C8, C11) into the same rows.
+RESIDUAL_SHIFT, SHIFT = 2, 8
+RESNET18_NETWORK: tuple[tuple[str, str, Epilogue, int], ...] = (
+    ("C2+relu", "C2", Epilogue(True, SHIFT, True), 2),
+    ("C2+res", "C2", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 2),
+    ("C4+relu", "C4", Epilogue(True, SHIFT, True), 1),
+    ("C6+C5", "C6", Epilogue(True, SHIFT, True, None, RESNET18["C5"]), 1),
+    ("C6+relu", "C6", Epilogue(True, SHIFT, True), 1),
+    ("C6+res", "C6", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
+    ("C7+relu", "C7", Epilogue(True, SHIFT, True), 1),
+    ("C9+C8", "C9", Epilogue(True, SHIFT, True, None, RESNET18["C8"]), 1),
+    ("C9+relu", "C9", Epilogue(True, SHIFT, True), 1),
+    ("C9+res", "C9", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
+    ("C10+relu", "C10", Epilogue(True, SHIFT, True), 1),
+    ("C12+C11", "C12", Epilogue(True, SHIFT, True, None, RESNET18["C11"]), 1),
+    ("C12+relu", "C12", Epilogue(True, SHIFT, True), 1),
+    ("C12+res", "C12", Epilogue(True, SHIFT, True, RESIDUAL_SHIFT), 1),
+)

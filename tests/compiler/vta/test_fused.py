@@ -1,0 +1,129 @@
+"""conv2d with bias, requantization, ReLU and a residual add in one accelerator Program:
+bit-exact against numpy on fsim and sim, with and without REQ, threads and border padding."""
+
+import numpy as np
+import pytest
+
+from compiler.errors import LoweringError
+from compiler.topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
+from compiler.topi.vta.fused import (
+    Epilogue,
+    conv2d_fused,
+    default_fused_knobs,
+    eye,
+    fused_knob_space,
+    fused_reference,
+)
+from vta.config import VTAConfig
+from vta.device import get_device
+
+
+def _run(wl, ep, knobs, config, device, seed=0):
+    cfg = VTAConfig.load(config)
+    p = conv2d_fused(wl, ep, knobs, cfg)
+    rng = np.random.default_rng(seed)
+    spec = {b.name: b for b in p.buffers}
+    feed = {n: rng.integers(-128, 128, spec[n].shape).astype(np.int8) for n in ("data", "kernel")}
+    if ep.bias:
+        feed["bias"] = rng.integers(-5000, 5000, spec["bias"].shape).astype(np.int32)
+    if ep.residual_shift is not None:
+        feed["residual"] = rng.integers(-128, 128, spec["residual"].shape).astype(np.int8)
+        feed["eye"] = eye(ep.residual_shift, cfg)
+    shortcut = None
+    if ep.shortcut is not None:
+        for n in ("sc_data", "sc_kernel"):
+            feed[n] = rng.integers(-128, 128, spec[n].shape).astype(np.int8)
+        shortcut = (feed["sc_data"], feed["sc_kernel"])
+    want = fused_reference(
+        feed["data"], feed["kernel"], wl, ep, feed.get("bias"), feed.get("residual"), shortcut
+    )
+    outs, stats = get_device(device).run(p, feed)
+    return outs["out"], want, stats
+
+
+W, E, K = Conv2DWorkload, Epilogue, Conv2DKnobs
+CASES = [
+    (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 8, True), K(1, 4, 8, 1, 1, 2, 1)),
+    (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 9, False, 3), K(1, 2, 4, 1, 1, 1, 2)),
+    (W(1, 2, 9, 9, 4, 3, 3, 2, 1), E(False, 7, True, 0), None),
+    (W(1, 2, 8, 8, 4, 1, 1, 2, 0), E(False, 4, True), None),
+    (W(2, 3, 1, 1, 2, 1, 1, 1, 0), E(True, 6, False), None),  # dense as a 1x1 conv
+    # a ResNet downsampling block's second conv with its 1x1 stride-2 shortcut fused
+    (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 1, 8, 8, 2, 1, 1, 2, 0)), None),
+    (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0)),
+     K(1, 2, 4, 1, 1, 1, 2)),
+    (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 5, True, 6, None, 3), K(1, 2, 8, 1, 1, 2, 1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", ["pynq", "tiny"])
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_fused_conv_bit_exact(case, device, config):
+    wl, ep, knobs = CASES[case]
+    got, want, _ = _run(wl, ep, knobs, config, device, seed=case)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_knob_space_fits_and_default_is_in_it():
+    cfg = VTAConfig.load("pynq")
+    wl, ep = Conv2DWorkload(1, 4, 56, 56, 4, 3, 3, 1, 1), Epilogue(True, 8, True, 2)
+    space = fused_knob_space(wl, ep, cfg)
+    assert space and default_fused_knobs(wl, ep, cfg) in space
+    too_big = Conv2DKnobs(1, 56, 56, 4, 4, 2, 1)
+    assert too_big not in space
+    with pytest.raises(LoweringError, match="do not fit"):
+        conv2d_fused(wl, ep, too_big, cfg)
+
+
+def test_bad_epilogue_and_tiles_are_refused():
+    with pytest.raises(LoweringError, match="residual shift 7"):
+        Epilogue(residual_shift=7)
+    with pytest.raises(LoweringError, match="shift 40"):
+        Epilogue(shift=40)
+    wl = Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1)
+    with pytest.raises(LoweringError, match="tile_h 3 does not divide 8"):
+        conv2d_fused(wl, Epilogue(), Conv2DKnobs(1, 3, 8, 1, 1, 1, 1), "pynq")
+
+
+def test_fused_layers_are_tuning_tasks_measured_without_data():
+    from compiler.tune.measure import compiler_build, run_on_device
+    from compiler.tune.task import create_task
+    from compiler.tune.templates.resnet18 import resnet18_task_args
+
+    op, args = resnet18_task_args("C6+C5", "vta")
+    assert op == "conv2d_fused"
+    task = create_task(op, args, "vta")
+    program = compiler_build(task, task.instantiate(1467))
+    timed = run_on_device(program, task, "sim", check=False)
+    assert timed[0] > 0
+    small = create_task(
+        op, (1, 2, 4, 4, 2, 3, 3, 1, 1, 1, 9, 1, -1, 1, 1, 8, 8, 2, 1, 1, 2, 0), "vta"
+    )
+    checked = run_on_device(compiler_build(small, small.instantiate(0)), small, "sim", check=True)
+    assert checked[0] > 0
+
+
+def test_best_fused_is_no_slower_than_the_default():
+    from compiler.bench.vta import _bound, best_fused
+
+    cfg = VTAConfig.load("pynq")
+    wl, ep = Conv2DWorkload(1, 4, 14, 14, 4, 3, 3, 1, 1), Epilogue(True, 8, True, 2)
+    knobs, stats = best_fused(wl, ep, cfg, candidates=6)
+    default = get_device("sim").time(conv2d_fused(wl, ep, default_fused_knobs(wl, ep, cfg), cfg))
+    assert knobs in fused_knob_space(wl, ep, cfg) and stats.cycles <= default.cycles
+    assert _bound(1000.0, cfg) == "compute" and _bound(1.0, cfg) == "memory"
+
+
+def test_fused_task_arguments_round_trip():
+    from compiler.tune.templates.vta import _fused, fused_args
+
+    wl = Conv2DWorkload(1, 4, 14, 14, 4, 3, 3, 1, 1)
+    sc = Conv2DWorkload(1, 2, 28, 28, 4, 1, 1, 2, 0)
+    for ep, canonical in (
+        (Epilogue(True, 8, True), Epilogue(True, 0, True)),
+        (Epilogue(True, 6, True, 6, None, 3), Epilogue(True, 0, True, 1, None, 1)),
+        (Epilogue(False, 9, False, None, sc), Epilogue(False, 0, True, None, sc)),
+    ):
+        assert _fused(fused_args(wl, ep)) == (wl, canonical)
+    assert fused_args(wl, Epilogue(True, 7, False, 2)) == fused_args(wl, Epilogue(True, 9, True, 5))
