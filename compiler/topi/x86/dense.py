@@ -1,5 +1,7 @@
 """GEMM on x86: B packed to [N/bn, K, bn] so a register tile of tile_m rows x bn columns
-(bn / 16 zmm vectors per row) accumulates in registers over all of K, as TVM's dense_pack."""
+(bn / lanes vectors per row) accumulates in registers over all of K, as TVM's dense_pack. The
+default tile comes from the target's registers (`register_block`): 6 x 64 on AVX-512, 6 x 16
+on AVX2."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ..utils import (
     vector_lanes,
     vector_width,
 )
-from .utils import accumulator, register_tile
+from .utils import accumulator, register_block, register_tile
 
 PACKED = "packed_weight"
 
@@ -39,11 +41,13 @@ def matmul_pack(
     bias: Tensor | None = None,
     out_dtype: str | None = None,
     transpose_b: bool = False,
-    bn: int = 64,
+    bn: int | None = None,
 ) -> Tensor:
     """A [M, K] @ B (+ bias [N]) reading B through its packed copy; schedule with
-    schedule_dense_pack. bn should be a power of two (16 or 32 or 64 for float32)."""
+    schedule_dense_pack. bn should be a power of two times the vector lanes (default: the
+    target's register tile width)."""
     out_dtype = out_dtype or a.dtype
+    bn = bn or default_bn(out_dtype)
     m, ka = a.shape
     kb, n = b.shape[::-1] if transpose_b else b.shape
     if ka != kb:
@@ -69,16 +73,23 @@ def dense_pack(
     weight: Tensor,
     bias: Tensor | None = None,
     out_dtype: str | None = None,
-    bn: int = 64,
+    bn: int | None = None,
 ) -> Tensor:
     """data [batch, in] times weight [out, in] transposed (+ bias), weight packed."""
     return matmul_pack(data, weight, bias, out_dtype, transpose_b=True, bn=bn)
 
 
-def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int = 4) -> Schedule:
+def default_bn(dtype: str = "float32") -> int:
+    """The packed panel width of the target's register tile."""
+    return register_block()[1] * vector_lanes(dtype)
+
+
+def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int | None = None) -> Schedule:
     """Schedule for dense_pack / matmul_pack (and injective ops after them, e.g. bias, relu):
-    tile_m x bn output tiles, accumulators in registers, K innermost, parallel tiles."""
+    tile_m x bn output tiles (tile_m: the target's register tile rows, at most the row count),
+    accumulators in registers, K innermost, parallel tiles."""
     outs = as_outputs(outs)
+    tile_m = tile_m or min(register_block()[0], outs[0].shape[0])
     s = te.create_schedule([o.op for o in outs])
 
     def callback(op):
