@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import te
+from ...codegen.target import cpu_facts
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
 from .. import tag
@@ -15,13 +16,35 @@ from ..utils import (
 )
 from .utils import accumulator, schedule_pad
 
-MAX_REG_N = 14  # output columns per register tile: 14 x (oc_bn / 16) zmm accumulators
+MAX_COLUMNS = 16  # longer unrolled tiles gain little (loads per FMA ~ 1/columns + 1/vectors)
+
+
+def tile_columns(ow: int, vectors: int) -> int:
+    """Output columns of a register tile whose columns are `vectors` vectors each: a divisor of
+    OW with the accumulators, the weight vectors and one broadcast in the target's registers
+    (a divisor up to twice that many when the largest fitting one is under half of it, so OW 7
+    takes 7 columns, not 1)."""
+    regs = cpu_facts().vector_registers
+    limit = max(1, min(MAX_COLUMNS, (regs - vectors - 1) // vectors))
+    best = largest_divisor(ow, limit)
+    return best if 2 * best >= limit else largest_divisor(ow, 2 * limit)
+
+
+def channel_block(channels: int, dtype: str = "float32") -> int:
+    """The default channel block of the NCHW[x]c layout: two vectors when they divide the
+    channels, else one, else the largest divisor under one vector (3 for an RGB input)."""
+    lanes = vector_lanes(dtype)
+    for bn in (2 * lanes, lanes):
+        if channels % bn == 0:
+            return bn
+    return largest_divisor(channels, lanes)
 
 
 def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None) -> Schedule:
-    """conv2d_NCHWc (and injective ops after it of the same shape, e.g. bias, relu): a register
-    tile of reg_n output columns x oc_bn channels accumulates over all input channels and taps;
-    parallel over (batch, channel block, output row)."""
+    """conv2d_NCHWc (and injective ops after it of the same shape, e.g. bias, residual add,
+    relu, clip): a register tile of reg_n output columns (default `tile_columns`) x oc_bn
+    channels accumulates over all input channels and taps; parallel over (batch, channel
+    block, output row)."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -32,7 +55,8 @@ def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None)
         schedule_pad(s, op)
         acc = accumulator(s, op.output(0), out)
         n, oc, oh, ow, ob = s[out].op.axis
-        owo, owi = s[out].split(ow, factor=reg_n or largest_divisor(out.shape[3], MAX_REG_N))
+        vectors = max(1, out.shape[4] // vector_lanes(out.dtype))
+        owo, owi = s[out].split(ow, factor=reg_n or tile_columns(out.shape[3], vectors))
         s[out].vectorize(ob)
         s[out].parallel(s[out].fuse(n, oc, oh))
         s[acc].compute_at(s[out], owo)
