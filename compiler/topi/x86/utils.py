@@ -36,6 +36,7 @@ def schedule_pad(s: Schedule, conv: ComputeOp) -> None:
     """The padded input is computed once, at root, in parallel (no branches in the kernel)."""
     data = conv.input_tensors[0]
     if isinstance(data.op, ComputeOp) and data.op.tag == tag.INJECTIVE:
+        s[data].compute_root()  # traverse_inline inlined it with the other injective ops
         schedule_injective_from_existing(s, data)
 
 
