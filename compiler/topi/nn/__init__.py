@@ -8,9 +8,25 @@ from .elemwise import bias_add, leaky_relu, relu
 from .pad import pad
 from .pooling import global_pool, pool2d
 from .softmax import softmax
+from .transform import (
+    clip,
+    concatenate,
+    pack_nchwc,
+    repack_nchwc,
+    reshape,
+    transpose,
+    unpack_nchwc,
+)
 from .utils import get_pad_tuple
 
 __all__ = [
+    "clip",
+    "concatenate",
+    "pack_nchwc",
+    "repack_nchwc",
+    "reshape",
+    "transpose",
+    "unpack_nchwc",
     "batch_norm",
     "bias_add",
     "conv2d_NCHWc",
