@@ -2,13 +2,22 @@
 packed-layout computes they are built for."""
 
 from .conv2d import channel_block, schedule_conv2d_nchw, schedule_conv2d_NCHWc, tile_columns
-from .dense import dense_pack, matmul_pack, schedule_dense, schedule_dense_pack
+from .dense import (
+    dense_pack,
+    matmul_pack,
+    matmul_packed,
+    pack_weight,
+    schedule_dense,
+    schedule_dense_pack,
+)
 from .depthwise_conv2d import schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
 from .injective import schedule_injective, schedule_injective_from_existing
 from .pooling import schedule_pool
 from .softmax import schedule_softmax
 
 __all__ = [
+    "matmul_packed",
+    "pack_weight",
     "channel_block",
     "tile_columns",
     "schedule_depthwise_conv2d_NCHWc",

@@ -5,6 +5,8 @@ on AVX2."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ... import te
 from ...errors import OperatorError
 from ...schedule.schedule import Schedule
@@ -48,11 +50,23 @@ def matmul_pack(
     target's register tile width)."""
     out_dtype = out_dtype or a.dtype
     bn = bn or default_bn(out_dtype)
-    m, ka = a.shape
+    ka = a.shape[1]
     kb, n = b.shape[::-1] if transpose_b else b.shape
     if ka != kb:
         raise OperatorError(f"matmul_pack: reduction extents differ: {ka} (A) and {kb} (B)")
-    packed = _pack(b, bn, transpose_b)
+    return matmul_packed(a, _pack(b, bn, transpose_b), n, bias, out_dtype)
+
+
+def matmul_packed(
+    a: Tensor, packed: Tensor, n: int, bias: Tensor | None = None, out_dtype: str | None = None
+) -> Tensor:
+    """A [M, K] @ B (+ bias [N]) with B given packed as [ceil(N / bn), K, bn] (zero past N):
+    a constant weight is packed once, ahead of time (`pack_weight`)."""
+    out_dtype = out_dtype or a.dtype
+    m, ka = a.shape
+    _, kb, bn = packed.shape
+    if ka != kb:
+        raise OperatorError(f"matmul_packed: reduction extents differ: {ka} (A) and {kb} (B)")
     k = te.reduce_axis(ka, "k")
     # the GEMM covers whole bn-wide panels: a tail guard on the vector lanes would scalarize it
     out = te.compute(
@@ -66,6 +80,16 @@ def matmul_pack(
     if n % bn:
         out = te.compute((m, n), lambda i, j: out[i, j], name="T_slice", tag=tag.INJECTIVE)
     return out if bias is None else add_bias(out, bias)
+
+
+def pack_weight(weight: np.ndarray, bn: int | None = None) -> np.ndarray:
+    """A dense layer's weight [N, K] as matmul_packed's [ceil(N / bn), K, bn], zero past N."""
+    n, k = weight.shape
+    bn = bn or default_bn(str(weight.dtype))
+    panels = -(-n // bn)
+    padded = np.zeros((panels * bn, k), weight.dtype)
+    padded[:n] = weight
+    return np.ascontiguousarray(padded.reshape(panels, bn, k).transpose(0, 2, 1))
 
 
 def dense_pack(
@@ -105,7 +129,7 @@ def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int | None = None) 
 
 
 def _schedule_gemm(s: Schedule, gemm: Tensor, out: Tensor, tile_m: int) -> None:
-    bn = next(t for t in gemm.op.input_tensors if getattr(t.op, "tag", "") == PACKED).shape[2]
+    bn = gemm.op.input_tensors[1].shape[2]  # the packed B: [N / bn, K, bn]
     acc = accumulator(s, gemm, out)
     i, j = s[out].op.axis
     io, jo, ii, ji = s[out].tile(i, j, tile_m, bn)
