@@ -20,7 +20,6 @@ from .parallel import SYMBOL as PARALLEL_FOR
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 STACK_LIMIT = 1 << 20  # bytes; larger allocations go to the heap
-PAR_CHUNKS = 256  # work-sharing chunks per parallel loop (fewer when it has fewer iterations)
 
 _INTRINSIC_MATH = {
     "exp",
@@ -272,8 +271,7 @@ class CodeGenLLVM:
         self.fn.finish()
         self.fn = outer
         ext = self._index(s.extent)
-        n = ir.Constant(I64, PAR_CHUNKS)
-        chunk = self.b.sdiv(self.b.add(ext, self.b.sub(n, ir.Constant(I64, 1))), n)
+        chunk = ir.Constant(I64, 0)  # the runtime's choice: a few chunks per thread
         run = self._decl(PARALLEL_FOR, ir.VoidType(), [PTR, PTR, I64, I64])
         self.b.call(run, [func, ctx, ext, chunk])
 

@@ -32,6 +32,7 @@ from ..errors import CodegenError
 from .target import Target, parse_ir, target_machine
 
 SYMBOL = "vta_parallel_for"  # void (ptr fn, ptr ctx, i64 n, i64 chunk); fn(ctx, begin, end)
+CHUNKS_PER_THREAD = 4  # chunk 0: n / (4 x threads); every claim moves the claim word between cores
 WORKER_SPIN_NS = 50_000  # a worker's spin for the next loop before it sleeps
 CALLER_SPIN_NS = 200_000  # the caller's spin for chunks other threads still run
 MAX_CHUNKS = (1 << 20) - 1  # the claim word holds 20-bit chunk counts
@@ -114,11 +115,12 @@ no:
   ret i1 0
 }}
 
-; claim and run chunks of job g (24-bit generation) until none is left
+; claim and run chunks of job g (24-bit generation) until none is left; then count them done
 define internal void @vp.run(i64 %g) {{
 entry:
   br label %loop
 loop:
+  %ran = phi i32 [0, %entry], [%ran, %claim], [%ran1, %work]
   %old = load atomic i64, ptr @vp.claim seq_cst, align 8
   %og = lshr i64 %old, 40
   %same = icmp eq i64 %og, %g
@@ -128,7 +130,7 @@ check:
   %nch.s = lshr i64 %old, 20
   %nch = and i64 %nch.s, 1048575
   %more = icmp ult i64 %idx, %nch
-  br i1 %more, label %claim, label %out
+  br i1 %more, label %claim, label %finish
 claim:
   %new = add i64 %old, 1
   %res = cmpxchg ptr @vp.claim, i64 %old, i64 %new seq_cst seq_cst
@@ -144,18 +146,24 @@ work:
   %lt = icmp slt i64 %e0, %n
   %e = select i1 %lt, i64 %e0, i64 %n
   call void %fn(ptr %ctx, i64 %b, i64 %e)
-  %d0 = atomicrmw add ptr @vp.done, i32 1 seq_cst
-  %d1 = add i32 %d0, 1
+  %ran1 = add i32 %ran, 1
+  br label %loop
+finish:
+  %any = icmp ne i32 %ran, 0
+  br i1 %any, label %count, label %out
+count:
+  %d0 = atomicrmw add ptr @vp.done, i32 %ran seq_cst
+  %d1 = add i32 %d0, %ran
   %d = zext i32 %d1 to i64
   %last = icmp eq i64 %d, %nch
-  br i1 %last, label %wake, label %loop
+  br i1 %last, label %wake, label %out
 wake:
   %sl = load atomic i32, ptr @vp.caller_sleeps seq_cst, align 4
   %asleep = icmp ne i32 %sl, 0
-  br i1 %asleep, label %dowake, label %loop
+  br i1 %asleep, label %dowake, label %out
 dowake:
   call void @vp.futex_wake(ptr @vp.done, i32 1)
-  br label %loop
+  br label %out
 out:
   ret void
 }}
@@ -254,8 +262,14 @@ entry:
   %pos = icmp sgt i64 %n, 0
   br i1 %pos, label %size, label %out
 size:
+  %nt = load atomic i32, ptr @vp.nthreads monotonic, align 4
+  %nt64 = zext i32 %nt to i64
+  %auto.k = mul i64 %nt64, {chunks_per_thread}
+  %auto.a = add i64 %n, %auto.k
+  %auto.b = sub i64 %auto.a, 1
+  %auto = udiv i64 %auto.b, %auto.k
   %cpos = icmp sgt i64 %chunk0, 0
-  %c1 = select i1 %cpos, i64 %chunk0, i64 1
+  %c1 = select i1 %cpos, i64 %chunk0, i64 %auto
   %minc.a = add i64 %n, {max_chunks_m1}
   %minc = udiv i64 %minc.a, {max_chunks}
   %cbig = icmp ult i64 %c1, %minc
@@ -263,7 +277,6 @@ size:
   %nch.a = add i64 %n, %chunk
   %nch.b = sub i64 %nch.a, 1
   %nch = udiv i64 %nch.b, %chunk
-  %nt = load atomic i32, ptr @vp.nthreads monotonic, align 4
   %many = icmp sgt i32 %nt, 1
   %split = icmp ugt i64 %nch, 1
   %par = and i1 %many, %split
@@ -348,6 +361,7 @@ def runtime_ir(triple: str) -> str:
         worker_spin=WORKER_SPIN_NS,
         caller_spin=CALLER_SPIN_NS,
         max_chunks=MAX_CHUNKS,
+        chunks_per_thread=CHUNKS_PER_THREAD,
         max_chunks_m1=MAX_CHUNKS - 1,
         symbol=SYMBOL,
     )
