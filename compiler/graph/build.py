@@ -1,0 +1,201 @@
+"""Compile a planned graph for the CPU: every fused group becomes one kernel (topi computes from
+`build_ops`, the default x86 schedule of the group's anchor operator with the others fused
+into it), and `executor.GraphModule` runs them on the planned arena.
+
+A group is a list of nodes in order; the tensors it reads from outside are its kernel's
+parameters (activations at arena offsets, graph inputs, constants), its last node's output is
+written by the kernel. Dense layers' constant weights are packed once here (`pack_weight`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..codegen.target import target_scope
+from ..driver import lower
+from ..errors import OperatorError
+from ..schedule.schedule import Schedule
+from ..te.tensor import Tensor
+from ..tir import stmt as S
+from ..topi import tag, x86
+from .build_ops import OPS, placeholder
+from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
+
+
+@dataclass
+class Node:
+    """One operator: ONNX op type, input and output tensor names, attributes."""
+
+    op: str
+    inputs: list[str]
+    output: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Group:
+    """A fused group: its nodes in order; the kernel writes the last node's output."""
+
+    name: str
+    nodes: list[Node]
+
+    @property
+    def output(self) -> str:
+        return self.nodes[-1].output
+
+    @property
+    def inputs(self) -> list[str]:
+        """Tensors read from outside the group, in first-use order."""
+        made = {n.output for n in self.nodes}
+        seen: dict[str, None] = {}
+        for n in self.nodes:
+            for t in n.inputs:
+                if t not in made:
+                    seen.setdefault(t)
+        return list(seen)
+
+
+def _schedule(outs: Tensor) -> Schedule:
+    """The default schedule of the group's anchor: the first complex operator found."""
+    found: dict[str, Any] = {}
+
+    def visit(t: Tensor) -> None:
+        op = t.op
+        if getattr(op, "tag", None) is None or id(op) in found:
+            return
+        found[id(op)] = op.tag
+        for i in op.input_tensors:
+            visit(i)
+
+    visit(outs)
+    tags = set(found.values())
+    if tag.CONV2D_NCHWC in tags:
+        return x86.schedule_conv2d_NCHWc(outs)
+    if tag.DEPTHWISE_CONV2D_NCHWC in tags:
+        return x86.schedule_depthwise_conv2d_NCHWc(outs)
+    if tag.DENSE_PACK in tags:
+        return x86.schedule_dense_pack(outs)
+    if tag.POOL in tags:
+        return x86.schedule_pool(outs)
+    if tag.SOFTMAX in tags:
+        return x86.schedule_softmax(outs)
+    return x86.schedule_injective(outs)
+
+
+def group_kernel(
+    group: Group, shapes: dict[str, tuple[int, ...]], name: str | None = None
+) -> tuple[S.PrimFunc, list[str]]:
+    """The group's lowered kernel and the tensor names of its parameters (inputs, output)."""
+    tensors: dict[str, Tensor] = {t: placeholder(t, shapes[t]) for t in group.inputs}
+    args = list(tensors.values())
+    for node in group.nodes:
+        if node.op not in OPS:
+            raise OperatorError(f"node '{node.output}': op {node.op} has no CPU kernel")
+        tensors[node.output] = OPS[node.op]([tensors[t] for t in node.inputs], node.attrs)
+    out = tensors[group.output]
+    if out.shape != tuple(shapes[group.output]):
+        raise OperatorError(
+            f"group {group.name}: computes {out.shape} for '{group.output}', "
+            f"the graph says {tuple(shapes[group.output])}"
+        )
+    func = lower(_schedule(out), [*args, out], name or group.name)
+    return func, [*group.inputs, group.output]
+
+
+def pack_dense_weights(groups: list[Group], constants: dict[str, np.ndarray]) -> None:
+    """Dense nodes' [N, K] constant weights replaced by their packed form (in place), the
+    node told its N (`units`)."""
+    for g in groups:
+        for n in g.nodes:
+            if n.op == "Dense" and "units" not in n.attrs:
+                w = constants[n.inputs[1]]
+                n.attrs["units"] = w.shape[0]
+                constants[n.inputs[1]] = x86.pack_weight(w)
+
+
+def build_graph(
+    groups: list[Group],
+    shapes: dict[str, tuple[int, ...]],
+    constants: dict[str, np.ndarray],
+    inputs: list[str],
+    outputs: list[str],
+    offsets: dict[str, int],
+    arena_bytes: int,
+    target: str = "llvm",
+    log: Callable[[str], None] | None = None,
+) -> GraphModule:
+    """Compile every group (kernels shared by groups of one structure) into a GraphModule;
+    `offsets` places every intermediate tensor in the arena (bytes, multiples of 64)."""
+    t0 = time.perf_counter()
+    constants = dict(constants)
+    pack_dense_weights(groups, constants)
+    shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
+    params = list(constants)
+    steps = []
+    kernels: dict[str, S.PrimFunc] = {}
+    with target_scope(target):
+        for g in groups:
+            key = _signature(g, shapes)
+            if key not in kernels:
+                kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}")
+            func = kernels[key]
+            names = [*g.inputs, g.output]
+            steps.append(Step(func, [_slot(t, inputs, outputs, params, offsets) for t in names]))
+    if log:
+        log(
+            f"compiled {len(groups)} groups into {len(kernels)} kernels "
+            f"in {time.perf_counter() - t0:.2f} s"
+        )
+    return GraphModule.build(
+        steps,
+        [TensorSpec(t, tuple(shapes[t])) for t in inputs],
+        [TensorSpec(t, tuple(shapes[t])) for t in outputs],
+        [np.ascontiguousarray(constants[p], dtype=np.float32) for p in params],
+        arena_bytes,
+        target,
+    )
+
+
+def _signature(g: Group, shapes: dict) -> str:
+    """Groups with equal signatures compute the same function of their parameters."""
+    local = {t: f"in{k}:{tuple(shapes[t])}" for k, t in enumerate(g.inputs)}
+    parts = []
+    for k, n in enumerate(g.nodes):
+        attrs = sorted((a, repr(v)) for a, v in n.attrs.items())
+        parts.append(f"{n.op}({','.join(local[t] for t in n.inputs)}){attrs}")
+        local[n.output] = f"n{k}"
+    return ";".join(parts)
+
+
+def _slot(t: str, inputs: list[str], outputs: list[str], params: list[str], offsets: dict) -> Slot:
+    if t in inputs:
+        return Slot("input", inputs.index(t))
+    if t in outputs:
+        return Slot("output", outputs.index(t))
+    if t in params:
+        return Slot("param", params.index(t))
+    if t not in offsets:
+        raise OperatorError(f"tensor '{t}' has no place in the memory plan")
+    if offsets[t] % ALIGN:
+        raise OperatorError(f"tensor '{t}' at arena offset {offsets[t]}: not {ALIGN}-aligned")
+    return Slot("arena", offset=int(offsets[t]))
+
+
+def naive_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int]:
+    """Every intermediate tensor its own place (no reuse): a plan for tests and a bound."""
+    offsets, end = {}, 0
+    for g in groups:
+        if g.output in skip:
+            continue
+        offsets[g.output] = end
+        nbytes = int(np.prod(shapes[g.output])) * 4
+        end += -(-nbytes // ALIGN) * ALIGN
+    return offsets, end
+
+
+__all__ = ["Group", "Node", "build_graph", "group_kernel", "naive_offsets"]
