@@ -107,6 +107,20 @@ def group_kernel(
     return func, [*group.inputs, group.output]
 
 
+def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
+    """Multiply-adds x 2 of the group's convolutions and dense layers (its other work is
+    elementwise and not counted)."""
+    flops = 0
+    for n in group.nodes:
+        out = int(np.prod(shapes[n.output]))
+        if n.op == "Conv":
+            w = shapes[n.inputs[1]]  # packed [OC/ob, C/ib, KH, KW, ib, ob]
+            flops += 2 * out * w[1] * w[4] * w[2] * w[3]
+        elif n.op == "Dense":
+            flops += 2 * out * shapes[n.inputs[0]][1]
+    return flops
+
+
 def pack_dense_weights(groups: list[Group], constants: dict[str, np.ndarray]) -> None:
     """Dense nodes' [N, K] constant weights replaced by their packed form (in place), the
     node told its N (`units`)."""
@@ -145,7 +159,8 @@ def build_graph(
                 kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}")
             func = kernels[key]
             names = [*g.inputs, g.output]
-            steps.append(Step(func, [_slot(t, inputs, outputs, params, offsets) for t in names]))
+            slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
+            steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
     if log:
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "

@@ -67,6 +67,8 @@ class Step:
 
     func: S.PrimFunc
     args: list[Slot]
+    label: str = ""  # the graph's name for it (a fused group)
+    flops: int = 0  # for GFLOPS in profiles
 
 
 def _table_index(slot: Slot, n_in: int, n_out: int) -> int:
@@ -224,7 +226,7 @@ class GraphModule:
 
     def profile(self, inputs: dict[str, np.ndarray], reps: int = 10) -> list[dict]:
         """Each step's kernel timed alone (median of `reps` calls, after one run for the
-        arena's contents): [{"kernel", "ms"}] in order."""
+        arena's contents): [{"kernel", "label", "flops", "ms"}] in order."""
         keep = self._prepare(inputs)
         self._entry(self._table)
         rows = []
@@ -241,7 +243,14 @@ class GraphModule:
                 t = time.perf_counter()
                 fn(*ptrs)
                 ts.append(time.perf_counter() - t)
-            rows.append({"kernel": step["kernel"], "ms": float(np.median(ts)) * 1e3})
+            rows.append(
+                {
+                    "kernel": step["kernel"],
+                    "label": step.get("label", step["kernel"]),
+                    "flops": step.get("flops", 0),
+                    "ms": float(np.median(ts)) * 1e3,
+                }
+            )
         del keep
         return rows
 
