@@ -1,7 +1,14 @@
 """Default x86 schedules (derived from the target's facts: AVX-512, AVX2), and the
 packed-layout computes they are built for."""
 
-from .conv2d import channel_block, schedule_conv2d_nchw, schedule_conv2d_NCHWc, tile_columns
+from .conv2d import (
+    PARALLEL,
+    channel_block,
+    schedule_conv2d_nchw,
+    schedule_conv2d_NCHWc,
+    schedule_conv2d_NCHWc_knobs,
+    tile_columns,
+)
 from .dense import (
     dense_pack,
     matmul_pack,
@@ -16,6 +23,8 @@ from .pooling import schedule_pool
 from .softmax import schedule_softmax
 
 __all__ = [
+    "PARALLEL",
+    "schedule_conv2d_NCHWc_knobs",
     "matmul_packed",
     "pack_weight",
     "channel_block",

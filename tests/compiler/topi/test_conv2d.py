@@ -118,3 +118,16 @@ def test_tile_columns_avx512(ow, vectors, want):
 def test_channel_block():
     with target_scope("llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"):
         assert [x86.channel_block(c) for c in (64, 24, 3, 6)] == [16, 8, 3, 6]
+
+
+@pytest.mark.parametrize("parallel", list(x86.PARALLEL))
+@pytest.mark.parametrize("pad", ["inline", "task", "root"])
+def test_conv2d_NCHWc_tuned_knobs_with_fused_relu(run, rng, parallel, pad):
+    a, w = rand(rng, (1, 16, 8, 8)), rand(rng, (32, 16, 3, 3))
+    ap, wp = testing.nchw_pack(a, 8), testing.oihw_pack(w, 8, 16)
+    A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+    Y = topi.nn.relu(topi.nn.conv2d_NCHWc(A, W, 1, 1))
+    s = x86.schedule_conv2d_NCHWc_knobs(Y, 2, 4, True, parallel, pad)
+    got = testing.nchwc_unpack(run(s, [A, W], Y, ap, wp))
+    ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1), 0)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
