@@ -23,6 +23,7 @@ from ..schedule.schedule import Schedule
 from ..te.tensor import Tensor
 from ..tir import stmt as S
 from ..topi import tag, x86
+from ..tune.database import Database
 from .build_ops import OPS, placeholder
 from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
 
@@ -60,8 +61,8 @@ class Group:
         return list(seen)
 
 
-def _schedule(outs: Tensor) -> Schedule:
-    """The default schedule of the group's anchor: the first complex operator found."""
+def _schedule(outs: Tensor, knobs: dict | None = None) -> Schedule:
+    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, else the default."""
     found: dict[str, Any] = {}
 
     def visit(t: Tensor) -> None:
@@ -75,6 +76,8 @@ def _schedule(outs: Tensor) -> Schedule:
     visit(outs)
     tags = set(found.values())
     if tag.CONV2D_NCHWC in tags:
+        if knobs:
+            return x86.schedule_conv2d_NCHWc_knobs(outs, **knobs)
         return x86.schedule_conv2d_NCHWc(outs)
     if tag.DEPTHWISE_CONV2D_NCHWC in tags:
         return x86.schedule_depthwise_conv2d_NCHWc(outs)
@@ -88,7 +91,10 @@ def _schedule(outs: Tensor) -> Schedule:
 
 
 def group_kernel(
-    group: Group, shapes: dict[str, tuple[int, ...]], name: str | None = None
+    group: Group,
+    shapes: dict[str, tuple[int, ...]],
+    name: str | None = None,
+    knobs: dict | None = None,
 ) -> tuple[S.PrimFunc, list[str]]:
     """The group's lowered kernel and the tensor names of its parameters (inputs, output)."""
     tensors: dict[str, Tensor] = {t: placeholder(t, shapes[t]) for t in group.inputs}
@@ -103,8 +109,62 @@ def group_kernel(
             f"group {group.name}: computes {out.shape} for '{group.output}', "
             f"the graph says {tuple(shapes[group.output])}"
         )
-    func = lower(_schedule(out), [*args, out], name or group.name)
+    func = lower(_schedule(out, knobs), [*args, out], name or group.name)
     return func, [*group.inputs, group.output]
+
+
+def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | None:
+    """The group's tuning task: (conv2d_NCHWc template args, (ic_bn, oc_bn)) for a batch-1,
+    group-1 convolution with 'same'-style padding k // 2 (the template's), else None."""
+    for n in group.nodes:
+        if n.op != "Conv":
+            continue
+        data, w = shapes[n.inputs[0]], shapes[n.inputs[1]]
+        kh, kw = w[2], w[3]
+        stride = list(n.attrs.get("strides") or [1, 1])
+        pads = list(n.attrs.get("pads") or [0, 0, 0, 0])
+        if (
+            n.attrs.get("group", 1) != 1
+            or data[0] != 1
+            or kh != kw
+            or stride[0] != stride[1]
+            or pads != [kh // 2] * 4
+            or any(d != 1 for d in n.attrs.get("dilations") or [1, 1])
+        ):
+            return None
+        args = (data[1] * data[4], data[2], data[3], w[0] * w[5], kh, kw, stride[0])
+        return args, (data[4], w[5])
+    return None
+
+
+def tuned_knobs(db: Any, args: tuple, blocks: tuple[int, int]) -> dict | None:
+    """The fastest record of the conv2d_NCHWc task whose channel blocks are the graph's (its
+    other knobs make the schedule), or None."""
+    from ..tune.record import MeasureErrorNo
+    from ..tune.task import create_task
+
+    task = create_task("conv2d_NCHWc", args, "llvm")
+    best, best_cost = None, float("inf")
+    for r in db.records(task.workload_key, "llvm"):
+        if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs:
+            continue
+        try:
+            cfg = task.config_space.from_json(r.config)
+        except Exception:  # a record of another template version
+            continue
+        if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) != blocks:
+            continue
+        if min(r.costs) < best_cost:
+            best, best_cost = cfg, min(r.costs)
+    if best is None:
+        return None
+    return {
+        "tile_oh": best["tile_oh"].size[1],
+        "tile_ow": best["tile_ow"].size[1],
+        "unroll_kw": best["unroll_kw"].val,
+        "parallel": best["parallel"].val,
+        "pad": best["pad"].val,
+    }
 
 
 def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
@@ -142,9 +202,12 @@ def build_graph(
     arena_bytes: int,
     target: str = "llvm",
     log: Callable[[str], None] | None = None,
+    db: str | None = None,
 ) -> GraphModule:
     """Compile every group (kernels shared by groups of one structure) into a GraphModule;
-    `offsets` places every intermediate tensor in the arena (bytes, multiples of 64)."""
+    `offsets` places every intermediate tensor in the arena (bytes, multiples of 64). With a
+    records database `db`, convolutions with a record of their channel blocks take its
+    schedule; the manifest lists the tasks without one (`untuned`)."""
     t0 = time.perf_counter()
     constants = dict(constants)
     pack_dense_weights(groups, constants)
@@ -152,21 +215,33 @@ def build_graph(
     params = list(constants)
     steps = []
     kernels: dict[str, S.PrimFunc] = {}
+    untuned: dict[str, None] = {}
+    tuned = 0
+    records = Database(db) if db else None
     with target_scope(target):
         for g in groups:
             key = _signature(g, shapes)
             if key not in kernels:
-                kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}")
+                task = conv_task(g, shapes)
+                knobs = tuned_knobs(records, *task) if task and records else None
+                if task and not knobs:
+                    untuned[f"conv2d_NCHWc{task[0]} blocks {task[1]}"] = None
+                tuned += knobs is not None
+                kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}", knobs)
             func = kernels[key]
             names = [*g.inputs, g.output]
             slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
             steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
+    if records:
+        records.close()
     if log:
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "
-            f"in {time.perf_counter() - t0:.2f} s"
+            f"in {time.perf_counter() - t0:.2f} s; {tuned} convolutions from records"
         )
-    return GraphModule.build(
+        for name in untuned:
+            log(f"untuned (default schedule): {name}")
+    graph = GraphModule.build(
         steps,
         [TensorSpec(t, tuple(shapes[t])) for t in inputs],
         [TensorSpec(t, tuple(shapes[t])) for t in outputs],
@@ -174,6 +249,8 @@ def build_graph(
         arena_bytes,
         target,
     )
+    graph.manifest["untuned"] = list(untuned)
+    return graph
 
 
 def _signature(g: Group, shapes: dict) -> str:

@@ -65,3 +65,46 @@ def test_small_cnn_matches_numpy(tmp_path):
     np.testing.assert_allclose(g.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
     g.save(tmp_path / "cnn")
     assert (tmp_path / "cnn" / "graph.so").exists()
+
+
+def conv_graph():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    groups = [
+        Group("pack", [Node("PackNCHWc", ["x"], "xp", {"block": 16})]),
+        Group("conv", [Node("Conv", ["xp", "w"], "c", {"kernel_shape": [3, 3], "pads": [1] * 4})]),
+        Group("unpack", [Node("UnpackNCHWc", ["c"], "y")]),
+    ]
+    shapes = {"x": x.shape, "xp": (1, 1, 8, 8, 16), "c": (1, 2, 8, 8, 16), "y": (1, 32, 8, 8)}
+    offsets, arena = naive_offsets(groups, shapes, {"y"})
+    consts = {"w": testing.oihw_pack(w, 16, 16)}
+    ref = testing.conv2d_nchw_python(x, w, 1, 1)
+    return groups, shapes, consts, offsets, arena, x, ref
+
+
+def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    groups, shapes, consts, offsets, arena, x, ref = conv_graph()
+    untuned = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
+    assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 8, 8, 32, 3, 3, 1) blocks (16, 16)"]
+
+    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1), "llvm")
+    space = task.config_space
+    index = next(
+        i
+        for i in range(len(space))
+        if space.is_valid(i)
+        and (space.get(i)["tile_ic"].size[1], space.get(i)["tile_oc"].size[1]) == (16, 16)
+        and space.get(i)["pad"].val == "task"
+    )
+    with Database(tmp_path / "r.db") as db:
+        db.add_batch([Record.of(MeasureInput(task, space.get(index)), [1e-4])])
+    tuned = build_graph(
+        groups, shapes, consts, ["x"], ["y"], offsets, arena, db=str(tmp_path / "r.db")
+    )
+    assert tuned.manifest["untuned"] == []
+    np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
