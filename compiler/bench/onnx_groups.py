@@ -3,7 +3,7 @@
 DQN network only (Conv with BatchNormalization folded, Relu, Clip, Add, MaxPool,
 GlobalAveragePool, Flatten, Gemm). Every 4-d activation is kept in NCHW[x]c with the block
 `x86.channel_block(C)`; a convolution's group fuses its folded BN, bias, a residual Add and the
-activation after it. Intermediate tensors get arena places without reuse.
+activation after it. Intermediate tensors share the arena by liveness (`plan_offsets`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OperatorError
-from ..graph.build import Group, Node, build_graph, naive_offsets
+from ..graph.build import Group, Node, build_graph, plan_offsets
 from ..graph.executor import GraphModule
 from ..topi import testing, x86
 from ..topi.nn.utils import out_size
@@ -195,15 +195,12 @@ def compile_onnx(path: str | Path, target: str = "llvm", db: str | None = None, 
 
     if out_name not in shapes:
         raise OperatorError(f"output {out_name} was not computed")
-    offsets, arena = naive_offsets(groups, {**shapes, **_shapes(params)}, {out_name})
+    offsets, arena, bound = plan_offsets(groups, shapes, {out_name})
     graph = build_graph(
         groups, shapes, params, [inp.name], [out_name], offsets, arena, target, log, db
     )
+    graph.manifest["arena_lower_bound"] = bound
     return graph
-
-
-def _shapes(params: dict) -> dict:
-    return {k: v.shape for k, v in params.items()}
 
 
 __all__ = ["GraphModule", "compile_onnx"]

@@ -290,4 +290,27 @@ def naive_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[di
     return offsets, end
 
 
-__all__ = ["Group", "Node", "build_graph", "group_kernel", "naive_offsets"]
+def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int, int]:
+    """Arena places by liveness (a tensor's bytes are free once its last reader has run),
+    first fit: (offsets, arena bytes, lower bound = the most bytes live at once)."""
+    last = {t: k for k, g in enumerate(groups) for t in g.inputs}
+    offsets: dict[str, int] = {}
+    live: dict[str, tuple[int, int]] = {}  # tensor -> (offset, size)
+    arena = bound = 0
+    for k, g in enumerate(groups):
+        live = {t: v for t, v in live.items() if last.get(t, -1) >= k}
+        if g.output not in skip:
+            size = -(-int(np.prod(shapes[g.output])) * 4 // ALIGN) * ALIGN
+            start = 0
+            for off, n in sorted(live.values()):
+                if off - start >= size:
+                    break
+                start = max(start, off + n)
+            offsets[g.output] = start
+            live[g.output] = (start, size)
+            arena = max(arena, start + size)
+        bound = max(bound, sum(n for _, n in live.values()))
+    return offsets, arena, bound
+
+
+__all__ = ["Group", "Node", "build_graph", "group_kernel", "naive_offsets", "plan_offsets"]

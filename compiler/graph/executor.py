@@ -158,7 +158,15 @@ class GraphModule:
             "outputs": [asdict(s) for s in outputs],
             "params": [{"shape": list(p.shape), "dtype": str(p.dtype)} for p in params],
             "arena_bytes": int(arena_bytes),
-            "steps": [{"kernel": s.func.name, "args": [asdict(a) for a in s.args]} for s in steps],
+            "steps": [
+                {
+                    "kernel": s.func.name,
+                    "label": s.label or s.func.name,
+                    "flops": s.flops,
+                    "args": [asdict(a) for a in s.args],
+                }
+                for s in steps
+            ],
         }
         if not tgt.is_host:
             raise CodegenError(f"graph executor: {tgt.triple} is not this host; nothing to run")
@@ -246,8 +254,8 @@ class GraphModule:
             rows.append(
                 {
                     "kernel": step["kernel"],
-                    "label": step.get("label", step["kernel"]),
-                    "flops": step.get("flops", 0),
+                    "label": step["label"],
+                    "flops": step["flops"],
                     "ms": float(np.median(ts)) * 1e3,
                 }
             )

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from compiler.graph.build import Group, Node, build_graph, naive_offsets
+from compiler.graph.build import Group, Node, build_graph, naive_offsets, plan_offsets
 from compiler.topi import testing
 
 
@@ -108,3 +108,11 @@ def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
     )
     assert tuned.manifest["untuned"] == []
     np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_plan_offsets_reuses_dead_tensors():
+    chain = [Group(f"g{k}", [Node("Relu", [f"t{k}"], f"t{k + 1}")]) for k in range(4)]
+    shapes = {f"t{k}": (1, 16) for k in range(5)}
+    offsets, arena, bound = plan_offsets(chain, shapes, {"t4"})
+    assert arena == bound == 128  # t1 and t2 live together; t3 reuses t1's place
+    assert offsets["t3"] == offsets["t1"] != offsets["t2"]
