@@ -39,7 +39,7 @@ def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
 
 def load_model(path: str, target: str, db: str | None, shapes: dict, log=None) -> GraphModule:
     """A compiled model folder loads as it is; an .onnx file is compiled."""
-    from .build import compile_model  # the compiler pipeline only when compiling
+    from .build_onnx import compile_model  # the compiler pipeline only when compiling
 
     p = Path(path)
     if p.is_dir():
@@ -88,7 +88,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from .build import compile_model
+    from .build_onnx import compile_model
 
     t = time.perf_counter()
     graph = compile_model(

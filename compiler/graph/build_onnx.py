@@ -1,6 +1,6 @@
-"""A stop-gap front end for the benchmark networks: ONNX -> fused groups for
-`compiler.graph.build.build_graph`, covering the operators of ResNet-18, MobileNet-v1 and the
-DQN network only (Conv with BatchNormalization folded, Relu, Clip, Add, MaxPool,
+"""A stop-gap front end until the graph IR's import, fusion, layout and planning passes drive
+`build.build_graph`: ONNX -> fused groups, covering the operators of ResNet-18, MobileNet-v1 and
+the DQN network only (Conv with BatchNormalization folded, Relu, Clip, Add, MaxPool,
 GlobalAveragePool, Flatten, Gemm). Every 4-d activation is kept in NCHW[x]c with the block
 `x86.channel_block(C)`; a convolution's group fuses its folded BN, bias, a residual Add and the
 activation after it. Intermediate tensors share the arena by liveness (`plan_offsets`).
@@ -13,20 +13,33 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OperatorError
-from ..graph.build import Group, Node, build_graph, plan_offsets
-from ..graph.executor import GraphModule
 from ..topi import testing, x86
 from ..topi.nn.utils import out_size
+from .build import Group, Node, build_graph, plan_offsets
+from .executor import GraphModule
 
 _ACTIVATIONS = ("Relu", "Clip")
 
 
-def compile_onnx(path: str | Path, target: str = "llvm", db: str | None = None, log=None):
-    """The ONNX model at `path` compiled into a GraphModule (supported operators only)."""
+def compile_model(
+    path: str | Path,
+    target: str = "llvm",
+    db: str | None = None,
+    shapes: dict | None = None,
+    log=None,
+    print_passes: bool = False,
+) -> GraphModule:
+    """The ONNX model at `path` compiled into a GraphModule (supported operators only; static
+    input shapes: `shapes` and `print_passes` are not supported by this front end)."""
     import onnx
     from onnx import numpy_helper
 
-    model = onnx.load(str(path))
+    if shapes or print_passes:
+        raise OperatorError("--shape and --print-passes need the graph IR's front end")
+    try:
+        model = onnx.load(str(path))
+    except Exception as e:
+        raise OperatorError(f"{path}: not an ONNX model: {e}") from e
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
     nodes = list(g.node)
@@ -203,4 +216,4 @@ def compile_onnx(path: str | Path, target: str = "llvm", db: str | None = None, 
     return graph
 
 
-__all__ = ["GraphModule", "compile_onnx"]
+__all__ = ["compile_model"]
