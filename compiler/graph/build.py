@@ -138,24 +138,23 @@ def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | Non
 
 
 def tuned_knobs(db: Any, args: tuple, blocks: tuple[int, int]) -> dict | None:
-    """The fastest record of the conv2d_NCHWc task whose channel blocks are the graph's (its
-    other knobs make the schedule), or None."""
+    """The fastest record of the conv2d_NCHWc task with the graph's channel blocks (tuned with
+    them fixed, or freely with these blocks among the configs tried), or None."""
     from ..tune.record import MeasureErrorNo
     from ..tune.task import create_task
 
-    task = create_task("conv2d_NCHWc", args, "llvm")
     best, best_cost = None, float("inf")
-    for r in db.records(task.workload_key, "llvm"):
-        if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs:
-            continue
-        try:
-            cfg = task.config_space.from_json(r.config)
-        except Exception:  # a record of another template version
-            continue
-        if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) != blocks:
-            continue
-        if min(r.costs) < best_cost:
-            best, best_cost = cfg, min(r.costs)
+    for task_args in ((*args, *blocks), args):
+        task = create_task("conv2d_NCHWc", task_args, "llvm")
+        for r in db.records(task.workload_key, "llvm"):
+            if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs or min(r.costs) >= best_cost:
+                continue
+            try:
+                cfg = task.config_space.from_json(r.config)
+            except Exception:  # a record of another template version
+                continue
+            if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == blocks:
+                best, best_cost = cfg, min(r.costs)
     if best is None:
         return None
     return {

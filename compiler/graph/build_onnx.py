@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..codegen.target import target_scope
 from ..errors import OperatorError
 from ..topi import testing, x86
 from ..topi.nn.utils import out_size
@@ -31,11 +32,23 @@ def compile_model(
 ) -> GraphModule:
     """The ONNX model at `path` compiled into a GraphModule (supported operators only; static
     input shapes: `shapes` and `print_passes` are not supported by this front end)."""
+    if shapes or print_passes:
+        raise OperatorError("--shape and --print-passes need the graph IR's front end")
+    with target_scope(target):
+        groups, tensor_shapes, params, inputs, outputs = import_groups(path)
+    offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
+    graph = build_graph(
+        groups, tensor_shapes, params, inputs, outputs, offsets, arena, target, log, db
+    )
+    graph.manifest["arena_lower_bound"] = bound
+    return graph
+
+
+def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str], list[str]]:
+    """(groups, tensor shapes, constant parameters, input names, output names) of a model."""
     import onnx
     from onnx import numpy_helper
 
-    if shapes or print_passes:
-        raise OperatorError("--shape and --print-passes need the graph IR's front end")
     try:
         model = onnx.load(str(path))
     except Exception as e:
@@ -206,14 +219,13 @@ def compile_model(
             raise OperatorError(f"node {node.name}: {op} is not supported by this front end")
         done.add(node.output[0])
 
+    if out_name not in shapes and out_name in packed:  # unpack once, at the output
+        n_, cc, h, w_, b = shapes[packed[out_name]]
+        groups.append(Group("unpack_output", [Node("UnpackNCHWc", [packed[out_name]], out_name)]))
+        shapes[out_name] = (n_, cc * b, h, w_)
     if out_name not in shapes:
         raise OperatorError(f"output {out_name} was not computed")
-    offsets, arena, bound = plan_offsets(groups, shapes, {out_name})
-    graph = build_graph(
-        groups, shapes, params, [inp.name], [out_name], offsets, arena, target, log, db
-    )
-    graph.manifest["arena_lower_bound"] = bound
-    return graph
+    return groups, shapes, params, [inp.name], [out_name]
 
 
 __all__ = ["compile_model"]

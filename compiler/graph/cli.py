@@ -104,6 +104,60 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def model_tasks(path: str, target: str) -> list[tuple[tuple, int]]:
+    """The model's distinct conv2d_NCHWc tuning tasks (template args with the graph's channel
+    blocks) and how many kernels of the graph each one makes."""
+    from ..codegen.target import target_scope
+    from .build import conv_task
+    from .build_onnx import import_groups
+
+    with target_scope(target):
+        groups, shapes, params, _, _ = import_groups(path)
+    shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
+    weights: dict[tuple, int] = {}
+    for g in groups:
+        task = conv_task(g, shapes)
+        if task:
+            key = (*task[0], *task[1])
+            weights[key] = weights.get(key, 0) + 1
+    return list(weights.items())
+
+
+def tune_model(args: argparse.Namespace) -> int:
+    """`vta tune MODEL.onnx --target llvm --n-trial N --db F`: every conv task of the model in
+    turn ([k/n] progress bars), resuming from and recording to the database."""
+    from ..tune import tune_tasks
+    from ..tune.database import Database
+    from ..tune.measure import CPURunner, LocalBuilder, measure_option
+    from ..tune.task import create_task
+
+    if args.target.split()[0] != "llvm":
+        raise CompilerError(f"tuning a model supports --target llvm, not {args.target!r}")
+    if not args.db:
+        raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
+    model = next(w for w in args.workload if w.endswith(".onnx"))
+    found = model_tasks(model, args.target)
+    print(f"{model}: {len(found)} tasks")
+    for k, (task_args, weight) in enumerate(found, 1):
+        print(f"  [{k}/{len(found)}] conv2d_NCHWc{task_args} x{weight}")
+    tasks = [create_task("conv2d_NCHWc", a, "llvm") for a, _ in found]
+    option = measure_option(
+        LocalBuilder(timeout=args.build_timeout), CPURunner(threads=1, pool=None)
+    )
+    t = time.perf_counter()
+    try:
+        with Database(args.db) as db:
+            histories = tune_tasks(
+                tasks, args.n_trial, option, tuner=args.tuner, database=db, seed=args.seed
+            )
+    finally:
+        option.close()
+    for (task_args, _), h in zip(found, histories, strict=True):
+        print(f"conv2d_NCHWc{task_args}: {len(h.throughputs)} trials, {h.errors} errors")
+    print(f"tuned {len(tasks)} tasks in {time.perf_counter() - t:.1f} s; records in {args.db}")
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default="llvm", help="llvm (this CPU)")
     p.add_argument("--db", help="tuning records to apply (untuned tasks use default schedules)")

@@ -115,13 +115,36 @@ register_reference("matmul_basic")(matmul_reference)
 
 
 @register_template("conv2d_NCHWc", "llvm")
-def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1):
-    """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks."""
+def conv2d_NCHWc(
+    cfg,
+    c: int,
+    h: int,
+    w: int,
+    f: int,
+    kh: int,
+    kw: int,
+    stride: int = 1,
+    ic_bn: int = 0,
+    oc_bn: int = 0,
+):
+    """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks
+    (fixed to ic_bn / oc_bn when given: a network's layout decides them)."""
     pad = kh // 2
     oh = (h + 2 * pad - kh) // stride + 1
     ow = (w + 2 * pad - kw) // stride + 1
-    cfg.define_split("tile_ic", c, num_outputs=2, max_factor=64)
-    cfg.define_split("tile_oc", f, num_outputs=2, filter=lambda e: e.size[1] in VECTOR_BLOCKS)
+    cfg.define_split(
+        "tile_ic",
+        c,
+        num_outputs=2,
+        max_factor=64,
+        filter=lambda e: e.size[1] == (ic_bn or e.size[1]),
+    )
+    cfg.define_split(
+        "tile_oc",
+        f,
+        num_outputs=2,
+        filter=lambda e: e.size[1] == oc_bn if oc_bn else e.size[1] in VECTOR_BLOCKS,
+    )
     cfg.define_split("tile_ow", ow, num_outputs=2, max_factor=32)
     cfg.define_split("tile_oh", oh, num_outputs=2, max_factor=4)
     cfg.define_knob("unroll_kw", [True, False])
@@ -145,7 +168,7 @@ def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: 
 
 
 @register_reference("conv2d_NCHWc")
-def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1):
+def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=0, oc_bn=0):
     data, kernel = inputs  # the layouts carry the config's channel blocks
     weight = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(f, c, kh, kw)
     out = testing.conv2d_nchw_python(

@@ -50,3 +50,33 @@ def test_missing_model_is_an_error(tmp_path, capsys):
     np.savez(tmp_path / "in.npz", x=np.zeros(1))
     assert main(["run", str(tmp_path / "nope.onnx"), "--inputs", str(tmp_path / "in.npz")]) == 2
     assert "no such model" in capsys.readouterr().err
+
+
+def tiny_conv_model() -> bytes:
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).standard_normal((16, 16, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return m.SerializeToString()
+
+
+def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
+    (tmp_path / "m.onnx").write_bytes(tiny_conv_model())
+    db = str(tmp_path / "r.db")
+    args = ["tune", str(tmp_path / "m.onnx"), "--n-trial", "2", "--batch-size", "2"]
+    assert main([*args, "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "1 tasks" in out and "conv2d_NCHWc(16, 8, 8, 16, 3, 3, 1," in out
+    assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"), "--db", db]) == 0
+    assert "1 convolutions from records" in capsys.readouterr().err
