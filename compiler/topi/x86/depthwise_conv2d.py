@@ -39,7 +39,9 @@ def schedule_depthwise_conv2d_nchw(outs: Tensor | list[Tensor]) -> Schedule:
 def schedule_depthwise_conv2d_NCHWc(outs: Tensor | list[Tensor]) -> Schedule:
     """depthwise_conv2d_NCHWc (and injective followers: bias, relu, clip): parallel over
     (batch, channel block, output row); a register tile of output columns x the channel block
-    accumulates the window taps (unrolled), the padded input made once at root."""
+    accumulates the window taps (unrolled); the zero padding stays a condition on the loads (a
+    padded copy at root costs more than the convolution: 0.38 vs 0.15 ms for 64 channels,
+    112x112, stride 2)."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -47,7 +49,6 @@ def schedule_depthwise_conv2d_NCHWc(outs: Tensor | list[Tensor]) -> Schedule:
     def callback(op):
         if op.tag != tag.DEPTHWISE_CONV2D_NCHWC:
             return
-        schedule_pad(s, op)
         acc = accumulator(s, op.output(0), out)
         n, c, y, x, cb = s[out].op.axis
         vectors = max(1, out.shape[4] // vector_lanes(out.dtype))
