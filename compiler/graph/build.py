@@ -277,18 +277,6 @@ def _slot(t: str, inputs: list[str], outputs: list[str], params: list[str], offs
     return Slot("arena", offset=int(offsets[t]))
 
 
-def naive_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int]:
-    """Every intermediate tensor its own place (no reuse): a plan for tests and a bound."""
-    offsets, end = {}, 0
-    for g in groups:
-        if g.output in skip:
-            continue
-        offsets[g.output] = end
-        nbytes = int(np.prod(shapes[g.output])) * 4
-        end += -(-nbytes // ALIGN) * ALIGN
-    return offsets, end
-
-
 def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int, int]:
     """Arena places by liveness (a tensor's bytes are free once its last reader has run),
     first fit: (offsets, arena bytes, lower bound = the most bytes live at once)."""
@@ -312,4 +300,4 @@ def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dic
     return offsets, arena, bound
 
 
-__all__ = ["Group", "Node", "build_graph", "group_kernel", "naive_offsets", "plan_offsets"]
+__all__ = ["Group", "Node", "build_graph", "group_kernel", "plan_offsets"]

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from compiler.graph.build import Group, Node, build_graph, naive_offsets, plan_offsets
+from compiler.graph.build import Group, Node, build_graph, plan_offsets
 from compiler.topi import testing
 
 
@@ -55,7 +55,7 @@ def test_small_cnn_matches_numpy(tmp_path):
         "f": (1, 32),
         "y": (1, 10),
     }
-    offsets, arena = naive_offsets(groups, shapes, {"y"})
+    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     g = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
 
     r = np.maximum(testing.conv2d_nchw_python(x, w1, 1, 1) + b1[None, :, None, None], 0)
@@ -77,7 +77,7 @@ def conv_graph():
         Group("unpack", [Node("UnpackNCHWc", ["c"], "y")]),
     ]
     shapes = {"x": x.shape, "xp": (1, 1, 8, 8, 16), "c": (1, 2, 8, 8, 16), "y": (1, 32, 8, 8)}
-    offsets, arena = naive_offsets(groups, shapes, {"y"})
+    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     consts = {"w": testing.oihw_pack(w, 16, 16)}
     ref = testing.conv2d_nchw_python(x, w, 1, 1)
     return groups, shapes, consts, offsets, arena, x, ref
