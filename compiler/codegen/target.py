@@ -42,26 +42,33 @@ class Target:
         override = os.environ.get(TARGET_ENV, "").strip()
         if spec.strip() == "llvm" and override:
             spec = override
-        words = spec.split()
-        if not words or words[0] != "llvm":
-            raise CodegenError(
-                f"unknown target {spec!r}; expected 'llvm [-mtriple=..] [-mcpu=..] [-mattr=..]'"
-            )
-        opts = {}
-        for w in words[1:]:
-            key, _, value = w.partition("=")
-            if key not in ("-mtriple", "-mcpu", "-mattr"):
-                raise CodegenError(f"target {spec!r}: unknown option {key!r}")
-            opts[key] = value
-        triple = opts.get("-mtriple", llvm.get_process_triple())
-        if triple == llvm.get_process_triple():
-            cpu, feats = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        else:
-            arch = triple.split("-")[0]
-            cpu, feats = next(
-                (v for k, v in _DEFAULT_CPU.items() if arch.startswith(k)), ("generic", "")
-            )
-        return Target(triple, opts.get("-mcpu", cpu), opts.get("-mattr", feats))
+        return _parse(spec)
+
+
+@cache
+def _parse(spec: str) -> Target:
+    """Target.parse after the environment's override (cached: asking LLVM for the host's
+    features costs ~0.5 ms, and default schedules ask often)."""
+    words = spec.split()
+    if not words or words[0] != "llvm":
+        raise CodegenError(
+            f"unknown target {spec!r}; expected 'llvm [-mtriple=..] [-mcpu=..] [-mattr=..]'"
+        )
+    opts = {}
+    for w in words[1:]:
+        key, _, value = w.partition("=")
+        if key not in ("-mtriple", "-mcpu", "-mattr"):
+            raise CodegenError(f"target {spec!r}: unknown option {key!r}")
+        opts[key] = value
+    triple = opts.get("-mtriple", llvm.get_process_triple())
+    if triple == llvm.get_process_triple():
+        cpu, feats = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    else:
+        arch = triple.split("-")[0]
+        cpu, feats = next(
+            (v for k, v in _DEFAULT_CPU.items() if arch.startswith(k)), ("generic", "")
+        )
+    return Target(triple, opts.get("-mcpu", cpu), opts.get("-mattr", feats))
 
 
 TARGET_ENV = "VTA_LLVM_TARGET"
