@@ -44,21 +44,25 @@ def spinning_process() -> Iterator[subprocess.Popen]:
 
 
 def interleaved(
-    ours: Callable[[], Any], peer: Callable[[], Any], reps: int, min_time: float
+    ours: Callable[[], Any],
+    peer: Callable[[], Any],
+    reps: int,
+    min_time: float,
+    block: int = 5,
 ) -> tuple[list[float], list[float]]:
-    """Seconds per call of each, calls alternating (after one warm-up each): at least `reps`
-    pairs, and more until both add up to `min_time` seconds."""
-    ours()
-    peer()
+    """Seconds per call of each, in alternating blocks of `block` timed calls, each block after
+    one untimed call (onnxruntime's threads spin for a while after a run and would compete
+    with ours if the calls alternated one by one); at least `reps` calls each, and more until
+    both add up to `min_time` seconds."""
     a: list[float] = []
     b: list[float] = []
     while len(a) < reps or sum(a) + sum(b) < min_time:
-        t = time.perf_counter()
-        ours()
-        a.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        peer()
-        b.append(time.perf_counter() - t)
+        for fn, ts in ((ours, a), (peer, b)):
+            fn()
+            for _ in range(block):
+                t = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t)
     return a, b
 
 
