@@ -47,6 +47,7 @@ def test_concurrent_callers(threads):
     threads(2)
     mod = counting_kernel(100_000)
     a = np.random.default_rng(0).random(100_000, dtype=np.float32)
+    mod(a, np.zeros_like(a))  # JIT-compiled once, before the threads share it
     errors = []
 
     def work():
