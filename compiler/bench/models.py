@@ -49,15 +49,17 @@ def interleaved(
     reps: int,
     min_time: float,
     block: int = 5,
+    settle: float = 0.05,
 ) -> tuple[list[float], list[float]]:
     """Seconds per call of each, in alternating blocks of `block` timed calls, each block after
-    one untimed call (onnxruntime's threads spin for a while after a run and would compete
-    with ours if the calls alternated one by one); at least `reps` calls each, and more until
-    both add up to `min_time` seconds."""
+    `settle` seconds idle and one untimed call: onnxruntime's threads spin for a while after a
+    run and slowed the calls of ours that followed (MobileNet-v1: 7.8 ms interleaved, 5.0 ms
+    alone); at least `reps` calls each, and more until both add up to `min_time` seconds."""
     a: list[float] = []
     b: list[float] = []
     while len(a) < reps or sum(a) + sum(b) < min_time:
         for fn, ts in ((ours, a), (peer, b)):
+            time.sleep(settle)
             fn()
             for _ in range(block):
                 t = time.perf_counter()
