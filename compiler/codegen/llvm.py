@@ -1,8 +1,9 @@
 """LLVM IR generation from a lowered PrimFunc with llvmlite.ir.
 
 Each PrimFunc becomes `void name(T0* noalias, T1* noalias, ...)` taking one pointer per buffer.
-Parallel loops are outlined into a function run by libgomp's GOMP_parallel_loop_dynamic; the
-threads share the iterations in chunks (dynamic schedule).
+Parallel loops are outlined into `void f(ptr ctx, i64 begin, i64 end)` and run by the thread
+pool of `parallel.py` (`vta_parallel_for`): the threads claim chunks of iterations until none
+is left.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect
+from .parallel import SYMBOL as PARALLEL_FOR
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 STACK_LIMIT = 1 << 20  # bytes; larger allocations go to the heap
-PAR_CHUNKS = 256  # work-sharing chunks per parallel loop (fewer when it has fewer iterations)
 
 _INTRINSIC_MATH = {
     "exp",
@@ -238,9 +239,10 @@ class CodeGenLLVM:
         b.position_at_end(done)
 
     def _parallel_for(self, s: S.For) -> None:
-        """Outline the loop into `void f(ptr ctx)` and run it with GOMP_parallel_loop_dynamic:
-        threads take chunks of iterations until none is left, so a thread delayed by another
-        process on its core costs only the chunk it holds, not a static half of the loop."""
+        """Outline the loop into `void f(ptr ctx, i64 begin, i64 end)` and run it with
+        vta_parallel_for: threads take chunks of iterations until none is left, so a thread
+        delayed by another process on its core costs only the chunk it holds, not a static half
+        of the loop, and a thread that has not started yet costs nothing."""
         captured = self._captured(s)
         values = [self.fn.vars[v] for v in captured]
         ctx_ty = ir.LiteralStructType([v.type for v in values])
@@ -253,7 +255,9 @@ class CodeGenLLVM:
             )
         outer = self.fn
         func = ir.Function(
-            self.module, ir.FunctionType(ir.VoidType(), [PTR]), self._name(f"{outer.func.name}.par")
+            self.module,
+            ir.FunctionType(ir.VoidType(), [PTR, I64, I64]),
+            self._name(f"{outer.func.name}.par"),
         )
         func.linkage = "internal"
         self.fn = _Fn(func)
@@ -267,36 +271,18 @@ class CodeGenLLVM:
         self.fn.finish()
         self.fn = outer
         ext = self._index(s.extent)
-        n = ir.Constant(I64, PAR_CHUNKS)
-        chunk = self.b.sdiv(self.b.add(ext, self.b.sub(n, ir.Constant(I64, 1))), n)
-        gomp = self._decl(
-            "GOMP_parallel_loop_dynamic", ir.VoidType(), [PTR, PTR, I32, I64, I64, I64, I64, I32]
-        )
-        zero32, zero, one = ir.Constant(I32, 0), ir.Constant(I64, 0), ir.Constant(I64, 1)
-        # all threads (0 = the OpenMP default), iterations [0, ext) step 1, flags 0
-        self.b.call(gomp, [func, ctx, zero32, zero, ext, one, chunk, zero32])
+        chunk = ir.Constant(I64, 0)  # the runtime's choice: a few chunks per thread
+        run = self._decl(PARALLEL_FOR, ir.VoidType(), [PTR, PTR, I64, I64])
+        self.b.call(run, [func, ctx, ext, chunk])
 
     def _chunk_loop(self, s: S.For) -> None:
-        """The outlined body: run chunks [start, end) from GOMP_loop_dynamic_next."""
+        """The outlined body: the iterations [min + begin, min + end) of one chunk."""
         b = self.b
-        with b.goto_block(self.fn.entry):
-            start, end = b.alloca(I64, name="chunk.start"), b.alloca(I64, name="chunk.end")
-        head = b.append_basic_block("chunk.next")
-        work = b.append_basic_block("chunk.run")
-        done = b.append_basic_block("chunk.done")
-        b.branch(head)
-        b.position_at_end(head)
-        more = b.call(self._decl("GOMP_loop_dynamic_next", I8, [PTR, PTR]), [start, end])
-        b.cbranch(b.icmp_unsigned("!=", more, ir.Constant(I8, 0)), work, done)
-        b.position_at_end(work)
         lo = self.expr(s.min)
-        begin, stop = (b.load(p, typ=I64) for p in (start, end))
+        begin, stop = self.fn.func.args[1], self.fn.func.args[2]
         if lo.type.width < 64:
             begin, stop = b.trunc(begin, lo.type), b.trunc(stop, lo.type)
         self._loop(s.loop_var, b.add(lo, begin), b.add(lo, stop), lambda: self.stmt(s.body))
-        b.branch(head)
-        b.position_at_end(done)
-        b.call(self._decl("GOMP_loop_end_nowait", ir.VoidType(), []), [])
 
     def _captured(self, s: S.Stmt) -> list[E.Var]:
         """Variables bound outside `s` that its body uses (scalars and buffer pointers).

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import tempfile
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -21,6 +21,7 @@ from llvmlite import ir
 
 from vta.errors import VTAError
 
+from ..codegen import parallel
 from ..codegen.llvm import codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
 from ..errors import CodegenError, OperatorError
@@ -34,32 +35,9 @@ class ArgumentError(VTAError, ValueError):
     """Arrays passed to a module do not match its signature (names the parameter)."""
 
 
-@cache
-def _load_openmp() -> ctypes.CDLL:
-    """libgomp, loaded globally so JIT and exported modules resolve GOMP_* against it.
-
-    Its waiting threads spin only briefly (GOMP_SPINCOUNT 1000, ~10-20 us), then sleep,
-    unless OMP_WAIT_POLICY / GOMP_SPINCOUNT say otherwise. Back-to-back calls then find the
-    threads awake: waking a sleeping thread costs 10-50 us on this VM, as much as a small
-    layer (a 2-thread 1x1 conv: median 70 -> 43 us). Longer spins hurt once other processes
-    load the cores: a spinning thread competes with them for its core (same conv, one core
-    busy elsewhere: median 72 us without spinning, 130 us with 1000, 660 us with 10000).
-    The settings take effect only if libgomp is not loaded yet.
-    """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-    path = ctypes.util.find_library("gomp") or "libgomp.so.1"
-    try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        llvm.load_library_permanently(path)
-    except (OSError, RuntimeError) as e:
-        raise CodegenError(f"cannot load the OpenMP runtime {path!r}: {e}") from e
-    return lib
-
-
 def set_num_threads(n: int) -> None:
-    """Threads the parallel loops of every module use (OpenMP's omp_set_num_threads)."""
-    _load_openmp().omp_set_num_threads(int(n))
+    """Threads the parallel loops of every module use (the caller included)."""
+    parallel.set_num_threads(n)
 
 
 def _signature(f: S.PrimFunc) -> list[dict]:
@@ -121,7 +99,7 @@ class Module(_Callable):
             mod.link_in(parse_ir(text, tm, target.triple))
         optimize(mod, tm)
         self._mod, self._engine, self._cfunc_cached = mod, None, None
-        self.uses_openmp = "GOMP_parallel" in self.llvm_ir_unoptimized
+        self.uses_parallel = parallel.SYMBOL in self.llvm_ir_unoptimized
 
     def get_source(self, fmt: str = "ll") -> str:
         """Optimized LLVM IR ("ll"), unoptimized IR ("ll-raw") or assembly ("asm")."""
@@ -141,8 +119,8 @@ class Module(_Callable):
                     f"module '{self.name}' is compiled for {self.target.triple}; it cannot run on "
                     "this host (save() it and run it on the target)"
                 )
-            if self.uses_openmp:
-                _load_openmp()
+            if self.uses_parallel:
+                parallel.load_runtime()
             tm = target_machine(self.target, pic=False)
             engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(self._mod.as_bitcode()), tm)
             engine.finalize_object()
@@ -164,7 +142,7 @@ class Module(_Callable):
         with tempfile.TemporaryDirectory() as tmp:
             obj = os.path.join(tmp, "module.o")
             self.save(obj)
-            # OpenMP symbols stay undefined: load_module loads libgomp globally first
+            # the parallel runtime's symbol stays undefined: load_module loads it globally first
             r = subprocess.run(["ld", "-shared", "-o", path, obj], capture_output=True, text=True)
             if r.returncode:
                 raise CodegenError(f"linking {path} failed: {r.stderr.strip()}")
@@ -182,7 +160,7 @@ class LoadedModule(_Callable):
     """A function from a shared library written by Module.export_library."""
 
     def __init__(self, path: str, name: str):
-        _load_openmp()
+        parallel.load_runtime()
         self.lib = ctypes.CDLL(os.path.abspath(path))
         try:
             first = ctypes.c_char.in_dll(self.lib, SIGNATURE_PREFIX + name)

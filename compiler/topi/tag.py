@@ -9,6 +9,7 @@ MATMUL = "matmul"
 CONV2D_NCHW = "conv2d_nchw"
 CONV2D_NCHWC = "conv2d_NCHWc"
 DEPTHWISE_CONV2D_NCHW = "depthwise_conv2d_nchw"
+DEPTHWISE_CONV2D_NCHWC = "depthwise_conv2d_NCHWc"
 POOL = "pool"
 SOFTMAX = "softmax_output"
 

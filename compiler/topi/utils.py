@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..codegen.target import cpu_facts
 from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Operation, Tensor
 from ..tir import dtype as dt
@@ -32,9 +33,9 @@ def as_outputs(outs: Tensor | list[Tensor]) -> list[Tensor]:
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
 
-def vector_lanes(dtype: str, vector_bytes: int = 64) -> int:
-    """Elements of `dtype` in one vector register (64 bytes: AVX-512)."""
-    return max(1, vector_bytes // dt.itemsize(dtype))
+def vector_lanes(dtype: str, vector_bytes: int | None = None) -> int:
+    """Elements of `dtype` in one vector register (default: the current target's width)."""
+    return max(1, (vector_bytes or cpu_facts().vector_bytes) // dt.itemsize(dtype))
 
 
 def vector_width(n: int, lanes: int) -> int:

@@ -49,6 +49,10 @@ def cuda_target(target: str, arch: str | None) -> str:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    if any(w.endswith(".onnx") for w in args.workload):
+        from ..graph.cli import tune_model  # a whole model's tasks
+
+        return tune_model(args)
     names = list(args.workload)
     if args.list:
         names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]
@@ -111,7 +115,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `tune` subcommand to the `vta` command."""
     p = subparsers.add_parser("tune", help="tune operator schedules (learned cost model)")
-    p.add_argument("workload", nargs="*", help="OP:ARGS (matmul:256,256,256) or C2..C12")
+    p.add_argument(
+        "workload", nargs="*", help="OP:ARGS (matmul:256,256,256), C2..C12, or MODEL.onnx"
+    )
     p.add_argument("--list", help="file with one workload per line")
     p.add_argument("--target", default="llvm", help="llvm (CPU), cuda (GPU) or vta (accelerator)")
     p.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90)")

@@ -156,7 +156,7 @@ def test_parallel_loop_dynamic_schedule(rng):
     s[C].parallel(C.op.axis[0])
     s[C].vectorize(C.op.axis[1])
     mod = compiler.build(s, [A, C])
-    assert "GOMP_parallel_loop_dynamic" in mod.get_source("ll-raw")
+    assert "vta_parallel_for" in mod.get_source("ll-raw")
     a = rng.random((1000, 33), dtype=np.float32)
     for threads in (1, 2):
         set_num_threads(threads)

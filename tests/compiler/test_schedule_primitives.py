@@ -87,7 +87,7 @@ def test_vectorize_unroll_parallel(rng):
     a = rng.random((64, 48), dtype=np.float32)
     c = np.zeros_like(a)
     mod = build_run(s, [A, C], [a, c])
-    assert "GOMP_parallel" in mod.get_source("ll-raw")
+    assert "vta_parallel_for" in mod.get_source("ll-raw")
     assert "<16 x float>" in mod.get_source("ll-raw")
     np.testing.assert_allclose(c, np.exp(a) + a * 3, rtol=1e-5)
 

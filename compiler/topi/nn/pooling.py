@@ -1,4 +1,5 @@
-"""Max and average pooling over windows, and global pooling over H and W (NCHW)."""
+"""Max and average pooling over windows, and global pooling over H and W, on NCHW and on the
+packed NCHW[x]c layout (a trailing channel-block axis)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ def _valid(start: E.Expr, size: int, kernel: int, dil: int) -> E.Expr:
     return te.max(last - first + 1, 0)
 
 
+def _packed(data: Tensor, layout: str, op: str) -> bool:
+    """True for NCHW[x]c (5-d), False for NCHW (4-d); anything else is an error."""
+    packed = layout.startswith("NCHW") and layout.endswith("c") and layout != "NCHW"
+    if layout != "NCHW" and not packed:
+        raise OperatorError(f"{op}: layout {layout!r} is not supported; use 'NCHW' or 'NCHWc'")
+    if data.ndim != (5 if packed else 4):
+        raise OperatorError(
+            f"{op}: a {layout} tensor has {5 if packed else 4} axes, got {data.shape}"
+        )
+    return packed
+
+
 def pool2d(
     data: Tensor,
     kernel: Any,
@@ -31,12 +44,11 @@ def pool2d(
     layout: str = "NCHW",
     count_include_pad: bool = True,
 ) -> Tensor:
-    """Max or average over kernel windows of an NCHW tensor."""
-    if layout != "NCHW":
-        raise OperatorError(f"pool2d: layout {layout!r} is not supported; use 'NCHW'")
+    """Max or average over kernel windows of an NCHW or NCHW[x]c tensor."""
+    _packed(data, layout, "pool2d")
     if pool_type not in ("max", "avg"):
         raise OperatorError(f"pool2d: pool_type {pool_type!r}: expected 'max' or 'avg'")
-    n, c, h, w = data.shape
+    h, w = data.shape[2:4]
     (kh, kw), (sh, sw), (dh, dw) = pair(kernel), pair(stride), pair(dilation)
     top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
     oh = out_size(h, kh, sh, dh, top + bottom)
@@ -51,49 +63,52 @@ def pool2d(
     dpad = pad_hw(data, 2, (top, left, bottom, right), fill)
     ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     reducer = te.max if is_max else te.sum
+    shape = (*data.shape[:2], oh, ow, *data.shape[4:])
     pooled = te.compute(
-        (n, c, oh, ow),
-        lambda b, f, y, x: reducer(dpad[b, f, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]),
+        shape,
+        lambda *i: reducer(
+            dpad[(*i[:2], i[2] * sh + ry * dh, i[3] * sw + rx * dw, *i[4:])], axis=[ry, rx]
+        ),
         name=f"pool_{'max' if is_max else 'sum'}",
         tag=tag.POOL,
     )
     if is_max:
         return pooled
 
-    def average(b, f, y, x):
+    def average(*i):
         if count_include_pad:
             count = te.const(kh * kw, "int32")
         else:
-            count = _valid(y * sh - top, h, kh, dh) * _valid(x * sw - left, w, kw, dw)
-        return pooled[b, f, y, x] / te.cast(count, data.dtype)
+            count = _valid(i[2] * sh - top, h, kh, dh) * _valid(i[3] * sw - left, w, kw, dw)
+        return pooled(*i) / te.cast(count, data.dtype)
 
-    return te.compute((n, c, oh, ow), average, name="pool_avg", tag=tag.ELEMWISE)
+    return te.compute(shape, average, name="pool_avg", tag=tag.ELEMWISE)
 
 
 def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
-    """Max or average over all of H and W: [N, C, H, W] -> [N, C, 1, 1]."""
-    if layout != "NCHW":
-        raise OperatorError(f"global_pool: layout {layout!r} is not supported; use 'NCHW'")
+    """Max or average over all of H and W: [N, C, H, W(, c)] -> [N, C, 1, 1(, c)]."""
+    _packed(data, layout, "global_pool")
     if pool_type not in ("max", "avg"):
         raise OperatorError(f"global_pool: pool_type {pool_type!r}: expected 'max' or 'avg'")
-    n, c, h, w = data.shape
+    h, w = data.shape[2:4]
+    shape = (*data.shape[:2], 1, 1, *data.shape[4:])
     ry, rx = te.reduce_axis(h, "ry"), te.reduce_axis(w, "rx")
     if pool_type == "max":
         return te.compute(
-            (n, c, 1, 1),
-            lambda b, f, y, x: te.max(data[b, f, ry, rx], axis=[ry, rx]),
+            shape,
+            lambda *i: te.max(data[(*i[:2], ry, rx, *i[4:])], axis=[ry, rx]),
             name="global_pool_max",
             tag=tag.POOL,
         )
     total = te.compute(
-        (n, c, 1, 1),
-        lambda b, f, y, x: te.sum(data[b, f, ry, rx], axis=[ry, rx]),
+        shape,
+        lambda *i: te.sum(data[(*i[:2], ry, rx, *i[4:])], axis=[ry, rx]),
         name="global_pool_sum",
         tag=tag.POOL,
     )
     return te.compute(
-        (n, c, 1, 1),
-        lambda b, f, y, x: total[b, f, y, x] / te.const(h * w, data.dtype),
+        shape,
+        lambda *i: total(*i) / te.const(h * w, data.dtype),
         name="global_pool_avg",
         tag=tag.ELEMWISE,
     )

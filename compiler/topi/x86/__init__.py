@@ -1,13 +1,35 @@
-"""Default x86 (AVX-512) schedules, and the packed-layout computes they are built for."""
+"""Default x86 schedules (derived from the target's facts: AVX-512, AVX2), and the
+packed-layout computes they are built for."""
 
-from .conv2d import schedule_conv2d_nchw, schedule_conv2d_NCHWc
-from .dense import dense_pack, matmul_pack, schedule_dense, schedule_dense_pack
-from .depthwise_conv2d import schedule_depthwise_conv2d_nchw
+from .conv2d import (
+    PARALLEL,
+    channel_block,
+    schedule_conv2d_nchw,
+    schedule_conv2d_NCHWc,
+    schedule_conv2d_NCHWc_knobs,
+    tile_columns,
+)
+from .dense import (
+    dense_pack,
+    matmul_pack,
+    matmul_packed,
+    pack_weight,
+    schedule_dense,
+    schedule_dense_pack,
+)
+from .depthwise_conv2d import schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
 from .injective import schedule_injective, schedule_injective_from_existing
 from .pooling import schedule_pool
 from .softmax import schedule_softmax
 
 __all__ = [
+    "PARALLEL",
+    "schedule_conv2d_NCHWc_knobs",
+    "matmul_packed",
+    "pack_weight",
+    "channel_block",
+    "tile_columns",
+    "schedule_depthwise_conv2d_NCHWc",
     "dense_pack",
     "matmul_pack",
     "schedule_conv2d_NCHWc",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import te
+from ...codegen.target import cpu_facts
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
 from .. import tag
@@ -13,15 +14,38 @@ from ..utils import (
     vector_lanes,
     vector_width,
 )
+from .injective import schedule_injective_from_existing
 from .utils import accumulator, schedule_pad
 
-MAX_REG_N = 14  # output columns per register tile: 14 x (oc_bn / 16) zmm accumulators
+MAX_COLUMNS = 16  # longer unrolled tiles gain little (loads per FMA ~ 1/columns + 1/vectors)
+
+
+def tile_columns(ow: int, vectors: int) -> int:
+    """Output columns of a register tile whose columns are `vectors` vectors each: a divisor of
+    OW with the accumulators, the weight vectors and one broadcast in the target's registers
+    (a divisor up to twice that many when the largest fitting one is under half of it, so OW 7
+    takes 7 columns, not 1)."""
+    regs = cpu_facts().vector_registers
+    limit = max(1, min(MAX_COLUMNS, (regs - vectors - 1) // vectors))
+    best = largest_divisor(ow, limit)
+    return best if 2 * best >= limit else largest_divisor(ow, 2 * limit)
+
+
+def channel_block(channels: int, dtype: str = "float32") -> int:
+    """The default channel block of the NCHW[x]c layout: two vectors when they divide the
+    channels, else one, else the largest divisor under one vector (3 for an RGB input)."""
+    lanes = vector_lanes(dtype)
+    for bn in (2 * lanes, lanes):
+        if channels % bn == 0:
+            return bn
+    return largest_divisor(channels, lanes)
 
 
 def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None) -> Schedule:
-    """conv2d_NCHWc (and injective ops after it of the same shape, e.g. bias, relu): a register
-    tile of reg_n output columns x oc_bn channels accumulates over all input channels and taps;
-    parallel over (batch, channel block, output row)."""
+    """conv2d_NCHWc (and injective ops after it of the same shape, e.g. bias, residual add,
+    relu, clip): a register tile of reg_n output columns (default `tile_columns`) x oc_bn
+    channels accumulates over all input channels and taps; parallel over (batch, channel
+    block, output row)."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -32,7 +56,8 @@ def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None)
         schedule_pad(s, op)
         acc = accumulator(s, op.output(0), out)
         n, oc, oh, ow, ob = s[out].op.axis
-        owo, owi = s[out].split(ow, factor=reg_n or largest_divisor(out.shape[3], MAX_REG_N))
+        vectors = max(1, out.shape[4] // vector_lanes(out.dtype))
+        owo, owi = s[out].split(ow, factor=reg_n or tile_columns(out.shape[3], vectors))
         s[out].vectorize(ob)
         s[out].parallel(s[out].fuse(n, oc, oh))
         s[acc].compute_at(s[out], owo)
@@ -41,6 +66,69 @@ def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None)
         s[acc].reorder(n, oc, oh, icc, ry, rx, icb, ow, ob)
         s[acc].unroll(ow)
         s[acc].vectorize(ob)
+
+    traverse_inline(s, out.op, callback)
+    return s
+
+
+# the parallel loop of a tuned conv2d_NCHWc: the (fused) outer loops run as tasks
+PARALLEL = {
+    "oc_rows": ("oc", "rows"),  # fine tasks; neighbours share a weight block
+    "rows_oc": ("rows", "oc"),  # fine tasks; neighbours share input rows
+    "oc": ("oc",),  # a task owns a weight block and sweeps all rows
+    "rows": ("rows",),  # a task owns a band of rows and sweeps all weights
+}
+
+
+def schedule_conv2d_NCHWc_knobs(
+    outs: Tensor | list[Tensor],
+    tile_oh: int,
+    tile_ow: int,
+    unroll_kw: bool,
+    parallel: str,
+    pad: str,
+) -> Schedule:
+    """conv2d_NCHWc (and injective followers) as the tuning template `conv2d_NCHWc` sets it:
+    a register tile of tile_oh rows x tile_ow columns x oc_bn, the parallel loop of
+    `PARALLEL[parallel]`, the zero padding made `pad` = "inline" (a condition in the kernel),
+    "task" (per parallel task), "root" (once, in parallel) or "none"."""
+    outs = as_outputs(outs)
+    s = te.create_schedule([o.op for o in outs])
+    out = outs[0]
+
+    def callback(op):
+        if op.tag != tag.CONV2D_NCHWC:
+            return
+        acc = accumulator(s, op.output(0), out)
+        batch, oc, y, x, ob = s[out].op.axis
+        yo, yi = s[out].split(y, factor=tile_oh)
+        xo, xi = s[out].split(x, factor=tile_ow)
+        loops = {"oc": oc, "rows": yo}
+        tasks = [loops[name] for name in PARALLEL[parallel]]
+        inner = [lp for lp in (oc, yo) if lp not in tasks]
+        s[out].reorder(batch, *tasks, *inner, xo, yi, xi, ob)
+        s[out].vectorize(ob)
+        task = s[out].fuse(batch, *tasks)
+        s[out].parallel(task)
+        s[acc].compute_at(s[out], xo)
+        batch, oc, y, x, ob = s[acc].op.axis
+        icc, ry, rx, icb = s[acc].op.reduce_axis
+        s[acc].reorder(batch, oc, icc, ry, rx, icb, y, x, ob)
+        if unroll_kw:
+            s[acc].unroll(rx)
+        s[acc].unroll(y)
+        s[acc].unroll(x)
+        s[acc].vectorize(ob)
+        padded = op.input_tensors[0]
+        if pad != "none" and getattr(padded.op, "tag", None) == tag.INJECTIVE:
+            if pad == "inline":  # zeros chosen by a condition in the kernel
+                s[padded].compute_inline()
+            elif pad == "task":  # each task pads the input rows it reads
+                s[padded].compute_at(s[out], task)
+                s[padded].vectorize(s[padded].op.axis[-1])
+            else:  # padded once, in parallel, before the convolution
+                s[padded].compute_root()
+                schedule_injective_from_existing(s, padded)
 
     traverse_inline(s, out.op, callback)
     return s

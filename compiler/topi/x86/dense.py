@@ -1,7 +1,11 @@
 """GEMM on x86: B packed to [N/bn, K, bn] so a register tile of tile_m rows x bn columns
-(bn / 16 zmm vectors per row) accumulates in registers over all of K, as TVM's dense_pack."""
+(bn / lanes vectors per row) accumulates in registers over all of K, as TVM's dense_pack. The
+default tile comes from the target's registers (`register_block`): 6 x 64 on AVX-512, 6 x 16
+on AVX2."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ... import te
 from ...errors import OperatorError
@@ -16,7 +20,7 @@ from ..utils import (
     vector_lanes,
     vector_width,
 )
-from .utils import accumulator, register_tile
+from .utils import accumulator, register_block, register_tile
 
 PACKED = "packed_weight"
 
@@ -39,16 +43,30 @@ def matmul_pack(
     bias: Tensor | None = None,
     out_dtype: str | None = None,
     transpose_b: bool = False,
-    bn: int = 64,
+    bn: int | None = None,
 ) -> Tensor:
     """A [M, K] @ B (+ bias [N]) reading B through its packed copy; schedule with
-    schedule_dense_pack. bn should be a power of two (16 or 32 or 64 for float32)."""
+    schedule_dense_pack. bn should be a power of two times the vector lanes (default: the
+    target's register tile width)."""
     out_dtype = out_dtype or a.dtype
-    m, ka = a.shape
+    bn = bn or default_bn(out_dtype)
+    ka = a.shape[1]
     kb, n = b.shape[::-1] if transpose_b else b.shape
     if ka != kb:
         raise OperatorError(f"matmul_pack: reduction extents differ: {ka} (A) and {kb} (B)")
-    packed = _pack(b, bn, transpose_b)
+    return matmul_packed(a, _pack(b, bn, transpose_b), n, bias, out_dtype)
+
+
+def matmul_packed(
+    a: Tensor, packed: Tensor, n: int, bias: Tensor | None = None, out_dtype: str | None = None
+) -> Tensor:
+    """A [M, K] @ B (+ bias [N]) with B given packed as [ceil(N / bn), K, bn] (zero past N):
+    a constant weight is packed once, ahead of time (`pack_weight`)."""
+    out_dtype = out_dtype or a.dtype
+    m, ka = a.shape
+    _, kb, bn = packed.shape
+    if ka != kb:
+        raise OperatorError(f"matmul_packed: reduction extents differ: {ka} (A) and {kb} (B)")
     k = te.reduce_axis(ka, "k")
     # the GEMM covers whole bn-wide panels: a tail guard on the vector lanes would scalarize it
     out = te.compute(
@@ -64,21 +82,38 @@ def matmul_pack(
     return out if bias is None else add_bias(out, bias)
 
 
+def pack_weight(weight: np.ndarray, bn: int | None = None) -> np.ndarray:
+    """A dense layer's weight [N, K] as matmul_packed's [ceil(N / bn), K, bn], zero past N."""
+    n, k = weight.shape
+    bn = bn or default_bn(str(weight.dtype))
+    panels = -(-n // bn)
+    padded = np.zeros((panels * bn, k), weight.dtype)
+    padded[:n] = weight
+    return np.ascontiguousarray(padded.reshape(panels, bn, k).transpose(0, 2, 1))
+
+
 def dense_pack(
     data: Tensor,
     weight: Tensor,
     bias: Tensor | None = None,
     out_dtype: str | None = None,
-    bn: int = 64,
+    bn: int | None = None,
 ) -> Tensor:
     """data [batch, in] times weight [out, in] transposed (+ bias), weight packed."""
     return matmul_pack(data, weight, bias, out_dtype, transpose_b=True, bn=bn)
 
 
-def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int = 4) -> Schedule:
+def default_bn(dtype: str = "float32") -> int:
+    """The packed panel width of the target's register tile."""
+    return register_block()[1] * vector_lanes(dtype)
+
+
+def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int | None = None) -> Schedule:
     """Schedule for dense_pack / matmul_pack (and injective ops after them, e.g. bias, relu):
-    tile_m x bn output tiles, accumulators in registers, K innermost, parallel tiles."""
+    tile_m x bn output tiles (tile_m: the target's register tile rows, at most the row count),
+    accumulators in registers, K innermost, parallel tiles."""
     outs = as_outputs(outs)
+    tile_m = tile_m or min(register_block()[0], outs[0].shape[0])
     s = te.create_schedule([o.op for o in outs])
 
     def callback(op):
@@ -94,7 +129,7 @@ def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int = 4) -> Schedul
 
 
 def _schedule_gemm(s: Schedule, gemm: Tensor, out: Tensor, tile_m: int) -> None:
-    bn = next(t for t in gemm.op.input_tensors if getattr(t.op, "tag", "") == PACKED).shape[2]
+    bn = gemm.op.input_tensors[1].shape[2]  # the packed B: [N / bn, K, bn]
     acc = accumulator(s, gemm, out)
     i, j = s[out].op.axis
     io, jo, ii, ji = s[out].tile(i, j, tile_m, bn)

@@ -21,7 +21,6 @@ import numpy as np
 
 from ... import te
 from ...topi import nn, testing, x86
-from ...topi.x86.injective import schedule_injective_from_existing
 from ...topi.x86.utils import accumulator
 from ..task import register_reference, register_template
 
@@ -115,27 +114,41 @@ def matmul_basic(cfg, n: int, m: int, k: int):
 register_reference("matmul_basic")(matmul_reference)
 
 
-# conv2d_NCHWc's parallel loop: the (fused) outer loops run as tasks, the others inside a task
-PARALLEL = {
-    "oc_rows": ("oc", "rows"),  # fine tasks; neighbours share a weight block
-    "rows_oc": ("rows", "oc"),  # fine tasks; neighbours share input rows
-    "oc": ("oc",),  # a task owns a weight block and sweeps all rows
-    "rows": ("rows",),  # a task owns a band of rows and sweeps all weights
-}
-
-
 @register_template("conv2d_NCHWc", "llvm")
-def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1):
-    """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks."""
+def conv2d_NCHWc(
+    cfg,
+    c: int,
+    h: int,
+    w: int,
+    f: int,
+    kh: int,
+    kw: int,
+    stride: int = 1,
+    ic_bn: int = 0,
+    oc_bn: int = 0,
+):
+    """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks
+    (fixed to ic_bn / oc_bn when given: a network's layout decides them)."""
     pad = kh // 2
     oh = (h + 2 * pad - kh) // stride + 1
     ow = (w + 2 * pad - kw) // stride + 1
-    cfg.define_split("tile_ic", c, num_outputs=2, max_factor=64)
-    cfg.define_split("tile_oc", f, num_outputs=2, filter=lambda e: e.size[1] in VECTOR_BLOCKS)
+    cfg.define_split(
+        "tile_ic",
+        c,
+        num_outputs=2,
+        max_factor=64,
+        filter=lambda e: e.size[1] == (ic_bn or e.size[1]),
+    )
+    cfg.define_split(
+        "tile_oc",
+        f,
+        num_outputs=2,
+        filter=lambda e: e.size[1] == oc_bn if oc_bn else e.size[1] in VECTOR_BLOCKS,
+    )
     cfg.define_split("tile_ow", ow, num_outputs=2, max_factor=32)
     cfg.define_split("tile_oh", oh, num_outputs=2, max_factor=4)
     cfg.define_knob("unroll_kw", [True, False])
-    cfg.define_knob("parallel", list(PARALLEL))
+    cfg.define_knob("parallel", list(x86.PARALLEL))
     cfg.define_knob("pad", ["inline", "root", "task"] if pad else ["none"])
     ic_bn, oc_bn = cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]
 
@@ -143,40 +156,19 @@ def conv2d_NCHWc(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: 
     kernel = te.placeholder((f // oc_bn, c // ic_bn, kh, kw, ic_bn, oc_bn), "float32", "kernel")
     out = nn.conv2d_NCHWc(data, kernel, stride, pad)
     cfg.add_flop(2 * int(np.prod(out.shape)) * c * kh * kw)
-    s = te.create_schedule(out.op)
-    acc = accumulator(s, out, out)
-    batch, oc, y, x, ob = s[out].op.axis
-    yo, yi = s[out].split(y, factor=cfg["tile_oh"].size[1])
-    xo, xi = s[out].split(x, factor=cfg["tile_ow"].size[1])
-    loops = {"oc": oc, "rows": yo}
-    tasks = [loops[name] for name in PARALLEL[cfg["parallel"].val]]
-    inner = [lp for lp in (oc, yo) if lp not in tasks]
-    s[out].reorder(batch, *tasks, *inner, xo, yi, xi, ob)
-    s[out].vectorize(ob)
-    task = s[out].fuse(batch, *tasks)
-    s[out].parallel(task)
-    s[acc].compute_at(s[out], xo)
-    batch, oc, y, x, ob = s[acc].op.axis
-    icc, ry, rx, icb = s[acc].op.reduce_axis
-    s[acc].reorder(batch, oc, icc, ry, rx, icb, y, x, ob)
-    if cfg["unroll_kw"].val:
-        s[acc].unroll(rx)
-    s[acc].unroll(y)
-    s[acc].unroll(x)
-    s[acc].vectorize(ob)
-    padded = acc.op.input_tensors[0]
-    if cfg["pad"].val == "inline":  # zeros chosen by a condition in the kernel
-        s[padded].compute_inline()
-    elif cfg["pad"].val == "task":  # each task pads the input rows it reads
-        s[padded].compute_at(s[out], task)
-        s[padded].vectorize(s[padded].op.axis[-1])
-    elif cfg["pad"].val == "root":  # padded once, in parallel, before the convolution
-        schedule_injective_from_existing(s, padded)
+    s = x86.schedule_conv2d_NCHWc_knobs(
+        out,
+        cfg["tile_oh"].size[1],
+        cfg["tile_ow"].size[1],
+        cfg["unroll_kw"].val,
+        cfg["parallel"].val,
+        cfg["pad"].val,
+    )
     return s, [data, kernel, out]
 
 
 @register_reference("conv2d_NCHWc")
-def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1):
+def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=0, oc_bn=0):
     data, kernel = inputs  # the layouts carry the config's channel blocks
     weight = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(f, c, kh, kw)
     out = testing.conv2d_nchw_python(

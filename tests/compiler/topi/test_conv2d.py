@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from compiler import te, topi
+from compiler.codegen.target import target_scope
 from compiler.topi import testing, x86
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
@@ -70,4 +71,63 @@ def test_depthwise_conv2d_nchw(run, rng, n, c, size, mult, k, stride, pad):
     C = topi.nn.depthwise_conv2d_nchw(A, W, stride, pad)
     got = run(x86.schedule_depthwise_conv2d_nchw(C), [A, W], C, a, w)
     ref = testing.depthwise_conv2d_python_nchw(a, w, stride, pad)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "c,size,k,stride,pad,cb",
+    [(32, 14, 3, 1, 1, 16), (16, 9, 3, 2, 1, 8), (8, 10, 5, 1, (2, 1, 1, 2), 8)],
+)
+def test_depthwise_conv2d_NCHWc_fused_bias_clip(run, rng, c, size, k, stride, pad, cb):
+    """MobileNet's block: depthwise conv, bias, ReLU6, all in one kernel."""
+    a, w, b = rand(rng, (1, c, size, size + 1)), rand(rng, (c, 1, k, k)), rand(rng, (c,))
+    ap = testing.nchw_pack(a, cb)
+    wp = np.ascontiguousarray(w.reshape(c // cb, cb, k, k).transpose(0, 2, 3, 1))[
+        :, None, :, :, None
+    ]
+    A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+    B = te.placeholder((c // cb, 1, 1, cb), name="B")
+    conv = topi.nn.depthwise_conv2d_NCHWc(A, W, stride, pad)
+    Y = topi.minimum(topi.nn.relu(topi.add(conv, B)), 6.0)
+    s = x86.schedule_depthwise_conv2d_NCHWc(Y)
+    got = testing.nchwc_unpack(
+        run(s, [A, W, B], Y, ap, np.ascontiguousarray(wp), b.reshape(B.shape))
+    )
+    ref = testing.depthwise_conv2d_python_nchw(a, w, stride, pad) + b[None, :, None, None]
+    np.testing.assert_allclose(got, np.clip(ref, 0, 6), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_NCHWc_fused_residual_add_relu(run, rng):
+    """ResNet's block end: conv, bias, the shortcut added, ReLU, in one kernel."""
+    a, w, r = rand(rng, (1, 16, 7, 7)), rand(rng, (64, 16, 3, 3)), rand(rng, (1, 64, 7, 7))
+    ap, wp, rp = testing.nchw_pack(a, 16), testing.oihw_pack(w, 16, 64), testing.nchw_pack(r, 64)
+    A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+    R = te.placeholder(rp.shape, name="R")
+    Y = topi.nn.relu(topi.add(topi.nn.conv2d_NCHWc(A, W, 1, 1), R))
+    got = testing.nchwc_unpack(run(x86.schedule_conv2d_NCHWc(Y), [A, W, R], Y, ap, wp, rp))
+    ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1) + r, 0)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ow,vectors,want", [(56, 1, 14), (56, 2, 14), (56, 4, 4), (7, 4, 7)])
+def test_tile_columns_avx512(ow, vectors, want):
+    with target_scope("llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma"):
+        assert x86.tile_columns(ow, vectors) == want
+
+
+def test_channel_block():
+    with target_scope("llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"):
+        assert [x86.channel_block(c) for c in (64, 24, 3, 6)] == [16, 8, 3, 6]
+
+
+@pytest.mark.parametrize("parallel", list(x86.PARALLEL))
+@pytest.mark.parametrize("pad", ["inline", "task", "root"])
+def test_conv2d_NCHWc_tuned_knobs_with_fused_relu(run, rng, parallel, pad):
+    a, w = rand(rng, (1, 16, 8, 8)), rand(rng, (32, 16, 3, 3))
+    ap, wp = testing.nchw_pack(a, 8), testing.oihw_pack(w, 8, 16)
+    A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+    Y = topi.nn.relu(topi.nn.conv2d_NCHWc(A, W, 1, 1))
+    s = x86.schedule_conv2d_NCHWc_knobs(Y, 2, 4, True, parallel, pad)
+    got = testing.nchwc_unpack(run(s, [A, W], Y, ap, wp))
+    ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1), 0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

@@ -60,3 +60,14 @@ def test_dense_and_matmul_generic(run, rng, m, n, k):
 def test_reduction_mismatch_is_named():
     with pytest.raises(ValueError, match="reduction extents differ: 3 .* 4"):
         topi.nn.matmul(te.placeholder((2, 3)), te.placeholder((4, 5)))
+
+
+def test_dense_with_weight_packed_ahead_of_time(run):
+    """A network's dense layer: the constant weight packed once in numpy, bias and relu fused."""
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((1, 300), (1000, 300), (1000,)))
+    wp = x86.pack_weight(w)
+    X, W, B = (te.placeholder(a.shape, name=n) for a, n in ((x, "X"), (wp, "W"), (b, "B")))
+    Y = topi.nn.relu(x86.matmul_packed(X, W, 1000, bias=B))
+    got = run(x86.schedule_dense_pack(Y), [X, W, B], Y, x, wp, b)
+    np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)

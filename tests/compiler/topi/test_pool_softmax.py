@@ -58,3 +58,34 @@ def test_softmax(run, rng, shape, axis):
     S = topi.nn.softmax(A, axis)
     got = run(x86.schedule_softmax(S), [A], S, a)
     np.testing.assert_allclose(got, testing.softmax_python(a, axis), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize(
+    "kernel,stride,pad,ceil,include_pad",
+    [(3, 2, 1, False, True), (3, 2, 0, True, False), (2, 2, (0, 0, 1, 1), False, False)],
+)
+def test_pool2d_nchwc(run, rng, pool_type, kernel, stride, pad, ceil, include_pad):
+    a = rng.standard_normal((1, 32, 11, 12)).astype(np.float32)
+    ap = testing.nchw_pack(a, 16)
+    A = te.placeholder(ap.shape, name="A")
+    args = (kernel, stride, 1, pad, pool_type, ceil)
+    P = topi.nn.pool2d(A, *args, layout="NCHW16c", count_include_pad=include_pad)
+    got = testing.nchwc_unpack(run(x86.schedule_pool(P), [A], P, ap))
+    B = te.placeholder(a.shape, name="B")  # the NCHW operator is checked against numpy above
+    Q = topi.nn.pool2d(B, *args, count_include_pad=include_pad)
+    np.testing.assert_allclose(got, run(x86.schedule_pool(Q), [B], Q, a), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("pool_type,ref", [("max", np.max), ("avg", np.mean)])
+def test_global_pool_nchwc(run, rng, pool_type, ref):
+    a = rng.standard_normal((1, 32, 7, 7)).astype(np.float32)
+    A = te.placeholder((1, 2, 7, 7, 16), name="A")
+    P = topi.nn.global_pool(A, pool_type, layout="NCHW16c")
+    got = testing.nchwc_unpack(run(x86.schedule_pool(P), [A], P, testing.nchw_pack(a, 16)))
+    np.testing.assert_allclose(got, ref(a, axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_pool_layout_mismatch_is_named():
+    with pytest.raises(ValueError, match="NCHW16c tensor has 5 axes"):
+        topi.nn.pool2d(te.placeholder((1, 2, 5, 5)), 2, 2, 1, 0, "max", layout="NCHW16c")

@@ -1,0 +1,303 @@
+"""Compile a planned graph for the CPU: every fused group becomes one kernel (topi computes from
+`build_ops`, the default x86 schedule of the group's anchor operator with the others fused
+into it), and `executor.GraphModule` runs them on the planned arena.
+
+A group is a list of nodes in order; the tensors it reads from outside are its kernel's
+parameters (activations at arena offsets, graph inputs, constants), its last node's output is
+written by the kernel. Dense layers' constant weights are packed once here (`pack_weight`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..codegen.target import target_scope
+from ..driver import lower
+from ..errors import OperatorError
+from ..schedule.schedule import Schedule
+from ..te.tensor import Tensor
+from ..tir import stmt as S
+from ..topi import tag, x86
+from ..tune.database import Database
+from .build_ops import OPS, placeholder
+from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
+
+
+@dataclass
+class Node:
+    """One operator: ONNX op type, input and output tensor names, attributes."""
+
+    op: str
+    inputs: list[str]
+    output: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Group:
+    """A fused group: its nodes in order; the kernel writes the last node's output."""
+
+    name: str
+    nodes: list[Node]
+
+    @property
+    def output(self) -> str:
+        return self.nodes[-1].output
+
+    @property
+    def inputs(self) -> list[str]:
+        """Tensors read from outside the group, in first-use order."""
+        made = {n.output for n in self.nodes}
+        seen: dict[str, None] = {}
+        for n in self.nodes:
+            for t in n.inputs:
+                if t not in made:
+                    seen.setdefault(t)
+        return list(seen)
+
+
+def _schedule(outs: Tensor, knobs: dict | None = None) -> Schedule:
+    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, else the default."""
+    found: dict[str, Any] = {}
+
+    def visit(t: Tensor) -> None:
+        op = t.op
+        if getattr(op, "tag", None) is None or id(op) in found:
+            return
+        found[id(op)] = op.tag
+        for i in op.input_tensors:
+            visit(i)
+
+    visit(outs)
+    tags = set(found.values())
+    if tag.CONV2D_NCHWC in tags:
+        if knobs:
+            return x86.schedule_conv2d_NCHWc_knobs(outs, **knobs)
+        return x86.schedule_conv2d_NCHWc(outs)
+    if tag.DEPTHWISE_CONV2D_NCHWC in tags:
+        return x86.schedule_depthwise_conv2d_NCHWc(outs)
+    if tag.DENSE_PACK in tags:
+        return x86.schedule_dense_pack(outs)
+    if tag.POOL in tags:
+        return x86.schedule_pool(outs)
+    if tag.SOFTMAX in tags:
+        return x86.schedule_softmax(outs)
+    return x86.schedule_injective(outs)
+
+
+def group_kernel(
+    group: Group,
+    shapes: dict[str, tuple[int, ...]],
+    name: str | None = None,
+    knobs: dict | None = None,
+) -> tuple[S.PrimFunc, list[str]]:
+    """The group's lowered kernel and the tensor names of its parameters (inputs, output)."""
+    tensors: dict[str, Tensor] = {t: placeholder(t, shapes[t]) for t in group.inputs}
+    args = list(tensors.values())
+    for node in group.nodes:
+        if node.op not in OPS:
+            raise OperatorError(f"node '{node.output}': op {node.op} has no CPU kernel")
+        tensors[node.output] = OPS[node.op]([tensors[t] for t in node.inputs], node.attrs)
+    out = tensors[group.output]
+    if out.shape != tuple(shapes[group.output]):
+        raise OperatorError(
+            f"group {group.name}: computes {out.shape} for '{group.output}', "
+            f"the graph says {tuple(shapes[group.output])}"
+        )
+    func = lower(_schedule(out, knobs), [*args, out], name or group.name)
+    return func, [*group.inputs, group.output]
+
+
+def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | None:
+    """The group's tuning task: (conv2d_NCHWc template args, (ic_bn, oc_bn)) for a batch-1,
+    group-1 convolution with 'same'-style padding k // 2 (the template's), else None."""
+    for n in group.nodes:
+        if n.op != "Conv":
+            continue
+        data, w = shapes[n.inputs[0]], shapes[n.inputs[1]]
+        kh, kw = w[2], w[3]
+        stride = list(n.attrs.get("strides") or [1, 1])
+        pads = list(n.attrs.get("pads") or [0, 0, 0, 0])
+        if (
+            n.attrs.get("group", 1) != 1
+            or data[0] != 1
+            or kh != kw
+            or stride[0] != stride[1]
+            or pads != [kh // 2] * 4
+            or any(d != 1 for d in n.attrs.get("dilations") or [1, 1])
+        ):
+            return None
+        args = (data[1] * data[4], data[2], data[3], w[0] * w[5], kh, kw, stride[0])
+        return args, (data[4], w[5])
+    return None
+
+
+def tuned_knobs(db: Any, args: tuple, blocks: tuple[int, int]) -> dict | None:
+    """The fastest record of the conv2d_NCHWc task with the graph's channel blocks (tuned with
+    them fixed, or freely with these blocks among the configs tried), or None."""
+    from ..tune.record import MeasureErrorNo
+    from ..tune.task import create_task
+
+    best, best_cost = None, float("inf")
+    for task_args in ((*args, *blocks), args):
+        task = create_task("conv2d_NCHWc", task_args, "llvm")
+        for r in db.records(task.workload_key, "llvm"):
+            if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs or min(r.costs) >= best_cost:
+                continue
+            try:
+                cfg = task.config_space.from_json(r.config)
+            except Exception:  # a record of another template version
+                continue
+            if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == blocks:
+                best, best_cost = cfg, min(r.costs)
+    if best is None:
+        return None
+    return {
+        "tile_oh": best["tile_oh"].size[1],
+        "tile_ow": best["tile_ow"].size[1],
+        "unroll_kw": best["unroll_kw"].val,
+        "parallel": best["parallel"].val,
+        "pad": best["pad"].val,
+    }
+
+
+def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
+    """Multiply-adds x 2 of the group's convolutions and dense layers (its other work is
+    elementwise and not counted)."""
+    flops = 0
+    for n in group.nodes:
+        out = int(np.prod(shapes[n.output]))
+        if n.op == "Conv":
+            w = shapes[n.inputs[1]]  # packed [OC/ob, C/ib, KH, KW, ib, ob]
+            flops += 2 * out * w[1] * w[4] * w[2] * w[3]
+        elif n.op == "Dense":
+            flops += 2 * out * shapes[n.inputs[0]][1]
+    return flops
+
+
+def pack_dense_weights(groups: list[Group], constants: dict[str, np.ndarray]) -> None:
+    """Dense nodes' [N, K] constant weights replaced by their packed form (in place), the
+    node told its N (`units`)."""
+    for g in groups:
+        for n in g.nodes:
+            if n.op == "Dense" and "units" not in n.attrs:
+                w = constants[n.inputs[1]]
+                n.attrs["units"] = w.shape[0]
+                constants[n.inputs[1]] = x86.pack_weight(w)
+
+
+def build_graph(
+    groups: list[Group],
+    shapes: dict[str, tuple[int, ...]],
+    constants: dict[str, np.ndarray],
+    inputs: list[str],
+    outputs: list[str],
+    offsets: dict[str, int],
+    arena_bytes: int,
+    target: str = "llvm",
+    log: Callable[[str], None] | None = None,
+    db: str | None = None,
+) -> GraphModule:
+    """Compile every group (kernels shared by groups of one structure) into a GraphModule;
+    `offsets` places every intermediate tensor in the arena (bytes, multiples of 64). With a
+    records database `db`, convolutions with a record of their channel blocks take its
+    schedule; the manifest lists the tasks without one (`untuned`)."""
+    t0 = time.perf_counter()
+    constants = dict(constants)
+    pack_dense_weights(groups, constants)
+    shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
+    params = list(constants)
+    steps = []
+    kernels: dict[str, S.PrimFunc] = {}
+    untuned: dict[str, None] = {}
+    tuned = 0
+    records = Database(db) if db else None
+    with target_scope(target):
+        for g in groups:
+            key = _signature(g, shapes)
+            if key not in kernels:
+                task = conv_task(g, shapes)
+                knobs = tuned_knobs(records, *task) if task and records else None
+                if task and not knobs:
+                    untuned[f"conv2d_NCHWc{task[0]} blocks {task[1]}"] = None
+                tuned += knobs is not None
+                kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}", knobs)
+            func = kernels[key]
+            names = [*g.inputs, g.output]
+            slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
+            steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
+    if records:
+        records.close()
+    if log:
+        log(
+            f"compiled {len(groups)} groups into {len(kernels)} kernels "
+            f"in {time.perf_counter() - t0:.2f} s; {tuned} convolutions from records"
+        )
+        for name in untuned:
+            log(f"untuned (default schedule): {name}")
+    graph = GraphModule.build(
+        steps,
+        [TensorSpec(t, tuple(shapes[t])) for t in inputs],
+        [TensorSpec(t, tuple(shapes[t])) for t in outputs],
+        [np.ascontiguousarray(constants[p], dtype=np.float32) for p in params],
+        arena_bytes,
+        target,
+    )
+    graph.manifest["untuned"] = list(untuned)
+    return graph
+
+
+def _signature(g: Group, shapes: dict) -> str:
+    """Groups with equal signatures compute the same function of their parameters."""
+    local = {t: f"in{k}:{tuple(shapes[t])}" for k, t in enumerate(g.inputs)}
+    parts = []
+    for k, n in enumerate(g.nodes):
+        attrs = sorted((a, repr(v)) for a, v in n.attrs.items())
+        parts.append(f"{n.op}({','.join(local[t] for t in n.inputs)}){attrs}")
+        local[n.output] = f"n{k}"
+    return ";".join(parts)
+
+
+def _slot(t: str, inputs: list[str], outputs: list[str], params: list[str], offsets: dict) -> Slot:
+    if t in inputs:
+        return Slot("input", inputs.index(t))
+    if t in outputs:
+        return Slot("output", outputs.index(t))
+    if t in params:
+        return Slot("param", params.index(t))
+    if t not in offsets:
+        raise OperatorError(f"tensor '{t}' has no place in the memory plan")
+    if offsets[t] % ALIGN:
+        raise OperatorError(f"tensor '{t}' at arena offset {offsets[t]}: not {ALIGN}-aligned")
+    return Slot("arena", offset=int(offsets[t]))
+
+
+def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int, int]:
+    """Arena places by liveness (a tensor's bytes are free once its last reader has run),
+    first fit: (offsets, arena bytes, lower bound = the most bytes live at once)."""
+    last = {t: k for k, g in enumerate(groups) for t in g.inputs}
+    offsets: dict[str, int] = {}
+    live: dict[str, tuple[int, int]] = {}  # tensor -> (offset, size)
+    arena = bound = 0
+    for k, g in enumerate(groups):
+        live = {t: v for t, v in live.items() if last.get(t, -1) >= k}
+        if g.output not in skip:
+            size = -(-int(np.prod(shapes[g.output])) * 4 // ALIGN) * ALIGN
+            start = 0
+            for off, n in sorted(live.values()):
+                if off - start >= size:
+                    break
+                start = max(start, off + n)
+            offsets[g.output] = start
+            live[g.output] = (start, size)
+            arena = max(arena, start + size)
+        bound = max(bound, sum(n for _, n in live.values()))
+    return offsets, arena, bound
+
+
+__all__ = ["Group", "Node", "build_graph", "group_kernel", "plan_offsets"]

@@ -1,0 +1,138 @@
+"""Graph operators as topi computes on the CPU: each entry takes the node's input tensors (te
+placeholders or the outputs of earlier nodes of the same fused group), its attributes and its
+constant inputs, and returns the output tensor. Names follow ONNX; packed-layout operators
+carry the channel block in their tensors' last axis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import te, topi
+from ..errors import OperatorError
+from ..te.tensor import Tensor
+from ..topi import nn, x86
+
+Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
+
+
+def _pads(attrs: dict, kernel: tuple[int, int]) -> tuple[int, int, int, int]:
+    """ONNX pads [top, left, bottom, right] (begins then ends) as (top, left, bottom, right)."""
+    pads = attrs.get("pads") or [0, 0, 0, 0]
+    return int(pads[0]), int(pads[1]), int(pads[2]), int(pads[3])
+
+
+def _window(attrs: dict) -> dict:
+    kernel = tuple(attrs["kernel_shape"])
+    return {
+        "kernel": kernel,
+        "stride": tuple(attrs.get("strides") or (1, 1)),
+        "dilation": tuple(attrs.get("dilations") or (1, 1)),
+        "padding": _pads(attrs, kernel),
+    }
+
+
+def conv2d_nchwc(ins: list[Tensor], attrs: dict) -> Tensor:
+    """Packed conv: data [N, C/ib, H, W, ib], weight [OC/ob, C/ib, KH, KW, ib, ob] (+ bias
+    [OC/ob, 1, 1, ob]); depthwise when `group` equals the channels (weight [C/b, 1, KH, KW, 1,
+    b])."""
+    data, weight, *rest = ins
+    w = _window(attrs)
+    channels = data.shape[1] * data.shape[4]
+    if attrs.get("group", 1) == channels and channels > 1:
+        out = nn.depthwise_conv2d_NCHWc(data, weight, w["stride"], w["padding"], w["dilation"])
+    elif attrs.get("group", 1) == 1:
+        out = nn.conv2d_NCHWc(data, weight, w["stride"], w["padding"], w["dilation"])
+    else:
+        raise OperatorError(f"conv: group {attrs['group']} (neither 1 nor depthwise) on the CPU")
+    return topi.add(out, rest[0]) if rest else out
+
+
+def pool(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
+    w = _window(attrs)
+    layout = "NCHWc" if ins[0].ndim == 5 else "NCHW"
+    return nn.pool2d(
+        ins[0],
+        w["kernel"],
+        w["stride"],
+        w["dilation"],
+        w["padding"],
+        kind,
+        ceil_mode=bool(attrs.get("ceil_mode", 0)),
+        layout=layout,
+        count_include_pad=bool(attrs.get("count_include_pad", 0)),
+    )
+
+
+def global_pool(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
+    return nn.global_pool(ins[0], kind, layout="NCHWc" if ins[0].ndim == 5 else "NCHW")
+
+
+def dense(ins: list[Tensor], attrs: dict) -> Tensor:
+    """data [M, K] times a weight packed by `x86.pack_weight` (+ bias [N]); `units` = N."""
+    data, packed, *rest = ins
+    return x86.matmul_packed(data, packed, int(attrs["units"]), bias=rest[0] if rest else None)
+
+
+def clip(ins: list[Tensor], attrs: dict) -> Tensor:
+    lo, hi = attrs.get("min"), attrs.get("max")
+    return nn.clip(ins[0], None if lo is None else float(lo), None if hi is None else float(hi))
+
+
+def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
+    return lambda ins, attrs: fn(ins[0])
+
+
+def _binary(fn: Callable[[Any, Any], Tensor]) -> Compute:
+    return lambda ins, attrs: fn(ins[0], ins[1])
+
+
+def _hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:
+    return nn.clip(topi.add(topi.multiply(x, alpha), beta), 0.0, 1.0)
+
+
+OPS: dict[str, Compute] = {
+    "Conv": conv2d_nchwc,
+    "MaxPool": lambda ins, a: pool("max", ins, a),
+    "AveragePool": lambda ins, a: pool("avg", ins, a),
+    "GlobalAveragePool": lambda ins, a: global_pool("avg", ins, a),
+    "GlobalMaxPool": lambda ins, a: global_pool("max", ins, a),
+    "Dense": dense,
+    "Relu": _unary(nn.relu),
+    "LeakyRelu": lambda ins, a: nn.leaky_relu(ins[0], float(a.get("alpha", 0.01))),
+    "Clip": clip,
+    "Sigmoid": _unary(topi.sigmoid),
+    "Tanh": _unary(topi.tanh),
+    "Exp": _unary(topi.exp),
+    "HardSigmoid": lambda ins, a: _hard_sigmoid(
+        ins[0], float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
+    ),
+    "HardSwish": lambda ins, a: topi.multiply(ins[0], _hard_sigmoid(ins[0], 1 / 6, 0.5)),
+    "Add": _binary(topi.add),
+    "Sub": _binary(topi.subtract),
+    "Mul": _binary(topi.multiply),
+    "Div": _binary(topi.divide),
+    "Pow": _binary(topi.power),
+    "Max": _binary(topi.maximum),
+    "Min": _binary(topi.minimum),
+    "Reshape": lambda ins, a: nn.reshape(ins[0], a["shape"]),
+    "Flatten": lambda ins, a: nn.reshape(
+        ins[0],
+        (
+            int(np.prod(ins[0].shape[: a.get("axis", 1)])),
+            int(np.prod(ins[0].shape[a.get("axis", 1) :])),
+        ),
+    ),
+    "Transpose": lambda ins, a: nn.transpose(ins[0], a.get("perm")),
+    "Concat": lambda ins, a: nn.concatenate(ins, int(a["axis"])),
+    "Softmax": lambda ins, a: nn.softmax(ins[0], int(a.get("axis", -1))),
+    "PackNCHWc": lambda ins, a: nn.pack_nchwc(ins[0], int(a["block"])),
+    "UnpackNCHWc": _unary(nn.unpack_nchwc),
+    "RepackNCHWc": lambda ins, a: nn.repack_nchwc(ins[0], int(a["block"])),
+}
+
+
+def placeholder(name: str, shape: tuple[int, ...], dtype: str = "float32") -> Tensor:
+    return te.placeholder(tuple(int(s) for s in shape), dtype, name)

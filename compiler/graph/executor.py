@@ -1,0 +1,331 @@
+"""The graph executor: every kernel of a planned graph in one native module.
+
+`GraphModule.build` compiles the kernels (lowered PrimFuncs) into one LLVM module together with
+an entry `graph_run(ptr table)` that calls them in order, each argument a base pointer from the
+table plus a constant byte offset (intermediate tensors live at planned offsets of one arena).
+An inference is then one native call: no per-node Python work. The table holds the arena, the
+graph's inputs, its outputs and its parameters (weights), in that order.
+
+A compiled graph saves to a folder (`graph.so`, `graph.json`, `params.npz`) and loads back
+without compiling.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from ..codegen import parallel
+from ..codegen.llvm import PTR, codegen
+from ..codegen.target import Target, optimize, parse_ir, target_machine
+from ..errors import CodegenError
+from ..runtime.module import ArgumentError
+from ..tir import stmt as S
+
+ENTRY = "graph_run"
+NOP = "graph_nop"  # the entry's signature, no work: times the executor's own overhead
+ALIGN = 64  # bytes: every arena offset and the arena itself
+FORMAT = 1  # the saved folder's version
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A named tensor's shape and dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a kernel argument lives: an input, output or parameter (by number), or the arena
+    at a byte offset."""
+
+    kind: str  # "input", "output", "param" or "arena"
+    index: int = 0
+    offset: int = 0
+
+
+@dataclass
+class Step:
+    """One kernel call of the graph."""
+
+    func: S.PrimFunc
+    args: list[Slot]
+    label: str = ""  # the graph's name for it (a fused group)
+    flops: int = 0  # for GFLOPS in profiles
+
+
+def _table_index(slot: Slot, n_in: int, n_out: int) -> int:
+    base = {"arena": 0, "input": 1, "output": 1 + n_in, "param": 1 + n_in + n_out}
+    if slot.kind not in base:
+        raise CodegenError(f"graph executor: unknown slot kind {slot.kind!r}")
+    return base[slot.kind] + (0 if slot.kind == "arena" else slot.index)
+
+
+def _entry(module: ir.Module, calls: list[tuple[str, list[tuple[int, int]]]]) -> None:
+    """Add `void graph_run(ptr table)`: each kernel called on table[i] + offset arguments."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), ENTRY)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    i8, i64 = ir.IntType(8), ir.IntType(64)
+    bases: dict[int, ir.Value] = {}
+    for name, args in calls:
+        values = []
+        for index, offset in args:
+            if index not in bases:
+                p = b.gep(fn.args[0], [ir.Constant(i64, index)], source_etype=PTR)
+                bases[index] = b.load(p, typ=PTR)
+            ptr = bases[index]
+            if offset:
+                ptr = b.gep(ptr, [ir.Constant(i64, offset)], source_etype=i8)
+            values.append(ptr)
+        b.call(module.globals[name], values)
+    b.ret_void()
+    nop = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), NOP)
+    ir.IRBuilder(nop.append_basic_block("entry")).ret_void()
+
+
+class GraphModule:
+    """A compiled graph: `run({name: array}) -> {name: array}`, `save(folder)`."""
+
+    def __init__(
+        self,
+        manifest: dict,
+        params: list[np.ndarray],
+        entry: Any,
+        kernels: dict[str, Any],
+        keep: Any = None,
+    ):
+        self.manifest = manifest
+        self.inputs = [
+            TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["inputs"]
+        ]
+        self.outputs = [
+            TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["outputs"]
+        ]
+        self.params = [np.ascontiguousarray(p) for p in params]
+        self._entry, self._kernels, self._keep = entry, kernels, keep
+        self._nop = kernels[NOP]
+        n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
+        self._table = (ctypes.c_void_p * n)()
+        raw = np.empty(manifest["arena_bytes"] + ALIGN, np.uint8)
+        start = (-raw.ctypes.data) % ALIGN
+        self._arena = raw[start : start + manifest["arena_bytes"]]
+        self._table[0] = self._arena.ctypes.data
+        first = 1 + len(self.inputs) + len(self.outputs)
+        for k, p in enumerate(self.params):
+            self._table[first + k] = p.ctypes.data
+
+    # ---- building --------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        steps: list[Step],
+        inputs: list[TensorSpec],
+        outputs: list[TensorSpec],
+        params: list[np.ndarray],
+        arena_bytes: int,
+        target: str = "llvm",
+    ) -> GraphModule:
+        """Compile every step's kernel and the entry into one module, JIT-compiled."""
+        tgt = Target.parse(target)
+        irmod = codegen(_unique_funcs(steps), "graph", tgt.triple)
+        calls = [
+            (s.func.name, [(_table_index(a, len(inputs), len(outputs)), a.offset) for a in s.args])
+            for s in steps
+        ]
+        _entry(irmod, calls)
+        tm = target_machine(tgt, pic=False)
+        mod = parse_ir(str(irmod), tm, tgt.triple)
+        optimize(mod, tm)
+        manifest = {
+            "format": FORMAT,
+            "target": target,
+            "triple": tgt.triple,
+            "inputs": [asdict(s) for s in inputs],
+            "outputs": [asdict(s) for s in outputs],
+            "params": [{"shape": list(p.shape), "dtype": str(p.dtype)} for p in params],
+            "arena_bytes": int(arena_bytes),
+            "steps": [
+                {
+                    "kernel": s.func.name,
+                    "label": s.label or s.func.name,
+                    "flops": s.flops,
+                    "args": [asdict(a) for a in s.args],
+                }
+                for s in steps
+            ],
+        }
+        if not tgt.is_host:
+            raise CodegenError(f"graph executor: {tgt.triple} is not this host; nothing to run")
+        parallel.load_runtime()
+        engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(mod.as_bitcode()), tm)
+        engine.finalize_object()
+        graph = cls(manifest, params, *_bind(engine.get_function_address, manifest), keep=engine)
+        graph._llvm = mod
+        graph._target = tgt
+        return graph
+
+    # ---- running ---------------------------------------------------------------------------
+    def _bind_inputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        want = {s.name for s in self.inputs}
+        missing = [n for n in want if n not in inputs]
+        extra = [n for n in inputs if n not in want]
+        if missing or extra:
+            raise ArgumentError(
+                "graph inputs: "
+                + "; ".join(
+                    ([f"missing {', '.join(sorted(missing))}"] if missing else [])
+                    + ([f"unknown {', '.join(sorted(extra))}"] if extra else [])
+                )
+                + f" (the graph takes {', '.join(s.name for s in self.inputs)})"
+            )
+        arrays = []
+        for spec in self.inputs:
+            a = np.asarray(inputs[spec.name])
+            if a.shape != spec.shape:
+                raise ArgumentError(
+                    f"graph input '{spec.name}' has shape {list(a.shape)}, "
+                    f"expected {list(spec.shape)}"
+                )
+            arrays.append(np.ascontiguousarray(a, dtype=spec.dtype))
+        return arrays
+
+    def _prepare(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Checked inputs and new outputs, their addresses in the table (keep them alive)."""
+        arrays = self._bind_inputs(inputs) + [np.empty(s.shape, s.dtype) for s in self.outputs]
+        for k, a in enumerate(arrays):
+            self._table[1 + k] = a.ctypes.data
+        return arrays
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """One inference (not thread-safe: the arena is shared by calls)."""
+        arrays = self._prepare(inputs)
+        self._entry(self._table)
+        outs = arrays[len(self.inputs) :]
+        return {s.name: o for s, o in zip(self.outputs, outs, strict=True)}
+
+    def overhead_us(self, inputs: dict[str, np.ndarray], reps: int = 200) -> float:
+        """The executor's own time per inference in microseconds (median): everything `run`
+        does but the kernels (input checks, output allocation, the table, the ctypes call of
+        an entry that returns at once, the result dict)."""
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            arrays = self._prepare(inputs)
+            self._nop(self._table)
+            outs = arrays[len(self.inputs) :]
+            dict(zip([s.name for s in self.outputs], outs, strict=True))
+            ts.append(time.perf_counter() - t)
+        return float(np.median(ts)) * 1e6
+
+    def profile(self, inputs: dict[str, np.ndarray], reps: int = 10) -> list[dict]:
+        """Each step's kernel timed alone (median of `reps` calls, after one run for the
+        arena's contents): [{"kernel", "label", "flops", "ms"}] in order."""
+        keep = self._prepare(inputs)
+        self._entry(self._table)
+        rows = []
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        for step in self.manifest["steps"]:
+            fn = self._kernels[step["kernel"]]
+            ptrs = []
+            for a in step["args"]:
+                slot = Slot(**a)
+                ptrs.append(self._table[_table_index(slot, n_in, n_out)] + slot.offset)
+            fn(*ptrs)
+            ts = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                fn(*ptrs)
+                ts.append(time.perf_counter() - t)
+            rows.append(
+                {
+                    "kernel": step["kernel"],
+                    "label": step["label"],
+                    "flops": step["flops"],
+                    "ms": float(np.median(ts)) * 1e3,
+                }
+            )
+        del keep
+        return rows
+
+    # ---- saving ----------------------------------------------------------------------------
+    def save(self, folder: str | Path) -> None:
+        """graph.so (the kernels and the entry), graph.json (the manifest), params.npz."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = os.path.join(tmp, "graph.o")
+            with open(obj, "wb") as f:
+                f.write(target_machine(self._target, pic=True).emit_object(self._llvm))
+            r = subprocess.run(
+                ["ld", "-shared", "-o", str(folder / "graph.so"), obj],
+                capture_output=True,
+                text=True,
+            )
+            if r.returncode:
+                raise CodegenError(f"linking {folder / 'graph.so'} failed: {r.stderr.strip()}")
+        (folder / "graph.json").write_text(json.dumps(self.manifest, indent=1))
+        np.savez(folder / "params.npz", *self.params)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> GraphModule:
+        """A graph saved by `save`, ready to run (nothing is compiled)."""
+        folder = Path(folder)
+        try:
+            manifest = json.loads((folder / "graph.json").read_text())
+        except (OSError, ValueError) as e:
+            raise CodegenError(f"{folder} is not a compiled model folder: {e}") from e
+        if manifest.get("format") != FORMAT:
+            raise CodegenError(
+                f"{folder}: compiled model format {manifest.get('format')!r}, expected {FORMAT}"
+            )
+        if manifest["triple"] != llvm.get_process_triple():
+            raise CodegenError(f"{folder} was compiled for {manifest['triple']}, not this host")
+        with np.load(folder / "params.npz") as z:
+            params = [z[f"arr_{k}"] for k in range(len(manifest["params"]))]
+        parallel.load_runtime()
+        try:
+            lib = ctypes.CDLL(str((folder / "graph.so").resolve()))
+        except OSError as e:
+            raise CodegenError(f"cannot load {folder / 'graph.so'}: {e}") from e
+
+        def address(name: str) -> int:
+            return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+        return cls(manifest, params, *_bind(address, manifest), keep=lib)
+
+
+def _unique_funcs(steps: list[Step]) -> list[S.PrimFunc]:
+    """Each kernel once (a kernel may run at several steps); one name, one kernel."""
+    funcs: dict[str, S.PrimFunc] = {}
+    for s in steps:
+        if funcs.setdefault(s.func.name, s.func) is not s.func:
+            raise CodegenError(f"graph executor: two different kernels named '{s.func.name}'")
+    return list(funcs.values())
+
+
+def _bind(address, manifest: dict) -> tuple[Any, dict[str, Any]]:
+    """The entry and every kernel as ctypes functions from their addresses."""
+    entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address(ENTRY))
+    kernels = {NOP: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address(NOP))}
+    for step in manifest["steps"]:
+        proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(step["args"]))
+        kernels[step["kernel"]] = proto(address(step["kernel"]))
+    return entry, kernels

@@ -1,0 +1,37 @@
+#!/usr/bin/env python
+"""Whole networks against onnxruntime in the same run (compiler.bench.models).
+
+ResNet-18, MobileNet-v1 and the DQN network, batch 1, float32, both on 2 threads: latency
+ratio (ours / onnxruntime, lower is better) with the goals' verdicts, compile time, numerics,
+arena against its lower bound, the executor's own overhead, and per-layer tables. --load adds
+a measurement beside a process spinning on one core; --json prints the figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from compiler.bench import models
+from compiler.bench.harness import source_version, utc_now
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=list(models.GOALS), choices=list(models.GOALS))
+    ap.add_argument("--reps", type=int, default=20, help="timed inferences (at least)")
+    ap.add_argument("--min-time", type=float, default=2.0, help="seconds per comparison")
+    ap.add_argument("--load", action="store_true", help="also measure beside a spinning process")
+    ap.add_argument("--db", help="tuning records to apply")
+    ap.add_argument("--no-layers", action="store_true", help="omit the per-layer tables")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    res = models.run(args.models, args.reps, args.min_time, args.load, args.db)
+    if args.json:
+        print(json.dumps({"version": source_version(), "time": utc_now(), "models": res}))
+    else:
+        models.print_tables(res, layers=not args.no_layers)
+
+
+if __name__ == "__main__":
+    main()

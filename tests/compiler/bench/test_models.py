@@ -1,0 +1,26 @@
+"""bench_models' logic on the small DQN network: every figure present and sane, tables print."""
+
+import pytest
+
+from compiler.bench import models
+
+pytest.importorskip("onnxruntime")
+
+
+def test_interleaved_times_both_in_blocks():
+    calls = []
+    a, b = models.interleaved(lambda: calls.append("a"), lambda: calls.append("b"), 6, 0.0, 3, 0)
+    assert len(a) == len(b) == 6
+    assert calls[:8] == ["a"] * 4 + ["b"] * 4  # an untimed call, then the block
+
+
+def test_bench_model_dqn(capsys):
+    r = models.bench_model("dqn", reps=2, min_time=0.0)
+    q = r["quiet"]
+    assert q["max_rel_err"] < 1e-4 and q["ratio"] > 0
+    assert r["arena_lower_bound"] <= r["arena_bytes"] and r["executor_overhead_us"] > 0
+    convs = [row for row in r["layers"] if row["flops"]]
+    assert len(convs) == 5 and all(row["gflops"] > 0 for row in convs)  # 3 convs, 2 dense
+    models.print_tables({"dqn": r})
+    out = capsys.readouterr().out
+    assert "dqn" in out and "per kernel" in out

@@ -1,0 +1,118 @@
+"""Fused groups compiled into one native graph: a small CNN against numpy."""
+
+import numpy as np
+
+from compiler.graph.build import Group, Node, build_graph, plan_offsets
+from compiler.topi import testing
+
+
+def test_small_cnn_matches_numpy(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 16, 10, 10)).astype(np.float32)
+    w1 = (rng.standard_normal((32, 16, 3, 3)) * 0.2).astype(np.float32)
+    b1 = rng.standard_normal(32).astype(np.float32)
+    wd = rng.standard_normal((32, 1, 3, 3)).astype(np.float32)
+    fc = rng.standard_normal((10, 32)).astype(np.float32)
+    fcb = rng.standard_normal(10).astype(np.float32)
+    consts = {
+        "w1": testing.oihw_pack(w1, 16, 16),
+        "b1": b1.reshape(2, 1, 1, 16),
+        "wd": np.ascontiguousarray(wd.reshape(2, 16, 3, 3).transpose(0, 2, 3, 1))[
+            :, None, :, :, None
+        ],
+        "fc": fc,
+        "fcb": fcb,
+    }
+    win = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}
+    groups = [
+        Group("pack", [Node("PackNCHWc", ["x"], "xp", {"block": 16})]),
+        Group(
+            "conv",
+            [Node("Conv", ["xp", "w1", "b1"], "c1", win), Node("Relu", ["c1"], "r1")],
+        ),
+        Group("pool", [Node("MaxPool", ["r1"], "p1", {**win, "strides": [2, 2]})]),
+        Group(
+            "dw",
+            [
+                Node("Conv", ["p1", "wd"], "d1", {**win, "group": 32}),
+                Node("Clip", ["d1"], "d2", {"min": 0.0, "max": 6.0}),
+            ],
+        ),
+        Group("gap", [Node("GlobalAveragePool", ["d2"], "g")]),
+        Group("unpack", [Node("UnpackNCHWc", ["g"], "gu"), Node("Flatten", ["gu"], "f")]),
+        Group("fc", [Node("Dense", ["f", "fc", "fcb"], "y")]),
+    ]
+    shapes = {
+        "x": (1, 16, 10, 10),
+        "xp": (1, 1, 10, 10, 16),
+        "c1": (1, 2, 10, 10, 16),
+        "r1": (1, 2, 10, 10, 16),
+        "p1": (1, 2, 5, 5, 16),
+        "d1": (1, 2, 5, 5, 16),
+        "d2": (1, 2, 5, 5, 16),
+        "g": (1, 2, 1, 1, 16),
+        "gu": (1, 32, 1, 1),
+        "f": (1, 32),
+        "y": (1, 10),
+    }
+    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
+    g = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
+
+    r = np.maximum(testing.conv2d_nchw_python(x, w1, 1, 1) + b1[None, :, None, None], 0)
+    p = testing.pool2d_python(r, 3, 2, 1, 1, "max")
+    d = np.clip(testing.depthwise_conv2d_python_nchw(p, wd, 1, 1), 0, 6)
+    ref = d.mean(axis=(2, 3)) @ fc.T + fcb
+    np.testing.assert_allclose(g.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    g.save(tmp_path / "cnn")
+    assert (tmp_path / "cnn" / "graph.so").exists()
+
+
+def conv_graph():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    groups = [
+        Group("pack", [Node("PackNCHWc", ["x"], "xp", {"block": 16})]),
+        Group("conv", [Node("Conv", ["xp", "w"], "c", {"kernel_shape": [3, 3], "pads": [1] * 4})]),
+        Group("unpack", [Node("UnpackNCHWc", ["c"], "y")]),
+    ]
+    shapes = {"x": x.shape, "xp": (1, 1, 8, 8, 16), "c": (1, 2, 8, 8, 16), "y": (1, 32, 8, 8)}
+    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
+    consts = {"w": testing.oihw_pack(w, 16, 16)}
+    ref = testing.conv2d_nchw_python(x, w, 1, 1)
+    return groups, shapes, consts, offsets, arena, x, ref
+
+
+def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    groups, shapes, consts, offsets, arena, x, ref = conv_graph()
+    untuned = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
+    assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 8, 8, 32, 3, 3, 1) blocks (16, 16)"]
+
+    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1), "llvm")
+    space = task.config_space
+    index = next(
+        i
+        for i in range(len(space))
+        if space.is_valid(i)
+        and (space.get(i)["tile_ic"].size[1], space.get(i)["tile_oc"].size[1]) == (16, 16)
+        and space.get(i)["pad"].val == "task"
+    )
+    with Database(tmp_path / "r.db") as db:
+        db.add_batch([Record.of(MeasureInput(task, space.get(index)), [1e-4])])
+    tuned = build_graph(
+        groups, shapes, consts, ["x"], ["y"], offsets, arena, db=str(tmp_path / "r.db")
+    )
+    assert tuned.manifest["untuned"] == []
+    np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_plan_offsets_reuses_dead_tensors():
+    chain = [Group(f"g{k}", [Node("Relu", [f"t{k}"], f"t{k + 1}")]) for k in range(4)]
+    shapes = {f"t{k}": (1, 16) for k in range(5)}
+    offsets, arena, bound = plan_offsets(chain, shapes, {"t4"})
+    assert arena == bound == 128  # t1 and t2 live together; t3 reuses t1's place
+    assert offsets["t3"] == offsets["t1"] != offsets["t2"]

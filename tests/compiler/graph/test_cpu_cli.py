@@ -1,0 +1,82 @@
+"""`vta compile` and `vta run` on an ONNX model: outputs match onnxruntime, a compiled folder
+runs without compiling, bad inputs are one-line errors naming the tensor."""
+
+import json
+
+import numpy as np
+import pytest
+
+from compiler.bench.networks import dqn, random_inputs
+from vta.cli import main
+
+ort = pytest.importorskip("onnxruntime")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dqn")
+    (d / "dqn.onnx").write_bytes(dqn())
+    np.savez(d / "in.npz", **random_inputs("dqn"))
+    return d
+
+
+def test_compile_then_run_matches_onnxruntime(model, capsys):
+    assert main(["compile", str(model / "dqn.onnx"), "-o", str(model / "c")]) == 0
+    args = ["run", str(model / "c"), "--inputs", str(model / "in.npz")]
+    assert main([*args, "--output", str(model / "out.npz"), "--repeat", "3", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result["latency_ms"]) == {"median", "min", "max"}
+    out = np.load(model / "out.npz")
+    sess = ort.InferenceSession(dqn(), providers=["CPUExecutionProvider"])
+    (ref,) = sess.run(None, random_inputs("dqn"))
+    (name,) = out.files
+    np.testing.assert_allclose(out[name], ref, rtol=1e-3, atol=1e-4 * np.abs(ref).max())
+
+
+def test_run_names_a_missing_and_an_extra_input(model, tmp_path, capsys):
+    np.savez(tmp_path / "bad.npz", wrong=np.zeros((1, 4, 84, 84), np.float32))
+    assert main(["run", str(model / "dqn.onnx"), "--inputs", str(tmp_path / "bad.npz")]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]  # after the compile log
+    assert err.startswith("vta run: error:") and "missing frames; unknown wrong" in err
+
+
+def test_run_names_a_misshaped_input(model, tmp_path, capsys):
+    np.savez(tmp_path / "bad.npz", frames=np.zeros((1, 4, 80, 84), np.float32))
+    assert main(["run", str(model / "dqn.onnx"), "--inputs", str(tmp_path / "bad.npz")]) == 2
+    assert "'frames' has shape [1, 4, 80, 84], expected [1, 4, 84, 84]" in capsys.readouterr().err
+
+
+def test_missing_model_is_an_error(tmp_path, capsys):
+    np.savez(tmp_path / "in.npz", x=np.zeros(1))
+    assert main(["run", str(tmp_path / "nope.onnx"), "--inputs", str(tmp_path / "in.npz")]) == 2
+    assert "no such model" in capsys.readouterr().err
+
+
+def tiny_conv_model() -> bytes:
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).standard_normal((16, 16, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return m.SerializeToString()
+
+
+def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
+    (tmp_path / "m.onnx").write_bytes(tiny_conv_model())
+    db = str(tmp_path / "r.db")
+    args = ["tune", str(tmp_path / "m.onnx"), "--n-trial", "2", "--batch-size", "2"]
+    assert main([*args, "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "1 tasks" in out and "conv2d_NCHWc(16, 8, 8, 16, 3, 3, 1," in out
+    assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"), "--db", db]) == 0
+    assert "1 convolutions from records" in capsys.readouterr().err

@@ -1,0 +1,99 @@
+"""The thread pool behind parallel loops: every iteration runs exactly once, whatever the
+thread count, the loop size, concurrent callers or a fork."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler import te
+from compiler.codegen import parallel
+from compiler.codegen.target import Target
+from compiler.runtime import set_num_threads
+
+
+def counting_kernel(n):
+    """out[i] = a[i] + 1 over a parallel loop of n iterations."""
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].parallel(B.op.axis[0])
+    return compiler.build(s, [A, B])
+
+
+@pytest.fixture
+def threads():
+    yield set_num_threads
+    set_num_threads(parallel.default_threads())
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 256, 1000, 3_000_001])
+@pytest.mark.parametrize("nthreads", [1, 2, 3])
+def test_every_iteration_runs_once(threads, n, nthreads):
+    threads(nthreads)
+    mod = counting_kernel(n)
+    a = np.arange(n, dtype=np.float32)
+    b = np.zeros(n, np.float32)
+    for _ in range(3):
+        mod(a, b)
+        np.testing.assert_array_equal(b, a + 1)
+        b[:] = 0
+
+
+def test_concurrent_callers(threads):
+    """A loop started while the pool is busy runs on its caller's thread; all are right."""
+    threads(2)
+    mod = counting_kernel(100_000)
+    a = np.random.default_rng(0).random(100_000, dtype=np.float32)
+    mod(a, np.zeros_like(a))  # JIT-compiled once, before the threads share it
+    errors = []
+
+    def work():
+        b = np.zeros_like(a)
+        for _ in range(50):
+            b[:] = 0
+            mod(a, b)
+            if not np.array_equal(b, a + 1):
+                errors.append("wrong result")
+
+    ts = [threading.Thread(target=work) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=60)
+    assert not errors and not any(t.is_alive() for t in ts)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_restarts_its_workers(threads):
+    threads(2)
+    mod = counting_kernel(10_000)
+    a = np.ones(10_000, np.float32)
+    b = np.zeros_like(a)
+    mod(a, b)  # the parent's workers exist
+    pid = os.fork()
+    if pid == 0:  # the child has no worker threads: the pool must start new ones
+        b[:] = 0
+        mod(a, b)
+        os._exit(0 if np.array_equal(b, a + 1) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_thread_count_is_kept(threads):
+    threads(3)
+    assert parallel.get_num_threads() == 3
+    threads(0)
+    assert parallel.get_num_threads() == 1
+
+
+def test_runtime_object_for_arm():
+    obj = parallel.runtime_object(Target.parse("llvm -mtriple=aarch64-linux-gnu"))
+    assert obj[:4] == b"\x7fELF"
+
+
+def test_unsupported_architecture_is_named():
+    with pytest.raises(compiler.errors.CodegenError, match="riscv64"):
+        parallel.runtime_ir("riscv64-unknown-linux-gnu")
