@@ -35,20 +35,20 @@ def test_compile_then_run_matches_onnxruntime(model, capsys):
 
 def test_run_names_a_missing_and_an_extra_input(model, tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", wrong=np.zeros((1, 4, 84, 84), np.float32))
-    assert main(["run", str(model / "dqn.onnx"), "--inputs", str(tmp_path / "bad.npz")]) == 2
+    assert main(["run", str(model / "dqn.onnx"), "--inputs", str(tmp_path / "bad.npz")]) == 1
     err = capsys.readouterr().err.splitlines()[-1]  # after the compile log
     assert err.startswith("vta run: error:") and "missing frames; unknown wrong" in err
 
 
 def test_run_names_a_misshaped_input(model, tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", frames=np.zeros((1, 4, 80, 84), np.float32))
-    assert main(["run", str(model / "dqn.onnx"), "--inputs", str(tmp_path / "bad.npz")]) == 2
+    assert main(["run", str(model / "dqn.onnx"), "--inputs", str(tmp_path / "bad.npz")]) == 1
     assert "'frames' has shape [1, 4, 80, 84], expected [1, 4, 84, 84]" in capsys.readouterr().err
 
 
 def test_missing_model_is_an_error(tmp_path, capsys):
     np.savez(tmp_path / "in.npz", x=np.zeros(1))
-    assert main(["run", str(tmp_path / "nope.onnx"), "--inputs", str(tmp_path / "in.npz")]) == 2
+    assert main(["run", str(tmp_path / "nope.onnx"), "--inputs", str(tmp_path / "in.npz")]) == 1
     assert "no such model" in capsys.readouterr().err
 
 
