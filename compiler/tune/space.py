@@ -107,6 +107,12 @@ class Knob:
         raise NotImplementedError
 
 
+def divisors(n: int) -> list[int]:
+    """The divisors of n >= 1 in increasing order, by trial up to sqrt(n) (O(sqrt n), not O(n))."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
 class SplitKnob(Knob):
     """Split one loop of `extent` into `num_outputs` factors (policy: factors or power2)."""
 
@@ -125,7 +131,7 @@ class SplitKnob(Knob):
             raise TuningError(f"split {name!r}: num_outputs must be >= 2, got {num_outputs}")
         if policy == "factors":
             bound = extent
-            choices = [d for d in range(1, extent + 1) if extent % d == 0]
+            choices = divisors(extent)
         elif policy == "power2":
             bound = 2 ** math.ceil(math.log2(max(extent, 1)))
             choices = [2**p for p in range(bound.bit_length())]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from compiler.errors import TuningError
 from compiler.tune import ConfigSpace, Database, apply_history_best, create_task, get_config
-from compiler.tune.space import SplitKnob
+from compiler.tune.space import SplitKnob, divisors
 from compiler.tune.task import register_template
 
 
@@ -127,3 +127,15 @@ def test_registry_task_and_fallback_warning():
     with apply_history_best(db), warnings.catch_warnings():
         warnings.simplefilter("error")
         assert get_config(task).index == 2
+
+
+@given(st.integers(1, 10**6))
+def test_divisors_are_every_divisor_in_order(n):
+    assert divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
+
+
+def test_split_of_a_large_prime_extent_is_immediate():
+    # trial division up to the extent took minutes for 2**31 - 1; up to its square root it does not
+    knob = SplitKnob("y", 2**31 - 1, 3)
+    p = 2**31 - 1
+    assert sorted(knob.candidates) == [(1, 1, p), (1, p, 1), (p, 1, 1)]
