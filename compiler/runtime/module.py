@@ -1,7 +1,8 @@
 """Native modules: JIT-compiled functions callable on numpy arrays; object and library export.
 
-The function ABI is one pointer per buffer parameter. Calls check every array's shape, dtype and
-C-contiguity against the signature first, because the native code trusts them blindly.
+The function ABI is one pointer per buffer parameter. Calls check every array's shape, dtype,
+C-contiguity and (for the buffers the function writes) writability against the signature first,
+because the native code trusts them blindly.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from functools import cached_property
 from typing import Any
 
@@ -26,7 +28,9 @@ from ..codegen.llvm import codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
 from ..errors import CodegenError, OperatorError
 from ..tir import dtype as dt
+from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.functor import post_order_visit
 
 SIGNATURE_PREFIX = "__vta_signature_"
 
@@ -40,9 +44,30 @@ def set_num_threads(n: int) -> None:
     parallel.set_num_threads(n)
 
 
+def written_buffers(f: S.PrimFunc) -> set[str]:
+    """Names of the data variables the function may write: stored to, or whose address it
+    passes on (an extern call may write through it)."""
+    found: set[str] = set()
+
+    def visit(n) -> None:
+        if isinstance(n, S.BufferStore):
+            found.add(n.buffer.data.name)
+        elif isinstance(n, E.Call) and n.op == "tir.address_of":
+            found.add(n.args[0].buffer.data.name)
+
+    post_order_visit(f.body, visit)
+    return found
+
+
 def _signature(f: S.PrimFunc) -> list[dict]:
+    written = written_buffers(f)
     return [
-        {"name": b.name, "shape": [int(s.value) for s in b.shape], "dtype": b.dtype}
+        {
+            "name": b.name,
+            "shape": [int(s.value) for s in b.shape],
+            "dtype": b.dtype,
+            "written": b.data.name in written,
+        }
         for b in f.params
     ]
 
@@ -57,15 +82,23 @@ class _Callable:
     def __call__(self, *arrays: np.ndarray) -> None:
         expect = self._expected
         if len(arrays) != len(expect) or not all(
-            type(a) is np.ndarray and a.dtype == d and a.shape == shape and a.flags.c_contiguous
-            for a, (d, shape) in zip(arrays, expect, strict=False)
+            type(a) is np.ndarray
+            and a.dtype == d
+            and a.shape == shape
+            and a.flags.c_contiguous
+            and (a.flags.writeable or not w)
+            for a, (d, shape, w) in zip(arrays, expect, strict=False)
         ):
             self._check(arrays)  # the slow path names what is wrong (or accepts a subclass)
         self._cfunc(*[a.ctypes.data for a in arrays])
 
     @cached_property
-    def _expected(self) -> list[tuple[np.dtype, tuple[int, ...]]]:
-        return [(np.dtype(dt.to_numpy(p["dtype"])), tuple(p["shape"])) for p in self.signature]
+    def _expected(self) -> list[tuple[np.dtype, tuple[int, ...], bool]]:
+        # libraries written before the signature recorded writes: every buffer may be written
+        return [
+            (np.dtype(dt.to_numpy(p["dtype"])), tuple(p["shape"]), p.get("written", True))
+            for p in self.signature
+        ]
 
     def _check(self, arrays: tuple[np.ndarray, ...]) -> None:
         sig = self.signature
@@ -82,6 +115,10 @@ class _Callable:
                 raise ArgumentError(f"{where} has shape {list(a.shape)}, expected {p['shape']}")
             if not a.flags.c_contiguous:
                 raise ArgumentError(f"{where} must be C-contiguous (use np.ascontiguousarray)")
+            if p.get("written", True) and not a.flags.writeable:
+                raise ArgumentError(
+                    f"{where} is read-only but the function writes it (pass a writable copy)"
+                )
 
 
 class Module(_Callable):
@@ -99,6 +136,7 @@ class Module(_Callable):
             mod.link_in(parse_ir(text, tm, target.triple))
         optimize(mod, tm)
         self._mod, self._engine, self._cfunc_cached = mod, None, None
+        self._jit_lock = threading.Lock()
         self.uses_parallel = parallel.SYMBOL in self.llvm_ir_unoptimized
 
     def get_source(self, fmt: str = "ll") -> str:
@@ -114,20 +152,25 @@ class Module(_Callable):
     @property
     def _cfunc(self):
         if self._cfunc_cached is None:
-            if not self.target.is_host:
-                raise CodegenError(
-                    f"module '{self.name}' is compiled for {self.target.triple}; it cannot run on "
-                    "this host (save() it and run it on the target)"
-                )
-            if self.uses_parallel:
-                parallel.load_runtime()
-            tm = target_machine(self.target, pic=False)
-            engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(self._mod.as_bitcode()), tm)
-            engine.finalize_object()
-            addr = engine.get_function_address(self.name)
-            proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(self.signature))
-            self._engine, self._cfunc_cached = engine, proto(addr)
+            with self._jit_lock:  # one engine even when threads make the first call together
+                if self._cfunc_cached is None:
+                    self._jit()
         return self._cfunc_cached
+
+    def _jit(self) -> None:
+        if not self.target.is_host:
+            raise CodegenError(
+                f"module '{self.name}' is compiled for {self.target.triple}; it cannot run on "
+                "this host (save() it and run it on the target)"
+            )
+        if self.uses_parallel:
+            parallel.load_runtime()
+        tm = target_machine(self.target, pic=False)
+        engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(self._mod.as_bitcode()), tm)
+        engine.finalize_object()
+        addr = engine.get_function_address(self.name)
+        proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(self.signature))
+        self._engine, self._cfunc_cached = engine, proto(addr)
 
     def save(self, path: str) -> None:
         """Write a relocatable object file (.o) for the module's target."""
