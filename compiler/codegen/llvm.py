@@ -339,21 +339,39 @@ class CodeGenLLVM:
         a, b = self.expr(e.a), self.expr(e.b)
         return self.b.fmul(a, b) if dt.is_float(e.dtype) else self.b.mul(a, b)
 
-    def expr_Div(self, e: E.Div) -> ir.Value:
+    # Integer division follows compiler/arith/intdiv.py: x // 0 == 0, x % 0 == x and
+    # INT_MIN // -1 wraps; the divisor is made safe before the instruction, so nothing traps.
+    def _divide(self, e: E.BinaryOp) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+        """(a, b, quotient, remainder) of integer division rounding toward zero."""
         a, b = self.expr(e.a), self.expr(e.b)
+        zero, one = _splat(b.type, 0), _splat(b.type, 1)
+        is_zero = self.b.icmp_unsigned("==", b, zero)
+        if dt.is_uint(e.dtype):
+            safe = self.b.select(is_zero, one, b)
+            q, r = self.b.udiv(a, safe), self.b.urem(a, safe)
+            return a, b, self.b.select(is_zero, zero, q), self.b.select(is_zero, a, r)
+        is_minus_one = self.b.icmp_signed("==", b, _splat(b.type, -1))
+        safe = self.b.select(self.b.or_(is_zero, is_minus_one), one, b)
+        q, r = self.b.sdiv(a, safe), self.b.srem(a, safe)
+        q = self.b.select(is_minus_one, self.b.sub(zero, a), q)  # -INT_MIN wraps to INT_MIN
+        q = self.b.select(is_zero, zero, q)
+        r = self.b.select(is_zero, a, self.b.select(is_minus_one, zero, r))
+        return a, b, q, r
+
+    def expr_Div(self, e: E.Div) -> ir.Value:
         if dt.is_float(e.dtype):
-            return self.b.fdiv(a, b)
-        return self.b.udiv(a, b) if dt.is_uint(e.dtype) else self.b.sdiv(a, b)
+            return self.b.fdiv(self.expr(e.a), self.expr(e.b))
+        return self._divide(e)[2]
 
     def _floor_parts(self, e: E.BinaryOp):
-        a, b = self.expr(e.a), self.expr(e.b)
-        q, r = self.b.sdiv(a, b), self.b.srem(a, b)
-        zero = ir.Constant(a.type, None)
-        # the remainder is nonzero and its sign differs from the divisor's
+        a, b, q, r = self._divide(e)
+        zero = _splat(a.type, 0)
+        # the remainder is nonzero and its sign differs from the (nonzero) divisor's
         fix = self.b.and_(
             self.b.icmp_signed("!=", r, zero),
             self.b.xor(self.b.icmp_signed("<", r, zero), self.b.icmp_signed("<", b, zero)),
         )
+        fix = self.b.and_(fix, self.b.icmp_signed("!=", b, zero))
         return a, b, q, r, fix
 
     def expr_FloorDiv(self, e: E.FloorDiv) -> ir.Value:
@@ -361,7 +379,7 @@ class CodeGenLLVM:
             f = self._intrinsic("llvm.floor", llvm_type(e.dtype), 1)
             return self.b.call(f, [self.b.fdiv(self.expr(e.a), self.expr(e.b))])
         if dt.is_uint(e.dtype):
-            return self.b.udiv(self.expr(e.a), self.expr(e.b))
+            return self._divide(e)[2]
         _, _, q, _, fix = self._floor_parts(e)
         return self.b.sub(q, self.b.zext(fix, q.type))
 
@@ -371,9 +389,9 @@ class CodeGenLLVM:
             f = self._intrinsic("llvm.floor", llvm_type(e.dtype), 1)
             return self.b.fsub(a, self.b.fmul(b, self.b.call(f, [self.b.fdiv(a, b)])))
         if dt.is_uint(e.dtype):
-            return self.b.urem(self.expr(e.a), self.expr(e.b))
+            return self._divide(e)[3]
         _, b, _, r, fix = self._floor_parts(e)
-        return self.b.add(r, self.b.select(fix, b, ir.Constant(b.type, None)))
+        return self.b.add(r, self.b.select(fix, b, _splat(b.type, 0)))
 
     def _cmp(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if dt.is_float(dtype):
@@ -567,3 +585,10 @@ def codegen(funcs: list[S.PrimFunc], name: str = "module", triple: str = "") -> 
     for f in funcs:
         cg.add_function(f)
     return cg.module
+
+
+def _splat(ty: ir.Type, value: int) -> ir.Constant:
+    """The integer constant `value` of type `ty`, in every lane of a vector type."""
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+    return ir.Constant(ty, value)
