@@ -216,11 +216,22 @@ class CodeGenLLVM:
         if s.kind == "parallel" and not self.fn.in_parallel:
             self._parallel_for(s)
             return
-        lo, ext = self.expr(s.min), self.expr(s.extent)
+        ty = llvm_type(s.loop_var.dtype)
+        lo, ext = self._int_as(self.expr(s.min), ty), self._int_as(self.expr(s.extent), ty)
         self._loop(s.loop_var, lo, self.b.add(lo, ext), lambda: self.stmt(s.body))
 
+    def _int_as(self, v: ir.Value, ty: ir.IntType) -> ir.Value:
+        """A signed integer value widened or narrowed to `ty`."""
+        if v.type.width < ty.width:
+            return self.b.sext(v, ty)
+        return self.b.trunc(v, ty) if v.type.width > ty.width else v
+
     def _loop(self, var: E.Var, begin: ir.Value, end: ir.Value, body) -> None:
+        """for var in [begin, end), counting in the loop variable's own type (int64 when the
+        extent or its bounds need it)."""
         b = self.b
+        ty = llvm_type(var.dtype)
+        begin, end = self._int_as(begin, ty), self._int_as(end, ty)
         pre = b.block
         head = b.append_basic_block(self._name("for.head"))
         loop = b.append_basic_block(self._name("for.body"))
@@ -278,10 +289,9 @@ class CodeGenLLVM:
     def _chunk_loop(self, s: S.For) -> None:
         """The outlined body: the iterations [min + begin, min + end) of one chunk."""
         b = self.b
-        lo = self.expr(s.min)
-        begin, stop = self.fn.func.args[1], self.fn.func.args[2]
-        if lo.type.width < 64:
-            begin, stop = b.trunc(begin, lo.type), b.trunc(stop, lo.type)
+        ty = llvm_type(s.loop_var.dtype)
+        lo = self._int_as(self.expr(s.min), ty)
+        begin, stop = self._int_as(self.fn.func.args[1], ty), self._int_as(self.fn.func.args[2], ty)
         self._loop(s.loop_var, b.add(lo, begin), b.add(lo, stop), lambda: self.stmt(s.body))
 
     def _captured(self, s: S.Stmt) -> list[E.Var]:

@@ -31,7 +31,11 @@ class IterVar:
 
     def __init__(self, dom: Range | None, var: Var | str, kind: str = "data_par", tag: str = ""):
         self.dom = dom
-        self.var = var if isinstance(var, Var) else Var(var)
+        if isinstance(var, Var):
+            self.var = var
+        else:  # int64 when the domain needs it (an extent or bound of 2**31 or more)
+            wide = dom is not None and "int64" in (dom.min.dtype, dom.extent.dtype)
+            self.var = Var(var, "int64" if wide else "int32")
         self.kind, self.thread_tag = kind, tag
 
     @property
