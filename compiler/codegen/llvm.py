@@ -98,15 +98,26 @@ class _Fn:
             self.builder.branch(self.body)
 
 
-class CodeGenLLVM:
-    """Emits PrimFuncs into one llvmlite module."""
+OOB_PREFIX = "__vta_oob_"  # + function name: i64[2] = (checked buffer number + 1, index)
 
-    def __init__(self, name: str = "module", triple: str = ""):
+
+class CodeGenLLVM:
+    """Emits PrimFuncs into one llvmlite module.
+
+    With `bounds_check`, an access whose index depends on loaded data (a gather or scatter) is
+    checked against the buffer's extent: an index out of range is replaced by 0 and recorded in
+    the function's `OOB_PREFIX` global, which the runtime turns into an exception after the call
+    (`checked[function]` lists the checked buffers' names)."""
+
+    def __init__(self, name: str = "module", triple: str = "", bounds_check: bool = True):
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
         self.fn: _Fn = None  # type: ignore[assignment]
         self._n = 0
+        self.bounds_check = bounds_check
+        self.checked: dict[str, list[str]] = {}
+        self._func_name = ""
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -123,11 +134,34 @@ class CodeGenLLVM:
         for a in func.args:
             a.add_attribute("noalias")
         self.fn = _Fn(func)
+        self._func_name = f.name
         for arg, buf in zip(func.args, f.params, strict=False):
             arg.name = buf.name
             self.fn.vars[buf.data] = arg
         self.stmt(f.body)
         self.fn.finish()
+
+    def _checked_index(self, buf: S.Buffer, idx: ir.Value, span: int = 1) -> ir.Value:
+        """`idx` (i64) when [idx, idx + span) lies in the buffer, else 0 with the index recorded
+        in the function's out-of-range global."""
+        extent = buf.const_size()
+        names = self.checked.setdefault(self._func_name, [])
+        if buf.name not in names:
+            names.append(buf.name)
+        gname = OOB_PREFIX + self._func_name
+        record = self.module.globals.get(gname)
+        if record is None:
+            record = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), gname)
+            record.initializer = ir.Constant(ir.ArrayType(I64, 2), [0, 0])
+        ok = self.b.icmp_unsigned("<=", idx, ir.Constant(I64, max(extent - span, -1)))
+        if extent < span:
+            ok = ir.Constant(I1, 0)
+        with self.b.if_then(self.b.not_(ok), likely=False):
+            slot = self.b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+            self.b.store(ir.Constant(I64, names.index(buf.name) + 1), slot)
+            slot = self.b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, 1)])
+            self.b.store(idx, slot)
+        return self.b.select(ok, idx, ir.Constant(I64, 0))
 
     def _decl(
         self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False
@@ -491,15 +525,21 @@ class CodeGenLLVM:
         """(pointer, None) for a scalar or contiguous access, else (None, per-lane pointers)."""
         base = self.expr_Var(buf.data)
         ety = mem_type(buf.dtype)
+        check = self.bounds_check and _data_dependent(index) and _const_extent(buf)
         if isinstance(index, E.Ramp) and E.is_const(index.stride, 1):
-            return self.b.gep(base, [self._index(index.base)], source_etype=ety), None
+            i = self._index(index.base)
+            i = self._checked_index(buf, i, index.lanes) if check else i
+            return self.b.gep(base, [i], source_etype=ety), None
         if dt.lanes(index.dtype) == 1:
-            return self.b.gep(base, [self._index(index)], source_etype=ety), None
+            i = self._index(index)
+            i = self._checked_index(buf, i) if check else i
+            return self.b.gep(base, [i], source_etype=ety), None
         idx = self.expr(index)
         ptrs = []
         for k in range(dt.lanes(index.dtype)):
             i = self.b.extract_element(idx, ir.Constant(I32, k))
             i = self.b.sext(i, I64) if i.type.width < 64 else i
+            i = self._checked_index(buf, i) if check else i
             ptrs.append(self.b.gep(base, [i], source_etype=ety))
         return None, ptrs
 
@@ -589,12 +629,25 @@ class CodeGenLLVM:
         return phi
 
 
-def codegen(funcs: list[S.PrimFunc], name: str = "module", triple: str = "") -> ir.Module:
-    """An llvmlite module holding every function."""
-    cg = CodeGenLLVM(name, triple)
+def codegen(
+    funcs: list[S.PrimFunc], name: str = "module", triple: str = "", bounds_check: bool = True
+) -> ir.Module:
+    """An llvmlite module holding every function (`checked`: the bounds-checked buffers of each
+    function, see CodeGenLLVM)."""
+    cg = CodeGenLLVM(name, triple, bounds_check)
     for f in funcs:
         cg.add_function(f)
+    cg.module.checked = cg.checked
     return cg.module
+
+
+def _data_dependent(index: E.Expr) -> bool:
+    """The index reads memory (a gather or scatter through loaded values)."""
+    return bool(collect(index, lambda n: isinstance(n, E.BufferLoad)))
+
+
+def _const_extent(buf: S.Buffer) -> bool:
+    return all(isinstance(s, E.IntImm) for s in buf.shape)
 
 
 def _splat(ty: ir.Type, value: int) -> ir.Constant:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -24,7 +25,7 @@ from llvmlite import ir
 from vta.errors import VTAError
 
 from ..codegen import parallel
-from ..codegen.llvm import codegen
+from ..codegen.llvm import OOB_PREFIX, codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
 from ..errors import CodegenError, OperatorError
 from ..tir import dtype as dt
@@ -37,6 +38,10 @@ SIGNATURE_PREFIX = "__vta_signature_"
 
 class ArgumentError(VTAError, ValueError):
     """Arrays passed to a module do not match its signature (names the parameter)."""
+
+
+class OutOfBoundsError(VTAError, IndexError):
+    """A data-dependent index (a gather or scatter) fell outside its buffer during a call."""
 
 
 def set_num_threads(n: int) -> None:
@@ -77,6 +82,7 @@ class _Callable:
 
     name: str
     signature: list[dict]
+    checked: list[str]  # buffers whose data-dependent accesses are bounds-checked
     _cfunc: Any
 
     def __call__(self, *arrays: np.ndarray) -> None:
@@ -91,6 +97,24 @@ class _Callable:
         ):
             self._check(arrays)  # the slow path names what is wrong (or accepts a subclass)
         self._cfunc(*[a.ctypes.data for a in arrays])
+        if self.checked:
+            self._raise_out_of_bounds()
+
+    def _oob_record(self) -> Any:
+        raise NotImplementedError
+
+    def _raise_out_of_bounds(self) -> None:
+        record = self._oob_record()
+        which, index = record[0], record[1]
+        if which:
+            record[0] = record[1] = 0
+            buf = self.checked[which - 1]
+            shapes = {p["name"]: p["shape"] for p in self.signature}
+            size = f" (extent {math.prod(shapes[buf])})" if buf in shapes else ""
+            raise OutOfBoundsError(
+                f"{self.name}: data-dependent index {index} into '{buf}'{size} is out of range; "
+                "the access read or wrote element 0 instead (outputs are not valid)"
+            )
 
     @cached_property
     def _expected(self) -> list[tuple[np.dtype, tuple[int, ...], bool]]:
@@ -124,11 +148,14 @@ class _Callable:
 class Module(_Callable):
     """A built function: call it on numpy arrays, read its IR/assembly, save or export it."""
 
-    def __init__(self, func: S.PrimFunc, target: Target, imports: list[str]):
+    def __init__(
+        self, func: S.PrimFunc, target: Target, imports: list[str], bounds_check: bool = True
+    ):
         self.name, self.target, self.func = func.name, target, func
         self.signature = _signature(func)
-        irmod = codegen([func], func.name, target.triple)
-        _embed_signature(irmod, func.name, self.signature)
+        irmod = codegen([func], func.name, target.triple, bounds_check)
+        self.checked = irmod.checked.get(func.name, [])
+        _embed_signature(irmod, func.name, self.signature, self.checked)
         self.llvm_ir_unoptimized = str(irmod)
         tm = target_machine(target, pic=False)
         mod = parse_ir(self.llvm_ir_unoptimized, tm, target.triple)
@@ -172,6 +199,11 @@ class Module(_Callable):
         proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(self.signature))
         self._engine, self._cfunc_cached = engine, proto(addr)
 
+    def _oob_record(self) -> Any:
+        self._cfunc  # noqa: B018 - compiles the engine first
+        addr = self._engine.get_global_value_address(OOB_PREFIX + self.name)
+        return (ctypes.c_int64 * 2).from_address(addr)
+
     def save(self, path: str) -> None:
         """Write a relocatable object file (.o) for the module's target."""
         obj = target_machine(self.target, pic=True).emit_object(self._mod)
@@ -191,8 +223,11 @@ class Module(_Callable):
                 raise CodegenError(f"linking {path} failed: {r.stderr.strip()}")
 
 
-def _embed_signature(irmod: ir.Module, name: str, signature: list[dict]) -> None:
-    data = bytearray(json.dumps({"name": name, "params": signature}).encode() + b"\0")
+def _embed_signature(
+    irmod: ir.Module, name: str, signature: list[dict], checked: list[str]
+) -> None:
+    meta = {"name": name, "params": signature, "checked": checked}
+    data = bytearray(json.dumps(meta).encode() + b"\0")
     ty = ir.ArrayType(ir.IntType(8), len(data))
     g = ir.GlobalVariable(irmod, ty, SIGNATURE_PREFIX + name)
     g.initializer = ir.Constant(ty, data)
@@ -211,9 +246,13 @@ class LoadedModule(_Callable):
             raise CodegenError(f"{path}: no function '{name}' exported by this toolkit") from e
         meta = json.loads(ctypes.cast(ctypes.addressof(first), ctypes.c_char_p).value)
         self.name, self.signature = name, meta["params"]
+        self.checked = meta.get("checked", [])
         self._cfunc = getattr(self.lib, name)
         self._cfunc.restype = None
         self._cfunc.argtypes = [ctypes.c_void_p] * len(self.signature)
+
+    def _oob_record(self) -> Any:
+        return (ctypes.c_int64 * 2).in_dll(self.lib, OOB_PREFIX + self.name)
 
 
 def load_module(path: str, name: str = "main") -> LoadedModule:
@@ -223,5 +262,7 @@ def load_module(path: str, name: str = "main") -> LoadedModule:
     return LoadedModule(path, name)
 
 
-def build_module(func: S.PrimFunc, target: str, imports: list[str]) -> Module:
-    return Module(func, Target.parse(target), imports)
+def build_module(
+    func: S.PrimFunc, target: str, imports: list[str], bounds_check: bool = True
+) -> Module:
+    return Module(func, Target.parse(target), imports, bounds_check)

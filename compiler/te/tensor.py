@@ -117,7 +117,14 @@ class Tensor:
             raise OperatorError(
                 f"tensor {self.name} has {len(self.shape)} dims, got {len(indices)} indices"
             )
-        return E.ProducerLoad(self, [_expr(i) for i in indices])
+        exprs = [_expr(i) for i in indices]
+        for axis, (i, n) in enumerate(zip(exprs, self.shape, strict=True)):
+            v = E.as_int(i)
+            if v is not None and not 0 <= v < int(n):
+                raise OperatorError(
+                    f"tensor {self.name}: constant index {v} of axis {axis} is outside [0, {n})"
+                )
+        return E.ProducerLoad(self, exprs)
 
     def __getitem__(self, indices: Any) -> E.ProducerLoad:
         return self(*(indices if isinstance(indices, tuple) else (indices,)))
