@@ -61,6 +61,8 @@ def build(
     `target="cuda -arch=sm_80"` compiles GPU kernels (a GPUModule: PTX, ptxas statistics, the
     emulator, and launches on a CUDA device); `target="vta"` compiles for the accelerator
     (options: `config`, `device`) into a module that runs its Program on a `vta.device` device.
+    On the CPU, `bounds_check=False` drops the range checks of data-dependent (gather/scatter)
+    accesses, which are on by default (an index out of range raises OutOfBoundsError).
     """
     if is_cuda_target(target):
         if not isinstance(s, Schedule) or options:
@@ -71,11 +73,14 @@ def build(
         if not isinstance(s, Schedule):
             raise CodegenError("target 'vta' compiles a Schedule, not a lowered PrimFunc")
         return vta_build(s, list(args or []), name, **options)
+    bounds_check = options.pop("bounds_check", True)
     if options:
-        raise CodegenError(f"target {target!r} takes no options, got {sorted(options)}")
+        raise CodegenError(
+            f"target {target!r} takes only the option bounds_check, got {sorted(options)}"
+        )
     f = s if isinstance(s, S.PrimFunc) else lower(s, list(args or []), name)
     imports = _imported_llvm(s) if isinstance(s, Schedule) else []
-    return build_module(f, target, imports)
+    return build_module(f, target, imports, bounds_check=bool(bounds_check))
 
 
 def _imported_llvm(s: Schedule) -> list[str]:

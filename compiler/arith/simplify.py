@@ -14,6 +14,7 @@ from typing import Any
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir.functor import Mutator
+from . import intdiv
 
 INF = math.inf
 Bound = tuple[float, float]
@@ -177,9 +178,9 @@ class Analyzer:
                     la, lb.const, e.dtype
                 )
             a, b = self.from_lin(la, e.dtype), self.from_lin(lb, e.dtype)
-            if not la.terms and not lb.terms and lb.const != 0:
-                f = (lambda x, y: x // y) if isinstance(e, E.FloorDiv) else (lambda x, y: x % y)
-                return Lin({}, f(la.const, lb.const))
+            if not la.terms and not lb.terms:
+                f = intdiv.floordiv if isinstance(e, E.FloorDiv) else intdiv.floormod
+                return Lin({}, f(la.const, lb.const, e.dtype))
             return Lin.atom(type(e)(a, b))
         if isinstance(e, (E.Min, E.Max)):
             a, b = self.simplify(e.a), self.simplify(e.b)
@@ -301,8 +302,10 @@ def _fold(e: E.BinaryOp) -> E.Expr | None:
     }
     if type(e) in ops:
         return E.const(ops[type(e)](), e.dtype)
+    if isinstance(e, E.Div) and not dt.is_float(e.dtype):
+        return E.const(intdiv.truncdiv(x, y, e.dtype), e.dtype)
     if isinstance(e, E.Div) and y != 0:
-        return E.const(x / y if dt.is_float(e.dtype) else int(x / y), e.dtype)
+        return E.const(x / y, e.dtype)
     return None
 
 

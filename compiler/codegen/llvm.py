@@ -98,15 +98,26 @@ class _Fn:
             self.builder.branch(self.body)
 
 
-class CodeGenLLVM:
-    """Emits PrimFuncs into one llvmlite module."""
+OOB_PREFIX = "__vta_oob_"  # + function name: i64[2] = (checked buffer number + 1, index)
 
-    def __init__(self, name: str = "module", triple: str = ""):
+
+class CodeGenLLVM:
+    """Emits PrimFuncs into one llvmlite module.
+
+    With `bounds_check`, an access whose index depends on loaded data (a gather or scatter) is
+    checked against the buffer's extent: an index out of range is replaced by 0 and recorded in
+    the function's `OOB_PREFIX` global, which the runtime turns into an exception after the call
+    (`checked[function]` lists the checked buffers' names)."""
+
+    def __init__(self, name: str = "module", triple: str = "", bounds_check: bool = True):
         self.module = ir.Module(name=name)
         if triple:
             self.module.triple = triple
         self.fn: _Fn = None  # type: ignore[assignment]
         self._n = 0
+        self.bounds_check = bounds_check
+        self.checked: dict[str, list[str]] = {}
+        self._func_name = ""
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -123,11 +134,34 @@ class CodeGenLLVM:
         for a in func.args:
             a.add_attribute("noalias")
         self.fn = _Fn(func)
+        self._func_name = f.name
         for arg, buf in zip(func.args, f.params, strict=False):
             arg.name = buf.name
             self.fn.vars[buf.data] = arg
         self.stmt(f.body)
         self.fn.finish()
+
+    def _checked_index(self, buf: S.Buffer, idx: ir.Value, span: int = 1) -> ir.Value:
+        """`idx` (i64) when [idx, idx + span) lies in the buffer, else 0 with the index recorded
+        in the function's out-of-range global."""
+        extent = buf.const_size()
+        names = self.checked.setdefault(self._func_name, [])
+        if buf.name not in names:
+            names.append(buf.name)
+        gname = OOB_PREFIX + self._func_name
+        record = self.module.globals.get(gname)
+        if record is None:
+            record = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), gname)
+            record.initializer = ir.Constant(ir.ArrayType(I64, 2), [0, 0])
+        ok = self.b.icmp_unsigned("<=", idx, ir.Constant(I64, max(extent - span, -1)))
+        if extent < span:
+            ok = ir.Constant(I1, 0)
+        with self.b.if_then(self.b.not_(ok), likely=False):
+            slot = self.b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+            self.b.store(ir.Constant(I64, names.index(buf.name) + 1), slot)
+            slot = self.b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, 1)])
+            self.b.store(idx, slot)
+        return self.b.select(ok, idx, ir.Constant(I64, 0))
 
     def _decl(
         self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False
@@ -216,11 +250,22 @@ class CodeGenLLVM:
         if s.kind == "parallel" and not self.fn.in_parallel:
             self._parallel_for(s)
             return
-        lo, ext = self.expr(s.min), self.expr(s.extent)
+        ty = llvm_type(s.loop_var.dtype)
+        lo, ext = self._int_as(self.expr(s.min), ty), self._int_as(self.expr(s.extent), ty)
         self._loop(s.loop_var, lo, self.b.add(lo, ext), lambda: self.stmt(s.body))
 
+    def _int_as(self, v: ir.Value, ty: ir.IntType) -> ir.Value:
+        """A signed integer value widened or narrowed to `ty`."""
+        if v.type.width < ty.width:
+            return self.b.sext(v, ty)
+        return self.b.trunc(v, ty) if v.type.width > ty.width else v
+
     def _loop(self, var: E.Var, begin: ir.Value, end: ir.Value, body) -> None:
+        """for var in [begin, end), counting in the loop variable's own type (int64 when the
+        extent or its bounds need it)."""
         b = self.b
+        ty = llvm_type(var.dtype)
+        begin, end = self._int_as(begin, ty), self._int_as(end, ty)
         pre = b.block
         head = b.append_basic_block(self._name("for.head"))
         loop = b.append_basic_block(self._name("for.body"))
@@ -278,10 +323,9 @@ class CodeGenLLVM:
     def _chunk_loop(self, s: S.For) -> None:
         """The outlined body: the iterations [min + begin, min + end) of one chunk."""
         b = self.b
-        lo = self.expr(s.min)
-        begin, stop = self.fn.func.args[1], self.fn.func.args[2]
-        if lo.type.width < 64:
-            begin, stop = b.trunc(begin, lo.type), b.trunc(stop, lo.type)
+        ty = llvm_type(s.loop_var.dtype)
+        lo = self._int_as(self.expr(s.min), ty)
+        begin, stop = self._int_as(self.fn.func.args[1], ty), self._int_as(self.fn.func.args[2], ty)
         self._loop(s.loop_var, b.add(lo, begin), b.add(lo, stop), lambda: self.stmt(s.body))
 
     def _captured(self, s: S.Stmt) -> list[E.Var]:
@@ -339,21 +383,39 @@ class CodeGenLLVM:
         a, b = self.expr(e.a), self.expr(e.b)
         return self.b.fmul(a, b) if dt.is_float(e.dtype) else self.b.mul(a, b)
 
-    def expr_Div(self, e: E.Div) -> ir.Value:
+    # Integer division follows compiler/arith/intdiv.py: x // 0 == 0, x % 0 == x and
+    # INT_MIN // -1 wraps; the divisor is made safe before the instruction, so nothing traps.
+    def _divide(self, e: E.BinaryOp) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+        """(a, b, quotient, remainder) of integer division rounding toward zero."""
         a, b = self.expr(e.a), self.expr(e.b)
+        zero, one = _splat(b.type, 0), _splat(b.type, 1)
+        is_zero = self.b.icmp_unsigned("==", b, zero)
+        if dt.is_uint(e.dtype):
+            safe = self.b.select(is_zero, one, b)
+            q, r = self.b.udiv(a, safe), self.b.urem(a, safe)
+            return a, b, self.b.select(is_zero, zero, q), self.b.select(is_zero, a, r)
+        is_minus_one = self.b.icmp_signed("==", b, _splat(b.type, -1))
+        safe = self.b.select(self.b.or_(is_zero, is_minus_one), one, b)
+        q, r = self.b.sdiv(a, safe), self.b.srem(a, safe)
+        q = self.b.select(is_minus_one, self.b.sub(zero, a), q)  # -INT_MIN wraps to INT_MIN
+        q = self.b.select(is_zero, zero, q)
+        r = self.b.select(is_zero, a, self.b.select(is_minus_one, zero, r))
+        return a, b, q, r
+
+    def expr_Div(self, e: E.Div) -> ir.Value:
         if dt.is_float(e.dtype):
-            return self.b.fdiv(a, b)
-        return self.b.udiv(a, b) if dt.is_uint(e.dtype) else self.b.sdiv(a, b)
+            return self.b.fdiv(self.expr(e.a), self.expr(e.b))
+        return self._divide(e)[2]
 
     def _floor_parts(self, e: E.BinaryOp):
-        a, b = self.expr(e.a), self.expr(e.b)
-        q, r = self.b.sdiv(a, b), self.b.srem(a, b)
-        zero = ir.Constant(a.type, None)
-        # the remainder is nonzero and its sign differs from the divisor's
+        a, b, q, r = self._divide(e)
+        zero = _splat(a.type, 0)
+        # the remainder is nonzero and its sign differs from the (nonzero) divisor's
         fix = self.b.and_(
             self.b.icmp_signed("!=", r, zero),
             self.b.xor(self.b.icmp_signed("<", r, zero), self.b.icmp_signed("<", b, zero)),
         )
+        fix = self.b.and_(fix, self.b.icmp_signed("!=", b, zero))
         return a, b, q, r, fix
 
     def expr_FloorDiv(self, e: E.FloorDiv) -> ir.Value:
@@ -361,7 +423,7 @@ class CodeGenLLVM:
             f = self._intrinsic("llvm.floor", llvm_type(e.dtype), 1)
             return self.b.call(f, [self.b.fdiv(self.expr(e.a), self.expr(e.b))])
         if dt.is_uint(e.dtype):
-            return self.b.udiv(self.expr(e.a), self.expr(e.b))
+            return self._divide(e)[2]
         _, _, q, _, fix = self._floor_parts(e)
         return self.b.sub(q, self.b.zext(fix, q.type))
 
@@ -371,9 +433,9 @@ class CodeGenLLVM:
             f = self._intrinsic("llvm.floor", llvm_type(e.dtype), 1)
             return self.b.fsub(a, self.b.fmul(b, self.b.call(f, [self.b.fdiv(a, b)])))
         if dt.is_uint(e.dtype):
-            return self.b.urem(self.expr(e.a), self.expr(e.b))
+            return self._divide(e)[3]
         _, b, _, r, fix = self._floor_parts(e)
-        return self.b.add(r, self.b.select(fix, b, ir.Constant(b.type, None)))
+        return self.b.add(r, self.b.select(fix, b, _splat(b.type, 0)))
 
     def _cmp(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if dt.is_float(dtype):
@@ -463,15 +525,21 @@ class CodeGenLLVM:
         """(pointer, None) for a scalar or contiguous access, else (None, per-lane pointers)."""
         base = self.expr_Var(buf.data)
         ety = mem_type(buf.dtype)
+        check = self.bounds_check and _data_dependent(index) and _const_extent(buf)
         if isinstance(index, E.Ramp) and E.is_const(index.stride, 1):
-            return self.b.gep(base, [self._index(index.base)], source_etype=ety), None
+            i = self._index(index.base)
+            i = self._checked_index(buf, i, index.lanes) if check else i
+            return self.b.gep(base, [i], source_etype=ety), None
         if dt.lanes(index.dtype) == 1:
-            return self.b.gep(base, [self._index(index)], source_etype=ety), None
+            i = self._index(index)
+            i = self._checked_index(buf, i) if check else i
+            return self.b.gep(base, [i], source_etype=ety), None
         idx = self.expr(index)
         ptrs = []
         for k in range(dt.lanes(index.dtype)):
             i = self.b.extract_element(idx, ir.Constant(I32, k))
             i = self.b.sext(i, I64) if i.type.width < 64 else i
+            i = self._checked_index(buf, i) if check else i
             ptrs.append(self.b.gep(base, [i], source_etype=ety))
         return None, ptrs
 
@@ -561,9 +629,29 @@ class CodeGenLLVM:
         return phi
 
 
-def codegen(funcs: list[S.PrimFunc], name: str = "module", triple: str = "") -> ir.Module:
-    """An llvmlite module holding every function."""
-    cg = CodeGenLLVM(name, triple)
+def codegen(
+    funcs: list[S.PrimFunc], name: str = "module", triple: str = "", bounds_check: bool = True
+) -> ir.Module:
+    """An llvmlite module holding every function (`checked`: the bounds-checked buffers of each
+    function, see CodeGenLLVM)."""
+    cg = CodeGenLLVM(name, triple, bounds_check)
     for f in funcs:
         cg.add_function(f)
+    cg.module.checked = cg.checked
     return cg.module
+
+
+def _data_dependent(index: E.Expr) -> bool:
+    """The index reads memory (a gather or scatter through loaded values)."""
+    return bool(collect(index, lambda n: isinstance(n, E.BufferLoad)))
+
+
+def _const_extent(buf: S.Buffer) -> bool:
+    return all(isinstance(s, E.IntImm) for s in buf.shape)
+
+
+def _splat(ty: ir.Type, value: int) -> ir.Constant:
+    """The integer constant `value` of type `ty`, in every lane of a vector type."""
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+    return ir.Constant(ty, value)

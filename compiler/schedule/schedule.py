@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, IterVar, Operation, Range, Tensor
 from ..tir import expr as E
+from ..tir.expr import Var
 from ..tir.functor import Mutator, substitute
 from ..tir.stmt import SCOPES
 
@@ -110,8 +111,8 @@ class Stage:
         n = int(factor if factor is not None else nparts)
         if n < 1:
             raise self._err("split", f"axis '{parent.name}': split size must be >= 1, got {n}")
-        outer = IterVar(None, f"{parent.name}.outer", parent.kind)
-        inner = IterVar(None, f"{parent.name}.inner", parent.kind)
+        outer = IterVar(None, Var(f"{parent.name}.outer", parent.var.dtype), parent.kind)
+        inner = IterVar(None, Var(f"{parent.name}.inner", parent.var.dtype), parent.kind)
         self.relations.append(
             Split(parent, outer, inner, factor and int(factor), nparts and int(nparts))
         )
@@ -126,6 +127,22 @@ class Stage:
         yo, yi = self.split(y_parent, y_factor)
         self.reorder(xo, yo, xi, yi)
         return xo, yo, xi, yi
+
+    def _extent_bound(self, iv: IterVar) -> int:
+        """An upper bound of the axis' extent from its root domain and the relations so far
+        (2**63 when unknown)."""
+        if iv.dom is not None:
+            ext = E.as_int(iv.dom.extent)
+            return ext if ext is not None else 2**63
+        for r in self.relations:
+            if isinstance(r, Split) and iv in (r.outer, r.inner):
+                parent = self._extent_bound(r.parent)
+                if iv is r.inner:
+                    return r.factor if r.factor else -(-parent // r.nparts)
+                return r.nparts if r.nparts else -(-parent // r.factor)
+            if isinstance(r, Fuse) and iv is r.fused:
+                return self._extent_bound(r.outer) * self._extent_bound(r.inner)
+        return 2**63
 
     def fuse(self, *args: IterVar) -> IterVar:
         """Fuse consecutive leaf axes (outer first) into one."""
@@ -146,7 +163,11 @@ class Stage:
                     "fuse",
                     f"cannot fuse reduction and data-parallel axes '{fused.name}', '{inner.name}'",
                 )
-            out = IterVar(None, f"{fused.name}.{inner.name}.fused", fused.kind)
+            wide = "int64" in (fused.var.dtype, inner.var.dtype) or (
+                self._extent_bound(fused) * self._extent_bound(inner) >= 2**31
+            )
+            name = f"{fused.name}.{inner.name}.fused"
+            out = IterVar(None, Var(name, "int64" if wide else "int32"), fused.kind)
             self.relations.append(Fuse(fused, inner, out))
             self.leaf_iter_vars[k : k + 2] = [out]
             self.all_iter_vars.append(out)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ..errors import OperatorError
 from ..tir import dtype as dt
@@ -28,7 +31,11 @@ class IterVar:
 
     def __init__(self, dom: Range | None, var: Var | str, kind: str = "data_par", tag: str = ""):
         self.dom = dom
-        self.var = var if isinstance(var, Var) else Var(var)
+        if isinstance(var, Var):
+            self.var = var
+        else:  # int64 when the domain needs it (an extent or bound of 2**31 or more)
+            wide = dom is not None and "int64" in (dom.min.dtype, dom.extent.dtype)
+            self.var = Var(var, "int64" if wide else "int32")
         self.kind, self.thread_tag = kind, tag
 
     @property
@@ -110,7 +117,14 @@ class Tensor:
             raise OperatorError(
                 f"tensor {self.name} has {len(self.shape)} dims, got {len(indices)} indices"
             )
-        return E.ProducerLoad(self, [_expr(i) for i in indices])
+        exprs = [_expr(i) for i in indices]
+        for axis, (i, n) in enumerate(zip(exprs, self.shape, strict=True)):
+            v = E.as_int(i)
+            if v is not None and not 0 <= v < int(n):
+                raise OperatorError(
+                    f"tensor {self.name}: constant index {v} of axis {axis} is outside [0, {n})"
+                )
+        return E.ProducerLoad(self, exprs)
 
     def __getitem__(self, indices: Any) -> E.ProducerLoad:
         return self(*(indices if isinstance(indices, tuple) else (indices,)))
@@ -138,9 +152,30 @@ class Operation:
         return []
 
 
+MAX_EXTENT = 2**62  # an extent, and a tensor's element count, stay below this
+
+
+def static_shape(shape: Any, what: str) -> tuple[int, ...]:
+    """`shape` as a tuple of integer extents >= 0 whose product stays below MAX_EXTENT; an
+    OperatorError naming `what` and the bad extent otherwise (no bool, no fractional value)."""
+    if isinstance(shape, str) or not isinstance(shape, Sequence | tuple | list):
+        raise OperatorError(f"{what}: shape {shape!r} is not a sequence of integers")
+    out = []
+    for axis, s in enumerate(shape):
+        value = getattr(s, "value", s)  # an IntImm
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise OperatorError(f"{what}: extent {s!r} of axis {axis} is not an integer")
+        if value < 0:
+            raise OperatorError(f"{what}: extent {value} of axis {axis} is negative")
+        out.append(int(value))
+    if math.prod(out) >= MAX_EXTENT or any(v >= MAX_EXTENT for v in out):
+        raise OperatorError(f"{what}: shape {out} has 2**62 or more elements")
+    return tuple(out)
+
+
 class PlaceholderOp(Operation):
     def __init__(self, shape: Sequence[int], dtype: str, name: str):
-        self.shape, self.dtype, self.name = tuple(int(s) for s in shape), dtype, name
+        self.shape, self.dtype, self.name = static_shape(shape, f"placeholder {name}"), dtype, name
 
 
 class ComputeOp(Operation):
@@ -177,7 +212,7 @@ def compute(
     attrs: Any = None,
 ) -> Tensor:
     """A tensor whose element at each index is fcompute(*index)."""
-    shape = tuple(int(s) for s in shape)
+    shape = static_shape(shape, f"compute {name}")
     try:
         params = list(inspect.signature(fcompute).parameters.values())
     except (TypeError, ValueError):

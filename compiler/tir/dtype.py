@@ -25,6 +25,8 @@ class DType(NamedTuple):
 @cache
 def parse(dtype: str) -> DType:
     """Parse a dtype string; raise OperatorError naming the string when it is not one."""
+    if not isinstance(dtype, str):
+        raise OperatorError(f"dtype {dtype!r} is not a string such as 'float32' or 'int8'")
     base, _, lanes = dtype.partition("x")
     n = int(lanes) if lanes else 1
     if base == "bool":

@@ -10,7 +10,9 @@ line. `--target cuda [--arch sm_80]` tunes GPU kernels, which needs a CUDA GPU.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..codegen.nvptx_arch import get_arch, is_cuda_target
@@ -39,6 +41,46 @@ def parse_workload(text: str, target: str) -> tuple[str, tuple]:
         raise TuningError(f"workload {text!r}: arguments must be integers (OP:1,2,3)") from None
 
 
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= low (a bad value is a usage error, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below the minimum {low}")
+        return value
+
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def plot_path(text: str) -> str:
+    """An argparse type: an image path whose extension matplotlib writes (checked before any
+    tuning, not after it)."""
+    from matplotlib.figure import Figure
+
+    kinds = Figure().canvas.get_supported_filetypes()
+    ext = Path(text).suffix.lower().lstrip(".")
+    if ext not in kinds:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the extension must be one of {', '.join(sorted(kinds))}"
+        )
+    return text
+
+
 def cuda_target(target: str, arch: str | None) -> str:
     """'cuda' with --arch sm_90 -> 'cuda -arch=sm_90' (checked); other targets unchanged."""
     if arch is None:
@@ -59,7 +101,14 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if not names:
         raise TuningError("give workload names or --list FILE")
     target = cuda_target(args.target, args.arch)
-    tasks = [create_task(*parse_workload(name, target), target) for name in names]
+    tasks = []
+    for name in names:
+        try:
+            task = create_task(*parse_workload(name, target), target)
+            task.config_space  # noqa: B018 - builds the space: bad sizes fail here, named
+        except TuningError as e:
+            raise TuningError(f"workload {name!r}: {e}") from None
+        tasks.append(task)
     is_vta = target.split("/")[0] == "vta"
     if is_cuda_target(target) and not gpu_available():
         print(
@@ -109,6 +158,14 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     curves = {name: h.throughputs for name, h in zip(names, histories, strict=True)}
     if args.plot:
         plot_tuning_curve(curves, args.plot, title=f"vta tune ({args.tuner})")
+    failed = [name for name, h in zip(names, histories, strict=True) if h.best_config is None]
+    if failed:
+        print(
+            f"vta tune: error: no trial succeeded for {', '.join(failed)} (see the errors above; "
+            "a --build-timeout too short fails every build)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -128,18 +185,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="--target vta on sim: run every candidate with data and check its outputs "
         "(default: cycles from the timing-only simulator)",
     )
-    p.add_argument("--n-trial", type=int, default=200, help="measurements per workload")
+    p.add_argument("--n-trial", type=int_at_least(1), default=200, help="measurements per workload")
     p.add_argument("--tuner", choices=TUNERS, default="xgb")
     p.add_argument("--db", help="SQLite records database (resumes, feeds apply_history_best)")
-    p.add_argument("--plot", help="write the tuning curves to this PNG")
+    p.add_argument("--plot", type=plot_path, help="write the tuning curves to this PNG")
     p.add_argument("--scheduler", help="Dask scheduler ADDRESS for a distributed device pool")
-    p.add_argument("--build-timeout", type=float, default=30.0, help="seconds per build")
+    p.add_argument("--build-timeout", type=positive_seconds, default=30.0, help="seconds per build")
     p.add_argument(
-        "--batch-size", type=int, default=64, help="configs proposed and measured per batch"
+        "--batch-size",
+        type=int_at_least(1),
+        default=64,
+        help="configs proposed and measured per batch",
     )
     p.add_argument(
         "--early-stopping",
-        type=int,
+        type=int_at_least(1),
         metavar="N",
         help="stop a workload after N trials without a better config",
     )
@@ -148,5 +208,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not train the cost model on the database's records of other workloads",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int_at_least(0), default=0)
     p.set_defaults(func=_cmd_tune)

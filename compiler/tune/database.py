@@ -4,6 +4,11 @@ WAL journal, one transaction per measured batch, a schema version table. A run k
 point leaves the file consistent: committed batches are all there, the batch in flight is absent
 (and is measured again on resume, so no measurement is ever stored twice). Records export to and
 import from JSON lines.
+
+A records file carries SQLite's `application_id` = APPLICATION_ID. An existing file is checked
+read-only before anything is written to it: a file that is not SQLite, another application's
+database, or one from a newer toolkit is refused and left untouched. Rows that do not decode
+(edited by hand, damaged) are skipped and counted in `Database.skipped`, never fatal.
 """
 
 from __future__ import annotations
@@ -13,12 +18,20 @@ import json
 import math
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import TuningError
-from .record import SCHEMA_VERSION, Record
+from .record import SCHEMA_VERSION, MeasureErrorNo, Record
+
+APPLICATION_ID = 0x56544152  # "VTAR": SQLite header field identifying a records file
+_TABLES = {"schema_version", "records"}
+_SELECT = (
+    "SELECT workload, target, config, config_index, costs, error_no, error_msg, all_cost, "
+    "measured_at FROM records"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -47,7 +60,17 @@ class Database:
 
     def __init__(self, path: str | Path = ":memory:"):
         self.path = str(path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self.skipped = 0  # rows read that did not decode
+        if self.path != ":memory:":
+            _check_identity(Path(self.path))
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._open()
+        except sqlite3.DatabaseError as e:
+            raise TuningError(f"records database {self.path}: {e}") from None
+
+    def _open(self) -> None:
+        self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         with self._transaction():
@@ -113,35 +136,51 @@ class Database:
     def records(self, workload: str | None = None, target: str | None = None) -> list[Record]:
         """Records in insertion order, optionally of one workload and/or target."""
         where, params = self._where(workload, target)
-        cur = self.conn.execute(
-            "SELECT workload, target, config, config_index, costs, error_no, error_msg, all_cost, "
-            f"measured_at FROM records {where} ORDER BY id",
-            params,
-        )
-        return [
-            Record(w, t, json.loads(c), i, json.loads(costs), e, msg, a, ts)
-            for w, t, c, i, costs, e, msg, a, ts in cur
-        ]
+        cur = self.conn.execute(f"{_SELECT} {where} ORDER BY id", params)
+        return self._decode(cur)
 
     def best(self, workload: str, target: str) -> Record | None:
-        """The successful record with the lowest cost, if any."""
-        rows = self.conn.execute(
-            "SELECT id FROM records WHERE workload = ? AND target = ? AND error_no = 0 "
-            "ORDER BY cost LIMIT 1",
+        """The successful record with the lowest cost, if any (damaged rows are passed over)."""
+        cur = self.conn.execute(
+            f"{_SELECT} WHERE workload = ? AND target = ? AND error_no = 0 ORDER BY cost",
             (workload, target),
-        ).fetchone()
-        if rows is None:
-            return None
-        return next(r for r in self._by_ids([rows[0]]))
+        )
+        for row in cur:
+            found = self._decode([row])
+            if found:
+                return found[0]
+        return None
 
-    def _by_ids(self, ids: list[int]) -> Iterator[Record]:
-        for row in self.conn.execute(
-            "SELECT workload, target, config, config_index, costs, error_no, error_msg, all_cost, "
-            f"measured_at FROM records WHERE id IN ({','.join('?' * len(ids))})",
-            ids,
-        ):
-            w, t, c, i, costs, e, msg, a, ts = row
-            yield Record(w, t, json.loads(c), i, json.loads(costs), e, msg, a, ts)
+    def _decode(self, rows: Iterable[tuple]) -> list[Record]:
+        """Records of the rows that decode; the others are counted in `skipped` (one warning
+        per call)."""
+        out, bad = [], 0
+        for w, t, c, i, costs, e, msg, a, ts in rows:
+            try:
+                config, costs = json.loads(c), json.loads(costs)
+                if not (isinstance(config, dict) and isinstance(costs, list)):
+                    raise TypeError("config is not an object or costs not a list")
+                out.append(
+                    Record(
+                        w,
+                        t,
+                        config,
+                        int(i),
+                        [float(x) for x in costs],
+                        MeasureErrorNo(e),
+                        str(msg),
+                        float(a),
+                        float(ts),
+                    )
+                )
+            except (ValueError, TypeError):
+                bad += 1
+        if bad:
+            self.skipped += bad
+            warnings.warn(
+                f"records database {self.path}: skipped {bad} damaged record(s)", stacklevel=3
+            )
+        return out
 
     def workloads(self, target: str | None = None) -> list[str]:
         where, params = self._where(None, target)
@@ -190,3 +229,51 @@ class Database:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _check_identity(path: Path) -> None:
+    """Refuse (without writing) an existing file that is not this toolkit's records database."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    if path.is_dir():
+        raise TuningError(f"records database {path}: is a directory")
+    with open(path, "rb") as f:
+        header = f.read(100)
+    if not header.startswith(b"SQLite format 3\0"):
+        raise TuningError(
+            f"records database {path}: not a SQLite file (a new file is created "
+            "only where none exists)"
+        )
+    app_id = int.from_bytes(header[68:72], "big")
+    if app_id not in (0, APPLICATION_ID):
+        raise TuningError(
+            f"records database {path}: another application's SQLite file "
+            f"(application_id {app_id:#x}); not modified"
+        )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {
+                n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            version = (
+                conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+                if "schema_version" in tables
+                else None
+            )
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise TuningError(f"records database {path}: {e}; not modified") from None
+    # files written before the application id was set are ours if they hold exactly our tables
+    if app_id == 0 and tables != _TABLES:
+        found = ", ".join(sorted(tables)) or "none"
+        raise TuningError(
+            f"records database {path}: not a tuning records file (tables: {found}; expected "
+            f"{', '.join(sorted(_TABLES))}); not modified"
+        )
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise TuningError(
+            f"records database {path} has schema version {version}; this toolkit reads "
+            f"version {SCHEMA_VERSION} (a newer toolkit wrote it); not modified"
+        )

@@ -164,15 +164,23 @@ class LocalPool:
 
 
 class DaskPool:
-    """Jobs on a Dask distributed cluster; `resources` (e.g. {"pynq": 1}) picks the workers."""
+    """Jobs on a Dask distributed cluster; `resources` (e.g. {"pynq": 1}) picks the workers.
+    `scheduler` is a Client, a scheduler address, or None for a local cluster that listens on
+    the loopback interface only and has no dashboard."""
 
     def __init__(self, scheduler: Any, resources: dict[str, float] | None = None):
         try:  # optional: the 'dist' extra
-            from distributed import Client
+            from distributed import Client, LocalCluster
         except ImportError as err:
             raise TuningError(
                 "a Dask pool needs the 'dist' extra: pip install 'dask[distributed]'"
             ) from err
+        self._cluster = None
+        if scheduler is None:
+            self._cluster = LocalCluster(
+                host="127.0.0.1", dashboard_address=None, processes=True, resources=resources
+            )
+            scheduler = self._cluster
         self.client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
         self._own_client = not isinstance(scheduler, Client)
         self.resources = resources
@@ -196,3 +204,5 @@ class DaskPool:
     def close(self) -> None:
         if self._own_client:
             self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()

@@ -129,6 +129,8 @@ class SplitKnob(Knob):
     ):
         if num_outputs < 2:
             raise TuningError(f"split {name!r}: num_outputs must be >= 2, got {num_outputs}")
+        if not isinstance(extent, int) or isinstance(extent, bool) or extent < 1:
+            raise TuningError(f"split {name!r}: the loop's extent must be >= 1, got {extent!r}")
         if policy == "factors":
             bound = extent
             choices = divisors(extent)

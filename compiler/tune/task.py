@@ -7,6 +7,7 @@ produce the schedule (or, for accelerator/analytic templates, the program) for o
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class Task:
         self.args = tuple(self.args)
         if self.template is None:
             self.template = get_template(self.op, self.target)
+        _check_arguments(self.op, self.template, self.args)
 
     @cached_property
     def config_space(self) -> ConfigSpace:
@@ -119,6 +121,22 @@ class Task:
         state = dict(self.__dict__)
         state.pop("config_space", None)
         return state
+
+
+def _check_arguments(op: str, template: Template, args: tuple) -> None:
+    """The workload's arguments fit the template's parameters (after its `cfg`)."""
+    try:
+        sig = inspect.signature(template)
+    except (TypeError, ValueError):  # not introspectable: the template checks for itself
+        return
+    try:
+        sig.bind(None, *args)
+    except TypeError:
+        params = [p for p in list(sig.parameters.values())[1:]]
+        names = ", ".join(p.name for p in params if p.kind is not p.VAR_KEYWORD)
+        raise TuningError(
+            f"workload {op}{list(args)}: {op} takes arguments ({names}); got {len(args)}"
+        ) from None
 
 
 def create_task(op: str, args: Sequence[Any], target: str) -> Task:

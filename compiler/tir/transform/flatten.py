@@ -8,24 +8,48 @@ multi-dimensional buffer is taken as already flat (tensor intrinsics address reg
 from __future__ import annotations
 
 from ...arith import Analyzer
+from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..functor import Mutator
 
+INT32_ELEMENTS = 2**31 - 1  # buffers this large or larger are indexed in int64
+
+
+def _wide(buf: S.Buffer) -> bool:
+    """Whether an element index of `buf` can exceed int32 (or the size is not constant)."""
+    if not all(isinstance(s, E.IntImm) for s in buf.shape):
+        return True
+    if buf.strides and not all(isinstance(s, E.IntImm) for s in buf.strides):
+        return True
+    offset = E.as_int(buf.elem_offset)
+    return offset is None or offset + buf.const_size() >= INT32_ELEMENTS
+
+
+def _int64(e: E.Expr) -> E.Expr:
+    target = dt.with_lanes("int64", dt.lanes(e.dtype))
+    return e if e.dtype == target else E.Cast(target, e)
+
 
 def flat_index(buf: S.Buffer, indices: tuple[E.Expr, ...]) -> E.Expr:
+    """The linear element index; computed in int64 when the buffer has 2**31 elements or more
+    (int32 arithmetic would wrap), in the indices' type otherwise."""
+    wide = _wide(buf)
+    if wide:
+        indices = tuple(_int64(E.convert(i)) for i in indices)
+    offset = _int64(buf.elem_offset) if wide else buf.elem_offset
     if len(indices) == 1 and len(buf.shape) != 1:
-        return indices[0] + buf.elem_offset
+        return indices[0] + offset
     strides = buf.strides
     if strides is None:
-        strides, acc = [], E.const(1)
+        strides, acc = [], E.const(1, "int64" if wide else None)
         for n in reversed(buf.shape):
             strides.append(acc)
             acc = acc * n
         strides.reverse()
-    index = buf.elem_offset
+    index = offset
     for i, st in zip(indices, strides, strict=False):
-        index = index + i * st
+        index = index + i * (_int64(E.convert(st)) if wide else st)
     return index
 
 

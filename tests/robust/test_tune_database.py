@@ -1,0 +1,107 @@
+"""The records database never modifies a file that is not its own and survives damaged rows."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import pytest
+
+from compiler.errors import TuningError
+from compiler.tune.database import APPLICATION_ID, Database
+from compiler.tune.record import Record
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _record(i: int) -> Record:
+    return Record("matmul(8, 8, 8)", "llvm", {"tile": i}, i, [1e-3 * (i + 1)])
+
+
+def test_new_file_carries_the_application_id(tmp_path):
+    path = tmp_path / "r.db"
+    with Database(path) as db:
+        db.add_batch([_record(0)])
+    assert int.from_bytes(path.read_bytes()[68:72], "big") == APPLICATION_ID
+    with Database(path) as db:
+        assert len(db) == 1
+
+
+def test_foreign_sqlite_file_is_refused_untouched(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    before = _digest(path)
+    with pytest.raises(TuningError, match="not a tuning records file .tables: notes"):
+        Database(path)
+    assert _digest(path) == before
+    assert not (tmp_path / "other.db-wal").exists()
+
+
+def test_other_application_id_is_refused(tmp_path):
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id=1234")
+    conn.execute("CREATE TABLE records (x)")
+    conn.commit()
+    conn.close()
+    before = _digest(path)
+    with pytest.raises(TuningError, match="another application's SQLite file"):
+        Database(path)
+    assert _digest(path) == before
+
+
+@pytest.mark.parametrize("content", [b"not a database at all" * 10, b"\0" * 4096])
+def test_non_sqlite_file_is_refused_untouched(tmp_path, content):
+    path = tmp_path / "junk.db"
+    path.write_bytes(content)
+    with pytest.raises(TuningError, match="not a SQLite file"):
+        Database(path)
+    assert path.read_bytes() == content
+
+
+def test_newer_schema_is_refused_untouched(tmp_path):
+    path = tmp_path / "new.db"
+    Database(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE schema_version SET version = 99")
+    conn.commit()
+    conn.close()
+    before = _digest(path)
+    with pytest.raises(TuningError, match="schema version 99"):
+        Database(path)
+    assert _digest(path) == before
+
+
+def test_files_without_the_id_but_with_our_tables_are_ours(tmp_path):
+    path = tmp_path / "old.db"
+    with Database(path) as db:
+        db.add_batch([_record(0)])
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id=0")
+    conn.commit()
+    conn.close()
+    with Database(path) as db:
+        assert [r.config for r in db.records()] == [{"tile": 0}]
+
+
+def test_damaged_rows_are_skipped_and_counted(tmp_path):
+    path = tmp_path / "r.db"
+    with Database(path) as db:
+        db.add_batch([_record(i) for i in range(3)])
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE records SET config = '{not json' WHERE config_index = 0")
+    conn.execute("UPDATE records SET costs = '\"text\"' WHERE config_index = 1")
+    conn.commit()
+    conn.close()
+    with Database(path) as db, pytest.warns(UserWarning, match="skipped 2 damaged"):
+        records = db.records()
+    assert [r.config_index for r in records] == [2]
+    assert db.skipped == 2
+    with Database(path) as db, pytest.warns(UserWarning):
+        assert db.best("matmul(8, 8, 8)", "llvm").config_index == 2
