@@ -59,6 +59,15 @@ class SearchTask:
     def initial_schedule(self) -> Schedule:
         return create_schedule([t.op for t in self.outputs])
 
+    @property
+    def config_space(self) -> ProgramSpace:
+        """What the template tuner's loop and builders ask of a task's space, for programs."""
+        return ProgramSpace(self)
+
+    def instantiate(self, program: Program) -> tuple[Schedule, list[Tensor]]:
+        """The (schedule, args) a builder compiles: the program's steps replayed."""
+        return program.schedule()
+
     def reference(self, inputs: list) -> list:
         if self.name not in REFERENCES:
             raise TuningError(f"workload {self.name!r} has no numpy reference to check against")
@@ -127,3 +136,15 @@ def run_program(program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
     outs = [np.zeros(t.shape, t.dtype) for t in args[n_in:]]
     module(*inputs, *outs)
     return outs
+
+
+@dataclass
+class ProgramSpace:
+    """A task's programs seen through the config-space interface the template tuner's loop
+    (`tune.tuner.Tuner`) and builders use: records' configs parse into Programs."""
+
+    task: SearchTask
+    range_length: int = 2**62  # unbounded for practical purposes: never exhausted
+
+    def from_json(self, config: dict[str, Any]) -> Program:
+        return Program.from_json(self.task, config)
