@@ -142,6 +142,11 @@ class AnsorTuner(Tuner):
             self.search_seconds += time.perf_counter() - start
 
     # ------------------------------------------------------------------------- learning
+    def load_records(self, records: Sequence[Record]) -> int:
+        """Resume from stored records, skipping programs this tuner has seen already (the task
+        scheduler runs one tuner unit by unit against the same database)."""
+        return super().load_records([r for r in records if r.config_index not in self.visited])
+
     def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         super().update(inputs, results)
         for inp, res in zip(inputs, results, strict=True):
