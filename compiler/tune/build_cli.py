@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autoschedule.dispatch import faster_program
 from ..codegen.nvptx_arch import is_cuda_target
 from ..driver import build
 from ..errors import TuningError
@@ -55,7 +56,11 @@ def build_workload(
     op, args = parse_workload(workload, target)
     task = create_task(op, args, target)
     cfg, source = chosen_config(task, db)
-    if cfg is None:
+    if (program := faster_program(op, args, target, db)) is not None:  # the auto-scheduler's
+        cfg, source = program, f"auto-scheduler record in {db} (faster than the template's)"
+        schedule, tensors = program.schedule()
+        module = build(schedule, tensors, target=target)
+    elif cfg is None:
         cfg, module = default_build(task)
         _, tensors = task.instantiate(cfg)
     else:

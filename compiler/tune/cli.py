@@ -26,7 +26,7 @@ from .pool import DaskPool
 from .task import create_task
 from .templates.resnet18 import resnet18_task_args
 
-TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga")
+TUNERS = ("xgb", "xgb-reg", "random", "grid", "ga", "ansor")
 BOARD_RESOURCES = {"pynq": {"pynq": 1}}  # device -> the Dask worker resources it needs
 
 
@@ -91,6 +91,10 @@ def cuda_target(target: str, arch: str | None) -> str:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    if args.tuner == "ansor":  # the template-free auto-scheduler
+        from ..autoschedule.cli import tune_ansor
+
+        return tune_ansor(args)
     if any(w.endswith(".onnx") for w in args.workload):
         from ..graph.cli import tune_model  # a whole model's tasks
 

@@ -83,16 +83,14 @@ def _trips(f: S.For, loops: list[S.For]) -> int:
     return E.as_int(f.extent) or 1
 
 
-def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
-    """The store with the largest product of enclosing loop extents (first one on ties)."""
-    best: tuple[float, S.BufferStore | None, list[S.For]] = (-1.0, None, [])
+def stores(body: S.Stmt) -> list[tuple[S.BufferStore, list[S.For]]]:
+    """Every buffer store with its enclosing loops (outermost first), in program order."""
+    found: list[tuple[S.BufferStore, list[S.For]]] = []
     stack: list[tuple[Any, list[S.For]]] = [(body, [])]
     while stack:
         node, loops = stack.pop()
         if isinstance(node, S.BufferStore):
-            trips = math.prod(_trips(f, loops) for f in loops)
-            if trips > best[0]:
-                best = (trips, node, loops)
+            found.append((node, loops))
         elif isinstance(node, S.For):
             stack.append((node.body, [*loops, node]))
         elif isinstance(node, S.SeqStmt):
@@ -101,6 +99,16 @@ def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
             stack.extend((s, loops) for s in (node.else_case, node.then_case) if s is not None)
         elif isinstance(node, S.Allocate | S.AttrStmt | S.LetStmt):
             stack.append((node.body, loops))
+    return found
+
+
+def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
+    """The store with the largest product of enclosing loop extents (first one on ties)."""
+    best: tuple[float, S.BufferStore | None, list[S.For]] = (-1.0, None, [])
+    for node, loops in stores(body):
+        trips = math.prod(_trips(f, loops) for f in loops)
+        if trips > best[0]:
+            best = (trips, node, loops)
     if best[1] is None:
         raise OperatorError("the lowered function stores to no buffer")
     return best[1], best[2]
@@ -108,7 +116,11 @@ def _main_store(body: S.Stmt) -> tuple[S.BufferStore, list[S.For]]:
 
 def loop_nest(func: S.PrimFunc) -> LoopNest:
     """The main statement's loops (outermost first) and per-buffer strides of each loop var."""
-    store, fors = _main_store(func.body)
+    return store_nest(*_main_store(func.body))
+
+
+def store_nest(store: S.BufferStore, fors: list[S.For]) -> LoopNest:
+    """One store's loops (outermost first) and per-buffer strides of each loop var."""
     loops, names = [], {}
     for f in fors:
         name = f.loop_var.name

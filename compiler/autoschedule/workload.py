@@ -1,0 +1,165 @@
+"""Workloads the auto-scheduler tunes: compute definitions registered by name.
+
+A workload is `(name, args)`; `WORKLOADS[name](*args)` returns the tensors of the compute
+definition (inputs first, then outputs) and `REFERENCES[name](inputs, *args)` the numpy
+outputs that measured programs are checked against. Tasks travel to measurement workers by
+name, so the worker rebuilds the same definition (tensor expressions hold closures that do
+not pickle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import te
+from ..errors import TuningError
+from ..te.tensor import Tensor
+from ..topi import nn, testing
+
+ComputeFunc = Callable[..., list[Tensor]]
+WORKLOADS: dict[str, ComputeFunc] = {}
+REFERENCES: dict[str, Callable[..., list[np.ndarray]]] = {}
+
+
+def register_workload(
+    name: str, reference: Callable[..., list[np.ndarray]] | None = None
+) -> Callable[[ComputeFunc], ComputeFunc]:
+    """Register `fn(*args) -> [inputs..., outputs...]` as the compute definition `name`, with
+    an optional numpy `reference(inputs, *args) -> outputs`."""
+
+    def register(fn: ComputeFunc) -> ComputeFunc:
+        WORKLOADS[name] = fn
+        if reference is not None:
+            REFERENCES[name] = reference
+        return fn
+
+    return register
+
+
+def workload_tensors(name: str, args: Sequence[Any]) -> list[Tensor]:
+    """The tensors of a registered workload (inputs, then outputs)."""
+    if name not in WORKLOADS:
+        raise TuningError(f"unknown auto-scheduler workload {name!r}; known: {sorted(WORKLOADS)}")
+    try:
+        return list(WORKLOADS[name](*args))
+    except TypeError as err:
+        raise TuningError(f"workload {name}{tuple(args)}: {err}") from None
+
+
+# ------------------------------------------------------------------------------ built-ins
+def _matmul_ref(inputs, n, m, k):
+    a, b = inputs
+    return [a @ b]
+
+
+@register_workload("matmul", _matmul_ref)
+def matmul(n: int, m: int, k: int) -> list[Tensor]:
+    """C[n, m] = A[n, k] @ B[k, m] (float32); the same arguments as the template `matmul`."""
+    a = te.placeholder((n, k), "float32", "A")
+    b = te.placeholder((k, m), "float32", "B")
+    r = te.reduce_axis((0, k), "k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), "C")
+    return [a, b, c]
+
+
+def _matmul_relu_ref(inputs, n, m, k):
+    a, b = inputs
+    return [np.maximum(a @ b, 0)]
+
+
+@register_workload("matmul_relu", _matmul_relu_ref)
+def matmul_relu(n: int, m: int, k: int) -> list[Tensor]:
+    """relu(A @ B): a reduction with an elementwise consumer to fuse."""
+    a, b, c = matmul(n, m, k)
+    d = te.compute(c.shape, lambda i, j: te.max(c[i, j], te.const(0.0, "float32")), "D")
+    return [a, b, d]
+
+
+def _conv2d_nchw_ref(inputs, c, h, w, f, kh, kw, stride=1):
+    data, weight = inputs
+    out = testing.conv2d_nchw_python(
+        data.astype(np.float64), weight.astype(np.float64), stride, kh // 2
+    )
+    return [out.astype(np.float32)]
+
+
+@register_workload("conv2d_nchw", _conv2d_nchw_ref)
+def conv2d_nchw(c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1):
+    """Batch-1 float32 conv2d NCHW with padding kh // 2."""
+    data = te.placeholder((1, c, h, w), "float32", "data")
+    weight = te.placeholder((f, c, kh, kw), "float32", "weight")
+    return [data, weight, nn.conv2d_nchw(data, weight, stride, kh // 2)]
+
+
+def _conv2d_NCHWc_ref(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=16, oc_bn=16):
+    data, kernel = inputs
+    weight = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(f, c, kh, kw)
+    out = testing.conv2d_nchw_python(
+        testing.nchwc_unpack(data).astype(np.float64), weight.astype(np.float64), stride, kh // 2
+    )
+    return [testing.nchw_pack(out, oc_bn).astype(np.float32)]
+
+
+@register_workload("conv2d_NCHWc", _conv2d_NCHWc_ref)
+def conv2d_NCHWc(
+    c: int,
+    h: int,
+    w: int,
+    f: int,
+    kh: int,
+    kw: int,
+    stride: int = 1,
+    ic_bn: int = 16,
+    oc_bn: int = 16,
+) -> list[Tensor]:
+    """Batch-1 float32 conv2d on packed NCHW[ic_bn]c data and OIHW[ic_bn]i[oc_bn]o weights,
+    padding kh // 2; the arguments of the template `conv2d_NCHWc` (and of a network's tasks)."""
+    ic_bn, oc_bn = ic_bn or 16, oc_bn or 16
+    if c % ic_bn or f % oc_bn:
+        raise TuningError(f"conv2d_NCHWc: channel blocks {ic_bn}/{oc_bn} do not divide {c}/{f}")
+    data = te.placeholder((1, c // ic_bn, h, w, ic_bn), "float32", "data")
+    kernel = te.placeholder((f // oc_bn, c // ic_bn, kh, kw, ic_bn, oc_bn), "float32", "kernel")
+    return [data, kernel, nn.conv2d_NCHWc(data, kernel, stride, kh // 2)]
+
+
+def _depthwise_ref(inputs, c, h, w, k, stride=1):
+    data, weight = inputs
+    out = testing.depthwise_conv2d_python_nchw(
+        data.astype(np.float64), weight.astype(np.float64), stride, k // 2
+    )
+    return [out.astype(np.float32)]
+
+
+@register_workload("depthwise_conv2d_nchw", _depthwise_ref)
+def depthwise_conv2d_nchw(c: int, h: int, w: int, k: int, stride: int = 1) -> list[Tensor]:
+    """Batch-1 float32 depthwise conv2d NCHW (multiplier 1), padding k // 2."""
+    data = te.placeholder((1, c, h, w), "float32", "data")
+    weight = te.placeholder((c, 1, k, k), "float32", "weight")
+    return [data, weight, nn.depthwise_conv2d_nchw(data, weight, stride, k // 2)]
+
+
+def _softmax_ref(inputs, n, m):
+    return [testing.softmax_python(inputs[0].astype(np.float64), -1).astype(np.float32)]
+
+
+@register_workload("softmax", _softmax_ref)
+def softmax(n: int, m: int) -> list[Tensor]:
+    """Row-wise softmax of an [n, m] float32 matrix."""
+    x = te.placeholder((n, m), "float32", "x")
+    return [x, nn.softmax(x, -1)]
+
+
+def _rownorm_ref(inputs, n, m):
+    return [np.sqrt((inputs[0].astype(np.float64) ** 2).sum(axis=1)).astype(np.float32)]
+
+
+@register_workload("row_norm", _rownorm_ref)
+def row_norm(n: int, m: int) -> list[Tensor]:
+    """The 2-norm of each row of an [n, m] matrix: little space, much reduction."""
+    x = te.placeholder((n, m), "float32", "x")
+    r = te.reduce_axis((0, m), "k")
+    sq = te.compute((n,), lambda i: te.sum(x[i, r] * x[i, r], axis=r), "sumsq")
+    return [x, te.compute((n,), lambda i: te.sqrt(sq[i]), "norm")]

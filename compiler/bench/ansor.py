@@ -1,0 +1,283 @@
+"""The auto-scheduler against the template tuner, numpy and MetaSchedule (scripts/bench_ansor.py).
+
+Operators: matmul 512^3 and 1024^3 (template `matmul`, numpy peer), ResNet-18's 3x3 stride-1
+convolutions C2, C6, C9, C12 in NCHW16c (template `conv2d_NCHWc` with the same blocks), a
+depthwise conv and a softmax (no template: the peer is the hand-written x86 schedule). Each
+tuner runs `max(trials)` measurements; a tuner's figure at N trials is its best throughput
+among its first N. Every kernel runs on one thread (robust on a shared machine: a foreign
+process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
+
+The network part tunes ResNet-18's extracted conv tasks with a budget of 20 trials per task,
+once with the gradient task scheduler and once round robin; the figure is the estimated
+latency sum(weight x best task latency).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..autoschedule import AnsorTuner, SearchTask
+from ..autoschedule.task_scheduler import TaskScheduler, network_tasks
+from ..topi import x86
+from ..tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
+from ..tune.measure import compiler_build, time_kernel
+from ..tune.templates import cpu  # noqa: F401 - registers the CPU templates
+from .harness import source_version, utc_now
+from .peers import numpy_matmul
+
+BN = 16  # channel block of the conv layers (one AVX-512 vector of float32)
+LAYERS = {"C2": (64, 56), "C6": (128, 28), "C9": (256, 14), "C12": (512, 7)}
+OPERATORS: dict[str, tuple[str, tuple]] = {
+    "matmul512": ("matmul", (512, 512, 512)),
+    "matmul1024": ("matmul", (1024, 1024, 1024)),
+    **{n: ("conv2d_NCHWc", (c, s, s, c, 3, 3, 1, BN, BN)) for n, (c, s) in LAYERS.items()},
+    "depthwise": ("depthwise_conv2d_nchw", (256, 28, 28, 3)),
+    "softmax": ("softmax", (256, 1024)),
+}
+TEMPLATES = {"matmul", "conv2d_NCHWc"}  # workloads the template tuner has a template for
+BATCH = 32
+
+
+def _option():
+    return measure_option(LocalBuilder(timeout=60), CPURunner(threads=1, repeat=5))
+
+
+def _curve_at(curve: np.ndarray, trials: Sequence[int]) -> dict[int, float]:
+    return {n: float(curve[:n].max()) / 1e9 if len(curve) else 0.0 for n in trials}
+
+
+def default_schedule_gflops(name: str, args: tuple) -> float:
+    """GFLOPS of the hand-written x86 schedule of a workload without a template."""
+    task = SearchTask(name, args)
+    out = task.outputs[0]
+    s = (x86.schedule_softmax if name == "softmax" else x86.schedule_depthwise_conv2d_nchw)(out)
+    kernel = compiler_build(task, (s, task.tensors))  # type: ignore[arg-type]
+    costs = time_kernel(kernel, task, True, 1e-3, 1, 10, 5.0, 1, threads=1)  # type: ignore[arg-type]
+    return task.flop / min(costs) / 1e9
+
+
+def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, Any]:
+    """One operator: the auto-scheduler's and the template tuner's best at each trial count."""
+    name, args = OPERATORS[key]
+    n = max(trials)
+    option = _option()
+    try:
+        task = SearchTask(name, args)
+        ansor = AnsorTuner(task, seed=seed)
+        start = time.perf_counter()
+        tune(task, n, option, ansor, progress=False, batch_size=BATCH)  # type: ignore[arg-type]
+        ansor_wall = time.perf_counter() - start
+        row: dict[str, Any] = {
+            "op": key,
+            "workload": task.workload_key,
+            "ansor": _curve_at(ansor.history.best_curve(), trials),
+            "ansor_errors": ansor.history.errors,
+            "search_s_per_batch": ansor.search_seconds / max(1, -(-n // BATCH)),
+            "measure_s_per_batch": (ansor_wall - ansor.search_seconds) / max(1, -(-n // BATCH)),
+            "best_program": str(ansor.history.best_config),
+        }
+        if name in TEMPLATES:
+            ttask = create_task(name, args, "llvm")
+            xgb = XGBTuner(ttask, loss="rank", seed=seed)
+            tune(ttask, n, option, xgb, progress=False, batch_size=BATCH)
+            row["template"] = _curve_at(xgb.history.best_curve(), trials)
+            row["peer"] = "template tuner (xgb)"
+        else:
+            value = default_schedule_gflops(name, args)
+            row["template"] = {t: value for t in trials}
+            row["peer"] = "hand-written x86 schedule (no template)"
+        if name == "matmul":
+            row["numpy"] = numpy_matmul(args[0], 1, False, 20)["gflops_best"]
+    finally:
+        option.close()
+    return row
+
+
+def resnet18_pairs() -> list[tuple[tuple[str, tuple], float]]:
+    """ResNet-18's conv tasks ((workload, args), weight) from the graph's task extraction."""
+    from ..graph.cli import model_tasks
+    from .networks import resnet18
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "resnet18.onnx")
+        Path(path).write_bytes(resnet18())
+        return [(("conv2d_NCHWc", args), w) for args, w in model_tasks(path, "llvm")]
+
+
+def bench_scheduler(per_task: int = 20, unit: int = 4, seed: int = 0) -> dict[str, Any]:
+    """Gradient against round-robin task scheduling on ResNet-18's tasks."""
+    pairs = resnet18_pairs()
+    out: dict[str, Any] = {"tasks": len(pairs), "budget": per_task * len(pairs), "unit": unit}
+    for strategy in ("gradient", "round-robin"):
+        tasks, weights = network_tasks(pairs)
+        option = _option()
+        try:
+            sched = TaskScheduler(tasks, weights, option, strategy=strategy, unit=unit, seed=seed)
+            res = sched.tune(per_task * len(pairs))
+        finally:
+            option.close()
+        out[strategy] = {
+            "trials": res.trials,
+            "latency_ms": [v * 1e3 for v in res.latency],
+            "units_per_task": np.bincount(res.tasks, minlength=len(pairs)).tolist(),
+        }
+    rr_final = out["round-robin"]["latency_ms"][-1]
+    g = out["gradient"]
+    reach = next(
+        (t for t, v in zip(g["trials"], g["latency_ms"], strict=True) if v <= rr_final), None
+    )
+    out["gradient_trials_to_rr_final"] = reach
+    return out
+
+
+METASCHEDULE_PROBE = """
+import json, sys, tempfile, time
+import numpy as np
+import tvm
+from tvm import te
+try:
+    from tvm.s_tir import meta_schedule as ms  # apache-tvm >= 0.22
+except ImportError:
+    from tvm import meta_schedule as ms
+n, trials = int(sys.argv[1]), int(sys.argv[2])
+a = te.placeholder((n, n), "float32", "A"); b = te.placeholder((n, n), "float32", "B")
+k = te.reduce_axis((0, n), "k")
+c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), "C")
+mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+start = time.perf_counter()
+with tempfile.TemporaryDirectory() as work:
+    db = ms.tir_integration.tune_tir(mod, target, work, max_trials_global=trials,
+                                     num_trials_per_iter=32)
+    sch = ms.tir_integration.compile_tir(db, mod, target)
+tuning = time.perf_counter() - start
+f = tvm.compile(sch.mod, target=target)
+dev = tvm.cpu()
+x = [tvm.runtime.tensor(np.random.rand(n, n).astype("float32"), dev) for _ in range(2)]
+y = tvm.runtime.tensor(np.zeros((n, n), "float32"), dev)
+rt = getattr(f, "mod", f)  # tvm.compile returns an Executable in recent versions
+t = rt.time_evaluator("main", dev, number=10, repeat=5)(*x, y)
+print(json.dumps({"gflops": 2 * n ** 3 / min(t.results) / 1e9, "tuning_s": tuning}))
+"""
+
+
+def metaschedule_matmul(python: str, n: int, trials: int) -> dict[str, Any]:
+    """MetaSchedule on matmul n^3 for `trials` trials, in `python` (an interpreter with
+    apache-tvm); {"error": why} when that is not available."""
+    env = dict(os.environ, TVM_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    try:
+        out = subprocess.run(
+            [python, "-c", METASCHEDULE_PROBE, str(n), str(trials)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=3600,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {"error": str(err)}
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(
+    ops: Sequence[str],
+    trials: Sequence[int],
+    scheduler: bool,
+    tvm_python: str | None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "source": source_version(),
+        "started": utc_now(),
+        "trials": list(trials),
+        "operators": [],
+    }
+    for key in ops:
+        start = time.perf_counter()
+        result["operators"].append(bench_operator(key, trials, seed))
+        print(f"# {key}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    if tvm_python is not None and "matmul512" in ops:
+        ours = next(r for r in result["operators"] if r["op"] == "matmul512")
+        result["metaschedule"] = {
+            "matmul512_64": metaschedule_matmul(tvm_python, 512, 64),
+            "ours_64": ours["ansor"].get(64),
+        }
+    if scheduler:
+        result["scheduler"] = bench_scheduler(seed=seed)
+    return result
+
+
+def print_result(result: dict[str, Any]) -> None:
+    trials = result["trials"]
+    head = " ".join(f"{'ansor@' + str(t):>10} {'peer@' + str(t):>10} {'ratio':>6}" for t in trials)
+    print(f"{'operator':<11} {head} {'numpy':>7} {'/numpy':>7}  peer")
+    wins = 0
+    for r in result["operators"]:
+        cells = []
+        for t in trials:
+            a, p = r["ansor"][t], r["template"][t]
+            cells.append(f"{a:>10.1f} {p:>10.1f} {a / p if p else float('inf'):>6.2f}")
+        wins += r["ansor"][trials[-1]] >= r["template"][trials[-1]]
+        npy = r.get("numpy")
+        tail = f"{npy:>7.1f} {r['ansor'][trials[-1]] / npy:>7.2f}" if npy else f"{'':>7} {'':>7}"
+        print(f"{r['op']:<11} {' '.join(cells)} {tail}  {r['peer']}")
+    print(
+        f"(GFLOPS, one thread) ansor >= peer at {trials[-1]} trials on {wins} of "
+        f"{len(result['operators'])}"
+    )
+    for r in result["operators"]:
+        print(
+            f"{r['op']:<11} search {r['search_s_per_batch']:.2f} s/batch of {BATCH}, "
+            f"measurement {r['measure_s_per_batch']:.2f} s/batch"
+        )
+    if "metaschedule" in result:
+        ms = result["metaschedule"]
+        m = ms["matmul512_64"]
+        if "error" in m:
+            print(f"MetaSchedule: not run ({m['error']})")
+        else:
+            print(
+                f"MetaSchedule matmul512 @64: {m['gflops']:.1f} GFLOPS in {m['tuning_s']:.0f} s;"
+                f" ours {ms['ours_64']:.1f} ({ms['ours_64'] / m['gflops']:.2f}x)"
+            )
+    if "scheduler" in result:
+        sc = result["scheduler"]
+        g, rr = sc["gradient"], sc["round-robin"]
+        print(
+            f"ResNet-18, {sc['tasks']} tasks, {sc['budget']} trials: estimated latency "
+            f"gradient {g['latency_ms'][-1]:.2f} ms, round robin {rr['latency_ms'][-1]:.2f} ms; "
+            f"gradient reaches round robin's final after {sc['gradient_trials_to_rr_final']} "
+            f"trials ({(sc['gradient_trials_to_rr_final'] or 0) / sc['budget']:.0%})"
+        )
+
+
+def plot_scheduler(result: dict[str, Any], path: str) -> None:
+    import matplotlib  # optional (the 'plot' extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sc = result["scheduler"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for strategy in ("gradient", "round-robin"):
+        ax.plot(sc[strategy]["trials"], sc[strategy]["latency_ms"], label=strategy)
+    ax.set_xlabel("trials")
+    ax.set_ylabel("estimated latency of the conv layers (ms)")
+    ax.set_title(f"ResNet-18 task scheduling ({sc['tasks']} tasks)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

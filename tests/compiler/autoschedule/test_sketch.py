@@ -1,0 +1,78 @@
+"""Sketch rules: the sketches derived for known computes, printed."""
+
+import pytest
+
+from compiler.autoschedule import sketch
+from compiler.autoschedule.program import SearchTask
+from compiler.autoschedule.sketch import Cond, SketchRule, generate_sketches
+from compiler.autoschedule.steps import Annotate
+from compiler.errors import TuningError
+
+
+def _printed(name, args):
+    return [str(p) for p in generate_sketches(SearchTask(name, args))]
+
+
+def test_matmul_multi_level_tiling_and_cache_write():
+    plain, cached = _printed("matmul", (64, 64, 64))[:2]
+    assert plain == "\n".join(
+        [
+            "C: split k -> k.0, k.1 by [?]",
+            "C: split j -> j.0, j.1, j.2, j.3 by [?, ?, ?]",
+            "C: split i -> i.0, i.1, i.2, i.3 by [?, ?, ?]",
+            "C: reorder i.0, j.0, i.1, j.1, k.0, i.2, j.2, k.1, i.3, j.3",
+        ]
+    )
+    assert cached.splitlines()[0] == "C.local = cache_write(C, local)"
+    assert cached.splitlines()[-2:] == [
+        "C: reorder i.0, j.0, i.1, j.1, i.2, j.2",
+        "compute_at(C.local, C.j.1)",
+    ]
+
+
+def test_elementwise_consumer_is_fused_into_the_tiles():
+    (fused,) = [p for p in _printed("matmul_relu", (64, 64, 64)) if "cache_write" not in p]
+    lines = fused.splitlines()
+    assert "D: split i -> i.0, i.1, i.2 by [?, ?]" in lines
+    assert lines[-1] == "compute_at(C, D.j.1)"
+    # a consumer to fuse: no cache-write alternative
+    assert all("cache_write" not in p for p in _printed("matmul_relu", (64, 64, 64)))
+
+
+def test_padding_is_always_inlined_and_softmax_is_skipped():
+    for p in _printed("conv2d_NCHWc", (32, 8, 8, 32, 3, 3)):
+        assert p.splitlines()[-1] == "compute_inline(data_pad)"
+        assert "ic_chunk.0, ry.0, rx.0, ic_block.0" in p  # SSRSRS with reduction levels
+    assert _printed("softmax", (64, 64)) == ["compute_inline(T_softmax_exp)"]
+
+
+def test_rfactor_for_reductions_with_little_parallelism():
+    plain, factored = _printed("row_norm", (4, 1024))
+    assert plain == ""  # the unfactored alternative: nothing to derive
+    assert factored.splitlines()[0] == "sumsq.rf = rfactor(sumsq, ?)"
+    assert len(_printed("row_norm", (1024, 64))) == 1  # enough rows: no rfactor
+
+
+def test_gpu_tiling_structure():
+    (first, *_) = generate_sketches(SearchTask("matmul", (64, 64, 64), "cuda"))
+    assert str(first).splitlines()[-1] == (
+        "C: reorder i.0, j.0, i.1, j.1, i.2, j.2, k.0, k.1, i.3, j.3, k.2, i.4, j.4"
+    )
+
+
+def test_user_rule_is_tried_before_skip():
+    def cond(d):
+        return Cond.APPLY_AND_SKIP_REST if d.stage.op.name == "T_softmax_norm" else Cond.PASS
+
+    def apply(d):
+        return [d.derive([Annotate(d.stage.op.name, 0, "parallel")], d.index - 1)]
+
+    sketch.register_sketch_rule(SketchRule("parallel-norm", cond, apply))
+    try:
+        with pytest.raises(TuningError, match="exists already"):
+            sketch.register_sketch_rule(SketchRule("parallel-norm", cond, apply))
+        (p,) = _printed("softmax", (64, 64))
+        assert p.splitlines()[0] == "T_softmax_norm: parallel i0"
+    finally:
+        sketch.unregister_sketch_rule("parallel-norm")
+    assert _printed("softmax", (64, 64)) == ["compute_inline(T_softmax_exp)"]
