@@ -78,7 +78,7 @@ class VTAConfig:
     # REQ (requantize) ALU opcode: add + arithmetic shift + clip in one op (our extension; False
     # is the reference ISA exactly).
     alu_requant: bool = False
-    fpga_part: str = "xc7z020clg484-1"
+    fpga_part: str = "xc7z020clg400-1"
     # Queues (reference block design: command FIFOs 512 deep, token FIFOs 1024 deep).
     cmd_queue_depth: int = 512
     token_queue_depth: int = 1024

@@ -34,24 +34,15 @@ module vta_axi_reader #(
   reg [OUT_W-1:0] outstanding;
   wire can_issue = outstanding < MOST;
   wire req_valid;
-  wire [LEN_W:0] req_len;
-  // Bursts of 1..2**LEN_W beats: AxLEN = beats - 1 always fits LEN_W bits (its top bit is 0).
-  /* verilator lint_off UNUSEDSIGNAL */
-  wire [LEN_W:0] len_minus_1 = req_len - 1'b1;
-  /* verilator lint_on UNUSEDSIGNAL */
-  // The reader needs no row ends: every beat goes to the client, which counts its own rows.
-  /* verilator lint_off PINCONNECTEMPTY */
   vta_burst_gen #(
       .LOG_BB(LOG_BB), .MAX_BEATS(MAX_BEATS), .PAGE_BYTES(PAGE_BYTES), .ADDR_W(ADDR_W),
       .ROWS_W(ROWS_W), .LEN_W(LEN_W)
   ) gen (
       .clk(clk), .rst(rst), .start(start), .addr(addr), .row_bytes(row_bytes), .rows(rows),
-      .stride_bytes(stride_bytes), .req_valid(req_valid), .req_addr(araddr), .req_len(req_len),
-      .req_row_end(), .req_ready(arready && can_issue)
+      .stride_bytes(stride_bytes), .req_valid(req_valid), .req_addr(araddr), .req_len_m1(arlen),
+      .req_ready(arready && can_issue)
   );
-  /* verilator lint_on PINCONNECTEMPTY */
   assign arvalid = req_valid && can_issue;
-  assign arlen = len_minus_1[LEN_W-1:0];
   assign rready = client_ready;
   assign beat = rvalid && rready;
   wire issue = arvalid && arready;

@@ -3,6 +3,8 @@
 // after the decode cycle it writes every pad element, one per cycle, then streams the rows from
 // DRAM. `done` is high in the instruction's last cycle. The buffer is split into LANES banks
 // when an element is narrower than the bus, so a whole beat is written per cycle.
+// For timing, the decode cycle registers what the instruction's fields give (flags, widths,
+// the one product) and no later cycle multiplies or adds more than two buffer indices.
 module vta_loader #(
     parameter integer LOG_EB = `VTA_LOG_INP_ELEM_BYTES,  // log2 element bytes
     parameter integer LOG_BB = `VTA_LOG_BUS_BYTES,       // log2 bus bytes
@@ -51,119 +53,116 @@ module vta_loader #(
     output reg  [LANES*BAW-1:0] waddr,
     output reg  [LANES*EW-1:0]  wdata
 );
-  localparam [2:0] S_IDLE = 3'd0, S_PAD = 3'd1, S_STREAM = 3'd2;
-  localparam [2:0] K_START = 3'd0, K_TOP = 3'd1, K_LEFT = 3'd2, K_RIGHT = 3'd3,
-                   K_BOTTOM = 3'd4, K_NONE = 3'd5;
-  localparam integer SEG_W = SIZE_W + PAD_W + 1;  // a pad segment: up to y_pad rows of a padded row
+  localparam [2:0] S_IDLE = 3'd0, S_TOP = 3'd1, S_LEFT = 3'd2, S_RIGHT = 3'd3, S_BOTTOM = 3'd4,
+                   S_STREAM = 3'd5;
+  localparam integer ST_W = 3;  // the state encoding
+  localparam integer W_W = SIZE_W + 1;  // a padded row width
   localparam integer LAST_LANE = LANES - 1;
   localparam integer LAST_BEAT = (1 << LOG_BEATS) - 1;
   localparam [LOG_LANES:0] LANE_MASK = LAST_LANE[LOG_LANES:0];
   localparam [LOG_BEATS:0] LAST_SUB = LAST_BEAT[LOG_BEATS:0];
 
   reg [2:0] state;
-  reg [SRAM_W-1:0] r_base;
   reg [SIZE_W-1:0] r_ys, r_xs, r_stride;
   reg [DRAM_W-1:0] r_dram;
-  reg [PAD_W-1:0] r_yp0, r_yp1, r_xp0, r_xp1;
-  // Field source: the inputs in the start cycle, the registers afterwards.
-  // Buffer indices wrap at the buffer depth: only the low AW bits of sram_base matter.
-  /* verilator lint_off UNUSEDSIGNAL */
-  wire [SRAM_W-1:0] f_base = start ? sram_base : r_base;
-  /* verilator lint_on UNUSEDSIGNAL */
+  // Field source: the inputs in the start cycle, the registers afterwards (the data stream
+  // starts in either).
   wire [SIZE_W-1:0] f_ys = start ? y_size : r_ys;
   wire [SIZE_W-1:0] f_xs = start ? x_size : r_xs;
   wire [SIZE_W-1:0] f_stride = start ? x_stride : r_stride;
   wire [DRAM_W-1:0] f_dram = start ? dram_base : r_dram;
-  wire [PAD_W-1:0] f_yp0 = start ? y_pad_0 : r_yp0;
-  wire [PAD_W-1:0] f_yp1 = start ? y_pad_1 : r_yp1;
-  wire [PAD_W-1:0] f_xp0 = start ? x_pad_0 : r_xp0;
-  wire [PAD_W-1:0] f_xp1 = start ? x_pad_1 : r_xp1;
-  wire [SIZE_W:0] f_w = {{(SIZE_W + 1 - PAD_W) {1'b0}}, f_xp0} + {1'b0, f_xs} +
-                        {{(SIZE_W + 1 - PAD_W) {1'b0}}, f_xp1};  // padded row width
-  // The same quantities as buffer indices (AW bits, wrapping).
-  wire [AW-1:0] a_base = f_base[AW-1:0];
-  wire [AW-1:0] a_w = f_w[AW-1:0];
-  wire [AW-1:0] a_xs = f_xs[AW-1:0];
-  wire [AW-1:0] a_ys = f_ys[AW-1:0];
-  wire [AW-1:0] a_yp0 = {{(AW - PAD_W) {1'b0}}, f_yp0};
-  wire [AW-1:0] a_xp0 = {{(AW - PAD_W) {1'b0}}, f_xp0};
+  // Buffer indices wrap at the buffer depth: only the low AW bits of sram_base matter.
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [SRAM_W-1:0] base_field = sram_base;
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [AW-1:0] base = base_field[AW-1:0];
+  wire [AW-1:0] a_xs = x_size[AW-1:0];
+  wire [AW-1:0] a_ys = y_size[AW-1:0];
+  wire [AW-1:0] a_xp0 = {{(AW - PAD_W) {1'b0}}, x_pad_0};
 
-  // ------------------------------------------------------------------ pad segments
-  reg [2:0] seg_kind;
-  reg [SIZE_W-1:0] seg_row;
-  reg [SEG_W-1:0] seg_left;
-  reg [AW-1:0] pad_addr;
-  reg [2:0] nk;
-  reg [SIZE_W-1:0] nrow;
+  // ------------------------------------------------------------------ padding
+  // The pad elements are written one per cycle after the decode cycle, in the order top block,
+  // then per data row its left and right pads, then bottom block: a cursor that moves on by
+  // one, past a data row's x_size elements, or past all y_size data rows (the bottom block
+  // when there are no side pads). That last jump, y_size * x_size, is the one product: it is
+  // registered in the decode cycle and added to the cursor in the cycle that writes there.
+  reg [AW-1:0] pad_addr;     // the cursor (before a pending jump past the data rows)
+  reg [AW-1:0] skip;         // y_size * x_size
+  reg skip_now;              // the cursor is pad_addr + skip this cycle
+  reg [W_W-1:0] col_m1;      // elements left in this block row or side pad, less one
+  reg [PAD_W-1:0] blk_m1;    // rows left in the top or bottom block, less one
+  reg [SIZE_W-1:0] rows_m1;  // data rows left after the current one
+  reg [W_W-1:0] r_w_m1;      // padded row width, less one
+  reg [AW-1:0] r_w, r_xs1, drow0;
+  reg [PAD_W-1:0] r_xp0_m1, r_xp1_m1, r_yp1_m1;
+  reg [PAD_W:0] r_xp0_1;
+  reg has_left, has_right, has_bottom;
+  // decode-cycle quantities, from the inputs
+  wire [W_W-1:0] w = {{(W_W - PAD_W) {1'b0}}, x_pad_0} + {1'b0, x_size} +
+                     {{(W_W - PAD_W) {1'b0}}, x_pad_1};
+  wire [W_W-1:0] w_m1 = w - 1'b1;
+  wire s_left = y_size != 0 && x_pad_0 != 0;
+  wire s_right = y_size != 0 && x_pad_1 != 0;
+  wire [PAD_W-1:0] s_yp0_m1 = y_pad_0 - 1'b1;
+  wire [PAD_W-1:0] s_yp1_m1 = y_pad_1 - 1'b1;
+  wire [PAD_W-1:0] s_xp0_m1 = x_pad_0 - 1'b1;
+  wire [PAD_W-1:0] s_xp1_m1 = x_pad_1 - 1'b1;
+  // the cursor and where it moves
+  wire [AW-1:0] cur = skip_now ? pad_addr + skip : pad_addr;
+  wire [AW-1:0] cur1 = cur + 1'b1;
+  wire [AW-1:0] cur1_row = cur + r_xs1;  // past the data of a row
+  wire pad_write = state == S_TOP || state == S_LEFT || state == S_RIGHT || state == S_BOTTOM;
+  wire side = state == S_LEFT || state == S_RIGHT;
+  wire col_end = col_m1 == 0;
+  wire seg_end = pad_write && col_end && (side || blk_m1 == 0);
+  wire row_more = rows_m1 != 0;
+  // The segment after the current one (S_IDLE: none): state, cursor, jump past the data rows.
+  reg [ST_W-1:0] nstate;
   reg [AW-1:0] naddr;
-  reg [SEG_W-1:0] nlen;
-  wire [SEG_W-1:0] top_len = f_yp0 * f_w;
-  wire [SEG_W-1:0] bottom_len = f_yp1 * f_w;
-  wire [SEG_W-1:0] left_len = {{(SEG_W - PAD_W) {1'b0}}, f_xp0};
-  wire [SEG_W-1:0] right_len = {{(SEG_W - PAD_W) {1'b0}}, f_xp1};
-  // The segment after (kind, row): top block, per data row left/right pads, bottom block.
-  task automatic after_rows;
-    begin
-      if (f_yp1 != 0) begin
-        nk = K_BOTTOM;
-        naddr = a_base + (a_yp0 + a_ys) * a_w;
-        nlen = bottom_len;
-      end else nk = K_NONE;
-    end
-  endtask
-  task automatic row_seg(input [SIZE_W-1:0] r);
-    begin
-      nrow = r;
-      if (f_xp0 != 0) begin
-        nk = K_LEFT;
-        naddr = a_base + (a_yp0 + r[AW-1:0]) * a_w;
-        nlen = left_len;
-      end else begin
-        nk = K_RIGHT;
-        naddr = a_base + (a_yp0 + r[AW-1:0]) * a_w + a_xp0 + a_xs;
-        nlen = right_len;
-      end
-    end
-  endtask
-  task automatic after_top;
-    begin
-      if (f_ys != 0 && (f_xp0 != 0 || f_xp1 != 0)) row_seg({SIZE_W{1'b0}});
-      else after_rows();
-    end
-  endtask
-  wire [2:0] cur_kind = start ? K_START : seg_kind;
-  wire [SIZE_W-1:0] next_row = seg_row + 1'b1;
-  wire more_rows = next_row < f_ys;
+  reg nskip;
   always @(*) begin
-    nk = K_NONE;
-    nrow = seg_row;
-    naddr = 0;
-    nlen = 0;
-    case (cur_kind)
-      K_START:
-      if (f_yp0 != 0) begin
-        nk = K_TOP;
-        naddr = a_base;
-        nlen = top_len;
-      end else after_top();
-      K_TOP: after_top();
-      K_LEFT:
-      if (f_xp1 != 0) begin
-        nk = K_RIGHT;
-        naddr = a_base + (a_yp0 + seg_row[AW-1:0]) * a_w + a_xp0 + a_xs;
-        nlen = right_len;
-      end else if (more_rows) row_seg(next_row);
-      else after_rows();
-      K_RIGHT:
-      if (more_rows) row_seg(next_row);
-      else after_rows();
-      default: nk = K_NONE;
-    endcase
+    nstate = S_IDLE;
+    naddr = cur1;
+    nskip = 1'b0;
+    if (start) begin
+      naddr = base;
+      if (y_pad_0 != 0) nstate = S_TOP;
+      else if (s_left) nstate = S_LEFT;
+      else if (s_right) begin
+        nstate = S_RIGHT;
+        naddr = base + a_xs;
+      end else if (y_pad_1 != 0) begin
+        nstate = S_BOTTOM;
+        nskip = 1'b1;
+      end
+    end else begin
+      case (state)
+        S_TOP:
+        if (has_left) nstate = S_LEFT;
+        else if (has_right) begin
+          nstate = S_RIGHT;
+          naddr = cur1_row;
+        end else if (has_bottom) begin
+          nstate = S_BOTTOM;
+          nskip = 1'b1;
+        end
+        S_LEFT: begin
+          naddr = cur1_row;
+          if (has_right) nstate = S_RIGHT;
+          else if (row_more) nstate = S_LEFT;
+          else if (has_bottom) nstate = S_BOTTOM;
+        end
+        S_RIGHT:
+        if (row_more) begin
+          nstate = has_left ? S_LEFT : S_RIGHT;
+          if (!has_left) naddr = cur1_row;
+        end else if (has_bottom) nstate = S_BOTTOM;
+        default: nstate = S_IDLE;
+      endcase
+    end
   end
-
-  wire pad_write = state == S_PAD;
-  wire pad_seg_end = pad_write && seg_left == 1;
-  wire pads_over = (start && nk == K_NONE) || (pad_seg_end && nk == K_NONE);
+  wire seg_next = start || seg_end;  // a new segment (or the end of the padding) is chosen
+  wire pads_over = seg_next && nstate == S_IDLE;
   wire has_stream = f_ys != 0;
   wire stream_start = pads_over && has_stream;
 
@@ -200,16 +199,23 @@ module vta_loader #(
       .client_ready(state == S_STREAM),
       .beat(beat)
   );
-
-  reg [ADDR_W-1:0] c_row_addr, c_beat, row_nbytes, row_stride;
-  reg [SIZE_W-1:0] c_rows_left;
+  wire row_first, row_last_beat, last_beat;
+  // (rows start and end at element boundaries: the bits below an element are not needed)
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [LOG_BB-1:0] first_byte, last_byte;
+  /* verilator lint_on UNUSEDSIGNAL */
+  // the reader's count of outstanding bursts says when there is more
+  /* verilator lint_off PINCONNECTEMPTY */
+  vta_row_cursor #(
+      .LOG_BB(LOG_BB), .ADDR_W(ADDR_W), .ROWS_W(SIZE_W)
+  ) cursor (
+      .clk(clk), .rst(rst), .start(stream_start), .addr(dram_addr), .row_bytes(row_bytes),
+      .rows(f_ys), .stride_bytes(stride_bytes), .beat(beat), .more(), .row_first(row_first),
+      .row_last(row_last_beat), .last(last_beat), .first_byte(first_byte), .last_byte(last_byte)
+  );
+  /* verilator lint_on PINCONNECTEMPTY */
   reg [AW-1:0] dst, drow;  // next element's buffer index; current data row's first element
-  wire [ADDR_W-1:0] c_w0 = c_row_addr >> LOG_BB;
-  // the row's last byte: its word ends the row, its lane is the row's last element
-  wire [ADDR_W-1:0] last_byte = c_row_addr + row_nbytes - 1'b1;
-  wire [ADDR_W-1:0] c_w1 = last_byte >> LOG_BB;
-  wire row_last_beat = c_beat == c_w1 - c_w0;
-  assign done = (pads_over && !has_stream) || (beat && row_last_beat && c_rows_left == 1);
+  assign done = (pads_over && !has_stream) || (beat && last_beat);
   assign active = pad_write || beat;
 
   // Elements completed by this beat and the buffer index of the first one.
@@ -219,11 +225,15 @@ module vta_loader #(
   reg [LOG_BEATS:0] sub;
   generate
     if (LOG_LANES > 0) begin : g_lanes
-      assign first_lane = c_beat == 0 ? {1'b0, c_row_addr[LOG_BB-1:LOG_EB]} : 0;
+      assign first_lane = row_first ? {1'b0, first_byte[LOG_BB-1:LOG_EB]} : 0;
       assign last_lane = row_last_beat ? {1'b0, last_byte[LOG_BB-1:LOG_EB]} : LANE_MASK;
       assign elem_done = beat;
       assign beat_elems = rdata;
     end else begin : g_beats
+      // an element covers whole beats: rows start and end at beat boundaries
+      /* verilator lint_off UNUSEDSIGNAL */
+      wire [2*LOG_BB:0] unused = {row_first, first_byte, last_byte};
+      /* verilator lint_on UNUSEDSIGNAL */
       assign first_lane = 0;
       assign last_lane = 0;
       assign elem_done = beat && sub == LAST_SUB;
@@ -243,7 +253,7 @@ module vta_loader #(
   wire [LANES-1:0] pad_bank;
   generate
     if (LOG_LANES > 0) begin : g_pad_banks
-      assign pad_bank = {{(LANES - 1) {1'b0}}, 1'b1} << pad_addr[LOG_LANES-1:0];
+      assign pad_bank = {{(LANES - 1) {1'b0}}, 1'b1} << cur[LOG_LANES-1:0];
     end else begin : g_pad_bank
       assign pad_bank = 1'b1;
     end
@@ -262,7 +272,7 @@ module vta_loader #(
     idx = 0;
     if (pad_write) begin
       we = pad_bank;
-      for (k = 0; k < LANES; k = k + 1) waddr[k*BAW+:BAW] = pad_addr[LOG_LANES+:BAW];
+      for (k = 0; k < LANES; k = k + 1) waddr[k*BAW+:BAW] = cur[LOG_LANES+:BAW];
     end else if (elem_done) begin
       for (k = 0; k < LANES; k = k + 1) begin
         // the beat lane whose element lands in bank k
@@ -283,54 +293,69 @@ module vta_loader #(
   always @(posedge clk) begin
     if (rst) begin
       state <= S_IDLE;
-      seg_left <= 0;
     end else begin
       if (start) begin
-        r_base <= sram_base;
         r_ys <= y_size;
         r_xs <= x_size;
         r_stride <= x_stride;
         r_dram <= dram_base;
-        r_yp0 <= y_pad_0;
-        r_yp1 <= y_pad_1;
-        r_xp0 <= x_pad_0;
-        r_xp1 <= x_pad_1;
+        skip <= a_ys * a_xs;
+        r_w <= w[AW-1:0];
+        r_w_m1 <= w_m1;
+        r_xs1 <= a_xs + 1'b1;
+        r_xp0_1 <= {1'b0, x_pad_0} + 1'b1;
+        r_xp0_m1 <= s_xp0_m1;
+        r_xp1_m1 <= s_xp1_m1;
+        r_yp1_m1 <= s_yp1_m1;
+        has_left <= s_left;
+        has_right <= s_right;
+        has_bottom <= y_pad_1 != 0;
+        rows_m1 <= y_size - 1'b1;
+        drow0 <= base + a_xp0;
       end
       // pad phase
-      if ((start || pad_seg_end) && nk != K_NONE) begin
-        state <= S_PAD;
-        seg_kind <= nk;
-        seg_row <= nrow;
-        seg_left <= nlen;
+      if (seg_next) begin
+        state <= nstate;
         pad_addr <= naddr;
+        skip_now <= nskip;
+        case (nstate)
+          S_TOP: begin
+            col_m1 <= w_m1;
+            blk_m1 <= s_yp0_m1;
+          end
+          S_BOTTOM: begin
+            col_m1 <= start ? w_m1 : r_w_m1;
+            blk_m1 <= start ? s_yp1_m1 : r_yp1_m1;
+          end
+          S_LEFT: col_m1 <= {{(W_W - PAD_W) {1'b0}}, start ? s_xp0_m1 : r_xp0_m1};
+          S_RIGHT: col_m1 <= {{(W_W - PAD_W) {1'b0}}, start ? s_xp1_m1 : r_xp1_m1};
+          default: col_m1 <= 0;
+        endcase
+        if (state == S_TOP) drow0 <= pad_addr + {{(AW - PAD_W - 1) {1'b0}}, r_xp0_1};
+        // a data row's side pads end with its right pad, or its left pad if it has none
+        if (!start && (state == S_RIGHT || (state == S_LEFT && !has_right)))
+          rows_m1 <= rows_m1 - 1'b1;
       end else if (pad_write) begin
-        seg_left <= seg_left - 1'b1;
-        pad_addr <= pad_addr + 1'b1;
+        pad_addr <= cur1;
+        skip_now <= 1'b0;
+        if (col_end) begin
+          col_m1 <= r_w_m1;
+          blk_m1 <= blk_m1 - 1'b1;
+        end else col_m1 <= col_m1 - 1'b1;
       end
       // stream phase
       if (stream_start) begin
         state <= S_STREAM;
-        c_row_addr <= dram_addr;
-        row_nbytes <= row_bytes;
-        row_stride <= stride_bytes;
-        c_beat <= 0;
-        c_rows_left <= f_ys;
-        drow <= a_base + a_yp0 * a_w + a_xp0;
-        dst <= a_base + a_yp0 * a_w + a_xp0;
+        drow <= start ? base : state == S_TOP ? cur1 : drow0;
+        dst <= start ? base : state == S_TOP ? cur1 : drow0;
         sub <= 0;
       end else if (beat) begin
         sub <= elem_done ? 0 : sub + 1'b1;
         if (row_last_beat) begin
-          c_beat <= 0;
-          c_row_addr <= c_row_addr + row_stride;
-          c_rows_left <= c_rows_left - 1'b1;
-          drow <= drow + a_w;
-          dst <= drow + a_w;
+          drow <= drow + r_w;
+          dst <= drow + r_w;
           sub <= 0;
-        end else begin
-          c_beat <= c_beat + 1'b1;
-          if (elem_done) dst <= dst + elem_count;
-        end
+        end else if (elem_done) dst <= dst + elem_count;
       end
       if (done) state <= S_IDLE;
     end

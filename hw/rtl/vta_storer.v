@@ -66,84 +66,88 @@ module vta_storer #(
   wire [ADDR_W-1:0] dram_addr = dram_base << LOG_EB;  // byte addresses wrap at the AXI width
 
   // ------------------------------------------------------------------ requests (AW, B)
-  reg [OUT_W-1:0] outstanding;
-  reg [ADDR_W-1:0] aw_count;  // bursts requested so far in this instruction
+  reg [OUT_W-1:0] outstanding;  // bursts requested and not yet answered
+  reg [OUT_W-1:0] unwritten;    // bursts requested whose data has not all left
   wire a_valid;
-  wire [LEN_W:0] a_len, w_len;
-  // AxLEN = beats - 1 fits LEN_W bits (bursts of 1..2**LEN_W beats).
-  /* verilator lint_off UNUSEDSIGNAL */
-  wire [LEN_W:0] a_len_minus_1 = a_len - 1'b1;
-  /* verilator lint_on UNUSEDSIGNAL */
   wire can_issue = outstanding < MOST;
-  // The request generator's row ends are not needed: the W side replays the bursts itself.
-  /* verilator lint_off PINCONNECTEMPTY */
   vta_burst_gen #(
       .LOG_BB(LOG_BB), .MAX_BEATS(MAX_BEATS), .PAGE_BYTES(PAGE_BYTES), .ADDR_W(ADDR_W),
       .ROWS_W(SIZE_W), .LEN_W(LEN_W)
   ) agen (
       .clk(clk), .rst(rst), .start(start), .addr(dram_addr), .row_bytes(row_bytes),
       .rows(y_size), .stride_bytes(stride_bytes), .req_valid(a_valid), .req_addr(awaddr),
-      .req_len(a_len), .req_row_end(), .req_ready(awready && can_issue)
+      .req_len_m1(awlen), .req_ready(awready && can_issue)
   );
-  /* verilator lint_on PINCONNECTEMPTY */
   assign awvalid = a_valid && can_issue;
-  assign awlen = a_len_minus_1[LEN_W-1:0];
   assign bready = 1'b1;
   wire aw_fire = awvalid && awready;
   assign done = bvalid && !a_valid && outstanding == 1;
-  always @(posedge clk) begin
-    if (rst) outstanding <= 0;
-    else outstanding <= outstanding + {{(OUT_W-1){1'b0}}, aw_fire} - {{(OUT_W-1){1'b0}}, bvalid};
-    if (start) aw_count <= 0;
-    else if (aw_fire) aw_count <= aw_count + 1'b1;
-  end
 
   // ------------------------------------------------------------------ write data (W)
-  reg [ADDR_W-1:0] w_burst, w_in_burst;
+  reg [LEN_W-1:0] w_in_burst;
+  wire [LEN_W-1:0] w_len_m1;
   reg beat_valid;  // the W stage holds a beat
   wire w_fire = wvalid && wready;
-  // A second burst generator replays the burst sequence to place WLAST; its addresses, row ends
-  // and valid are those of the requests already issued.
+  wire w_burst_end = w_fire && wlast;
+  always @(posedge clk) begin
+    if (rst || start) begin
+      outstanding <= 0;
+      unwritten <= 0;
+    end else begin
+      outstanding <= outstanding + {{(OUT_W-1){1'b0}}, aw_fire} - {{(OUT_W-1){1'b0}}, bvalid};
+      unwritten <= unwritten + {{(OUT_W-1){1'b0}}, aw_fire} - {{(OUT_W-1){1'b0}}, w_burst_end};
+    end
+  end
+  // A second burst generator replays the burst sequence to place WLAST; its addresses and valid
+  // are those of the requests already issued.
   /* verilator lint_off PINCONNECTEMPTY */
   vta_burst_gen #(
       .LOG_BB(LOG_BB), .MAX_BEATS(MAX_BEATS), .PAGE_BYTES(PAGE_BYTES), .ADDR_W(ADDR_W),
       .ROWS_W(SIZE_W), .LEN_W(LEN_W)
   ) wgen (
       .clk(clk), .rst(rst), .start(start), .addr(dram_addr), .row_bytes(row_bytes),
-      .rows(y_size), .stride_bytes(stride_bytes), .req_valid(), .req_addr(), .req_len(w_len),
-      .req_row_end(), .req_ready(w_fire && wlast)
+      .rows(y_size), .stride_bytes(stride_bytes), .req_valid(), .req_addr(),
+      .req_len_m1(w_len_m1), .req_ready(w_burst_end)
   );
   /* verilator lint_on PINCONNECTEMPTY */
-  assign wlast = w_in_burst == {{(ADDR_W - LEN_W - 1) {1'b0}}, w_len} - 1'b1;
-  assign wvalid = beat_valid && w_burst < aw_count;
+  assign wlast = w_in_burst == w_len_m1;
+  assign wvalid = beat_valid && unwritten != 0;
   always @(posedge clk) begin
-    if (start) begin
-      w_burst <= 0;
-      w_in_burst <= 0;
-    end else if (w_fire) begin
-      w_burst <= wlast ? w_burst + 1'b1 : w_burst;
-      w_in_burst <= wlast ? 0 : w_in_burst + 1'b1;
-    end
+    if (start) w_in_burst <= 0;
+    else if (w_fire) w_in_burst <= wlast ? 0 : w_in_burst + 1'b1;
   end
 
   // Read cursor: the next beat to fetch from the buffer.
-  reg [ADDR_W-1:0] c_row_addr, c_beat, nbytes, stride;
-  reg [SIZE_W-1:0] c_rows_left;
+  wire more, row_first, row_last_beat;
+  // (rows start and end at element boundaries: the bits below an element are not needed)
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [LOG_BB-1:0] first_byte, last_byte;
+  /* verilator lint_on UNUSEDSIGNAL */
   reg [AW-1:0] r_xs;
   reg [AW-1:0] sidx, srow;  // buffer index of the next element / of the current row's first
   reg [LOG_BEATS:0] sub;
-  wire [ADDR_W-1:0] c_w0 = c_row_addr >> LOG_BB;
-  wire [ADDR_W-1:0] last_byte = c_row_addr + nbytes - 1'b1;
-  wire [ADDR_W-1:0] c_w1 = last_byte >> LOG_BB;
-  wire row_last_beat = c_beat == c_w1 - c_w0;
-  wire more = c_rows_left != 0;
   wire advance = (!beat_valid || w_fire) && more;
+  // the transfer's last beat is not needed: the last write response ends the instruction
+  /* verilator lint_off PINCONNECTEMPTY */
+  vta_row_cursor #(
+      .LOG_BB(LOG_BB), .ADDR_W(ADDR_W), .ROWS_W(SIZE_W)
+  ) cursor (
+      .clk(clk), .rst(rst), .start(start), .addr(dram_addr), .row_bytes(row_bytes),
+      .rows(y_size), .stride_bytes(stride_bytes), .beat(advance), .more(more),
+      .row_first(row_first), .row_last(row_last_beat), .last(), .first_byte(first_byte),
+      .last_byte(last_byte)
+  );
+  /* verilator lint_on PINCONNECTEMPTY */
   wire [LOG_LANES:0] first_lane, last_lane;
   generate
     if (LOG_LANES > 0) begin : g_lanes
-      assign first_lane = c_beat == 0 ? {1'b0, c_row_addr[LOG_BB-1:LOG_EB]} : 0;
+      assign first_lane = row_first ? {1'b0, first_byte[LOG_BB-1:LOG_EB]} : 0;
       assign last_lane = row_last_beat ? {1'b0, last_byte[LOG_BB-1:LOG_EB]} : LANE_MASK;
     end else begin : g_one
+      // an element covers whole beats: rows start and end at beat boundaries
+      /* verilator lint_off UNUSEDSIGNAL */
+      wire [2*LOG_BB:0] unused = {row_first, first_byte, last_byte};
+      /* verilator lint_on UNUSEDSIGNAL */
       assign first_lane = 0;
       assign last_lane = 0;
     end
@@ -202,14 +206,8 @@ module vta_storer #(
   always @(posedge clk) begin
     if (rst) begin
       beat_valid <= 1'b0;
-      c_rows_left <= 0;
     end else if (start) begin
       beat_valid <= 1'b0;
-      c_row_addr <= dram_addr;
-      nbytes <= row_bytes;
-      stride <= stride_bytes;
-      c_beat <= 0;
-      c_rows_left <= row_bytes == 0 ? {SIZE_W{1'b0}} : y_size;
       r_xs <= x_size[AW-1:0];
       sidx <= sram_base[AW-1:0];
       srow <= sram_base[AW-1:0];
@@ -224,15 +222,9 @@ module vta_storer #(
         b_sub <= sub;
         sub <= elem_end ? 0 : sub + 1'b1;
         if (row_last_beat) begin
-          c_beat <= 0;
-          c_row_addr <= c_row_addr + stride;
-          c_rows_left <= c_rows_left - 1'b1;
           srow <= srow + r_xs;
           sidx <= srow + r_xs;
-        end else begin
-          c_beat <= c_beat + 1'b1;
-          if (elem_end) sidx <= sidx + elem_count;
-        end
+        end else if (elem_end) sidx <= sidx + elem_count;
       end
     end
   end

@@ -37,7 +37,7 @@ def test_alu(run_bench, enabled):
     )
 
 
-DMA = ["vta_burst_gen.v", "vta_axi_reader.v"]
+DMA = ["vta_burst_gen.v", "vta_row_cursor.v", "vta_axi_reader.v"]
 
 
 @pytest.mark.parametrize("log_eb", [2, 4])  # elements narrower (banked) and wider than the bus
@@ -60,7 +60,7 @@ def test_store(run_bench, log_eb):
         f"storer{log_eb}",
         "vta_storer",
         "tb_dma",
-        ["vta_burst_gen.v", "vta_storer.v"],
+        ["vta_burst_gen.v", "vta_row_cursor.v", "vta_storer.v"],
         params,
         testcase="strided_stores_write_dram_and_take_contract_cycles",
     )
