@@ -9,7 +9,9 @@ Requests: {"op": "program", "path", "validate"} loads a Program file (validating
 "validate" is false) and, if it loads, runs it on `fsim` and `sim` with small budgets;
 {"op": "config", "path"} loads a configuration file; {"op": "cli", "argv"} runs
 `vta.cli.main(argv)` capturing its output; {"op": "parse", "argv"} only parses the arguments
-(for subcommands that would build hardware or reach a board). Answers: {"outcome": "ok" |
+(for subcommands that would build hardware or reach a board); {"op": "call", "fn":
+"compiler.fuzz:te_case", "kwargs"} calls a fuzzing case of `compiler.fuzz` (the only module it
+may call). Answers: {"outcome": "ok" |
 "error" | "bug", "type", "message"} ("error": one of the toolkit's exceptions; "bug": anything
 else), and for "cli" and "parse" the "exit" status, "stdout" and "stderr".
 """
@@ -130,6 +132,15 @@ def _serve_parse(argv: list[str]) -> dict:
     return {"exit": code, "stdout": "", "stderr": err.getvalue()[-4000:]}
 
 
+def _serve_call(fn: str, kwargs: dict) -> str:
+    module, _, name = fn.partition(":")
+    if module != "compiler.fuzz" or not name.endswith("_case"):
+        raise KeyError(f"not a fuzzing case: {fn!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
 def _answer(request: dict) -> dict:
     from .errors import VTAError
 
@@ -143,6 +154,8 @@ def _answer(request: dict) -> dict:
             return {"outcome": "ok", **_serve_cli(request["argv"])}
         elif op == "parse":
             return {"outcome": "ok", **_serve_parse(request["argv"])}
+        elif op == "call":
+            return {"outcome": "ok", "result": _serve_call(request["fn"], request["kwargs"])}
         else:
             raise KeyError(f"unknown op {op!r}")
     except VTAError as err:

@@ -67,6 +67,13 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def target_name(text: str) -> str:
+    """An argparse type: a non-empty target string ('llvm', 'llvm -mcpu=...', 'cuda', 'vta')."""
+    if not text.split():
+        raise argparse.ArgumentTypeError("the target is empty; give llvm, cuda or vta")
+    return text
+
+
 def plot_path(text: str) -> str:
     """An argparse type: an image path whose extension matplotlib writes (checked before any
     tuning, not after it)."""
@@ -180,7 +187,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "workload", nargs="*", help="OP:ARGS (matmul:256,256,256), C2..C12, or MODEL.onnx"
     )
     p.add_argument("--list", help="file with one workload per line")
-    p.add_argument("--target", default="llvm", help="llvm (CPU), cuda (GPU) or vta (accelerator)")
+    p.add_argument(
+        "--target",
+        type=target_name,
+        default="llvm",
+        help="llvm (CPU), cuda (GPU) or vta (accelerator)",
+    )
     p.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90)")
     p.add_argument("--device", default="sim", help="accelerator device for --target vta")
     p.add_argument(

@@ -24,6 +24,8 @@ REFERENCES: dict[str, Callable[..., list]] = {}
 
 def target_kind(target: str) -> str:
     """'llvm -mcpu=znver5' -> 'llvm'; 'vta/sim' -> 'vta'."""
+    if not isinstance(target, str) or not target.split():
+        raise TuningError(f"target {target!r} is empty; give llvm, cuda or vta")
     return target.split()[0].split("/")[0]
 
 

@@ -28,6 +28,7 @@ def _run(capsys, *argv: str) -> tuple[int, str]:
         (("--seed", "x"), "--seed: 'x' is not an integer"),
         (("--build-timeout", "0"), "--build-timeout: 0 is not a positive"),
         (("--build-timeout", "inf"), "--build-timeout: inf is not a positive"),
+        (("--target", " "), "--target: the target is empty"),
         (("--plot", "curve.badext"), "--plot: 'curve.badext': the extension must be one of"),
     ],
 )

@@ -1,0 +1,73 @@
+"""Cases for fuzzing the compiler's public entry points in a child process (`vta.fuzzworker`'s
+"call" request): each takes JSON-able arguments, does the real work and returns a short summary;
+a toolkit error is the expected answer to bad input, anything else is a bug."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+OPS = ("add", "mul", "floordiv", "floormod", "truediv", "max", "gather", "shifted")
+
+
+def te_case(shape: Any, dtype: Any, op: str, offset: int, seed: int) -> str:
+    """Declare `B = f(A, C)` over tensors of `shape`/`dtype`, build it for the CPU and run it on
+    seeded data (divisors include zero and -1; gathers and shifted reads include indices out of
+    range)."""
+    import compiler
+    from compiler import te
+    from compiler.tir import expr as E
+
+    a = te.placeholder(shape, dtype, "A")
+    c = te.placeholder(shape, dtype, "C")
+    n = len(a.shape)
+    last = a.shape[-1] if n else 1
+
+    def body(*i):
+        x, y = a[i], c[i]
+        if op == "gather":
+            return a[(*i[:-1], c[i])] if n else x
+        if op == "shifted":
+            return a[(*i[:-1], offset)] if n else x
+        return {
+            "add": lambda: x + y,
+            "mul": lambda: x * y,
+            "floordiv": lambda: x // y,
+            "floormod": lambda: x % y,
+            "truediv": lambda: x / y,
+            "max": lambda: E.Max(x, y),
+        }[op]()
+
+    b = te.compute(tuple(a.shape), body, name="B")
+    mod = compiler.build(te.create_schedule(b.op), [a, c, b], target="llvm")
+    rng = np.random.default_rng(seed)
+    np_dtype = np.dtype(dtype if dtype != "bool" else "bool")
+    size = int(np.prod(a.shape))
+    if size > 1 << 22:
+        return "built (too large to run here)"
+    if np.issubdtype(np_dtype, np.integer):
+        info = np.iinfo(np_dtype)
+        pool = np.array([0, -1, 1, 2, 7, info.min, info.max, last, last - 1], dtype=object)
+        pool = np.array([v for v in pool if info.min <= v <= info.max], dtype=np_dtype)
+        data = rng.choice(pool, size=tuple(a.shape)).astype(np_dtype)
+        other = rng.choice(pool, size=tuple(a.shape)).astype(np_dtype)
+    else:
+        data = rng.standard_normal(tuple(a.shape)).astype(np_dtype)
+        other = rng.standard_normal(tuple(a.shape)).astype(np_dtype)
+    out = np.zeros(tuple(a.shape), np_dtype)
+    mod(data, other, out)
+    return f"ran {op} on {list(a.shape)} {dtype}"
+
+
+def database_case(path: str) -> str:
+    """Open a records database, read it, rank it and append to it."""
+    from compiler.tune.database import Database
+    from compiler.tune.record import Record
+
+    with Database(path) as db:
+        records = db.records()
+        for w in db.workloads():
+            db.best(w, "llvm")
+        db.add_batch([Record("matmul(1, 1, 1)", "llvm", {"k": 1}, 0, [1e-3])])
+        return f"{len(records)} records, {db.skipped} skipped"
