@@ -14,12 +14,13 @@ database, or one from a newer toolkit is refused and left untouched. Rows that d
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,19 @@ CREATE UNIQUE INDEX IF NOT EXISTS records_once ON records (workload, target, con
 """
 
 
+def _sqlite_errors(method: Callable) -> Callable:
+    """SQLite's errors on a damaged file ("database disk image is malformed") as TuningError."""
+
+    @functools.wraps(method)
+    def wrapped(self: Database, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            raise TuningError(f"records database {self.path}: damaged ({e})") from None
+
+    return wrapped
+
+
 class Database:
     """A SQLite file of Records; safe to read while another process appends."""
 
@@ -66,10 +80,12 @@ class Database:
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self._open()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             raise TuningError(f"records database {self.path}: {e}") from None
 
     def _open(self) -> None:
+        # text damaged on disk decodes with replacement characters; _decode skips such rows
+        self.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -102,6 +118,7 @@ class Database:
             raise
         self.conn.execute("COMMIT")
 
+    @_sqlite_errors
     def add_batch(self, records: Iterable[Record], ignore_duplicates: bool = False) -> int:
         """Store a batch atomically: all of it or (if the process dies) none of it."""
         verb = "INSERT OR IGNORE" if ignore_duplicates else "INSERT"
@@ -133,12 +150,14 @@ class Database:
             )
             return self.conn.total_changes - before
 
+    @_sqlite_errors
     def records(self, workload: str | None = None, target: str | None = None) -> list[Record]:
         """Records in insertion order, optionally of one workload and/or target."""
         where, params = self._where(workload, target)
         cur = self.conn.execute(f"{_SELECT} {where} ORDER BY id", params)
         return self._decode(cur)
 
+    @_sqlite_errors
     def best(self, workload: str, target: str) -> Record | None:
         """The successful record with the lowest cost, if any (damaged rows are passed over)."""
         cur = self.conn.execute(
@@ -182,11 +201,13 @@ class Database:
             )
         return out
 
+    @_sqlite_errors
     def workloads(self, target: str | None = None) -> list[str]:
         where, params = self._where(None, target)
         cur = self.conn.execute(f"SELECT DISTINCT workload FROM records {where}", params)
         return sorted(w for (w,) in cur)
 
+    @_sqlite_errors
     def __len__(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
 
@@ -201,6 +222,7 @@ class Database:
             params.append(target)
         return ("WHERE " + " AND ".join(terms) if terms else ""), params
 
+    @_sqlite_errors
     def export_jsonl(self, path: str | Path) -> int:
         records = self.records()
         with open(path, "w") as f:
@@ -208,6 +230,7 @@ class Database:
                 f.write(r.to_json() + "\n")
         return len(records)
 
+    @_sqlite_errors
     def import_jsonl(self, path: str | Path) -> int:
         """Add the records of a JSON-lines file; ones already present are skipped."""
         records = []
@@ -252,6 +275,7 @@ def _check_identity(path: Path) -> None:
         )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         try:
             tables = {
                 n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -263,8 +287,8 @@ def _check_identity(path: Path) -> None:
             )
         finally:
             conn.close()
-    except sqlite3.DatabaseError as e:
-        raise TuningError(f"records database {path}: {e}; not modified") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # a damaged schema's message
+        raise TuningError(f"records database {path}: damaged ({e}); not modified") from None
     # files written before the application id was set are ours if they hold exactly our tables
     if app_id == 0 and tables != _TABLES:
         found = ", ".join(sorted(tables)) or "none"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import warnings
 
 import pytest
 
@@ -105,3 +106,28 @@ def test_damaged_rows_are_skipped_and_counted(tmp_path):
     assert db.skipped == 2
     with Database(path) as db, pytest.warns(UserWarning):
         assert db.best("matmul(8, 8, 8)", "llvm").config_index == 2
+
+
+def test_flipped_bytes_give_records_or_a_tuning_error(tmp_path):
+    """Damage anywhere past the header: reading either works (damaged rows skipped) or raises
+    TuningError, never a foreign exception (UnicodeDecodeError, sqlite3.DatabaseError)."""
+    clean = tmp_path / "clean.db"
+    with Database(clean) as db:
+        db.add_batch([_record(i) for i in range(20)])
+    raw = clean.read_bytes()
+    outcomes = {"ok": 0, "error": 0}
+    for pos in range(100, len(raw), 97):
+        damaged = bytearray(raw)
+        damaged[pos] ^= 0xFF
+        path = tmp_path / f"d{pos}.db"
+        path.write_bytes(bytes(damaged))
+        try:
+            with warnings.catch_warnings(), Database(path) as db:
+                warnings.simplefilter("ignore")
+                db.records()
+                db.best("matmul(8, 8, 8)", "llvm")
+                db.add_batch([_record(99)])
+            outcomes["ok"] += 1
+        except TuningError:
+            outcomes["error"] += 1
+    assert sum(outcomes.values()) > 10
