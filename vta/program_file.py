@@ -73,6 +73,47 @@ def read_program_file(path: str | Path) -> tuple[np.ndarray, np.ndarray, str]:
     return arrays["insns"], arrays["dram"], str(manifest[()])
 
 
+def read_arrays(path: str | Path, limit: int = 1 << 30, what: str = "arrays") -> dict:
+    """The numeric arrays of an .npz file by name (inputs, calibration data), each member's size
+    checked from the zip directory and its .npy header before it is read (at most `limit` bytes
+    in all); a ProgramError saying what is wrong otherwise (`what` names the file's role)."""
+    arrays, total = {}, 0
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if not head.startswith(b"PK"):
+                raise ProgramError(f"{what} {path}: not an .npz file: {_describe(head)}")
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as archive:
+                for info in archive.infolist():
+                    name = info.filename.removesuffix(".npy")
+                    where = f"{what} {path}: member {info.filename[:64]!r}"
+                    total += info.file_size
+                    if total > limit + MAX_HEADER_BYTES * len(arrays):
+                        raise ProgramError(f"{what} {path} unpacks to more than {limit:,} bytes")
+                    with archive.open(info) as member:
+                        shape, fortran, dtype = _read_header(member, where)
+                        if dtype.kind not in "biuf":
+                            raise ProgramError(f"{where} has dtype {dtype.str}; numbers only")
+                        nbytes = math.prod(shape) * dtype.itemsize
+                        if nbytes > limit:
+                            raise ProgramError(f"{where}: its header claims {nbytes:,} bytes")
+                        data = member.read(nbytes + 1)
+                    if len(data) != nbytes:
+                        raise ProgramError(
+                            f"{where}: truncated ({len(data):,} of {nbytes:,} bytes)"
+                        )
+                    order = "F" if fortran else "C"
+                    arrays[name] = np.frombuffer(data, dtype).reshape(shape, order=order).copy()
+    except ProgramError:
+        raise
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError) as err:
+        raise ProgramError(f"{what} {path}: cannot read .npz file ({_short(err)})") from None
+    except (NotImplementedError, RuntimeError) as err:
+        raise ProgramError(f"{what} {path}: unsupported zip member ({_short(err)})") from None
+    return arrays
+
+
 def read_raw_stream(path: str | Path) -> np.ndarray:
     """A bare instruction stream file as uint8, at most the `insns` limit (never read whole)."""
     limit = LIMITS["insns"]

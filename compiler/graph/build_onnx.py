@@ -60,8 +60,16 @@ def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str],
     for n in nodes:
         for t in n.input:
             users[t] = users.get(t, 0) + 1
-    (inp,) = [i for i in g.input if i.name not in consts]
+    graph_inputs = [i for i in g.input if i.name not in consts]
+    if len(graph_inputs) != 1 or len(g.output) != 1:
+        raise OperatorError(
+            f"{path}: {len(graph_inputs)} inputs and {len(g.output)} outputs; this front end "
+            "imports models with one input and one output"
+        )
+    (inp,) = graph_inputs
     shape = tuple(d.dim_value for d in inp.type.tensor_type.shape.dim)
+    if not shape or min(shape) < 1:
+        raise OperatorError(f"{path}: input {inp.name} has no static shape: {list(shape)}")
     out_name = g.output[0].name
     shapes: dict[str, tuple] = {inp.name: shape}
     params: dict[str, np.ndarray] = {}
@@ -116,9 +124,8 @@ def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str],
             return (float(consts[lo]) if lo else None), (float(consts[hi]) if hi else None)
         return attr(node, "min"), attr(node, "max")
 
-    for node in nodes:
-        if node.output[0] in done:
-            continue
+    def import_node(node) -> None:
+        """Add the node's group (with the nodes fused into it) to `groups`."""
         op = node.op_type
         if op == "Conv":
             x = pack_input(node.input[0]) if node.input[0] not in packed else packed[node.input[0]]
@@ -203,7 +210,10 @@ def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str],
                 raise OperatorError(f"node {node.name}: Gemm needs transB=1, transA=0 here")
             wname, bname = f"{node.name}_w", f"{node.name}_b"
             params[wname] = consts[node.input[1]] * attr(node, "alpha", 1.0)
-            params[bname] = consts[node.input[2]] * attr(node, "beta", 1.0)
+            units = params[wname].shape[0]
+            has_bias = len(node.input) > 2 and node.input[2]
+            bias = consts[node.input[2]] if has_bias else np.zeros(units, np.float32)
+            params[bname] = np.broadcast_to(bias * attr(node, "beta", 1.0), (units,)).copy()
             members = [Node("Dense", [node.input[0], wname, bname], node.output[0])]
             shapes[node.output[0]] = (shapes[node.input[0]][0], params[wname].shape[0])
             last = node.output[0]
@@ -217,6 +227,19 @@ def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str],
             groups.append(Group(node.name, members))
         else:
             raise OperatorError(f"node {node.name}: {op} is not supported by this front end")
+
+    for node in nodes:
+        if node.output[0] in done:
+            continue
+        try:
+            import_node(node)
+        except OperatorError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, StopIteration) as e:
+            raise OperatorError(
+                f"{path}: node {node.name or node.output[0]} ({node.op_type}): this front end "
+                f"cannot import it ({type(e).__name__}: {e})"
+            ) from None
         done.add(node.output[0])
 
     if out_name not in shapes and out_name in packed:  # unpack once, at the output

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CompilerError
+from ..tune.cli import int_at_least
 from .executor import GraphModule
 
 
@@ -50,11 +51,9 @@ def load_model(path: str, target: str, db: str | None, shapes: dict, log=None) -
 
 
 def _read_inputs(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise CompilerError(f"--inputs {path}: cannot read an .npz file: {e}") from e
+    from vta.program_file import read_arrays
+
+    return read_arrays(path, what="--inputs")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -170,7 +169,7 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="MODEL.onnx or a folder written by `vta compile`")
     p.add_argument("--inputs", required=True, help=".npz of the graph's inputs by name")
     p.add_argument("--output", help="write the outputs by name to this .npz")
-    p.add_argument("--repeat", type=int, default=0, help="time N inferences")
+    p.add_argument("--repeat", type=int_at_least(1), default=0, help="time N inferences")
     p.add_argument("--json", action="store_true", help="one JSON object as the last line")
     _common(p)
     p.set_defaults(func=_cmd_run)

@@ -16,10 +16,20 @@ from vta.examples import all_examples
 from vta.fuzzworker import Worker
 
 SIZES = [pytest.param(1, id="default"), pytest.param(10, id="slow", marks=pytest.mark.slow)]
-INPUTS = {"sim": 600, "disasm": 400, "hw-config": 300, "synth-report": 300, "deploy": 300}
+INPUTS = {
+    "sim": 600,
+    "disasm": 400,
+    "hw-config": 300,
+    "synth-report": 300,
+    "deploy": 300,
+    "run": 150,
+}
 TOKEN_INPUTS = 400
 MAX_DETAIL_LINES = 8  # after the summary line (docs/robustness.md, "CLI exit codes")
-SUBCOMMANDS = ["sim", "disasm", "hw-config", "synth-report", "deploy", "tune", "build"]
+SUBCOMMANDS = [
+    "sim", "disasm", "hw-config", "synth-report", "deploy", "tune", "build", "run", "compile",
+    "worker",
+]  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -50,7 +60,32 @@ def scratch(tmp_path_factory):
     (root / "odd.bin").write_bytes(rng.bytes(37))
     (root / "bad.json").write_bytes(b'{"clock_mhz": true}')
     (root / "dir.npz").mkdir()
+    _tiny_model(root)
     return root
+
+
+def _tiny_model(root) -> None:
+    """tiny.onnx (x[1, 8] -> Relu(Gemm) -> y[1, 4]) and input files for `vta run`."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 8)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gemm", ["x", "w"], ["h"], transB=1),
+            helper.make_node("Relu", ["h"], ["y"]),
+        ],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (root / "tiny.onnx").write_bytes(model.SerializeToString())
+    np.savez(root / "in.npz", x=rng.standard_normal((1, 8)).astype(np.float32))
+    np.savez(root / "wrong.npz", x=np.zeros((2, 8), np.float32), z=np.zeros(3))
+    np.savez(root / "ints.npz", x=np.zeros((1, 8), np.int64))
+    np.save(root / "one.npy", np.zeros(3))
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +167,20 @@ ARGV = {
         st.lists(st.sampled_from(["--bogus", "--host"]), max_size=2),
     ),
 }
+ARGV["run"] = _argv(
+    st.just(["run"]),
+    st.sampled_from(["tiny.onnx", "tiny.onnx", "garbage.npz", "missing.onnx", "dir.npz", ""]).map(
+        lambda f: [f]
+    ),
+    _option("--inputs", st.sampled_from(["in.npz", "in.npz", "wrong.npz", "ints.npz", "one.npy",
+                                         "garbage.npz", "missing.npz", "tiny.onnx"])),
+    _option("--output", OUTPUTS),
+    _option("--repeat", st.integers(-2, 3)),
+    _option("--target", st.sampled_from(["llvm", "vta", "cuda", "", "x"])),
+    _option("--shape", st.sampled_from(["x=1,8", "x=", "=1", "x=a", "y=1,2"])),
+    _option("--db", st.sampled_from(["garbage.npz", "new.db", "dir.npz"])),
+    _flag("--json"),
+)  # fmt: skip
 PARSE_ONLY = {"synth-report", "deploy"}
 
 
@@ -140,10 +189,11 @@ def check(answer: dict, argv: list[str], tally: Tally) -> None:
     code, err = answer["exit"], answer["stderr"]
     assert code in (0, 1, 2), f"vta {argv}: exit {code}\n{err}"
     assert "Traceback" not in err, f"vta {argv}:\n{err}"
-    if code == 1:
+    if code == 1:  # progress lines (compiling...) may come first, then the error message
         lines = err.strip().splitlines()
-        assert lines and lines[0].startswith(f"vta {argv[0]}: error: "), f"vta {argv}:\n{err}"
-        assert len(lines) <= 2 + MAX_DETAIL_LINES, f"vta {argv}:\n{err}"
+        starts = [k for k, ln in enumerate(lines) if ln.startswith(f"vta {argv[0]}: error: ")]
+        assert starts, f"vta {argv}:\n{err}"
+        assert len(lines) - starts[0] <= 2 + MAX_DETAIL_LINES, f"vta {argv}:\n{err}"
     elif code == 2:
         assert "usage:" in err, f"vta {argv}:\n{err}"
     tally.add(code)

@@ -1,0 +1,80 @@
+"""`vta run`/`vta compile` on bad models and input files: one line naming the file and what is
+wrong (exit 1), bad option values are usage errors (exit 2); never a traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from vta.cli import main
+
+
+def _run(capsys, *argv) -> tuple[int, str]:
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture
+def files(tmp_path) -> tuple:
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 8)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)],  # no bias input
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [w],
+    )
+    model = tmp_path / "tiny.onnx"
+    model.write_bytes(helper.make_model(graph).SerializeToString())
+    np.savez(tmp_path / "in.npz", x=np.ones((1, 8), np.float32))
+    np.save(tmp_path / "one.npy", np.zeros(3))
+    (tmp_path / "random.bin").write_bytes(rng.bytes(3000))
+    np.savez(tmp_path / "objects.npz", x=np.array([None, 1], dtype=object))
+    return tmp_path, rng.standard_normal((4, 8)).astype(np.float32)
+
+
+def test_gemm_without_bias_runs(files, capsys):
+    root, _ = files
+    code, err = _run(capsys, "run", root / "tiny.onnx", "--inputs", root / "in.npz",
+                     "--output", root / "out.npz")  # fmt: skip
+    assert code == 0, err
+    w = numpy_helper.to_array(onnx.load(str(root / "tiny.onnx")).graph.initializer[0])
+    np.testing.assert_allclose(np.load(root / "out.npz")["y"], np.ones((1, 8)) @ w.T, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        ("random.bin", "--inputs {root}/random.bin: not an .npz file: not a zip archive"),
+        ("one.npy", "not an .npz file: a single .npy array"),
+        ("objects.npz", "has dtype |O; numbers only"),
+        ("missing.npz", "No such file"),
+    ],
+)
+def test_bad_input_files(files, capsys, inputs, message):
+    root, _ = files
+    code, err = _run(capsys, "run", root / "tiny.onnx", "--inputs", root / inputs)
+    assert code == 1
+    assert message.format(root=root) in err
+    assert "Traceback" not in err
+
+
+def test_random_bytes_as_a_model(files, capsys):
+    root, _ = files
+    code, err = _run(capsys, "run", root / "random.bin", "--inputs", root / "in.npz")
+    assert code == 1 and "not an ONNX model" in err
+
+
+@pytest.mark.parametrize("repeat", ["0", "-3", "x"])
+def test_bad_repeat_is_a_usage_error(files, capsys, repeat):
+    root, _ = files
+    code, err = _run(
+        capsys, "run", root / "tiny.onnx", "--inputs", root / "in.npz", "--repeat", repeat
+    )
+    assert code == 2 and "--repeat" in err
