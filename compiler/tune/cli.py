@@ -108,7 +108,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         return tune_model(args)
     names = list(args.workload)
     if args.list:
-        names += [ln.strip() for ln in Path(args.list).read_text().splitlines() if ln.strip()]
+        try:
+            text = Path(args.list).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise TuningError(f"--list {args.list}: not a UTF-8 text file ({e.reason})") from None
+        names += [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not names:
         raise TuningError("give workload names or --list FILE")
     target = cuda_target(args.target, args.arch)

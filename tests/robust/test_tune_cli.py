@@ -76,3 +76,11 @@ def test_good_run_exits_0_and_writes_the_plot(capsys, tmp_path):
     )
     assert code == 0
     assert plot.stat().st_size > 0
+
+
+def test_binary_workload_list_is_wrong_input(capsys, tmp_path):
+    listing = tmp_path / "list.png"
+    listing.write_bytes(bytes(range(256)))
+    code, err = _run(capsys, "--list", str(listing))
+    assert code == 1
+    assert "not a UTF-8 text file" in err
