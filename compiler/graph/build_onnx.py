@@ -30,12 +30,13 @@ def compile_model(
     log=None,
     print_passes: bool = False,
 ) -> GraphModule:
-    """The ONNX model at `path` compiled into a GraphModule (supported operators only; static
-    input shapes: `shapes` and `print_passes` are not supported by this front end)."""
-    if shapes or print_passes:
-        raise OperatorError("--shape and --print-passes need the graph IR's front end")
+    """The ONNX model at `path` compiled into a GraphModule (supported operators only); `shapes`
+    gives the input's shape where the model leaves a dimension symbolic (`--shape NAME=DIMS`).
+    `print_passes` is not supported by this front end."""
+    if print_passes:
+        raise OperatorError("--print-passes needs the graph IR's front end (not built yet)")
     with target_scope(target):
-        groups, tensor_shapes, params, inputs, outputs = import_groups(path)
+        groups, tensor_shapes, params, inputs, outputs = import_groups(path, shapes)
     offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
     graph = build_graph(
         groups, tensor_shapes, params, inputs, outputs, offsets, arena, target, log, db
@@ -44,7 +45,43 @@ def compile_model(
     return graph
 
 
-def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str], list[str]]:
+SUPPORTED = (
+    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
+    "GlobalAveragePool", "Flatten", "Gemm",
+)  # fmt: skip
+
+
+def unsupported_nodes(nodes: list) -> list[str]:
+    """'NAME (OP)' of every node this front end cannot import, in graph order."""
+    return [f"{n.name or n.output[0]} ({n.op_type})" for n in nodes if n.op_type not in SUPPORTED]
+
+
+def _input_shape(inp, given: dict | None, path) -> tuple[int, ...]:
+    """The input's static shape: the model's, or `given[name]` where it is symbolic."""
+    dims = inp.type.tensor_type.shape.dim
+    model = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+    if given and inp.name in given:
+        shape = tuple(int(v) for v in given[inp.name])
+        fixed = [(m, v) for m, v in zip(model, shape, strict=False) if isinstance(m, int)]
+        if len(shape) != len(model) or any(m != v for m, v in fixed):
+            raise OperatorError(
+                f"--shape {inp.name}={','.join(map(str, shape))} does not fit the model's input "
+                f"{inp.name} of shape {model}"
+            )
+        if min(shape, default=0) < 1:
+            raise OperatorError(f"--shape {inp.name}: every dimension must be >= 1")
+        return shape
+    if not model or not all(isinstance(m, int) and m > 0 for m in model):
+        raise OperatorError(
+            f"{path}: input {inp.name} has the shape {model} with symbolic dimensions; give it "
+            f"with --shape {inp.name}=D1,D2,..."
+        )
+    return tuple(model)
+
+
+def import_groups(
+    path: str | Path, given_shapes: dict | None = None
+) -> tuple[list[Group], dict, dict, list[str], list[str]]:
     """(groups, tensor shapes, constant parameters, input names, output names) of a model."""
     import onnx
     from onnx import numpy_helper
@@ -67,9 +104,22 @@ def import_groups(path: str | Path) -> tuple[list[Group], dict, dict, list[str],
             "imports models with one input and one output"
         )
     (inp,) = graph_inputs
-    shape = tuple(d.dim_value for d in inp.type.tensor_type.shape.dim)
-    if not shape or min(shape) < 1:
-        raise OperatorError(f"{path}: input {inp.name} has no static shape: {list(shape)}")
+    unknown = set(given_shapes or ()) - {inp.name}
+    if unknown:
+        raise OperatorError(
+            f"--shape {sorted(unknown)[0]}: the model has no input of that name "
+            f"(its input is {inp.name})"
+        )
+    shape = _input_shape(inp, given_shapes, path)
+    missing = unsupported_nodes(nodes)
+    if missing:
+        shown = ", ".join(missing[:20]) + (
+            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        )
+        raise OperatorError(
+            f"{path}: {len(missing)} node(s) use operators this front end does not support "
+            f"(it supports {', '.join(SUPPORTED)}): {shown}"
+        )
     out_name = g.output[0].name
     shapes: dict[str, tuple] = {inp.name: shape}
     params: dict[str, np.ndarray] = {}

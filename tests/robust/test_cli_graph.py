@@ -78,3 +78,51 @@ def test_bad_repeat_is_a_usage_error(files, capsys, repeat):
         capsys, "run", root / "tiny.onnx", "--inputs", root / "in.npz", "--repeat", repeat
     )
     assert code == 2 and "--repeat" in err
+
+
+def _gemm_model(path, input_dims, nodes=None) -> None:
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 8)).astype(np.float32), "w")
+    nodes = nodes or [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [input_dims[0], 4])],
+        [w],
+    )
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "shape, code, message",
+    [
+        (None, 1, "input x has the shape ['N', 8] with symbolic dimensions; give it with --shape"),
+        ("x=1,8", 0, ""),
+        ("x=1,9", 1, "--shape x=1,9 does not fit the model's input x of shape ['N', 8]"),
+        ("z=1,8", 1, "--shape z: the model has no input of that name (its input is x)"),
+        ("x=0,8", 1, "every dimension must be >= 1"),
+        ("x=1,a", 1, "expected NAME=D1,D2"),
+    ],
+)
+def test_symbolic_input_needs_shape(files, capsys, shape, code, message):
+    root, _ = files
+    _gemm_model(root / "sym.onnx", ["N", 8])
+    extra = ["--shape", shape] if shape else []
+    got, err = _run(capsys, "run", root / "sym.onnx", "--inputs", root / "in.npz", *extra)
+    assert got == code, err
+    assert message in err
+
+
+def test_every_unsupported_node_is_listed_at_once(files, capsys):
+    root, _ = files
+    nodes = [
+        helper.make_node("Sigmoid", ["x"], ["a"], name="s1"),
+        helper.make_node("Softmax", ["a"], ["b"], name="sm"),
+        helper.make_node("Gemm", ["b", "w"], ["y"], transB=1),
+    ]
+    _gemm_model(root / "uns.onnx", [1, 8], nodes)
+    code, err = _run(capsys, "run", root / "uns.onnx", "--inputs", root / "in.npz")
+    assert code == 1
+    assert "2 node(s) use operators this front end does not support" in err
+    assert "s1 (Sigmoid), sm (Softmax)" in err
