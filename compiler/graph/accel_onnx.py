@@ -44,7 +44,8 @@ MIN_OFFLOAD_CHANNELS = 4
 class Layer:
     """One step: `kind` conv | dwconv | maxpool | avgpool | flatten | dense; a conv or dense
     carries fp32 weights (O, I, KH, KW) with batch norm folded, its ReLU, Clip upper bound and
-    the tensor added before the activation (`residual`)."""
+    the tensor added before the activation (`residual`) or the 1x1 conv whose products
+    accumulate into the same outputs (`shortcut`: ResNet's downsampling path)."""
 
     name: str
     kind: str
@@ -58,6 +59,7 @@ class Layer:
     relu: bool = False
     clip_max: float | None = None
     residual: str | None = None
+    shortcut: Layer | None = None
 
 
 @dataclasses.dataclass
@@ -201,12 +203,34 @@ def import_network(path: str | Path, shapes: dict | None = None) -> Network:
     for layer in layers:  # outputs of fused adds and activations are the conv's own
         layer.inputs = [src(t) for t in layer.inputs]
         layer.residual = src(layer.residual) if layer.residual else None
-    return Network(_dependency_order(layers, inputs[0].name), inputs[0].name, shape,
-                   src(g.output[0].name))  # fmt: skip
+    output = src(g.output[0].name)
+    layers = _fuse_shortcuts(layers, output)
+    return Network(_dependency_order(layers, inputs[0].name), inputs[0].name, shape, output)
+
+
+def _fuse_shortcuts(layers: list[Layer], output: str) -> list[Layer]:
+    """A residual that is a 1x1 conv's output used nowhere else (no padding, no activation)
+    becomes that conv's `shortcut`: its products accumulate into the adding conv's outputs, so
+    it needs no Program and no DRAM round trip of its own."""
+    uses: dict[str, int] = {output: 1}
+    for ly in layers:
+        for t in _needs(ly):
+            uses[t] = uses.get(t, 0) + 1
+    by_output = {ly.output: ly for ly in layers}
+    fused = set()
+    for ly in layers:
+        sc = by_output.get(ly.residual)
+        if (ly.kind == "conv" and sc is not None and sc.kind == "conv" and sc.kernel == 1
+                and sc.pad == 0 and not sc.relu and sc.residual is None
+                and uses[sc.output] == 1):  # fmt: skip
+            ly.shortcut, ly.residual = sc, None
+            fused.add(sc.name)
+    return [ly for ly in layers if ly.name not in fused]
 
 
 def _needs(ly: Layer) -> list[str]:
-    return [*ly.inputs, *([ly.residual] if ly.residual else [])]
+    extra = [ly.residual] if ly.residual else []
+    return [*ly.inputs, *extra, *(ly.shortcut.inputs if ly.shortcut else [])]
 
 
 def _dependency_order(layers: list[Layer], source: str) -> list[Layer]:
@@ -251,6 +275,10 @@ def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
             y = y + ly.bias[None, :, None, None]
             if ly.residual:
                 y = y + t[ly.residual]
+            if ly.shortcut:
+                sc = ly.shortcut
+                y = y + _conv_f32(t[sc.inputs[0]], sc.weight, sc.stride, 0, False)
+                y = y + sc.bias[None, :, None, None]
             if ly.relu:
                 y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
             t[ly.output] = y.reshape(y.shape[0], -1) if ly.kind == "dense" else y
@@ -284,8 +312,11 @@ def quantize_network(net: Network, calibration: np.ndarray, method: str = "minma
             exps[ly.output] = exps[ly.inputs[0]]
         elif ly.kind in ("conv", "dwconv", "dense"):
             e_res = exps[ly.residual] if ly.residual else None
+            sc = ly.shortcut
+            shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
             q = quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
-                              ly.stride, ly.pad, e_residual=e_res)  # fmt: skip
+                              ly.stride, ly.pad, e_residual=e_res,
+                              shortcut=shortcut)  # fmt: skip
             convs[ly.name] = q
             exps[ly.output] = q.e_out
     return QNetwork(net, exps, convs)
@@ -296,7 +327,8 @@ def _place(ly: Layer, q: QConv | None) -> tuple[str, str]:
     if ly.kind == "conv":
         if q.weight.shape[1] < MIN_OFFLOAD_CHANNELS:
             return "cpu", f"conv with {q.weight.shape[1]} input channels (block padding)"
-        return "vta", "conv: fused bias, requant, ReLU" + (", residual" if ly.residual else "")
+        extra = ", residual" if ly.residual else ", 1x1 shortcut conv" if ly.shortcut else ""
+        return "vta", "conv: fused bias, requant, ReLU" + extra
     why = {
         "dwconv": "depthwise conv: one channel per product",
         "dense": "dense: memory-bound on the accelerator",
@@ -331,7 +363,8 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
         out = np.clip(acc >> q.shift, 0 if q.relu else -128, 127).astype(np.int8)
     else:
         x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
-        out = run_qconv(q, x, t[ly.residual] if ly.residual else None)
+        sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
+        out = run_qconv(q, x, t[ly.residual] if ly.residual else None, sc_in)
         out = out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
     return out
 
@@ -355,7 +388,8 @@ def compile_network(
     for ly in qn.net.layers:
         q = qn.convs.get(ly.name)
         if _place(ly, q)[0] == "vta":
-            accel[ly.name] = compile_qconv(ly.name, q, shapes[ly.inputs[0]], cfg, None,
+            sc_shape = shapes[ly.shortcut.inputs[0]] if ly.shortcut else None
+            accel[ly.name] = compile_qconv(ly.name, q, shapes[ly.inputs[0]], cfg, sc_shape,
                                            candidates, db)  # fmt: skip
     return Compiled(qn, cfg, accel, time.perf_counter() - start)
 
@@ -381,13 +415,14 @@ def run(
             from ..bench.vta_net import _accel_row
 
             start = time.perf_counter()
-            for name in [ly.inputs[0], *([ly.residual] if ly.residual else [])]:
+            for name in _needs(ly):
                 if name not in packed:
                     packed[name] = pack_act(t[name], c.cfg)
             cpu += time.perf_counter() - start
             layer = c.accel[ly.name]
             res = packed[ly.residual] if ly.residual else None
-            out, st = layer.run(c.cfg, device, packed[ly.inputs[0]], res)
+            sc_in = packed[ly.shortcut.inputs[0]] if ly.shortcut else None
+            out, st = layer.run(c.cfg, device, packed[ly.inputs[0]], res, sc_in)
             packed[ly.output] = out
             t[ly.output] = unpack_act(out, layer.out_channels)
             rows.append({**_accel_row(layer, st), "why": why})

@@ -17,8 +17,9 @@ from vta.config import VTAConfig
 
 
 def _small_resnet(path, seed: int = 0) -> None:
-    """16x8x8 input: a residual block (Add with the input), max pool, a 1x1 conv with ReLU6,
-    a depthwise conv, global average pool, flatten, dense."""
+    """16x8x8 input: a residual block (Add with the input), a downsampling block (a 1x1 stride-2
+    shortcut conv), max pool, a 1x1 conv with ReLU6, a depthwise conv, global average pool,
+    flatten, dense."""
     rng = np.random.default_rng(seed)
     inits, nodes = [], []
 
@@ -26,13 +27,13 @@ def _small_resnet(path, seed: int = 0) -> None:
         inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
         return name
 
-    def conv(x, cin, cout, k, name, group=1, bn=True):
+    def conv(x, cin, cout, k, name, group=1, bn=True, stride=1):
         w = const(
             f"{name}_w",
             rng.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin * k * k / group),
         )
         nodes.append(helper.make_node("Conv", [x, w], [f"{name}_c"], name=name, pads=[k // 2] * 4,
-                                      group=group))  # fmt: skip
+                                      group=group, strides=[stride, stride]))  # fmt: skip
         if not bn:
             return f"{name}_c"
         gamma, beta = (
@@ -55,8 +56,14 @@ def _small_resnet(path, seed: int = 0) -> None:
     y = conv("r1", 16, 16, 3, "c2")
     nodes.append(helper.make_node("Add", [y, "data"], ["add"]))
     nodes.append(helper.make_node("Relu", ["add"], ["r2"]))
-    nodes.append(helper.make_node("MaxPool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]))
-    y = conv("p", 16, 32, 1, "c3")
+    y = conv("r2", 16, 32, 3, "d1", stride=2)
+    nodes.append(helper.make_node("Relu", [y], ["r5"]))
+    y = conv("r5", 32, 32, 3, "d2")
+    short = conv("r2", 16, 32, 1, "down", stride=2)
+    nodes.append(helper.make_node("Add", [y, short], ["add2"]))
+    nodes.append(helper.make_node("Relu", ["add2"], ["r6"]))
+    nodes.append(helper.make_node("MaxPool", ["r6"], ["p"], kernel_shape=[2, 2], strides=[2, 2]))
+    y = conv("p", 32, 32, 1, "c3")
     nodes.append(helper.make_node("Clip", [y, const("lo", 0.0), const("hi", 6.0)], ["r3"]))
     y = conv("r3", 32, 32, 3, "dw", group=32)
     nodes.append(helper.make_node("Relu", [y], ["r4"]))
@@ -94,6 +101,8 @@ def test_import_folds_and_attaches(small):
     assert kinds == [
         ("conv", True, None, None),
         ("conv", True, None, "data"),
+        ("conv", True, None, None),
+        ("conv", True, None, None),
         ("maxpool", False, None, None),
         ("conv", True, 6.0, None),
         ("dwconv", True, None, None),
@@ -101,6 +110,13 @@ def test_import_folds_and_attaches(small):
         ("flatten", False, None, None),
         ("dense", False, None, None),
     ]
+
+
+def test_downsampling_shortcut_is_fused(small):
+    _, net, _, _ = small
+    d2 = next(ly for ly in net.layers if ly.name == "d2")
+    assert d2.shortcut is not None and d2.shortcut.name == "down" and d2.residual is None
+    assert "down" not in [ly.name for ly in net.layers]
 
 
 def test_quantized_reference_tracks_fp32(small):
@@ -114,14 +130,15 @@ def test_quantized_reference_tracks_fp32(small):
 def test_every_device_is_bit_exact(small, device):
     _, net, qn, x = small
     compiled = A.compile_network(qn, VTAConfig.load("pynq"))
-    assert sorted(compiled.accel) == ["c1", "c2", "c3"]
+    assert sorted(compiled.accel) == ["c1", "c2", "c3", "d1", "d2"]
     acts, rows, _ = A.run(compiled, x, device)
     ref = A.run(qn, x)[0]
     for name in ref:
         np.testing.assert_array_equal(acts[name], ref[name], err_msg=name)
     where = {r["name"]: r["where"] for r in rows}
-    assert where == {"c1": "vta", "c2": "vta", "p": "cpu", "c3": "vta", "dw": "cpu",
-                     "gap": "cpu", "flat": "cpu", "out": "cpu"}  # fmt: skip
+    assert where == {"c1": "vta", "c2": "vta", "d1": "vta", "d2": "vta", "p": "cpu",
+                     "c3": "vta", "dw": "cpu", "gap": "cpu", "flat": "cpu",
+                     "out": "cpu"}  # fmt: skip
     if device != "fsim":
         assert all(r["cycles"] > 0 for r in rows if r["where"] == "vta")
 
