@@ -57,6 +57,12 @@ def _read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.target.split()[0] == "vta":
+        from .accel_cli import run_vta
+
+        if args.repeat:
+            raise CompilerError("--repeat times the CPU target; --target vta reports cycles")
+        return run_vta(args, _read_inputs(args.inputs))
     log = (lambda m: print(m, file=sys.stderr)) if not args.json else None
     graph = load_model(args.model, args.target, args.db, parse_shapes(args.shape), log)
     inputs = _read_inputs(args.inputs)
@@ -158,7 +164,9 @@ def tune_model(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default="llvm", help="llvm (this CPU)")
+    p.add_argument(
+        "--target", default="llvm", help="llvm (this CPU) or vta (`vta run`: the accelerator)"
+    )
     p.add_argument("--db", help="tuning records to apply (untuned tasks use default schedules)")
     p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="a symbolic input's shape")
 
@@ -172,6 +180,9 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repeat", type=int_at_least(1), default=0, help="time N inferences")
     p.add_argument("--json", action="store_true", help="one JSON object as the last line")
     _common(p)
+    from .accel_cli import add_arguments
+
+    add_arguments(p)
     p.set_defaults(func=_cmd_run)
 
 

@@ -1,0 +1,127 @@
+"""`vta run MODEL.onnx --target vta`: quantize, partition, compile and run an ONNX model with its
+convolutions on an accelerator device (`accel_onnx`), check the outputs bit for bit against the
+quantized numpy reference, and report per layer (where it ran and why, cycles, GEMM utilization,
+DRAM bytes, roofline side) with the totals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vta.config import VTAConfig
+
+from ..bench.vta import _bound
+from ..errors import CompilerError
+from ..tune.cli import int_at_least, plot_path
+from . import accel_onnx as A
+
+CALIBRATION_INPUTS = 4
+
+
+def _calibration(args: argparse.Namespace, net: A.Network) -> tuple[np.ndarray, str]:
+    from vta.program_file import read_arrays
+
+    if args.calibration:
+        arrays = read_arrays(args.calibration, what="--calibration")
+        if net.input not in arrays:
+            raise CompilerError(f"--calibration {args.calibration}: no array '{net.input}'")
+        x = arrays[net.input].astype(np.float32)
+        if x.shape[1:] != net.input_shape[1:]:
+            raise CompilerError(
+                f"--calibration {args.calibration}: '{net.input}' has shape {list(x.shape)}; "
+                f"expected [N, {', '.join(map(str, net.input_shape[1:]))}]"
+            )
+        return x, f"{args.calibration} ({x.shape[0]} inputs)"
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((CALIBRATION_INPUTS, *net.input_shape[1:])).astype(np.float32)
+    return x, f"{CALIBRATION_INPUTS} seeded standard-normal inputs (no --calibration given)"
+
+
+def run_vta(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
+    """The `vta run --target vta` command; 0 when the device matched the reference bit for bit."""
+    from .cli import parse_shapes
+
+    net = A.import_network(args.model, parse_shapes(args.shape))
+    if set(inputs) != {net.input}:
+        raise CompilerError(f"--inputs: give exactly '{net.input}', got {sorted(inputs)}")
+    x = inputs[net.input].astype(np.float32)
+    if x.shape != net.input_shape:
+        raise CompilerError(f"--inputs: '{net.input}' has shape {list(x.shape)}, expected "
+                            f"{list(net.input_shape)}")  # fmt: skip
+    cfg = VTAConfig.load(args.config)
+    calib, calib_text = _calibration(args, net)
+    qn = A.quantize_network(net, calib)
+    compiled = A.compile_network(qn, cfg, args.candidates, args.db)
+    start = time.perf_counter()
+    acts, rows, cpu = A.run(compiled, x, args.device)
+    wall = time.perf_counter() - start
+    ref = A.run(qn, x)[0]
+    exact = np.array_equal(acts[net.output], ref[net.output])
+    f32 = A.forward_f32(net, x)[net.output]
+    out = A.dequantized_output(qn, acts)
+    for r in rows:
+        if r["where"] == "vta":
+            r["bound"] = _bound(r["intensity"], cfg)
+    cycles = None if args.device == "fsim" else sum(r.get("cycles") or 0 for r in rows)
+    report = {
+        "model": str(args.model),
+        "config": cfg.name,
+        "device": args.device,
+        "calibration": calib_text,
+        "cycles": cycles,
+        "layers": rows,
+        "cpu_seconds": cpu,
+        "run_seconds": wall,
+        "compile_seconds": compiled.compile_seconds,
+        "bit_exact": bool(exact),
+        "output_error": float(np.abs(out - f32).max() / max(np.abs(f32).max(), 1e-30)),
+    }
+    if args.output:
+        np.savez(args.output, **{net.output: out})
+    if args.plot:
+        from ..bench.vta_net import plot_roofline
+
+        plot_roofline(rows, cfg, args.plot, Path(args.model).stem)
+    if args.json:
+        print(json.dumps(report, default=float))
+    else:
+        _print(report, cfg)
+    return 0 if exact else 1
+
+
+def _print(report: dict, cfg: VTAConfig) -> None:
+    w = max(len(r["name"]) for r in report["layers"])
+    print(f"{'layer':{w}} {'where':5} {'cycles':>9} {'util':>6} {'KB':>7} {'bound':8}  why")
+    for r in report["layers"]:
+        if r["where"] == "cpu":
+            print(f"{r['name']:{w}} cpu   {'':>9} {'':>6} {'':>7} {'':8}  {r['why']}")
+            continue
+        cycles, util = r["cycles"] or 0, r["gemm_utilization"] or 0.0
+        print(f"{r['name']:{w}} vta   {cycles:9d} {util:6.3f} {r['dram_bytes'] / 1e3:7.0f} "
+              f"{r['bound']:8}  {r['why']}")  # fmt: skip
+    total = "no" if report["cycles"] is None else f"{report['cycles']:,}"
+    print(f"total: {total} accelerator cycles on {report['device']} ({cfg.name}), CPU parts "
+          f"{report['cpu_seconds']:.2f} s, compile {report['compile_seconds']:.1f} s")  # fmt: skip
+    print(f"outputs bit-identical to the numpy quantized reference: {report['bit_exact']}")
+    print(f"vs fp32: max output error {report['output_error']:.3f} of max|fp32| (calibration: "
+          f"{report['calibration']})")  # fmt: skip
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `vta run` that apply to --target vta."""
+    p.add_argument("--device", default="sim", help="--target vta: sim, fsim or rtl (default sim)")
+    p.add_argument("--config", default=None, help="--target vta: pynq, ultra96, tiny or a file")
+    p.add_argument("--calibration", help="--target vta: .npz of calibration inputs by name")
+    p.add_argument(
+        "--candidates",
+        type=int_at_least(1),
+        default=8,
+        help="--target vta: knob settings timed per layer",
+    )
+    p.add_argument(
+        "--plot", type=plot_path, metavar="PNG", help="--target vta: the layers' roofline plot"
+    )

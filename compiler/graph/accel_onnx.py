@@ -1,0 +1,438 @@
+"""ONNX models on the accelerator (`vta run MODEL.onnx --target vta`): import, int8 quantization
+with power-of-two scales, partitioning and execution.
+
+The importer reads the operators of convolutional networks (Conv with BatchNormalization folded,
+Relu, Clip, Add, MaxPool, GlobalAveragePool, Flatten, Gemm) into a list of layers. Convolutions
+(with groups 1) take their bias, requantization, ReLU and a following residual Add in one fused
+Program (`accel.compile_qconv`); the rest runs on the CPU in numpy, exactly as the quantized
+reference does, so every device gives outputs bit-identical to `run(..., device=None)`:
+
+  conv with fewer than 4 input channels   CPU  (a network's first conv: the block of 16 input
+                                                channels would be mostly padding)
+  depthwise conv                          CPU  (one channel per product: 1/16 of the GEMM used)
+  Clip's upper bound                      CPU  (an int8 minimum after the fused ReLU)
+  Gemm (dense)                            CPU  (memory-bound: each weight is used once)
+  pools, flatten                          CPU
+
+Activations are packed into the accelerator's layout at each CPU -> accelerator boundary and
+stay packed between offloaded layers. Calibration: min/max (or a percentile) of each tensor over
+the calibration inputs (seeded random ones unless given: no data sets exist offline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vta.config import VTAConfig
+
+from ..errors import OperatorError
+from .accel import AccelConv, compile_qconv, pack_act, unpack_act
+from .quant import QConv, dequantize, magnitude, pow2_exponent, quantize, quantize_conv, run_qconv
+
+SUPPORTED = (
+    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "GlobalAveragePool",
+    "Flatten", "Gemm", "Identity", "Dropout",
+)  # fmt: skip
+MIN_OFFLOAD_CHANNELS = 4
+
+
+@dataclasses.dataclass
+class Layer:
+    """One step: `kind` conv | dwconv | maxpool | avgpool | flatten | dense; a conv or dense
+    carries fp32 weights (O, I, KH, KW) with batch norm folded, its ReLU, Clip upper bound and
+    the tensor added before the activation (`residual`) or the 1x1 conv whose products
+    accumulate into the same outputs (`shortcut`: ResNet's downsampling path)."""
+
+    name: str
+    kind: str
+    inputs: list[str]
+    output: str
+    weight: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    stride: int = 1
+    pad: int = 0
+    kernel: int = 1
+    relu: bool = False
+    clip_max: float | None = None
+    residual: str | None = None
+    shortcut: Layer | None = None
+
+
+@dataclasses.dataclass
+class Network:
+    layers: list[Layer]
+    input: str
+    input_shape: tuple[int, ...]
+    output: str
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _square(values, what: str, node) -> int:
+    values = list(values)
+    if len(set(values)) != 1:
+        raise OperatorError(f"node {node.name}: {what} {values} must be equal on every side")
+    return int(values[0])
+
+
+def import_network(path: str | Path, shapes: dict | None = None) -> Network:
+    """The model's layers (batch norm folded, activations and residual adds attached to the
+    conv they follow); an OperatorError listing every node that cannot be imported."""
+    import onnx
+    from onnx import numpy_helper
+
+    from .build_onnx import _input_shape
+
+    try:
+        model = onnx.load(str(path))
+    except Exception as e:
+        raise OperatorError(f"{path}: not an ONNX model: {e}") from None
+    g = model.graph
+    consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
+    inputs = [i for i in g.input if i.name not in consts]
+    if len(inputs) != 1 or len(g.output) != 1:
+        raise OperatorError(f"{path}: --target vta runs models with one input and one output")
+    bad = [f"{n.name or n.output[0]} ({n.op_type})" for n in g.node if n.op_type not in SUPPORTED]
+    if bad:
+        raise OperatorError(
+            f"{path}: {len(bad)} node(s) use operators --target vta does not import (it imports "
+            f"{', '.join(SUPPORTED)}): {', '.join(bad[:20])}"
+        )
+    alias: dict[str, str] = {}  # tensor -> the tensor it equals (identity, dropout, bn folded)
+    producer: dict[str, Layer] = {}
+    layers: list[Layer] = []
+
+    def src(t: str) -> str:
+        while t in alias:
+            t = alias[t]
+        return t
+
+    for node in g.node:
+        a, op = _attrs(node), node.op_type
+        name = node.name or node.output[0]
+        try:
+            x = src(node.input[0])
+            if op in ("Identity", "Dropout"):
+                alias[node.output[0]] = x
+            elif op == "Conv":
+                w = consts[node.input[1]]
+                b = consts[node.input[2]] if len(node.input) > 2 and node.input[2] else None
+                b = np.zeros(w.shape[0], np.float32) if b is None else b
+                if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+                    raise OperatorError(f"node {name}: auto_pad is not supported with --target vta")
+                if list(a.get("dilations", [1, 1])) != [1, 1]:
+                    raise OperatorError(
+                        f"node {name}: dilated Conv is not supported on --target vta"
+                    )
+                group = int(a.get("group", 1))
+                kind = "conv" if group == 1 else "dwconv"
+                if group != 1 and not (group == w.shape[0] and w.shape[1] == 1):
+                    raise OperatorError(f"node {name}: Conv with group {group} (not depthwise)")
+                layer = Layer(
+                    name, kind, [x], node.output[0], w, b,
+                    _square(a.get("strides", [1, 1]), "strides", node),
+                    _square(a.get("pads", [0, 0, 0, 0]), "pads", node), w.shape[2],
+                )  # fmt: skip
+                layers.append(layer)
+                producer[node.output[0]] = layer
+            elif op == "BatchNormalization":
+                layer = producer.get(x)
+                if layer is None or layer.kind not in ("conv", "dwconv") or layer.relu:
+                    raise OperatorError(f"node {name}: BatchNormalization not after a Conv")
+                gamma, beta, mean, var = (consts[t] for t in node.input[1:5])
+                scale = gamma / np.sqrt(var + a.get("epsilon", 1e-5))
+                layer.weight = layer.weight * scale[:, None, None, None]
+                layer.bias = (layer.bias - mean) * scale + beta
+                alias[node.output[0]] = x
+            elif op == "Add":
+                ys = [src(t) for t in node.input]
+                convs = [producer[y] for y in ys if y in producer]
+                layer = next((ly for ly in convs if ly.kind == "conv"), None)
+                if layer is None or layer.relu or layer.residual or len(ys) != 2:
+                    raise OperatorError(
+                        f"node {name}: Add is supported as a residual added to a Conv's output "
+                        "before its activation"
+                    )
+                layer.residual = ys[1] if ys[0] == layer.output else ys[0]
+                alias[node.output[0]] = layer.output
+            elif op in ("Relu", "Clip"):
+                layer = producer.get(x)
+                lo, hi = a.get("min", 0.0), a.get("max")
+                if op == "Clip" and len(node.input) > 1:
+                    lo = float(consts[node.input[1]]) if node.input[1] else float("-inf")
+                    if len(node.input) > 2 and node.input[2]:
+                        hi = float(consts[node.input[2]])
+                if layer is None or layer.kind not in ("conv", "dwconv", "dense") or layer.relu:
+                    raise OperatorError(f"node {name}: {op} is supported after a Conv or Gemm")
+                if op == "Clip" and lo != 0:
+                    raise OperatorError(f"node {name}: Clip min {lo} (only 0, a bounded ReLU)")
+                layer.relu, layer.clip_max = True, hi
+                alias[node.output[0]] = x
+            elif op in ("MaxPool", "GlobalAveragePool", "Flatten"):
+                kind = {"MaxPool": "maxpool", "GlobalAveragePool": "avgpool"}.get(op, "flatten")
+                layer = Layer(name, kind, [x], node.output[0])
+                if op == "MaxPool":
+                    layer.kernel = _square(a["kernel_shape"], "kernel_shape", node)
+                    layer.stride = _square(a.get("strides", [1, 1]), "strides", node)
+                    layer.pad = _square(a.get("pads", [0, 0, 0, 0]), "pads", node)
+                    if a.get("ceil_mode", 0) or list(a.get("dilations", [1, 1])) != [1, 1]:
+                        raise OperatorError(f"node {name}: MaxPool ceil_mode/dilations")
+                if op == "Flatten" and a.get("axis", 1) != 1:
+                    raise OperatorError(f"node {name}: Flatten axis {a['axis']} (only 1)")
+                layers.append(layer)
+            else:  # Gemm
+                if a.get("transA", 0) or not a.get("transB", 0):
+                    raise OperatorError(f"node {name}: Gemm needs transA=0, transB=1")
+                w = consts[node.input[1]] * a.get("alpha", 1.0)
+                b = consts[node.input[2]] if len(node.input) > 2 and node.input[2] else 0.0
+                b = np.broadcast_to(b * a.get("beta", 1.0), (w.shape[0],)).astype(np.float32)
+                layer = Layer(name, "dense", [x], node.output[0], w[:, :, None, None], b)
+                layers.append(layer)
+                producer[node.output[0]] = layer
+        except KeyError as e:
+            raise OperatorError(f"node {name} ({op}): input {e} is not a constant") from None
+    shape = _input_shape(inputs[0], shapes, path)
+    for layer in layers:  # outputs of fused adds and activations are the conv's own
+        layer.inputs = [src(t) for t in layer.inputs]
+        layer.residual = src(layer.residual) if layer.residual else None
+    output = src(g.output[0].name)
+    layers = _fuse_shortcuts(layers, output)
+    return Network(_dependency_order(layers, inputs[0].name), inputs[0].name, shape, output)
+
+
+def _fuse_shortcuts(layers: list[Layer], output: str) -> list[Layer]:
+    """A residual that is a 1x1 conv's output used nowhere else (no padding, no activation)
+    becomes that conv's `shortcut`: its products accumulate into the adding conv's outputs, so
+    it needs no Program and no DRAM round trip of its own."""
+    uses: dict[str, int] = {output: 1}
+    for ly in layers:
+        for t in _needs(ly):
+            uses[t] = uses.get(t, 0) + 1
+    by_output = {ly.output: ly for ly in layers}
+    fused = set()
+    for ly in layers:
+        sc = by_output.get(ly.residual)
+        if (ly.kind == "conv" and sc is not None and sc.kind == "conv" and sc.kernel == 1
+                and sc.pad == 0 and not sc.relu and sc.residual is None
+                and uses[sc.output] == 1):  # fmt: skip
+            ly.shortcut, ly.residual = sc, None
+            fused.add(sc.name)
+    return [ly for ly in layers if ly.name not in fused]
+
+
+def _needs(ly: Layer) -> list[str]:
+    extra = [ly.residual] if ly.residual else []
+    return [*ly.inputs, *extra, *(ly.shortcut.inputs if ly.shortcut else [])]
+
+
+def _dependency_order(layers: list[Layer], source: str) -> list[Layer]:
+    """The layers in graph order, except that a conv waits for the residual it adds."""
+    ready, pending, order = {source}, list(layers), []
+    while pending:
+        k = next((k for k, ly in enumerate(pending) if set(_needs(ly)) <= ready), None)
+        if k is None:
+            raise OperatorError(f"layer {pending[0].name}: its inputs are never computed")
+        ly = pending.pop(k)
+        order.append(ly)
+        ready.add(ly.output)
+    return order
+
+
+# ---------------------------------------------------------------------------------- fp32
+def _conv_f32(x: np.ndarray, w: np.ndarray, stride: int, pad: int, depthwise: bool) -> np.ndarray:
+    from ..bench.vta_net import conv_f32
+    from ..bench.vta_net import depthwise as dw
+
+    zero = np.zeros(w.shape[0], np.float32)
+    return (dw if depthwise else conv_f32)(x, w, zero, stride, pad)
+
+
+def _maxpool(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
+    low = np.iinfo(x.dtype).min if x.dtype.kind == "i" else -np.inf
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=low)
+    oh, ow = (x.shape[2] - k) // stride + 1, (x.shape[3] - k) // stride + 1
+    views = [x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+             for i in range(k) for j in range(k)]  # fmt: skip
+    return np.max(views, axis=0)
+
+
+def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every tensor of the fp32 network (the quantization's calibration and accuracy baseline)."""
+    t = {net.input: x.astype(np.float32)}
+    for ly in net.layers:
+        h = t[ly.inputs[0]]
+        if ly.kind in ("conv", "dwconv", "dense"):
+            h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+            y = _conv_f32(h, ly.weight, ly.stride, ly.pad, ly.kind == "dwconv")
+            y = y + ly.bias[None, :, None, None]
+            if ly.residual:
+                y = y + t[ly.residual]
+            if ly.shortcut:
+                sc = ly.shortcut
+                y = y + _conv_f32(t[sc.inputs[0]], sc.weight, sc.stride, 0, False)
+                y = y + sc.bias[None, :, None, None]
+            if ly.relu:
+                y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
+            t[ly.output] = y.reshape(y.shape[0], -1) if ly.kind == "dense" else y
+        elif ly.kind == "maxpool":
+            t[ly.output] = _maxpool(h, ly.kernel, ly.stride, ly.pad)
+        elif ly.kind == "avgpool":
+            t[ly.output] = h.mean(axis=(2, 3), keepdims=True)
+        else:
+            t[ly.output] = h.reshape(h.shape[0], -1)
+    return t
+
+
+# ------------------------------------------------------------------------------- quantized
+@dataclasses.dataclass
+class QNetwork:
+    """The quantized network: each tensor's exponent and each conv/dense layer's QConv."""
+
+    net: Network
+    exps: dict[str, int]
+    convs: dict[str, QConv]
+
+
+def quantize_network(net: Network, calibration: np.ndarray, method: str = "minmax") -> QNetwork:
+    """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
+    (an exponent a shift cannot reach is raised, as `quantize_conv` decides)."""
+    acts = forward_f32(net, calibration)
+    exps = {k: pow2_exponent(magnitude(v, method)) for k, v in acts.items()}
+    convs = {}
+    for ly in net.layers:
+        if ly.kind in ("maxpool", "flatten"):
+            exps[ly.output] = exps[ly.inputs[0]]
+        elif ly.kind in ("conv", "dwconv", "dense"):
+            e_res = exps[ly.residual] if ly.residual else None
+            sc = ly.shortcut
+            shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
+            q = quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
+                              ly.stride, ly.pad, e_residual=e_res,
+                              shortcut=shortcut)  # fmt: skip
+            convs[ly.name] = q
+            exps[ly.output] = q.e_out
+    return QNetwork(net, exps, convs)
+
+
+def _place(ly: Layer, q: QConv | None) -> tuple[str, str]:
+    """(where, why) a layer runs."""
+    if ly.kind == "conv":
+        if q.weight.shape[1] < MIN_OFFLOAD_CHANNELS:
+            return "cpu", f"conv with {q.weight.shape[1]} input channels (block padding)"
+        extra = ", residual" if ly.residual else ", 1x1 shortcut conv" if ly.shortcut else ""
+        return "vta", "conv: fused bias, requant, ReLU" + extra
+    why = {
+        "dwconv": "depthwise conv: one channel per product",
+        "dense": "dense: memory-bound on the accelerator",
+        "maxpool": "max pool",
+        "avgpool": "global average pool",
+        "flatten": "flatten",
+    }
+    return "cpu", why[ly.kind]
+
+
+def _clip_max(ly: Layer, e_out: int) -> int | None:
+    if ly.clip_max is None or not np.isfinite(ly.clip_max):
+        return None
+    return int(np.clip(np.floor(ly.clip_max * 2.0**-e_out), 0, 127))
+
+
+def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
+    """A layer in numpy integer arithmetic (the reference's and the CPU partition's)."""
+    h = t[ly.inputs[0]]
+    if ly.kind == "maxpool":
+        return _maxpool(h, ly.kernel, ly.stride, ly.pad)
+    if ly.kind == "flatten":
+        return h.reshape(h.shape[0], -1)
+    if ly.kind == "avgpool":
+        total = h.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+        e_in = qn.exps[ly.inputs[0]]
+        return quantize(total * 2.0**e_in / (h.shape[2] * h.shape[3]), qn.exps[ly.output])
+    q = qn.convs[ly.name]
+    if ly.kind == "dwconv":
+        acc = _conv_f32(h.astype(np.int64), q.weight.astype(np.int64), q.stride, q.pad, True)
+        acc = acc + q.bias.astype(np.int64)[None, :, None, None]
+        out = np.clip(acc >> q.shift, 0 if q.relu else -128, 127).astype(np.int8)
+    else:
+        x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+        sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
+        out = run_qconv(q, x, t[ly.residual] if ly.residual else None, sc_in)
+        out = out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
+    return out
+
+
+@dataclasses.dataclass
+class Compiled:
+    """A quantized network with its offloaded layers compiled for one configuration."""
+
+    qn: QNetwork
+    cfg: VTAConfig
+    accel: dict[str, AccelConv]
+    compile_seconds: float
+
+
+def compile_network(
+    qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
+) -> Compiled:
+    start = time.perf_counter()
+    shapes = {k: v.shape for k, v in forward_f32(qn.net, np.zeros(qn.net.input_shape)).items()}
+    accel = {}
+    for ly in qn.net.layers:
+        q = qn.convs.get(ly.name)
+        if _place(ly, q)[0] == "vta":
+            sc_shape = shapes[ly.shortcut.inputs[0]] if ly.shortcut else None
+            accel[ly.name] = compile_qconv(ly.name, q, shapes[ly.inputs[0]], cfg, sc_shape,
+                                           candidates, db)  # fmt: skip
+    return Compiled(qn, cfg, accel, time.perf_counter() - start)
+
+
+def run(
+    c: Compiled | QNetwork, x: np.ndarray, device: str | None = None
+) -> tuple[dict, list[dict], float]:
+    """(every int8 tensor, per-layer rows, CPU seconds) on `device`; with a QNetwork (or device
+    None) everything runs in numpy: the bit-exact reference."""
+    qn = c.qn if isinstance(c, Compiled) else c
+    t = {qn.net.input: quantize(x, qn.exps[qn.net.input])}
+    packed: dict[str, np.ndarray] = {}  # tensors also held in the accelerator's layout
+    rows, cpu = [], 0.0
+    for ly in qn.net.layers:
+        q = qn.convs.get(ly.name)
+        where, why = _place(ly, q)
+        if device is None or not isinstance(c, Compiled) or where == "cpu":
+            start = time.perf_counter()
+            t[ly.output] = _cpu_layer(ly, qn, t)
+            cpu += time.perf_counter() - start
+            rows.append({"name": ly.name, "where": "cpu", "why": why})
+        else:
+            from ..bench.vta_net import _accel_row
+
+            start = time.perf_counter()
+            for name in _needs(ly):
+                if name not in packed:
+                    packed[name] = pack_act(t[name], c.cfg)
+            cpu += time.perf_counter() - start
+            layer = c.accel[ly.name]
+            res = packed[ly.residual] if ly.residual else None
+            sc_in = packed[ly.shortcut.inputs[0]] if ly.shortcut else None
+            out, st = layer.run(c.cfg, device, packed[ly.inputs[0]], res, sc_in)
+            packed[ly.output] = out
+            t[ly.output] = unpack_act(out, layer.out_channels)
+            rows.append({**_accel_row(layer, st), "why": why})
+        hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
+        if hi is not None and hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
+            t[ly.output] = np.minimum(t[ly.output], np.int8(hi))
+            packed.pop(ly.output, None)
+            rows[-1]["why"] += f"; Clip max on the CPU (int8 min {hi})"
+    return t, rows, cpu
+
+
+def dequantized_output(qn: QNetwork, t: dict) -> np.ndarray:
+    return dequantize(t[qn.net.output], qn.exps[qn.net.output])

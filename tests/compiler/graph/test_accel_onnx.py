@@ -1,0 +1,171 @@
+"""ONNX models on the accelerator: import (batch norm folded, residual adds and activations
+attached to their conv), quantization, partitioning and execution, bit-identical to the numpy
+quantized reference on fsim, sim and rtl, and `vta run --target vta`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.errors import OperatorError
+from compiler.graph import accel_onnx as A
+from vta.cli import main
+from vta.config import VTAConfig
+
+
+def _small_resnet(path, seed: int = 0) -> None:
+    """16x8x8 input: a residual block (Add with the input), a downsampling block (a 1x1 stride-2
+    shortcut conv), max pool, a 1x1 conv with ReLU6, a depthwise conv, global average pool,
+    flatten, dense."""
+    rng = np.random.default_rng(seed)
+    inits, nodes = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+        return name
+
+    def conv(x, cin, cout, k, name, group=1, bn=True, stride=1):
+        w = const(
+            f"{name}_w",
+            rng.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin * k * k / group),
+        )
+        nodes.append(helper.make_node("Conv", [x, w], [f"{name}_c"], name=name, pads=[k // 2] * 4,
+                                      group=group, strides=[stride, stride]))  # fmt: skip
+        if not bn:
+            return f"{name}_c"
+        gamma, beta = (
+            const(f"{name}_g", rng.uniform(0.5, 1.5, cout)),
+            const(f"{name}_b", rng.normal(0, 0.1, cout)),
+        )
+        mean, var = (
+            const(f"{name}_m", rng.normal(0, 0.1, cout)),
+            const(f"{name}_v", rng.uniform(0.5, 1.5, cout)),
+        )
+        nodes.append(
+            helper.make_node(
+                "BatchNormalization", [f"{name}_c", gamma, beta, mean, var], [f"{name}_bn"]
+            )
+        )
+        return f"{name}_bn"
+
+    y = conv("data", 16, 16, 3, "c1")
+    nodes.append(helper.make_node("Relu", [y], ["r1"]))
+    y = conv("r1", 16, 16, 3, "c2")
+    nodes.append(helper.make_node("Add", [y, "data"], ["add"]))
+    nodes.append(helper.make_node("Relu", ["add"], ["r2"]))
+    y = conv("r2", 16, 32, 3, "d1", stride=2)
+    nodes.append(helper.make_node("Relu", [y], ["r5"]))
+    y = conv("r5", 32, 32, 3, "d2")
+    short = conv("r2", 16, 32, 1, "down", stride=2)
+    nodes.append(helper.make_node("Add", [y, short], ["add2"]))
+    nodes.append(helper.make_node("Relu", ["add2"], ["r6"]))
+    nodes.append(helper.make_node("MaxPool", ["r6"], ["p"], kernel_shape=[2, 2], strides=[2, 2]))
+    y = conv("p", 32, 32, 1, "c3")
+    nodes.append(helper.make_node("Clip", [y, const("lo", 0.0), const("hi", 6.0)], ["r3"]))
+    y = conv("r3", 32, 32, 3, "dw", group=32)
+    nodes.append(helper.make_node("Relu", [y], ["r4"]))
+    nodes.append(helper.make_node("GlobalAveragePool", ["r4"], ["gap"]))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"]))
+    w = const("fc_w", rng.standard_normal((10, 32)) / np.sqrt(32))
+    nodes.append(
+        helper.make_node(
+            "Gemm", ["flat", w, const("fc_b", rng.normal(0, 0.1, 10))], ["out"], transB=1
+        )
+    )
+    graph = helper.make_graph(
+        nodes, "small", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 10])], inits,
+    )  # fmt: skip
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    )
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("m") / "small.onnx"
+    _small_resnet(path)
+    net = A.import_network(path)
+    rng = np.random.default_rng(1)
+    qn = A.quantize_network(net, rng.standard_normal((4, 16, 8, 8)).astype(np.float32))
+    x = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
+    return path, net, qn, x
+
+
+def test_import_folds_and_attaches(small):
+    _, net, _, _ = small
+    kinds = [(ly.kind, ly.relu, ly.clip_max, ly.residual) for ly in net.layers]
+    assert kinds == [
+        ("conv", True, None, None),
+        ("conv", True, None, "data"),
+        ("conv", True, None, None),
+        ("conv", True, None, None),
+        ("maxpool", False, None, None),
+        ("conv", True, 6.0, None),
+        ("dwconv", True, None, None),
+        ("avgpool", False, None, None),
+        ("flatten", False, None, None),
+        ("dense", False, None, None),
+    ]
+
+
+def test_downsampling_shortcut_is_fused(small):
+    _, net, _, _ = small
+    d2 = next(ly for ly in net.layers if ly.name == "d2")
+    assert d2.shortcut is not None and d2.shortcut.name == "down" and d2.residual is None
+    assert "down" not in [ly.name for ly in net.layers]
+
+
+def test_quantized_reference_tracks_fp32(small):
+    _, net, qn, x = small
+    f32 = A.forward_f32(net, x)[net.output]
+    out = A.dequantized_output(qn, A.run(qn, x)[0])
+    assert np.abs(out - f32).max() < 0.1 * np.abs(f32).max()
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim", "rtl"])
+def test_every_device_is_bit_exact(small, device):
+    _, net, qn, x = small
+    compiled = A.compile_network(qn, VTAConfig.load("pynq"))
+    assert sorted(compiled.accel) == ["c1", "c2", "c3", "d1", "d2"]
+    acts, rows, _ = A.run(compiled, x, device)
+    ref = A.run(qn, x)[0]
+    for name in ref:
+        np.testing.assert_array_equal(acts[name], ref[name], err_msg=name)
+    where = {r["name"]: r["where"] for r in rows}
+    assert where == {"c1": "vta", "c2": "vta", "d1": "vta", "d2": "vta", "p": "cpu",
+                     "c3": "vta", "dw": "cpu", "gap": "cpu", "flat": "cpu",
+                     "out": "cpu"}  # fmt: skip
+    if device != "fsim":
+        assert all(r["cycles"] > 0 for r in rows if r["where"] == "vta")
+
+
+def test_cli_reports_and_checks(small, tmp_path, capsys):
+    path, net, _, x = small
+    np.savez(tmp_path / "in.npz", data=x)
+    code = main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
+                 "--device", "sim", "--json", "--output", str(tmp_path / "out.npz")])  # fmt: skip
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and report["bit_exact"]
+    assert report["cycles"] == sum(r["cycles"] for r in report["layers"] if r["where"] == "vta")
+    assert {"name", "where", "cycles", "gemm_utilization", "dram_bytes"} <= set(report["layers"][0])
+    assert report["cpu_seconds"] >= 0 and "seeded" in report["calibration"]
+    assert np.load(tmp_path / "out.npz")["out"].shape == (1, 10)
+
+
+def test_unsupported_nodes_are_listed(tmp_path):
+    graph = helper.make_graph(
+        [
+            helper.make_node("Sigmoid", ["x"], ["a"], name="s"),
+            helper.make_node("Tanh", ["a"], ["y"], name="t"),
+        ],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    path = tmp_path / "u.onnx"
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+    with pytest.raises(OperatorError, match=r"2 node\(s\) .* s \(Sigmoid\), t \(Tanh\)"):
+        A.import_network(path)
