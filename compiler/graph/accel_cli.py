@@ -125,3 +125,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plot", type=plot_path, metavar="PNG", help="--target vta: the layers' roofline plot"
     )
+
+
+def tune_vta(args: argparse.Namespace, model: str) -> int:
+    """`vta tune MODEL.onnx --target vta --db F`: the network's conv2d_fused tasks (quantized with
+    the default calibration, as `vta run` without --calibration) tuned on `--device` (cycles from
+    the timing-only simulator on sim); `vta run MODEL.onnx --target vta --db F` uses the records."""
+    from ..tune import tune_tasks
+    from ..tune.database import Database
+    from ..tune.measure import DeviceRunner, LocalBuilder, measure_option
+    from ..tune.task import create_task
+
+    if not args.db:
+        raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
+    net = A.import_network(model)
+    args.calibration = None
+    qn = A.quantize_network(net, _calibration(args, net)[0])
+    found = A.tuning_tasks(qn, VTAConfig.load(None))
+    # the XGBoost tuner's loop-nest features need a schedule; these tasks are Programs, so the
+    # learned model ranks their knobs instead
+    tuner = "xgb-knob" if args.tuner == "xgb" else args.tuner
+    print(f"{model}: {len(found)} conv2d_fused tasks for {sum(w for _, w in found)} layers "
+          f"(tuner {tuner})")  # fmt: skip
+    tasks = [create_task("conv2d_fused", a, "vta") for a, _ in found]
+    runner = DeviceRunner(args.device, check=args.check or args.device != "sim")
+    option = measure_option(LocalBuilder(timeout=args.build_timeout), runner)
+    start = time.perf_counter()
+    try:
+        with Database(args.db) as db:
+            histories = tune_tasks(tasks, args.n_trial, option, tuner=tuner, database=db,
+                                   seed=args.seed)  # fmt: skip
+    finally:
+        option.close()
+    for task, (task_args, weight), h in zip(tasks, found, histories, strict=True):
+        best = f"{task.flop / h.best_throughput:,.0f} cycles" if h.best_throughput else "none"
+        print(f"  conv2d_fused{task_args[:9]} x{weight}: {len(h.throughputs)} trials, best {best}")
+    print(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.1f} s; records in {args.db}")
+    return 0

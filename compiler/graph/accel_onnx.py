@@ -30,7 +30,7 @@ import numpy as np
 from vta.config import VTAConfig
 
 from ..errors import OperatorError
-from .accel import AccelConv, compile_qconv, pack_act, unpack_act
+from .accel import AccelConv, compile_qconv, layer_structure, pack_act, unpack_act
 from .quant import QConv, dequantize, magnitude, pow2_exponent, quantize, quantize_conv, run_qconv
 
 SUPPORTED = (
@@ -379,19 +379,39 @@ class Compiled:
     compile_seconds: float
 
 
-def compile_network(
-    qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
-) -> Compiled:
-    start = time.perf_counter()
+def _offloaded(qn: QNetwork) -> list[tuple[Layer, QConv, tuple, tuple | None]]:
+    """(layer, QConv, input shape, shortcut input shape) of every layer the accelerator runs."""
     shapes = {k: v.shape for k, v in forward_f32(qn.net, np.zeros(qn.net.input_shape)).items()}
-    accel = {}
+    out = []
     for ly in qn.net.layers:
         q = qn.convs.get(ly.name)
         if _place(ly, q)[0] == "vta":
             sc_shape = shapes[ly.shortcut.inputs[0]] if ly.shortcut else None
-            accel[ly.name] = compile_qconv(ly.name, q, shapes[ly.inputs[0]], cfg, sc_shape,
-                                           candidates, db)  # fmt: skip
+            out.append((ly, q, shapes[ly.inputs[0]], sc_shape))
+    return out
+
+
+def compile_network(
+    qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
+) -> Compiled:
+    start = time.perf_counter()
+    accel = {
+        ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, candidates, db)
+        for ly, q, shape, sc_shape in _offloaded(qn)
+    }
     return Compiled(qn, cfg, accel, time.perf_counter() - start)
+
+
+def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
+    """The network's distinct conv2d_fused tuning tasks (template arguments) with how many of
+    its layers each one makes; records of them serve `compile_network(..., db=...)`."""
+    from ..tune.templates.vta import fused_args
+
+    weights: dict[tuple, int] = {}
+    for ly, q, shape, sc_shape in _offloaded(qn):
+        args = fused_args(*layer_structure(ly.name, q, shape, cfg, sc_shape))
+        weights[args] = weights.get(args, 0) + 1
+    return list(weights.items())
 
 
 def run(

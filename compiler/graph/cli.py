@@ -136,11 +136,15 @@ def tune_model(args: argparse.Namespace) -> int:
     from ..tune.measure import CPURunner, LocalBuilder, measure_option
     from ..tune.task import create_task
 
+    model = next(w for w in args.workload if w.endswith(".onnx"))
+    if args.target.split()[0] == "vta":
+        from .accel_cli import tune_vta
+
+        return tune_vta(args, model)
     if args.target.split()[0] != "llvm":
-        raise CompilerError(f"tuning a model supports --target llvm, not {args.target!r}")
+        raise CompilerError(f"tuning a model supports --target llvm or vta, not {args.target!r}")
     if not args.db:
         raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
-    model = next(w for w in args.workload if w.endswith(".onnx"))
     found = model_tasks(model, args.target)
     print(f"{model}: {len(found)} tasks")
     for k, (task_args, weight) in enumerate(found, 1):
