@@ -163,9 +163,10 @@ def compile_qconv(
     sc_shape: tuple[int, int, int, int] | None = None,
     candidates: int = 8,
     db: str | None = None,
+    knobs: Conv2DKnobs | None = None,
 ) -> AccelConv:
     """The accelerator layer of a quantized conv on NCHW input `in_shape` (`sc_shape`: the
-    shortcut conv's input)."""
+    shortcut conv's input), with the given `knobs` or ones chosen by `choose_knobs`."""
     wl, ep = layer_structure(name, q, in_shape, cfg, sc_shape)
     o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
     consts = {"kernel": pack_weight(q.weight, cfg)}
@@ -176,5 +177,8 @@ def compile_qconv(
     consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), (wl.co, bn, bo)))
     if q.residual_shift is not None:
         consts["eye"] = eye(q.residual_shift, cfg)
-    knobs = choose_knobs(wl, ep, cfg, candidates, db)
+    if knobs is None:
+        knobs = choose_knobs(wl, ep, cfg, candidates, db)
+    elif knobs not in fused_knob_space(wl, ep, cfg):
+        raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     return AccelConv(name, wl, ep, knobs, consts, o)

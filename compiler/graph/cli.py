@@ -57,7 +57,9 @@ def _read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    if args.target.split()[0] == "vta":
+    from .accel_onnx import is_saved
+
+    if args.target.split()[0] == "vta" or is_saved(args.model):
         from .accel_cli import run_vta
 
         if args.repeat:
@@ -96,6 +98,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from .build_onnx import compile_model
 
     t = time.perf_counter()
+    if args.target.split()[0] == "vta":
+        from . import accel_onnx
+        from .accel_cli import compile_vta
+
+        accel_onnx.save(compile_vta(args), args.output)
+        print(f"compiled {args.model} in {time.perf_counter() - t:.2f} s -> {args.output}")
+        return 0
     graph = compile_model(
         Path(args.model),
         target=args.target,
@@ -186,7 +195,7 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
     _common(p)
     from .accel_cli import add_arguments
 
-    add_arguments(p)
+    add_arguments(p, run=True)
     p.set_defaults(func=_cmd_run)
 
 
@@ -197,4 +206,7 @@ def register_compile(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, help="the compiled model's folder")
     p.add_argument("--print-passes", action="store_true", help="print the graph after each pass")
     _common(p)
+    from .accel_cli import add_arguments
+
+    add_arguments(p, run=False)
     p.set_defaults(func=_cmd_compile)

@@ -187,3 +187,21 @@ def test_tune_then_run_with_records(small, tmp_path, capsys):
         cycles[name] = report["cycles"]
     # the records' knobs are taken only where they beat the estimate's best candidates
     assert cycles["records"] <= cycles["none"]
+
+
+def test_compile_saves_a_folder_that_runs_without_compiling(small, tmp_path, capsys):
+    path, _, _, x = small
+    folder = tmp_path / "small.vta"
+    assert main(["compile", str(path), "--target", "vta", "-o", str(folder)]) == 0
+    np.savez(tmp_path / "in.npz", data=x)
+    reports = []
+    for model in (path, folder):
+        code = main(["run", str(model), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
+                     "--device", "sim", "--json"])  # fmt: skip
+        reports.append(json.loads(capsys.readouterr().out.strip().splitlines()[-1]))
+        assert code == 0 and reports[-1]["bit_exact"]
+    assert reports[0]["cycles"] == reports[1]["cycles"]
+    assert reports[1]["output_error"] is None  # the folder keeps no fp32 weights
+    (folder / "accel.json").write_text("{}")
+    with pytest.raises(OperatorError, match="not a compiled accelerator model|format"):
+        A.load(folder)
