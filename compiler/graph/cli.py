@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CompilerError
-from ..tune.cli import int_at_least
+from ..tune.cli import int_at_least, target_name
 from .executor import GraphModule
 
 
@@ -178,7 +178,10 @@ def tune_model(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--target", default="llvm", help="llvm (this CPU) or vta (`vta run`: the accelerator)"
+        "--target",
+        type=target_name,
+        default="llvm",
+        help="llvm (this CPU) or vta (the accelerator)",
     )
     p.add_argument("--db", help="tuning records to apply (untuned tasks use default schedules)")
     p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="a symbolic input's shape")
