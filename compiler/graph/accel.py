@@ -75,25 +75,27 @@ def fused_program(wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs, cfg: VTA
 def choose_knobs(
     wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, candidates: int, db: str | None
 ) -> Conv2DKnobs:
-    """Tuned knobs from the records database `db`, else the best of `candidates` settings
-    (ranked by the cycle estimate) on the timing-only simulator."""
-    if db is not None and Path(db).exists():
-        from ..tune.templates.vta import tuned_fused_knobs  # the tuner is optional here
-
-        tuned = tuned_fused_knobs(wl, ep, db)
-        if tuned is not None and tuned in fused_knob_space(wl, ep, cfg):
-            return tuned
+    """The fastest on the timing-only simulator of the records database's best knobs (`db`)
+    and the `candidates` settings the cycle estimate ranks first (a short tuning run can record
+    knobs worse than the estimate's best; a long one finds better)."""
     space = sorted(
         fused_knob_space(wl, ep, cfg),
         key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
     )
     if not space:
         raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
+    tried = space[: max(1, candidates)]
+    if db is not None and Path(db).exists():
+        from ..tune.templates.vta import tuned_fused_knobs  # the tuner is optional here
+
+        tuned = tuned_fused_knobs(wl, ep, db)
+        if tuned is not None and tuned in space:
+            tried = [tuned, *(k for k in tried if k != tuned)]
     timed = [
         (get_device("sim").time(fused_program(wl, ep, k, cfg)).cycles, i)
-        for i, k in enumerate(space[: max(1, candidates)])
+        for i, k in enumerate(tried)
     ]
-    return space[min(timed)[1]]
+    return tried[min(timed)[1]]
 
 
 @dataclasses.dataclass
@@ -128,17 +130,16 @@ class AccelConv:
         return outs["out"], stats
 
 
-def compile_qconv(
+def layer_structure(
     name: str,
     q: QConv,
     in_shape: tuple[int, int, int, int],
     cfg: VTAConfig,
     sc_shape: tuple[int, int, int, int] | None = None,
-    candidates: int = 8,
-    db: str | None = None,
-) -> AccelConv:
-    """The accelerator layer of a quantized conv on NCHW input `in_shape` (`sc_shape`: the
-    shortcut conv's input)."""
+) -> tuple[Conv2DWorkload, Epilogue]:
+    """The packed workload (channels padded to the block) and epilogue of a quantized conv on
+    NCHW input `in_shape` (`sc_shape`: the shortcut conv's input): what its Program and its
+    tuning task are made of."""
     n, c, h, w = in_shape
     o, i, kh, kw = q.weight.shape
     if i != c:
@@ -147,17 +148,37 @@ def compile_qconv(
     wl = Conv2DWorkload(n // bn, pad_to(c, bc) // bc, h, w, pad_to(o, bo) // bo, kh, kw,
                         q.stride, q.pad)  # fmt: skip
     shortcut = None
-    consts = {"kernel": pack_weight(q.weight, cfg)}
     if q.sc_weight is not None:
         sn, sc, sh, sw = sc_shape
         shortcut = Conv2DWorkload(sn // bn, pad_to(sc, bc) // bc, sh, sw, wl.co, 1, 1,
                                   q.sc_stride, 0)  # fmt: skip
+    return wl, Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut, q.pre_shift)
+
+
+def compile_qconv(
+    name: str,
+    q: QConv,
+    in_shape: tuple[int, int, int, int],
+    cfg: VTAConfig,
+    sc_shape: tuple[int, int, int, int] | None = None,
+    candidates: int = 8,
+    db: str | None = None,
+    knobs: Conv2DKnobs | None = None,
+) -> AccelConv:
+    """The accelerator layer of a quantized conv on NCHW input `in_shape` (`sc_shape`: the
+    shortcut conv's input), with the given `knobs` or ones chosen by `choose_knobs`."""
+    wl, ep = layer_structure(name, q, in_shape, cfg, sc_shape)
+    o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
+    consts = {"kernel": pack_weight(q.weight, cfg)}
+    if q.sc_weight is not None:
         consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
-    ep = Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut, q.pre_shift)
     bias = np.zeros(pad_to(o, bo), np.int32)
     bias[:o] = q.bias
     consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), (wl.co, bn, bo)))
     if q.residual_shift is not None:
         consts["eye"] = eye(q.residual_shift, cfg)
-    knobs = choose_knobs(wl, ep, cfg, candidates, db)
+    if knobs is None:
+        knobs = choose_knobs(wl, ep, cfg, candidates, db)
+    elif knobs not in fused_knob_space(wl, ep, cfg):
+        raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     return AccelConv(name, wl, ep, knobs, consts, o)

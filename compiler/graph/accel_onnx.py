@@ -22,6 +22,7 @@ the calibration inputs (seeded random ones unless given: no data sets exist offl
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -30,7 +31,7 @@ import numpy as np
 from vta.config import VTAConfig
 
 from ..errors import OperatorError
-from .accel import AccelConv, compile_qconv, pack_act, unpack_act
+from .accel import AccelConv, compile_qconv, layer_structure, pack_act, unpack_act
 from .quant import QConv, dequantize, magnitude, pow2_exponent, quantize, quantize_conv, run_qconv
 
 SUPPORTED = (
@@ -299,6 +300,7 @@ class QNetwork:
     net: Network
     exps: dict[str, int]
     convs: dict[str, QConv]
+    calibration: str = ""  # where the exponents came from
 
 
 def quantize_network(net: Network, calibration: np.ndarray, method: str = "minmax") -> QNetwork:
@@ -379,19 +381,58 @@ class Compiled:
     compile_seconds: float
 
 
-def compile_network(
-    qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
-) -> Compiled:
-    start = time.perf_counter()
-    shapes = {k: v.shape for k, v in forward_f32(qn.net, np.zeros(qn.net.input_shape)).items()}
-    accel = {}
+def _shapes(qn: QNetwork) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape, from the input's and the layers' arithmetic."""
+    shapes = {qn.net.input: tuple(qn.net.input_shape)}
+    for ly in qn.net.layers:
+        n, *rest = shapes[ly.inputs[0]]
+        if ly.kind in ("conv", "dwconv", "maxpool"):
+            c, h, w = rest
+            o = qn.convs[ly.name].weight.shape[0] if ly.kind != "maxpool" else c
+            h, w = ((x + 2 * ly.pad - ly.kernel) // ly.stride + 1 for x in (h, w))
+            shapes[ly.output] = (n, o, h, w)
+        elif ly.kind == "avgpool":
+            shapes[ly.output] = (n, rest[0], 1, 1)
+        elif ly.kind == "flatten":
+            shapes[ly.output] = (n, int(np.prod(rest)))
+        else:  # dense
+            shapes[ly.output] = (n, qn.convs[ly.name].weight.shape[0])
+    return shapes
+
+
+def _offloaded(qn: QNetwork) -> list[tuple[Layer, QConv, tuple, tuple | None]]:
+    """(layer, QConv, input shape, shortcut input shape) of every layer the accelerator runs."""
+    shapes = _shapes(qn)
+    out = []
     for ly in qn.net.layers:
         q = qn.convs.get(ly.name)
         if _place(ly, q)[0] == "vta":
             sc_shape = shapes[ly.shortcut.inputs[0]] if ly.shortcut else None
-            accel[ly.name] = compile_qconv(ly.name, q, shapes[ly.inputs[0]], cfg, sc_shape,
-                                           candidates, db)  # fmt: skip
+            out.append((ly, q, shapes[ly.inputs[0]], sc_shape))
+    return out
+
+
+def compile_network(
+    qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
+) -> Compiled:
+    start = time.perf_counter()
+    accel = {
+        ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, candidates, db)
+        for ly, q, shape, sc_shape in _offloaded(qn)
+    }
     return Compiled(qn, cfg, accel, time.perf_counter() - start)
+
+
+def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
+    """The network's distinct conv2d_fused tuning tasks (template arguments) with how many of
+    its layers each one makes; records of them serve `compile_network(..., db=...)`."""
+    from ..tune.templates.vta import fused_args
+
+    weights: dict[tuple, int] = {}
+    for ly, q, shape, sc_shape in _offloaded(qn):
+        args = fused_args(*layer_structure(ly.name, q, shape, cfg, sc_shape))
+        weights[args] = weights.get(args, 0) + 1
+    return list(weights.items())
 
 
 def run(
@@ -436,3 +477,88 @@ def run(
 
 def dequantized_output(qn: QNetwork, t: dict) -> np.ndarray:
     return dequantize(t[qn.net.output], qn.exps[qn.net.output])
+
+
+# --------------------------------------------------------------------------- save and load
+FORMAT = "vta-accel-1"
+_LAYER_FIELDS = ("name", "kind", "inputs", "output", "stride", "pad", "kernel", "relu",
+                 "clip_max", "residual")  # fmt: skip
+_QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_shift",
+                  "sc_stride", "pre_shift")  # fmt: skip
+
+
+def save(c: Compiled, folder: str | Path) -> None:
+    """accel.json (layers, exponents, configuration, each offloaded layer's knobs) and
+    weights.npz (the quantized weights and biases): `load` rebuilds the Programs from them
+    without calibrating or searching again."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    net, arrays = c.qn.net, {}
+
+    def layer_json(ly: Layer) -> dict:
+        d = {f: getattr(ly, f) for f in _LAYER_FIELDS}
+        if ly.shortcut:
+            d["shortcut"] = layer_json(ly.shortcut)
+        return d
+
+    convs = {}
+    for name, q in c.qn.convs.items():
+        convs[name] = {f: getattr(q, f) for f in _QCONV_SCALARS}
+        arrays[f"{name}.weight"], arrays[f"{name}.bias"] = q.weight, q.bias
+        if q.sc_weight is not None:
+            arrays[f"{name}.sc_weight"] = q.sc_weight
+    manifest = {
+        "format": FORMAT,
+        "config": c.cfg.to_dict(),
+        "input": net.input,
+        "input_shape": list(net.input_shape),
+        "output": net.output,
+        "layers": [layer_json(ly) for ly in net.layers],
+        "exps": c.qn.exps,
+        "calibration": c.qn.calibration,
+        "convs": convs,
+        "knobs": {name: dataclasses.asdict(a.knobs) for name, a in c.accel.items()},
+    }
+    (folder / "accel.json").write_text(json.dumps(manifest, indent=1))
+    np.savez(folder / "weights.npz", **arrays)
+
+
+def is_saved(folder: str | Path) -> bool:
+    return (Path(folder) / "accel.json").is_file()
+
+
+def load(folder: str | Path) -> Compiled:
+    """A model saved by `save`, ready to run on any device (Programs rebuilt from the knobs)."""
+    from vta.program_file import read_arrays
+
+    from ..topi.vta.conv2d import Conv2DKnobs
+
+    folder = Path(folder)
+    try:
+        m = json.loads((folder / "accel.json").read_text())
+        if m.get("format") != FORMAT:
+            raise OperatorError(f"{folder}: format {m.get('format')!r}, expected {FORMAT}")
+        arrays = read_arrays(folder / "weights.npz", what="weights")
+
+        def layer(d: dict) -> Layer:
+            sc = layer(d["shortcut"]) if d.get("shortcut") else None
+            return Layer(**{f: d[f] for f in _LAYER_FIELDS}, shortcut=sc)
+
+        layers = [layer(d) for d in m["layers"]]
+        convs = {
+            name: QConv(arrays[f"{name}.weight"], arrays[f"{name}.bias"],
+                        sc_weight=arrays.get(f"{name}.sc_weight"), **scalars)
+            for name, scalars in m["convs"].items()
+        }  # fmt: skip
+        net = Network(layers, m["input"], tuple(m["input_shape"]), m["output"])
+        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""))
+        cfg = VTAConfig.from_dict(m["config"], source=str(folder / "accel.json"))
+        knobs = {name: Conv2DKnobs(**k) for name, k in m["knobs"].items()}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise OperatorError(f"{folder} is not a compiled accelerator model: {e}") from None
+    start = time.perf_counter()
+    accel = {
+        ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, knobs=knobs[ly.name])
+        for ly, q, shape, sc_shape in _offloaded(qn)
+    }
+    return Compiled(qn, cfg, accel, time.perf_counter() - start)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CompilerError
-from ..tune.cli import int_at_least
+from ..tune.cli import int_at_least, target_name
 from .executor import GraphModule
 
 
@@ -57,7 +57,9 @@ def _read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    if args.target.split()[0] == "vta":
+    from .accel_onnx import is_saved
+
+    if args.target.split()[0] == "vta" or is_saved(args.model):
         from .accel_cli import run_vta
 
         if args.repeat:
@@ -96,6 +98,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from .build_onnx import compile_model
 
     t = time.perf_counter()
+    if args.target.split()[0] == "vta":
+        from . import accel_onnx
+        from .accel_cli import compile_vta
+
+        accel_onnx.save(compile_vta(args), args.output)
+        print(f"compiled {args.model} in {time.perf_counter() - t:.2f} s -> {args.output}")
+        return 0
     graph = compile_model(
         Path(args.model),
         target=args.target,
@@ -136,11 +145,15 @@ def tune_model(args: argparse.Namespace) -> int:
     from ..tune.measure import CPURunner, LocalBuilder, measure_option
     from ..tune.task import create_task
 
+    model = next(w for w in args.workload if w.endswith(".onnx"))
+    if args.target.split()[0] == "vta":
+        from .accel_cli import tune_vta
+
+        return tune_vta(args, model)
     if args.target.split()[0] != "llvm":
-        raise CompilerError(f"tuning a model supports --target llvm, not {args.target!r}")
+        raise CompilerError(f"tuning a model supports --target llvm or vta, not {args.target!r}")
     if not args.db:
         raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
-    model = next(w for w in args.workload if w.endswith(".onnx"))
     found = model_tasks(model, args.target)
     print(f"{model}: {len(found)} tasks")
     for k, (task_args, weight) in enumerate(found, 1):
@@ -165,7 +178,10 @@ def tune_model(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--target", default="llvm", help="llvm (this CPU) or vta (`vta run`: the accelerator)"
+        "--target",
+        type=target_name,
+        default="llvm",
+        help="llvm (this CPU) or vta (the accelerator)",
     )
     p.add_argument("--db", help="tuning records to apply (untuned tasks use default schedules)")
     p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="a symbolic input's shape")
@@ -182,7 +198,7 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
     _common(p)
     from .accel_cli import add_arguments
 
-    add_arguments(p)
+    add_arguments(p, run=True)
     p.set_defaults(func=_cmd_run)
 
 
@@ -193,4 +209,7 @@ def register_compile(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, help="the compiled model's folder")
     p.add_argument("--print-passes", action="store_true", help="print the graph after each pass")
     _common(p)
+    from .accel_cli import add_arguments
+
+    add_arguments(p, run=False)
     p.set_defaults(func=_cmd_compile)

@@ -71,6 +71,12 @@ def test_random_bytes_as_a_model(files, capsys):
     assert code == 1 and "not an ONNX model" in err
 
 
+def test_empty_target_is_a_usage_error(files, capsys):
+    root, _ = files
+    code, err = _run(capsys, "run", root / "tiny.onnx", "--inputs", root / "in.npz", "--target", "")
+    assert code == 2 and "--target: the target is empty" in err
+
+
 @pytest.mark.parametrize("repeat", ["0", "-3", "x"])
 def test_bad_repeat_is_a_usage_error(files, capsys, repeat):
     root, _ = files

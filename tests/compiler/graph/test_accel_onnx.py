@@ -169,3 +169,39 @@ def test_unsupported_nodes_are_listed(tmp_path):
     path.write_bytes(helper.make_model(graph).SerializeToString())
     with pytest.raises(OperatorError, match=r"2 node\(s\) .* s \(Sigmoid\), t \(Tanh\)"):
         A.import_network(path)
+
+
+def test_tune_then_run_with_records(small, tmp_path, capsys):
+    path, _, _, x = small
+    db = tmp_path / "records.db"
+    code = main(["tune", str(path), "--target", "vta", "--n-trial", "4", "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0 and "5 conv2d_fused tasks for 5 layers (tuner xgb-knob)" in out
+    np.savez(tmp_path / "in.npz", data=x)
+    cycles = {}
+    for name, extra in (("records", ["--db", str(db)]), ("none", [])):
+        code = main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
+                     "--json", *extra])  # fmt: skip
+        report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert code == 0 and report["bit_exact"]
+        cycles[name] = report["cycles"]
+    # the records' knobs are taken only where they beat the estimate's best candidates
+    assert cycles["records"] <= cycles["none"]
+
+
+def test_compile_saves_a_folder_that_runs_without_compiling(small, tmp_path, capsys):
+    path, _, _, x = small
+    folder = tmp_path / "small.vta"
+    assert main(["compile", str(path), "--target", "vta", "-o", str(folder)]) == 0
+    np.savez(tmp_path / "in.npz", data=x)
+    reports = []
+    for model in (path, folder):
+        code = main(["run", str(model), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
+                     "--device", "sim", "--json"])  # fmt: skip
+        reports.append(json.loads(capsys.readouterr().out.strip().splitlines()[-1]))
+        assert code == 0 and reports[-1]["bit_exact"]
+    assert reports[0]["cycles"] == reports[1]["cycles"]
+    assert reports[1]["output_error"] is None  # the folder keeps no fp32 weights
+    (folder / "accel.json").write_text("{}")
+    with pytest.raises(OperatorError, match="not a compiled accelerator model|format"):
+        A.load(folder)
