@@ -2,10 +2,10 @@
 with power-of-two scales, partitioning and execution.
 
 The importer reads the operators of convolutional networks (Conv with BatchNormalization folded,
-Relu, Clip, Add, MaxPool, GlobalAveragePool, Flatten, Gemm) into a list of layers. Convolutions
-(with groups 1) take their bias, requantization, ReLU and a following residual Add in one fused
-Program (`accel.compile_qconv`); the rest runs on the CPU in numpy, exactly as the quantized
-reference does, so every device gives outputs bit-identical to `run(..., device=None)`:
+Relu, Clip, Add, MaxPool, AveragePool, GlobalAveragePool, Flatten, Gemm) into a list of layers.
+Convolutions (with groups 1) take their bias, requantization, ReLU and a following residual Add
+in one fused Program (`accel.compile_qconv`); the rest runs on the CPU in numpy, exactly as the
+quantized reference does, so every device gives outputs bit-identical to `run(..., device=None)`:
 
   conv with fewer than 4 input channels   CPU  (a network's first conv: the block of 16 input
                                                 channels would be mostly padding)
@@ -35,7 +35,8 @@ from .accel import AccelConv, compile_qconv, layer_structure, pack_act, unpack_a
 from .quant import QConv, dequantize, magnitude, pow2_exponent, quantize, quantize_conv, run_qconv
 
 SUPPORTED = (
-    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "GlobalAveragePool",
+    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
+    "GlobalAveragePool",
     "Flatten", "Gemm", "Identity", "Dropout",
 )  # fmt: skip
 MIN_OFFLOAD_CHANNELS = 4
@@ -43,7 +44,8 @@ MIN_OFFLOAD_CHANNELS = 4
 
 @dataclasses.dataclass
 class Layer:
-    """One step: `kind` conv | dwconv | maxpool | avgpool | flatten | dense; a conv or dense
+    """One step: `kind` conv | dwconv | maxpool | avgpoolk (windowed) | avgpool (global) |
+    flatten | dense; a conv or dense
     carries fp32 weights (O, I, KH, KW) with batch norm folded, its ReLU, Clip upper bound and
     the tensor added before the activation (`residual`) or the 1x1 conv whose products
     accumulate into the same outputs (`shortcut`: ResNet's downsampling path)."""
@@ -61,6 +63,7 @@ class Layer:
     clip_max: float | None = None
     residual: str | None = None
     shortcut: Layer | None = None
+    include_pad: bool = False  # a windowed average pool's count_include_pad
 
 
 @dataclasses.dataclass
@@ -177,15 +180,17 @@ def import_network(path: str | Path, shapes: dict | None = None) -> Network:
                     raise OperatorError(f"node {name}: Clip min {lo} (only 0, a bounded ReLU)")
                 layer.relu, layer.clip_max = True, hi
                 alias[node.output[0]] = x
-            elif op in ("MaxPool", "GlobalAveragePool", "Flatten"):
-                kind = {"MaxPool": "maxpool", "GlobalAveragePool": "avgpool"}.get(op, "flatten")
-                layer = Layer(name, kind, [x], node.output[0])
-                if op == "MaxPool":
+            elif op in ("MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"):
+                kinds = {"MaxPool": "maxpool", "AveragePool": "avgpoolk",
+                         "GlobalAveragePool": "avgpool"}  # fmt: skip
+                layer = Layer(name, kinds.get(op, "flatten"), [x], node.output[0])
+                if op in ("MaxPool", "AveragePool"):
                     layer.kernel = _square(a["kernel_shape"], "kernel_shape", node)
                     layer.stride = _square(a.get("strides", [1, 1]), "strides", node)
                     layer.pad = _square(a.get("pads", [0, 0, 0, 0]), "pads", node)
+                    layer.include_pad = bool(a.get("count_include_pad", 0))
                     if a.get("ceil_mode", 0) or list(a.get("dilations", [1, 1])) != [1, 1]:
-                        raise OperatorError(f"node {name}: MaxPool ceil_mode/dilations")
+                        raise OperatorError(f"node {name}: {op} ceil_mode/dilations")
                 if op == "Flatten" and a.get("axis", 1) != 1:
                     raise OperatorError(f"node {name}: Flatten axis {a['axis']} (only 1)")
                 layers.append(layer)
@@ -265,6 +270,18 @@ def _maxpool(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
     return np.max(views, axis=0)
 
 
+def _window_sums(x: np.ndarray, k: int, stride: int, pad: int, include_pad: bool):
+    """(sums over each k x k window, the number of elements each average divides by)."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ones = np.pad(np.ones(x.shape[2:], np.int64), pad, constant_values=int(include_pad))
+    oh, ow = (xp.shape[2] - k) // stride + 1, (xp.shape[3] - k) // stride + 1
+    sums = sum(xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+               for i in range(k) for j in range(k))  # fmt: skip
+    counts = sum(ones[i : i + stride * oh : stride, j : j + stride * ow : stride]
+                 for i in range(k) for j in range(k))  # fmt: skip
+    return sums, counts
+
+
 def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
     """Every tensor of the fp32 network (the quantization's calibration and accuracy baseline)."""
     t = {net.input: x.astype(np.float32)}
@@ -287,6 +304,9 @@ def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
             t[ly.output] = _maxpool(h, ly.kernel, ly.stride, ly.pad)
         elif ly.kind == "avgpool":
             t[ly.output] = h.mean(axis=(2, 3), keepdims=True)
+        elif ly.kind == "avgpoolk":
+            sums, counts = _window_sums(h, ly.kernel, ly.stride, ly.pad, ly.include_pad)
+            t[ly.output] = (sums / counts).astype(np.float32)
         else:
             t[ly.output] = h.reshape(h.shape[0], -1)
     return t
@@ -336,6 +356,7 @@ def _place(ly: Layer, q: QConv | None) -> tuple[str, str]:
         "dense": "dense: memory-bound on the accelerator",
         "maxpool": "max pool",
         "avgpool": "global average pool",
+        "avgpoolk": "average pool",
         "flatten": "flatten",
     }
     return "cpu", why[ly.kind]
@@ -358,6 +379,10 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
         total = h.astype(np.int64).sum(axis=(2, 3), keepdims=True)
         e_in = qn.exps[ly.inputs[0]]
         return quantize(total * 2.0**e_in / (h.shape[2] * h.shape[3]), qn.exps[ly.output])
+    if ly.kind == "avgpoolk":
+        sums, counts = _window_sums(h.astype(np.int64), ly.kernel, ly.stride, ly.pad,
+                                    ly.include_pad)  # fmt: skip
+        return quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
     q = qn.convs[ly.name]
     if ly.kind == "dwconv":
         acc = _conv_f32(h.astype(np.int64), q.weight.astype(np.int64), q.stride, q.pad, True)
@@ -386,9 +411,9 @@ def _shapes(qn: QNetwork) -> dict[str, tuple[int, ...]]:
     shapes = {qn.net.input: tuple(qn.net.input_shape)}
     for ly in qn.net.layers:
         n, *rest = shapes[ly.inputs[0]]
-        if ly.kind in ("conv", "dwconv", "maxpool"):
+        if ly.kind in ("conv", "dwconv", "maxpool", "avgpoolk"):
             c, h, w = rest
-            o = qn.convs[ly.name].weight.shape[0] if ly.kind != "maxpool" else c
+            o = qn.convs[ly.name].weight.shape[0] if ly.kind in ("conv", "dwconv") else c
             h, w = ((x + 2 * ly.pad - ly.kernel) // ly.stride + 1 for x in (h, w))
             shapes[ly.output] = (n, o, h, w)
         elif ly.kind == "avgpool":
@@ -482,7 +507,7 @@ def dequantized_output(qn: QNetwork, t: dict) -> np.ndarray:
 # --------------------------------------------------------------------------- save and load
 FORMAT = "vta-accel-1"
 _LAYER_FIELDS = ("name", "kind", "inputs", "output", "stride", "pad", "kernel", "relu",
-                 "clip_max", "residual")  # fmt: skip
+                 "clip_max", "residual", "include_pad")  # fmt: skip
 _QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_shift",
                   "sc_stride", "pre_shift")  # fmt: skip
 

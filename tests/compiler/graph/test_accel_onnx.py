@@ -205,3 +205,34 @@ def test_compile_saves_a_folder_that_runs_without_compiling(small, tmp_path, cap
     (folder / "accel.json").write_text("{}")
     with pytest.raises(OperatorError, match="not a compiled accelerator model|format"):
         A.load(folder)
+
+
+@pytest.mark.parametrize("include_pad", [0, 1])
+def test_average_pool_runs_on_the_cpu_bit_exact(tmp_path, include_pad):
+    rng = np.random.default_rng(3)
+    w1 = numpy_helper.from_array(rng.standard_normal((16, 16, 3, 3)).astype(np.float32) / 12, "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((16, 16, 1, 1)).astype(np.float32) / 4, "w2")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["a"], ["b"]),
+            helper.make_node("AveragePool", ["b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                             strides=[2, 2], count_include_pad=include_pad),
+            helper.make_node("Conv", ["c", "w2"], ["y"]),
+        ],
+        "avg", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])], [w1, w2],
+    )  # fmt: skip
+    path = tmp_path / "avg.onnx"
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+    net = A.import_network(path)
+    assert [ly.kind for ly in net.layers] == ["conv", "avgpoolk", "conv"]
+    qn = A.quantize_network(net, rng.standard_normal((4, 16, 8, 8)).astype(np.float32))
+    x = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
+    acts, rows, _ = A.run(A.compile_network(qn, VTAConfig.load("pynq")), x, "sim")
+    np.testing.assert_array_equal(acts["y"], A.run(qn, x)[0]["y"])
+    assert [r["where"] for r in rows] == ["vta", "cpu", "vta"]
+    f32 = A.forward_f32(net, x)
+    np.testing.assert_allclose(
+        f32["y"], A.dequantized_output(qn, acts), atol=0.1 * np.abs(f32["y"]).max()
+    )
