@@ -32,6 +32,7 @@ from vta.program import Program
 from vta.stats import Stats
 
 from ..errors import LoweringError
+from ..graph.accel import roofline_side
 from ..topi.vta.conv2d import (
     RESNET18,
     Conv2DKnobs,
@@ -269,7 +270,7 @@ def bench_network(cfg: VTAConfig, candidates: int, check: bool = True) -> dict:
                 "utilization": stats.utilization,
                 "dram_bytes": dram,
                 "intensity": 2 * stats.macs / dram,
-                "bound": _bound(2 * stats.macs / dram, cfg),
+                "bound": roofline_side(2 * stats.macs / dram, cfg),
                 "knobs": dataclasses.asdict(knobs),
             }
         )
@@ -292,12 +293,6 @@ def bench_network(cfg: VTAConfig, candidates: int, check: bool = True) -> dict:
         "goal": NETWORK_GOAL,
         "met": total <= NETWORK_GOAL,
     }
-
-
-def _bound(intensity: float, cfg: VTAConfig) -> str:
-    """Compute- or memory-bound on the configuration's roofline (ridge = peak / bandwidth)."""
-    ridge = cfg.macs_per_cycle * 2 / cfg.bus_bytes
-    return "compute" if intensity >= ridge else "memory"
 
 
 def print_network(result: dict) -> None:

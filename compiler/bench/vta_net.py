@@ -22,9 +22,11 @@ import numpy as np
 
 from vta.config import VTAConfig
 
-from ..graph.accel import AccelConv, compile_qconv, pack_act, unpack_act
+from ..graph.accel import AccelConv, compile_qconv, pack_act, report_row, unpack_act
 from ..graph.quant import (
     QConv,
+    conv_f32,
+    depthwise,
     dequantize,
     magnitude,
     pow2_exponent,
@@ -63,18 +65,6 @@ def resnet18_params(seed: int = 0, classes: int = 1000) -> dict:
     fc = rng.standard_normal((classes, 512)).astype(np.float32) / np.sqrt(512)
     p["fc"] = (fc[:, :, None, None], rng.normal(0, 0.01, classes).astype(np.float32))
     return p
-
-
-def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    o, _, kh, kw = w.shape
-    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
-    acc = np.zeros((x.shape[0], o, oh, ow), np.float32)
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
-            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j], optimize=True)
-    return acc + b[None, :, None, None]
 
 
 def maxpool(x: np.ndarray) -> np.ndarray:
@@ -227,9 +217,9 @@ def run_resnet18(net: AccelNet, x: np.ndarray, device: str) -> tuple[dict, list[
     for name, _, down in _blocks():
         la, lb = net.layers[f"{name}.a"], net.layers[f"{name}.b"]
         y, st = la.run(cfg, device, packed)
-        rows.append(_accel_row(la, st))
+        rows.append(report_row(la, st))
         out, st = lb.run(cfg, device, y, None if down else packed, packed if down else None)
-        rows.append(_accel_row(lb, st))
+        rows.append(report_row(lb, st))
         acts[f"{name}.a"] = unpack_act(y, la.out_channels)
         acts[f"{name}.b"] = unpack_act(out, lb.out_channels)
         packed = out
@@ -245,25 +235,13 @@ def run_resnet18(net: AccelNet, x: np.ndarray, device: str) -> tuple[dict, list[
     cpu += time.perf_counter() - t
     fc = net.layers["fc"]
     logits, st = fc.run(cfg, device, pooled)
-    rows.append(_accel_row(fc, st))
+    rows.append(report_row(fc, st))
     acts["fc"] = unpack_act(logits, fc.out_channels)
     return acts, rows, cpu
 
 
 def _cpu_row(name: str, why: str) -> dict:
     return {"name": name, "where": "cpu", "why": why}
-
-
-def _accel_row(layer: AccelConv, st) -> dict:
-    dram = sum(st.bytes_loaded.values()) + st.bytes_stored
-    return {
-        "name": layer.name,
-        "where": "vta",
-        "cycles": st.cycles,
-        "gemm_utilization": st.utilization,
-        "dram_bytes": dram,
-        "intensity": 2 * st.macs / dram,
-    }
 
 
 def quant_errors(f32: dict, qacts: dict, exps: dict) -> dict[str, float]:
@@ -315,19 +293,6 @@ def _mobilenet_v1() -> tuple[Layer, ...]:
 # MobileNet-v1 (224x224): pointwise and the first convs offloaded, depthwise convs on the CPU
 # (one channel per product: the GEMM's 16x16 blocks would be 1/16 used).
 MOBILENET_V1 = _mobilenet_v1()
-
-
-def depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    """Depthwise conv, w (C, 1, KH, KW): fp32 for float x, exact int64 for integer x."""
-    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    c, _, kh, kw = w.shape
-    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
-    acc = np.zeros((x.shape[0], c, oh, ow), x.dtype if x.dtype.kind == "f" else np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
-            acc += patch * w[None, :, 0, i, j, None, None].astype(acc.dtype)
-    return acc + b[None, :, None, None].astype(acc.dtype)
 
 
 def chain_params(layers, in_shape: tuple[int, int, int], seed: int = 0) -> dict:
@@ -419,7 +384,7 @@ def run_chain(
             packed = pack_act(h, cfg)
         layer = compile_qconv(ly.name, q.layers[ly.name], h.shape, cfg, None, candidates)
         packed, st = layer.run(cfg, device, packed)
-        rows.append(_accel_row(layer, st))
+        rows.append(report_row(layer, st))
         h = acts[ly.name] = unpack_act(packed, layer.out_channels)
         prev = ly.name
     return acts, rows
@@ -457,27 +422,3 @@ def accuracy(model: str, method: str, inputs: int, seed: int = 0) -> dict:
         agree += int(f.argmax() == r.argmax())
     return {"model": model, "calibration": method, "inputs": inputs, "max_error": worst,
             "top1_agreement": agree}  # fmt: skip
-
-
-def plot_roofline(rows: list[dict], cfg: VTAConfig, path: str, title: str) -> None:
-    """The offloaded layers on the configuration's roofline (peak GOPS, DRAM bandwidth)."""
-    import matplotlib  # optional (the 'plot' extra)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    bandwidth = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9
-    xs = np.logspace(-1, 3, 100)
-    fig, ax = plt.subplots(figsize=(7, 5))
-    ax.loglog(xs, np.minimum(cfg.peak_gops, bandwidth * xs), "k-", label="roofline")
-    accel = [r for r in rows if r["where"] == "vta"]
-    gops = [r["gemm_utilization"] * cfg.peak_gops for r in accel]
-    ax.scatter([r["intensity"] for r in accel], gops, label="offloaded layers")
-    for r, g in zip(accel, gops, strict=True):
-        ax.annotate(r["name"], (r["intensity"], g), fontsize=6)
-    ax.set_xlabel("arithmetic intensity (ops / DRAM byte)")
-    ax.set_ylabel("GOPS")
-    ax.set_title(f"{title} on VTA ({cfg.name}, {cfg.clock_mhz:g} MHz)")
-    ax.legend()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

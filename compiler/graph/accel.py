@@ -182,3 +182,47 @@ def compile_qconv(
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     return AccelConv(name, wl, ep, knobs, consts, o)
+
+
+def report_row(layer: AccelConv, st: Stats) -> dict:
+    """A report row of an offloaded layer's run: cycles, GEMM utilization, DRAM bytes and its
+    arithmetic intensity (ops per DRAM byte)."""
+    dram = sum(st.bytes_loaded.values()) + st.bytes_stored
+    return {
+        "name": layer.name,
+        "where": "vta",
+        "cycles": st.cycles,
+        "gemm_utilization": st.utilization,
+        "dram_bytes": dram,
+        "intensity": 2 * st.macs / dram,
+    }
+
+
+def roofline_side(intensity: float, cfg: VTAConfig) -> str:
+    """Compute- or memory-bound on the configuration's roofline (ridge = peak / bandwidth)."""
+    ridge = cfg.macs_per_cycle * 2 / cfg.bus_bytes
+    return "compute" if intensity >= ridge else "memory"
+
+
+def plot_roofline(rows: list[dict], cfg: VTAConfig, path: str, title: str) -> None:
+    """The offloaded layers on the configuration's roofline (peak GOPS, DRAM bandwidth)."""
+    import matplotlib  # optional (the 'plot' extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bandwidth = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9
+    xs = np.logspace(-1, 3, 100)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.loglog(xs, np.minimum(cfg.peak_gops, bandwidth * xs), "k-", label="roofline")
+    accel = [r for r in rows if r["where"] == "vta"]
+    gops = [r["gemm_utilization"] * cfg.peak_gops for r in accel]
+    ax.scatter([r["intensity"] for r in accel], gops, label="offloaded layers")
+    for r, g in zip(accel, gops, strict=True):
+        ax.annotate(r["name"], (r["intensity"], g), fontsize=6)
+    ax.set_xlabel("arithmetic intensity (ops / DRAM byte)")
+    ax.set_ylabel("GOPS")
+    ax.set_title(f"{title} on VTA ({cfg.name}, {cfg.clock_mhz:g} MHz)")
+    ax.legend()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -14,10 +14,10 @@ import numpy as np
 
 from vta.config import VTAConfig
 
-from ..bench.vta import _bound
 from ..errors import CompilerError
 from ..tune.cli import int_at_least, plot_path
 from . import accel_onnx as A
+from .accel import plot_roofline, roofline_side
 
 CALIBRATION_INPUTS = 4
 
@@ -78,7 +78,7 @@ def run_vta(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
         error = float(np.abs(out - f32).max() / max(np.abs(f32).max(), 1e-30))
     for r in rows:
         if r["where"] == "vta":
-            r["bound"] = _bound(r["intensity"], cfg)
+            r["bound"] = roofline_side(r["intensity"], cfg)
     cycles = None if args.device == "fsim" else sum(r.get("cycles") or 0 for r in rows)
     report = {
         "model": str(args.model),
@@ -96,8 +96,6 @@ def run_vta(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     if args.output:
         np.savez(args.output, **{net.output: out})
     if args.plot:
-        from ..bench.vta_net import plot_roofline
-
         plot_roofline(rows, cfg, args.plot, Path(args.model).stem)
     if args.json:
         print(json.dumps(report, default=float))

@@ -31,8 +31,25 @@ import numpy as np
 from vta.config import VTAConfig
 
 from ..errors import OperatorError
-from .accel import AccelConv, compile_qconv, layer_structure, pack_act, unpack_act
-from .quant import QConv, dequantize, magnitude, pow2_exponent, quantize, quantize_conv, run_qconv
+from .accel import (
+    AccelConv,
+    compile_qconv,
+    layer_structure,
+    pack_act,
+    report_row,
+    unpack_act,
+)
+from .quant import (
+    QConv,
+    conv_f32,
+    depthwise,
+    dequantize,
+    magnitude,
+    pow2_exponent,
+    quantize,
+    quantize_conv,
+    run_qconv,
+)
 
 SUPPORTED = (
     "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
@@ -253,12 +270,9 @@ def _dependency_order(layers: list[Layer], source: str) -> list[Layer]:
 
 
 # ---------------------------------------------------------------------------------- fp32
-def _conv_f32(x: np.ndarray, w: np.ndarray, stride: int, pad: int, depthwise: bool) -> np.ndarray:
-    from ..bench.vta_net import conv_f32
-    from ..bench.vta_net import depthwise as dw
-
+def _conv_f32(x: np.ndarray, w: np.ndarray, stride: int, pad: int, dw: bool) -> np.ndarray:
     zero = np.zeros(w.shape[0], np.float32)
-    return (dw if depthwise else conv_f32)(x, w, zero, stride, pad)
+    return (depthwise if dw else conv_f32)(x, w, zero, stride, pad)
 
 
 def _maxpool(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
@@ -478,8 +492,6 @@ def run(
             cpu += time.perf_counter() - start
             rows.append({"name": ly.name, "where": "cpu", "why": why})
         else:
-            from ..bench.vta_net import _accel_row
-
             start = time.perf_counter()
             for name in _needs(ly):
                 if name not in packed:
@@ -491,7 +503,7 @@ def run(
             out, st = layer.run(c.cfg, device, packed[ly.inputs[0]], res, sc_in)
             packed[ly.output] = out
             t[ly.output] = unpack_act(out, layer.out_channels)
-            rows.append({**_accel_row(layer, st), "why": why})
+            rows.append({**report_row(layer, st), "why": why})
         hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
         if hi is not None and hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
             t[ly.output] = np.minimum(t[ly.output], np.int8(hi))

@@ -154,3 +154,28 @@ def run_qconv(
     if q.residual_shift is not None:
         acc += residual.astype(np.int64) << q.residual_shift
     return np.clip(acc >> q.shift, 0 if q.relu else -128, QMAX).astype(np.int8)
+
+
+def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    o, _, kh, kw = w.shape
+    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
+    acc = np.zeros((x.shape[0], o, oh, ow), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j], optimize=True)
+    return acc + b[None, :, None, None]
+
+
+def depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Depthwise conv, w (C, 1, KH, KW): fp32 for float x, exact int64 for integer x."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    c, _, kh, kw = w.shape
+    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
+    acc = np.zeros((x.shape[0], c, oh, ow), x.dtype if x.dtype.kind == "f" else np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            acc += patch * w[None, :, 0, i, j, None, None].astype(acc.dtype)
+    return acc + b[None, :, None, None].astype(acc.dtype)

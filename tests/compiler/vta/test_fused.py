@@ -105,14 +105,15 @@ def test_fused_layers_are_tuning_tasks_measured_without_data():
 
 
 def test_best_fused_is_no_slower_than_the_default():
-    from compiler.bench.vta import _bound, best_fused
+    from compiler.bench.vta import best_fused
+    from compiler.graph.accel import roofline_side
 
     cfg = VTAConfig.load("pynq")
     wl, ep = Conv2DWorkload(1, 4, 14, 14, 4, 3, 3, 1, 1), Epilogue(True, 8, True, 2)
     knobs, stats = best_fused(wl, ep, cfg, candidates=6)
     default = get_device("sim").time(conv2d_fused(wl, ep, default_fused_knobs(wl, ep, cfg), cfg))
     assert knobs in fused_knob_space(wl, ep, cfg) and stats.cycles <= default.cycles
-    assert _bound(1000.0, cfg) == "compute" and _bound(1.0, cfg) == "memory"
+    assert roofline_side(1000.0, cfg) == "compute" and roofline_side(1.0, cfg) == "memory"
 
 
 def test_fused_task_arguments_round_trip():
