@@ -31,6 +31,7 @@ import numpy as np
 from vta.config import VTAConfig
 
 from ..errors import OperatorError
+from . import quant as Q
 from .accel import (
     AccelConv,
     compile_qconv,
@@ -39,17 +40,7 @@ from .accel import (
     report_row,
     unpack_act,
 )
-from .quant import (
-    QConv,
-    conv_f32,
-    depthwise,
-    dequantize,
-    magnitude,
-    pow2_exponent,
-    quantize,
-    quantize_conv,
-    run_qconv,
-)
+from .quant import QConv
 
 SUPPORTED = (
     "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
@@ -272,7 +263,7 @@ def _dependency_order(layers: list[Layer], source: str) -> list[Layer]:
 # ---------------------------------------------------------------------------------- fp32
 def _conv_f32(x: np.ndarray, w: np.ndarray, stride: int, pad: int, dw: bool) -> np.ndarray:
     zero = np.zeros(w.shape[0], np.float32)
-    return (depthwise if dw else conv_f32)(x, w, zero, stride, pad)
+    return (Q.depthwise if dw else Q.conv_f32)(x, w, zero, stride, pad)
 
 
 def _maxpool(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
@@ -341,7 +332,7 @@ def quantize_network(net: Network, calibration: np.ndarray, method: str = "minma
     """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
     (an exponent a shift cannot reach is raised, as `quantize_conv` decides)."""
     acts = forward_f32(net, calibration)
-    exps = {k: pow2_exponent(magnitude(v, method)) for k, v in acts.items()}
+    exps = {k: Q.pow2_exponent(Q.magnitude(v, method)) for k, v in acts.items()}
     convs = {}
     for ly in net.layers:
         if ly.kind in ("maxpool", "flatten"):
@@ -350,7 +341,7 @@ def quantize_network(net: Network, calibration: np.ndarray, method: str = "minma
             e_res = exps[ly.residual] if ly.residual else None
             sc = ly.shortcut
             shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
-            q = quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
+            q = Q.quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
                               ly.stride, ly.pad, e_residual=e_res,
                               shortcut=shortcut)  # fmt: skip
             convs[ly.name] = q
@@ -392,11 +383,11 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
     if ly.kind == "avgpool":
         total = h.astype(np.int64).sum(axis=(2, 3), keepdims=True)
         e_in = qn.exps[ly.inputs[0]]
-        return quantize(total * 2.0**e_in / (h.shape[2] * h.shape[3]), qn.exps[ly.output])
+        return Q.quantize(total * 2.0**e_in / (h.shape[2] * h.shape[3]), qn.exps[ly.output])
     if ly.kind == "avgpoolk":
         sums, counts = _window_sums(h.astype(np.int64), ly.kernel, ly.stride, ly.pad,
                                     ly.include_pad)  # fmt: skip
-        return quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
+        return Q.quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
     q = qn.convs[ly.name]
     if ly.kind == "dwconv":
         acc = _conv_f32(h.astype(np.int64), q.weight.astype(np.int64), q.stride, q.pad, True)
@@ -405,7 +396,7 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
     else:
         x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
         sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
-        out = run_qconv(q, x, t[ly.residual] if ly.residual else None, sc_in)
+        out = Q.run_qconv(q, x, t[ly.residual] if ly.residual else None, sc_in)
         out = out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
     return out
 
@@ -480,7 +471,7 @@ def run(
     """(every int8 tensor, per-layer rows, CPU seconds) on `device`; with a QNetwork (or device
     None) everything runs in numpy: the bit-exact reference."""
     qn = c.qn if isinstance(c, Compiled) else c
-    t = {qn.net.input: quantize(x, qn.exps[qn.net.input])}
+    t = {qn.net.input: Q.quantize(x, qn.exps[qn.net.input])}
     packed: dict[str, np.ndarray] = {}  # tensors also held in the accelerator's layout
     rows, cpu = [], 0.0
     for ly in qn.net.layers:
@@ -513,7 +504,7 @@ def run(
 
 
 def dequantized_output(qn: QNetwork, t: dict) -> np.ndarray:
-    return dequantize(t[qn.net.output], qn.exps[qn.net.output])
+    return Q.dequantize(t[qn.net.output], qn.exps[qn.net.output])
 
 
 # --------------------------------------------------------------------------- save and load
