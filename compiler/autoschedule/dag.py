@@ -81,9 +81,15 @@ def fusible_consumer(s: Schedule, st: Stage) -> Stage | None:
 
 
 def op_count(body: E.Expr) -> int:
-    """Arithmetic operations per output point (a reduction's combine counts once)."""
-    n = len(collect(body, lambda e: isinstance(e, ARITH)))
-    return n + (1 if isinstance(body, E.Reduce) else 0)
+    """Arithmetic operations on values per output point (a reduction's combine counts once;
+    the index arithmetic of loads, such as a conv's y + ry, is not counted)."""
+
+    def arith(e: E.Expr) -> int:
+        return len(collect(e, lambda n: isinstance(n, ARITH)))
+
+    in_indices = sum(arith(i) for load in collect(body, lambda n: isinstance(n, E.ProducerLoad))
+                     for i in load.indices)  # fmt: skip
+    return arith(body) - in_indices + (1 if isinstance(body, E.Reduce) else 0)
 
 
 def flop(s: Schedule) -> float:

@@ -85,3 +85,15 @@ def test_bad_steps_and_workloads_are_clear_errors():
         SearchTask("no_such_op", (1,))
     with pytest.raises(TuningError, match="not an auto-scheduler record"):
         Program.from_json(SearchTask("matmul", (4, 4, 4)), {"tile_x": [1, 4]})
+
+
+def test_flop_counts_value_arithmetic_not_index_arithmetic():
+    """A conv's loads index with y + ry and ic_chunk * 16 + ic_block: those adds are not
+    operations of the convolution (counting them made its GFLOPS 4x too high)."""
+    from compiler.autoschedule import SearchTask
+
+    args = (64, 56, 56, 64, 3, 3, 1, 16, 16)
+    conv = 2 * 56 * 56 * 64 * 64 * 9
+    padding = 4 * 58 * 58 * 16  # the padding stage's selects
+    assert SearchTask("conv2d_NCHWc", args, "llvm").flop == conv + padding
+    assert SearchTask("matmul", (64, 32, 16), "llvm").flop == 2 * 64 * 32 * 16
