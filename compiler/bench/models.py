@@ -11,6 +11,8 @@ runs during a second measurement and the ratio's change is reported.
 
 from __future__ import annotations
 
+import functools
+import math
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..codegen.target import cpu_facts
+from ..errors import CompilerError
 from ..runtime import set_num_threads
 from .harness import ForeignLoad
 from .peers import ort_session
@@ -73,18 +76,63 @@ def latency(times: list[float]) -> dict:
     return {"median": float(np.median(ms)), "min": float(ms.min()), "max": float(ms.max())}
 
 
+CHAIN = 100  # dependent multiplies per inline-assembly block
+IMUL_LATENCY = 3  # cycles of a 64-bit integer multiply on x86-64 (Intel and AMD cores alike)
+
+
+@functools.cache
+def measured_clock_ghz() -> float:
+    """The core's clock while busy, measured: a chain of dependent 64-bit multiplies takes
+    IMUL_LATENCY cycles each on x86-64 (adds will not do: recent cores fold chains of
+    add-immediates in the renamer), so multiplies x latency per second is the clock, turbo
+    included, which /proc/cpuinfo's nominal figure leaves out. Best of several timings."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
+    from ..codegen.target import Target, parse_ir, target_machine
+
+    target = Target.parse("llvm")
+    if not target.triple.startswith("x86_64"):
+        raise CompilerError(f"measuring the clock needs x86-64, not {target.triple}")
+    i64 = ir.IntType(64)
+    mod = ir.Module("clock")
+    fn = ir.Function(mod, ir.FunctionType(i64, [i64]), "chain")
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(loop)
+    b.position_at_end(loop)
+    i, x = b.phi(i64), b.phi(i64)
+    muls = ir.InlineAsm(ir.FunctionType(i64, [i64]), "imul $$3, $0, $0\n" * CHAIN, "=r,0")
+    x2 = b.call(muls, [x])
+    i2 = b.add(i, ir.Constant(i64, 1))
+    i.add_incoming(ir.Constant(i64, 0), entry)
+    i.add_incoming(i2, loop)
+    x.add_incoming(ir.Constant(i64, 1), entry)
+    x.add_incoming(x2, loop)
+    b.cbranch(b.icmp_unsigned("<", i2, fn.args[0]), loop, done)
+    b.position_at_end(done)
+    b.ret(x2)
+    tm = target_machine(target)
+    llvm.initialize_native_asmparser()  # the inline assembly is parsed when the JIT compiles
+    engine = llvm.create_mcjit_compiler(parse_ir(str(mod), tm, target.triple), tm)
+    engine.finalize_object()
+    chain = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(engine.get_function_address("chain"))
+    blocks, best = 50_000, math.inf
+    expected = pow(3, blocks * CHAIN, 1 << 64)
+    for _ in range(7):
+        start = time.perf_counter()
+        if chain(blocks) % (1 << 64) != expected:
+            raise CompilerError("the clock's multiply chain computed a wrong product")
+        best = min(best, time.perf_counter() - start)
+    return blocks * CHAIN * IMUL_LATENCY / best / 1e9
+
+
 def peak_gflops(threads: int = THREADS) -> float:
-    """The target's float32 FMA peak: 2 FMA units x lanes x 2 flops per cycle per core, at
-    the clock /proc/cpuinfo reports (a nominal figure: turbo and shared hosts vary)."""
-    mhz = 0.0
-    try:
-        with open("/proc/cpuinfo") as f:
-            mhz = max(
-                (float(ln.split(":")[1]) for ln in f if ln.startswith("cpu MHz")), default=0.0
-            )
-    except OSError:
-        pass
-    return 2 * 2 * cpu_facts().lanes("float32") * (mhz or 2000.0) / 1e3 * threads
+    """The target's float32 FMA peak: 2 FMA units x lanes x 2 flops per cycle per core, at the
+    measured clock (`measured_clock_ghz`)."""
+    return 2 * 2 * cpu_facts().lanes("float32") * measured_clock_ghz() * threads
 
 
 def compare(graph: Any, model: bytes, inputs: dict, reps: int, min_time: float) -> dict:
