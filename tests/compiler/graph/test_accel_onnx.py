@@ -152,7 +152,7 @@ def test_cli_reports_and_checks(small, tmp_path, capsys):
     assert code == 0 and report["bit_exact"]
     assert report["cycles"] == sum(r["cycles"] for r in report["layers"] if r["where"] == "vta")
     assert {"name", "where", "cycles", "gemm_utilization", "dram_bytes"} <= set(report["layers"][0])
-    assert report["cpu_seconds"] >= 0 and "seeded" in report["calibration"]
+    assert isinstance(report["cpu_seconds"], float) and "seeded" in report["calibration"]
     assert np.load(tmp_path / "out.npz")["out"].shape == (1, 10)
 
 
