@@ -222,22 +222,37 @@ def _instances(kernel: Kernel, base: list[int]) -> list[tuple[np.ndarray, tuple]
 
 
 class _Layout:
-    """SRAM rows of every buffer: per thread an input tile (and residual tile), weights, the
-    rotating accumulator regions, the bias rows and the identity weight."""
+    """SRAM rows of every buffer: per thread an input tile and weights for each source (its
+    own when both sources' fit, so a shortcut conv's loads do not wait for the main conv's
+    products; else one shared by them), a residual tile, the rotating accumulator regions, the
+    bias rows and the identity weight. `inp[t][s]`, `wgt[t][s]`: thread t, source s."""
 
-    def __init__(self, wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, nreg: int):
+    def __init__(self, wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig):
         threads = k.oc_nthread * k.h_nthread
         srcs = _sources(wl, k, ep)
-        inp_rows = k.tile_b * max(src.rows for src in srcs)
-        wgt_rows = k.tile_co * max(src.wgt_rows for src in srcs)
         self.acc_rows = _acc_rows(k)
-        self.inp = [t * inp_rows for t in range(threads)]
-        self.res = [threads * inp_rows + t * self.acc_rows for t in range(threads)]
-        self.wgt = [t * wgt_rows for t in range(threads)]
-        self.eye = threads * wgt_rows
+        res = self.acc_rows if ep.residual_shift is not None else 0
+        inp = _split([k.tile_b * src.rows for src in srcs], threads, res, cfg.depth[MemType.INP])
+        eye = ep.residual_shift is not None
+        wgt = _split([k.tile_co * src.wgt_rows for src in srcs], threads, eye,
+                     cfg.depth[MemType.WGT])  # fmt: skip
+        self.inp = [[t * inp[-1] + off for off in inp[:-1]] for t in range(threads)]
+        self.res = [threads * inp[-1] + t * self.acc_rows for t in range(threads)]
+        self.wgt = [[t * wgt[-1] + off for off in wgt[:-1]] for t in range(threads)]
+        self.eye = threads * wgt[-1]
         self.bias = 0
+        nreg = regions(wl, k, ep, cfg)
         first = wl.co if ep.bias else 0
         self.acc = [first + r * self.acc_rows for r in range(nreg)]
+
+
+def _split(rows: list[int], threads: int, extra: int, depth: int) -> list[int]:
+    """Each source's offset in a thread's part of a buffer, then the part's size: the sources
+    side by side when they fit (with `extra` rows per thread after the parts), else on top of
+    each other."""
+    if threads * (sum(rows) + extra) <= depth:
+        return [*itertools.accumulate([0, *rows[:-1]]), sum(rows)]
+    return [0] * len(rows) + [max(rows)]
 
 
 def conv2d_fused(
@@ -264,8 +279,7 @@ def conv2d_fused(
     ):
         if tile < 1 or total % tile:
             raise LoweringError(f"conv2d {wl}: tile_{axis} {tile} does not divide {total}")
-    nreg = regions(wl, k, ep, cfg)
-    if nreg is None:
+    if regions(wl, k, ep, cfg) is None:
         raise LoweringError(f"conv2d {wl}: knobs {k} do not fit the configuration's buffers")
     b = ProgramBuilder(cfg)
     bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
@@ -279,7 +293,7 @@ def conv2d_fused(
         b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "input")
         b.buffer("eye", (1, 1, 1, 1, bo, bc), "int8", "weight")
     b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
-    stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, nreg), nreg)
+    stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
     emit(insert_tokens(stream.entries, cfg.depth), b)
     return b.build()
 
@@ -310,9 +324,16 @@ def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:
     )
 
 
-def _ops(
-    wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: _Layout, nreg: int
-) -> _Stream:
+def _steps(sources: list) -> list[tuple[int, int]]:
+    """(source, input-channel tile) in the order a tile accumulates them: each source's tiles
+    spread evenly over the whole sequence, so a shortcut conv's steps (little compute for
+    their loads) fall between the main conv's (much compute) and their loads hide under it."""
+    counts = [src.wl.ci // src.tci for src, _ in sources]
+    steps = [(s, c) for s, n in enumerate(counts) for c in range(n)]
+    return sorted(steps, key=lambda sc: ((2 * sc[1] + 1) / counts[sc[0]], sc[0]))
+
+
+def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: _Layout) -> _Stream:
     st = _Stream()
     threads = k.oc_nthread * k.h_nthread
     th, tw, tco, tb = k.tile_h, k.tile_w, k.tile_co, k.tile_b
@@ -337,22 +358,20 @@ def _ops(
         )
     )
     for step in range(0, len(tiles), threads):
-        group = [(t, tiles[step + t], lay.acc[(step + t) % nreg]) for t in range(threads)]
+        group = [(t, tiles[step + t], lay.acc[(step + t) % len(lay.acc)]) for t in range(threads)]
         group = [g for g in group if step + g[0] < len(tiles)]
         for t, _, acc in group:
             for u, f in _instances(reset, [acc, 0, 0]):
                 st.add(t, Gemm(u, f, True))
-        first = True
-        for src, kernel in sources:
-            for c0 in range(src.wl.ci // src.tci):
-                for t, tile, _ in group:
-                    _load_inputs(st, t, src, k, lay, (*tile, c0))
-                    if ep.residual_shift is not None and first:
-                        _load_residual(st, t, wl, k, lay.res[t], tile)
-                for t, _, acc in group:
-                    for u, f in _instances(kernel, [acc, lay.inp[t], lay.wgt[t]]):
-                        st.add(t, Gemm(u, f, False))
-                first = False
+        for i, (s, c0) in enumerate(_steps(sources)):
+            src, kernel = sources[s]
+            for t, tile, _ in group:
+                _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
+                if ep.residual_shift is not None and i == 0:
+                    _load_residual(st, t, wl, k, lay.res[t], tile)
+            for t, _, acc in group:
+                for u, f in _instances(kernel, [acc, lay.inp[t][s], lay.wgt[t][s]]):
+                    st.add(t, Gemm(u, f, False))
         if ep.pre_shift:
             for t, _, acc in group:
                 for u, f in _instances(epi_own, [acc, acc]):
@@ -389,7 +408,7 @@ def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig,
             st.add(t, Alu(op, u, f, True, imm))
 
 
-def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> None:
+def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, inp: int, wgt: int, tile) -> None:
     """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
     its weights for output-channel tile o0 and input-channel tile c0."""
     n0, y0, x0, o0, c0 = tile
@@ -402,14 +421,14 @@ def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> Non
     for nb in range(k.tile_b):
         for cb in range(src.tci):
             n, c = n0 * k.tile_b + nb, c0 * src.tci + cb
-            row = lay.inp[t] + (nb * src.tci + cb) * src.ih * src.iw
+            row = inp + (nb * src.tci + cb) * src.ih * src.iw
             off = ((n * w.ci + c) * w.h + ys + top) * w.w + xs + left
             stride = w.w * src.dram_rows
             st.add(t, Load(MemType.INP, None, row, src.data, off, ysize, xsize, stride,
                            (top, bottom, left, right)))  # fmt: skip
     taps = w.kh * w.kw
     off = (o0 * k.tile_co * w.ci + c0 * src.tci) * taps
-    st.add(t, Load(MemType.WGT, None, lay.wgt[t], src.kernel, off, k.tile_co, src.tci * taps,
+    st.add(t, Load(MemType.WGT, None, wgt, src.kernel, off, k.tile_co, src.tci * taps,
                    w.ci * taps))  # fmt: skip
 
 
