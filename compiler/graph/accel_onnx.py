@@ -515,7 +515,7 @@ FORMAT = "vta-accel-1"
 _LAYER_FIELDS = ("name", "kind", "inputs", "output", "stride", "pad", "kernel", "relu",
                  "clip_max", "residual", "include_pad")  # fmt: skip
 _QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_shift",
-                  "sc_stride", "pre_shift")  # fmt: skip
+                  "sc_stride", "pre_shift", "sc_shift")  # fmt: skip
 
 
 def save(c: Compiled, folder: str | Path) -> None:

@@ -9,9 +9,10 @@ input exponent e_x, weight exponent e_w and output exponent e_y accumulates at e
 shifts right by e_y - e_x - e_w. A residual added inside the kernel enters through an int8
 identity weight 2^k (k = e_r - e_x - e_w); where k > 6 the products are first shifted right by
 k - 6 (one ALU op per output row; the bias is then quantized at the shifted exponent), keeping the
-weights' precision. A shortcut convolution accumulating into the same rows shares the
-accumulator exponent: each weight set gets the exponent that makes its products land there (the
-coarser of the two calibrated accumulator exponents).
+weights' precision. A shortcut convolution accumulating into the same rows keeps its weights'
+exponent too: where its products are coarser than the main conv's they are shifted left into the
+main conv's accumulator exponent (one ALU op per row); where finer, its weights are quantized at
+the main conv's product exponent.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class QConv:
     sc_weight: np.ndarray | None = None
     sc_stride: int = 1
     pre_shift: int = 0
+    sc_shift: int = 0
 
 
 def quantize_conv(
@@ -106,10 +108,12 @@ def quantize_conv(
             raise LoweringError("quantization: per-channel weights take no residual or shortcut")
         return _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad)
     e_acc = e_in + pow2_exponent(float(np.abs(weight).max(initial=0.0)))
-    sc_bias = np.zeros_like(bias)
+    sc_bias, sc_shift = np.zeros_like(bias), 0
     if shortcut is not None:
         sc_w, sc_bias, sc_e_in, _ = shortcut
-        e_acc = max(e_acc, sc_e_in + pow2_exponent(float(np.abs(sc_w).max(initial=0.0))))
+        e_sc = sc_e_in + pow2_exponent(float(np.abs(sc_w).max(initial=0.0)))
+        sc_shift = max(0, e_sc - e_acc)  # a coarser shortcut's products are shifted left
+        e_acc = max(e_acc, e_sc - sc_shift)
     e_w = e_acc - e_in
     k, pre = None, 0
     if e_residual is not None:
@@ -133,8 +137,10 @@ def quantize_conv(
     b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     sc_q, sc_stride = None, 1
     if shortcut is not None:
-        sc_q, sc_stride = quantize(shortcut[0], e_prod - shortcut[2]), shortcut[3]
-    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre)
+        e_sc_w = e_prod + sc_shift - shortcut[2]
+        sc_q, sc_stride = quantize(shortcut[0], e_sc_w), shortcut[3]
+    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre,
+                 sc_shift)  # fmt: skip
 
 
 def _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad) -> QConv:
@@ -176,7 +182,7 @@ def run_qconv(
     """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
     acc = conv_int(x, q.weight, q.stride, q.pad)
     if q.sc_weight is not None:
-        acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0)
+        acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0) << q.sc_shift
     acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]
     if q.residual_shift is not None:
         acc += residual.astype(np.int64) << q.residual_shift

@@ -50,7 +50,10 @@ class Epilogue:
     convolution (a second input and weight, e.g. ResNet's 1x1 downsampling conv, whose
     products accumulate into the same rows: its workload `shortcut`, same outputs). With a
     residual, `pre_shift` shifts the products right first (one ALU op per row), so that a
-    residual much coarser than the products still enters through 2^k with k <= 6."""
+    residual much coarser than the products still enters through 2^k with k <= 6. With a
+    shortcut, `sc_shift` > 0 shifts its products left (one ALU op per row) before the main
+    conv's accumulate: each weight set keeps its own exponent when the shortcut's products are
+    coarser than the main conv's."""
 
     bias: bool = True
     shift: int = 0
@@ -58,11 +61,15 @@ class Epilogue:
     residual_shift: int | None = None
     shortcut: Conv2DWorkload | None = None
     pre_shift: int = 0
+    sc_shift: int = 0
 
     def __post_init__(self):
-        for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift)):
+        for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift),
+                        ("sc_shift", self.sc_shift)):  # fmt: skip
             if not 0 <= v <= 31:
                 raise LoweringError(f"epilogue {what} {v} is out of range (valid: 0..31)")
+        if self.sc_shift and self.shortcut is None:
+            raise LoweringError("epilogue sc_shift without a shortcut conv")
         k = self.residual_shift
         if k is not None and not 0 <= k <= MAX_RESIDUAL_SHIFT:
             raise LoweringError(
@@ -171,19 +178,22 @@ def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTACo
     rows = _acc_rows(k)
     extra = ep.residual_shift is not None
     epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
-    epi += rows * cfg.alu_ii_imm * (ep.pre_shift > 0)
-    compute = load = first = 0.0
+    epi += rows * cfg.alu_ii_imm * ((ep.pre_shift > 0) + (ep.sc_shift > 0))
+    compute = load = first = stall = 0.0
     lat = cfg.dram_latency
     for src in _sources(wl, k, ep):
         steps = src.wl.ci // src.tci
-        compute += steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
+        work = steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
         inp = k.tile_b * src.rows * cfg.elem_bytes[MemType.INP]
         wgt = k.tile_co * src.wgt_rows * cfg.elem_bytes[MemType.WGT]
         loads = k.tile_b * src.tci * (src.ih if src.dram_rows > 1 else 1) + 1
         per_step = (inp + wgt) / cfg.bus_bytes + loads * lat / cfg.max_outstanding
+        if ep.sc_shift and src.data == "sc_data":  # its own phase: loads hide only under it
+            stall = max(0.0, (steps - 1) * per_step - work)
+        compute += work
         load += steps * per_step
         first = first or per_step + lat
-    compute = tiles * (compute + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
+    compute = tiles * (compute + stall + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
     store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + lat
     return max(compute, tiles * load) + first + store
 
@@ -324,12 +334,16 @@ def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:
     )
 
 
-def _steps(sources: list) -> list[tuple[int, int]]:
+def _steps(sources: list, ep: Epilogue) -> list[tuple[int, int]]:
     """(source, input-channel tile) in the order a tile accumulates them: each source's tiles
     spread evenly over the whole sequence, so a shortcut conv's steps (little compute for
-    their loads) fall between the main conv's (much compute) and their loads hide under it."""
+    their loads) fall between the main conv's (much compute) and their loads hide under it;
+    with `sc_shift`, the shortcut's steps first (its products are shifted before the main
+    conv's accumulate)."""
     counts = [src.wl.ci // src.tci for src, _ in sources]
     steps = [(s, c) for s, n in enumerate(counts) for c in range(n)]
+    if ep.sc_shift:
+        return sorted(steps, key=lambda sc: (-sc[0], sc[1]))
     return sorted(steps, key=lambda sc: ((2 * sc[1] + 1) / counts[sc[0]], sc[0]))
 
 
@@ -363,8 +377,12 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
         for t, _, acc in group:
             for u, f in _instances(reset, [acc, 0, 0]):
                 st.add(t, Gemm(u, f, True))
-        for i, (s, c0) in enumerate(_steps(sources)):
+        for i, (s, c0) in enumerate(_steps(sources, ep)):
             src, kernel = sources[s]
+            if ep.sc_shift and s == 0 and c0 == 0:  # the shortcut's products: shifted left
+                for t, _, acc in group:
+                    for u, f in _instances(epi_own, [acc, acc]):
+                        st.add(t, Alu(AluOp.SHR, u, f, True, -ep.sc_shift))
             for t, tile, _ in group:
                 _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
                 if ep.residual_shift is not None and i == 0:
@@ -480,7 +498,7 @@ def fused_reference(
     acc = conv2d_packed_acc(data, kernel, wl.stride, wl.pad)
     if ep.shortcut is not None:
         sc = ep.shortcut
-        acc = acc + conv2d_packed_acc(*shortcut, sc.stride, sc.pad)
+        acc = acc + (conv2d_packed_acc(*shortcut, sc.stride, sc.pad) << ep.sc_shift)
     acc = acc >> ep.pre_shift
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]

@@ -53,6 +53,9 @@ CASES = [
     (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0)),
      K(1, 2, 4, 1, 1, 1, 2)),
     (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 5, True, 6, None, 3), K(1, 2, 8, 1, 1, 2, 1)),
+    # the shortcut's products shifted left before the main conv's accumulate
+    (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0), 0, 3),
+     K(1, 2, 4, 1, 1, 1, 2)),
     # input tiles of both sources side by side on pynq, on top of each other on tiny
     (W(1, 2, 16, 16, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 2, 32, 32, 2, 1, 1, 2, 0)),
      K(1, 8, 8, 2, 1, 1, 2)),
