@@ -287,21 +287,28 @@ def _window_sums(x: np.ndarray, k: int, stride: int, pad: int, include_pad: bool
     return sums, counts
 
 
+def _preactivation_f32(ly: Layer, t: dict) -> np.ndarray:
+    """A conv or dense layer's NCHW output before its activation, in fp32."""
+    h = t[ly.inputs[0]]
+    h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+    y = _conv_f32(h, ly.weight, ly.stride, ly.pad, ly.kind == "dwconv")
+    y = y + ly.bias[None, :, None, None]
+    if ly.residual:
+        y = y + t[ly.residual]
+    if ly.shortcut:
+        sc = ly.shortcut
+        y = y + _conv_f32(t[sc.inputs[0]], sc.weight, sc.stride, 0, False)
+        y = y + sc.bias[None, :, None, None]
+    return y
+
+
 def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
     """Every tensor of the fp32 network (the quantization's calibration and accuracy baseline)."""
     t = {net.input: x.astype(np.float32)}
     for ly in net.layers:
         h = t[ly.inputs[0]]
         if ly.kind in ("conv", "dwconv", "dense"):
-            h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
-            y = _conv_f32(h, ly.weight, ly.stride, ly.pad, ly.kind == "dwconv")
-            y = y + ly.bias[None, :, None, None]
-            if ly.residual:
-                y = y + t[ly.residual]
-            if ly.shortcut:
-                sc = ly.shortcut
-                y = y + _conv_f32(t[sc.inputs[0]], sc.weight, sc.stride, 0, False)
-                y = y + sc.bias[None, :, None, None]
+            y = _preactivation_f32(ly, t)
             if ly.relu:
                 y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
             t[ly.output] = y.reshape(y.shape[0], -1) if ly.kind == "dense" else y
@@ -328,28 +335,60 @@ class QNetwork:
     calibration: str = ""  # where the exponents came from
 
 
-def quantize_network(net: Network, calibration: np.ndarray, method: str = "minmax") -> QNetwork:
+def quantize_network(
+    net: Network, calibration: np.ndarray, method: str = "minmax", correct_bias: bool = True
+) -> QNetwork:
     """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
     (an exponent a shift cannot reach is raised, as `quantize_conv` decides), with an exponent
     per output channel for the weights of layers the CPU runs (its shift can differ by
-    channel; the accelerator's REQ takes one shift per instruction)."""
+    channel; the accelerator's REQ takes one shift per instruction). With `correct_bias`, each
+    conv's bias absorbs the mean error per channel of its quantized pre-activation on the
+    calibration inputs (run through the quantized layers before it), so rounding errors that
+    do not average out are not passed on."""
     acts = forward_f32(net, calibration)
     exps = {k: Q.pow2_exponent(Q.magnitude(v, method)) for k, v in acts.items()}
-    convs = {}
+    qn = QNetwork(net, exps, {})
+    t = {net.input: Q.quantize(calibration, exps[net.input])}
     for ly in net.layers:
         if ly.kind in ("maxpool", "flatten"):
             exps[ly.output] = exps[ly.inputs[0]]
         elif ly.kind in ("conv", "dwconv", "dense"):
-            e_res = exps[ly.residual] if ly.residual else None
-            sc = ly.shortcut
-            shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
-            per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
-            q = Q.quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
-                              ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
-                              per_channel=per_channel)  # fmt: skip
-            convs[ly.name] = q
+            q = _quantize_layer(ly, exps, ly.bias)
+            if correct_bias:
+                err = _preactivation(ly, q, t) - _preactivation_f32(ly, acts)
+                q = _quantize_layer(ly, exps, ly.bias - err.mean(axis=(0, 2, 3)))
+            qn.convs[ly.name] = q
             exps[ly.output] = q.e_out
-    return QNetwork(net, exps, convs)
+        if correct_bias:
+            t[ly.output] = _clip(ly, qn, _cpu_layer(ly, qn, t))
+    return qn
+
+
+def _quantize_layer(ly: Layer, exps: dict[str, int], bias: np.ndarray) -> QConv:
+    e_res = exps[ly.residual] if ly.residual else None
+    sc = ly.shortcut
+    shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
+    per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
+    return Q.quantize_conv(ly.weight, bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
+                           ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
+                           per_channel=per_channel)  # fmt: skip
+
+
+def _preactivation(ly: Layer, q: QConv, t: dict) -> np.ndarray:
+    """The quantized layer's NCHW pre-activation (its accumulator before the shift) in fp32."""
+    h = t[ly.inputs[0]]
+    h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+    res = t[ly.residual] if ly.residual else None
+    sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
+    acc = Q.accumulate(q, h, res, sc_in, dw=ly.kind == "dwconv")
+    shift = np.asarray(q.shift).reshape(-1, 1, 1) if np.ndim(q.shift) else q.shift
+    return (acc - (1 << shift >> 1)) * 2.0 ** (q.e_out - shift)
+
+
+def _clip(ly: Layer, qn: QNetwork, y: np.ndarray) -> np.ndarray:
+    """A layer's int8 output with its Clip upper bound (if any) applied."""
+    hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
+    return y if hi is None or hi >= 127 else np.minimum(y, np.int8(hi))
 
 
 def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
@@ -394,9 +433,7 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
         return Q.quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
     q = qn.convs[ly.name]
     if ly.kind == "dwconv":
-        acc = _conv_f32(h.astype(np.int64), q.weight.astype(np.int64), q.stride, q.pad, True)
-        acc = acc + q.bias.astype(np.int64)[None, :, None, None]
-        out = Q.requantize(acc, q)
+        out = Q.requantize(Q.accumulate(q, h, dw=True), q)
     else:
         x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
         sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
@@ -500,7 +537,7 @@ def run(
             rows.append({**report_row(layer, st), "why": why})
         hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
         if hi is not None and hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
-            t[ly.output] = np.minimum(t[ly.output], np.int8(hi))
+            t[ly.output] = _clip(ly, qn, t[ly.output])
             packed.pop(ly.output, None)
             rows[-1]["why"] += f"; Clip max on the CPU (int8 min {hi})"
     return t, rows, cpu
