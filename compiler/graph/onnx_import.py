@@ -292,7 +292,8 @@ def _axis(axis: int, rank: int, what: str = "axis") -> int:
 
 
 def _choice(attrs: dict, key: str, allowed: tuple) -> None:
-    if attrs.get(key) not in allowed:
+    """An error unless the attribute (where the opset defines it) has an allowed value."""
+    if key in attrs and attrs[key] not in allowed:
         raise Unsupported(f"attribute {key}={attrs.get(key)!r} is not supported "
                           f"(supported: {', '.join(map(str, allowed))})")  # fmt: skip
 
@@ -391,7 +392,7 @@ def _flatten(imp, node, attrs):
     rank = len(imp.shape(node.input[0]))
     if not -rank <= attrs["axis"] <= rank:
         raise Unsupported(f"axis {attrs['axis']} is out of range for rank {rank}")
-    attrs["axis"] %= rank + 1
+    attrs["axis"] += rank if attrs["axis"] < 0 else 0
     return None
 
 

@@ -76,7 +76,7 @@ def pool_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil: int
 
 def _pool_pad(x, attrs, value) -> tuple[np.ndarray, np.ndarray]:
     """x padded (the pads, then the end rows a ceil_mode window reaches) and a mask of the
-    explicitly padded region's and the input's positions."""
+    input's and its explicit pads' positions."""
     pads, k, s = attrs["pads"], attrs["kernel_shape"], attrs["strides"]
     d = attrs.get("dilations", [1, 1])
     extra = []
@@ -86,10 +86,8 @@ def _pool_pad(x, attrs, value) -> tuple[np.ndarray, np.ndarray]:
         need = (out - 1) * s[ax] + (k[ax] - 1) * d[ax] + 1 - (size + pads[ax] + pads[ax + 2])
         extra.append(max(need, 0))
     widths = ((0, 0), (0, 0), (pads[0], pads[2] + extra[0]), (pads[1], pads[3] + extra[1]))
-    counted = np.pad(
-        np.ones(x.shape[2:], x.dtype), ((pads[0], pads[2]), (pads[1], pads[3]))
-    )  # 1 on the input and its explicit pads
-    counted = np.pad(counted, ((0, extra[0]), (0, extra[1])))
+    size = (x.shape[2] + pads[0] + pads[2], x.shape[3] + pads[1] + pads[3])
+    counted = np.pad(np.ones(size, x.dtype), ((0, extra[0]), (0, extra[1])))
     return np.pad(x, widths, constant_values=value), counted
 
 
