@@ -28,9 +28,10 @@ SUPPORTED = (
     "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
     "HardSwish Add Sub Mul Div Pow MaxPool AveragePool GlobalAveragePool GlobalMaxPool Gemm "
     "MatMul Flatten Reshape Transpose Concat Split Slice Squeeze Unsqueeze Pad Softmax "
-    "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Gather Cast"
+    "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Gather Cast "
+    "ConstantOfShape Sum"
 ).split()
-FOLD_ONLY = ("Shape", "Gather", "Cast")  # supported where they fold to constants
+FOLD_ONLY = ("Shape", "Gather", "Cast", "ConstantOfShape")  # where they fold to constants
 
 
 class Unsupported(Exception):
@@ -201,6 +202,12 @@ class _Importer:
             start, end = attrs.get("start", 0), attrs.get("end")
             self.graph.add_constant(node.output[0], np.array(shape[start:end], np.int64))
             return
+        if op == "ConstantOfShape":
+            shape = [int(d) for d in self.const(node, 0, "shape")]
+            value = attrs.get("value")
+            fill = _constant({"value": value}) if value is not None else np.zeros(1, np.float32)
+            self.graph.add_constant(node.output[0], np.full(shape, fill.reshape(-1)[0]))
+            return
         inputs = list(node.input)
         normalize = NORMALIZE.get(op)
         if normalize is not None:
@@ -210,6 +217,15 @@ class _Importer:
         if op in ("Dropout", "MaxPool", "BatchNormalization"):
             ir.outputs = outputs[:1]  # the optional outputs (mask, indices, statistics)
             self.used_extra_outputs(node, outputs[1:])
+        if op == "Sum":  # variadic: a chain of Adds
+            acc = inputs[0]
+            for k, t in enumerate(inputs[1:], 1):
+                out = outputs[0] if k == len(inputs) - 1 else self.graph.fresh(f"{outputs[0]}_{k}")
+                self.emit(Node("Add", [acc, t], [out], {}, f"{node.name}_{k}" if node.name else ""))
+                acc = out
+            if len(inputs) == 1:
+                self.emit(Node("Identity", inputs, outputs, {}, node.name))
+            return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
         self.emit(ir)
