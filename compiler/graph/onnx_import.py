@@ -1,4 +1,5 @@
-"""ONNX (opsets 11-18) -> graph IR with static shapes.
+"""ONNX (opsets 11-18) -> graph IR with static shapes. A model of a newer opset imports where
+its operators are defined as at opset 18.
 
 Every attribute ONNX defines for a supported operator is present on the IR node, defaults
 filled from the operator's schema at the model's opset; inputs that must be constant
@@ -60,7 +61,7 @@ def load(model: Any):
 def opset_of(model) -> int:
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
-            if o.version not in OPSETS:
+            if o.version < OPSETS[0]:
                 raise OperatorError(
                     f"the model uses ONNX opset {o.version}; supported are {OPSETS[0]}-{OPSETS[-1]}"
                 )
@@ -109,9 +110,10 @@ class _Importer:
         inputs = [i for i in g.input if i.name not in self.graph.constants]
         unknown = set(shapes or ()) - {i.name for i in inputs}
         if unknown:
+            names = ", ".join(i.name for i in inputs)
+            its = f"its input is {names}" if len(inputs) == 1 else f"its inputs are {names}"
             raise OperatorError(
-                f"--shape {sorted(unknown)[0]}: the model has no input of that name (its inputs: "
-                f"{', '.join(i.name for i in inputs)})"
+                f"--shape {sorted(unknown)[0]}: the model has no input of that name ({its})"
             )
         for i in inputs:
             self.graph.inputs.append(i.name)
@@ -120,6 +122,17 @@ class _Importer:
         self.problems: list[str] = []
         self.blocked: set[str] = set()  # values downstream of a failed node
         self.extra_outputs: dict[str, Any] = {}  # optional outputs not computed
+
+    def check_version(self, op: str) -> None:
+        """A model of a newer opset imports where its operators are defined as at opset 18."""
+        import onnx
+
+        since = onnx.defs.get_schema(op, self.opset).since_version
+        if since > OPSETS[-1]:
+            raise Unsupported(
+                f"{op} as redefined at opset {since} is not supported (opsets {OPSETS[0]}-"
+                f"{OPSETS[-1]})"
+            )
 
     # -- attribute helpers ---------------------------------------------------------------
     def attrs(self, node) -> dict[str, Any]:
@@ -166,6 +179,7 @@ class _Importer:
                     raise Unsupported(f"operator domain {node.domain!r} is not supported")
                 if node.op_type not in SUPPORTED:
                     raise Unsupported("operator not supported")
+                self.check_version(node.op_type)
                 attrs = self.attrs(node)
                 self.add(node, attrs)
             except _Unknown:  # after a failed node: its checks needing shapes are skipped
