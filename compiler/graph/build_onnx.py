@@ -247,15 +247,9 @@ class _Lowering:
         units = weight.shape[0]
         c = node.inputs[2] if len(node.inputs) > 2 else ""
         bias = self.graph.constants.get(c) if c else np.zeros(units)
-        if bias is None:
-            raise OperatorError(f"node {node.label} (Gemm): C must be a constant")
-        bias = np.broadcast_to(np.asarray(bias) * a.get("beta", 1.0), (units,))
-        if (
-            c
-            and np.asarray(self.graph.constants[c]).ndim == 2
-            and self.graph.constants[c].shape[0] > 1
-        ):
-            raise OperatorError(f"node {node.label} (Gemm): C varies along M")
+        if bias is None or (bias.ndim == 2 and bias.shape[0] > 1):
+            raise OperatorError(f"node {node.label} (Gemm): C must be a constant row or scalar")
+        bias = np.broadcast_to(bias.reshape(-1) * a.get("beta", 1.0), (units,))
         wname, bname = f"{node.label}_w", f"{node.label}_b"
         self.params[wname] = np.ascontiguousarray(weight, np.float32)
         self.params[bname] = np.ascontiguousarray(bias, np.float32)
@@ -309,6 +303,8 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
             low.lower(g.nodes, g.name)
         except OperatorError as e:
             low.problems.append(str(e))
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            low.problems.append(f"group {g.name}: cannot lower it ({type(e).__name__}: {e})")
     for t in graph.outputs:
         if not low.problems:
             low.as_plain(t)
