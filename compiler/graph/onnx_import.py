@@ -195,7 +195,7 @@ class _Importer:
                 self.problems.append(f"graph output {t} is not computed by any node")
         if self.problems:
             raise OperatorError(
-                f"{len(self.problems)} unsupported node(s): " + "; ".join(self.problems)
+                f"{len(self.problems)} node(s) cannot be imported: " + "; ".join(self.problems)
             )
         for t in self.graph.outputs:  # a constant output stays a value of the graph
             if t in self.graph.constants:

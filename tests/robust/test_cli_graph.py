@@ -130,5 +130,5 @@ def test_every_unsupported_node_is_listed_at_once(files, capsys):
     _gemm_model(root / "uns.onnx", [1, 8], nodes)
     code, err = _run(capsys, "run", root / "uns.onnx", "--inputs", root / "in.npz")
     assert code == 1
-    assert "2 unsupported node(s): node s1 (Gelu): operator not supported; " in err
+    assert "2 node(s) cannot be imported: node s1 (Gelu): operator not supported; " in err
     assert "node sm (LRN): operator not supported" in err

@@ -137,7 +137,7 @@ def test_every_unsupported_node_is_listed_in_one_error():
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
     msg = str(e.value)
-    assert msg.startswith("4 unsupported node(s):")
+    assert msg.startswith("4 node(s) cannot be imported:")
     assert "node gelu0 (Gelu): operator not supported" in msg
     assert "node rs (Resize): attribute mode='cubic' is not supported" in msg
     assert "node pad0 (Pad): attribute mode='wrap'" in msg
