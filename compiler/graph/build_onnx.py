@@ -27,6 +27,7 @@ from .ir import Graph
 from .ir import Node as IRNode
 from .onnx_import import import_onnx
 from .passes import run_passes
+from .passes.fuse import group_inputs
 
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
@@ -298,13 +299,20 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
     if bad:
         raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
+    failed: set[str] = set()  # values of groups that failed (their readers are skipped)
     for g in graph.groups or []:
+        outs = {o for n in g.nodes for o in n.outputs}
+        if failed & set(group_inputs(g)):
+            failed |= outs
+            continue
         try:
             low.lower(g.nodes, g.name)
         except OperatorError as e:
             low.problems.append(str(e))
+            failed |= outs
         except (KeyError, IndexError, ValueError, TypeError) as e:
             low.problems.append(f"group {g.name}: cannot lower it ({type(e).__name__}: {e})")
+            failed |= outs
     for t in graph.outputs:
         if not low.problems:
             low.as_plain(t)

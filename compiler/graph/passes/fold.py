@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node
+from ..ir import Graph, Node, Value
 from ..reference import run_node
 
 
@@ -43,33 +43,47 @@ def _bn_scale(graph: Graph, bn: Node) -> tuple[np.ndarray, np.ndarray] | None:
 
 def fold_batch_norm(graph: Graph) -> Graph:
     """A BatchNormalization right after a Conv or Gemm (its only reader, with constant
-    weights) is folded into that layer's weight and bias (in place)."""
+    weights) is folded into that layer's weight and bias; one with constant parameters
+    elsewhere becomes a per-channel Mul and Add (in place)."""
     producers, users = graph.producers(), graph.consumers()
-    removed: set[int] = set()
+    nodes: list[Node] = []
     for bn in graph.nodes:
-        if bn.op != "BatchNormalization":
-            continue
-        layer = producers.get(bn.inputs[0])
-        if (
-            layer is None
-            or layer.op not in ("Conv", "Gemm")
-            or len(users.get(bn.inputs[0], [])) != 1
-            or bn.inputs[0] in graph.outputs
-            or not all(t in graph.constants for t in layer.inputs[1:] if t)
-        ):
-            continue
-        folded = _bn_scale(graph, bn)
+        folded = _bn_scale(graph, bn) if bn.op == "BatchNormalization" else None
         if folded is None:
+            nodes.append(bn)
             continue
         scale, shift = folded
-        if layer.op == "Conv":
-            _fold_into_conv(graph, layer, scale, shift)
-        elif not _fold_into_gemm(graph, layer, scale, shift):
-            continue
-        layer.outputs = [bn.outputs[0]]
-        removed.add(id(bn))
-    graph.nodes = [n for n in graph.nodes if id(n) not in removed]
+        layer = producers.get(bn.inputs[0])
+        if (
+            layer is not None
+            and layer.op in ("Conv", "Gemm")
+            and len(users.get(bn.inputs[0], [])) == 1
+            and bn.inputs[0] not in graph.outputs
+            and all(t in graph.constants for t in layer.inputs[1:] if t)
+            and (layer.op == "Conv" or _fold_into_gemm(graph, layer, scale, shift))
+        ):
+            if layer.op == "Conv":
+                _fold_into_conv(graph, layer, scale, shift)
+            layer.outputs = [bn.outputs[0]]
+        else:
+            nodes += _scale_shift(graph, bn, scale, shift)
+    graph.nodes = nodes
     return graph.prune()
+
+
+def _scale_shift(graph: Graph, bn: Node, scale: np.ndarray, shift: np.ndarray) -> list[Node]:
+    """bn(x) as Mul(x, scale) and Add(_, shift) with per-channel constants."""
+    x = graph.value(bn.inputs[0])
+    shape = (-1,) + (1,) * (len(x.shape or (0, 0)) - 2)
+    dtype = x.dtype or "float32"
+    s = graph.add_constant(graph.fresh(f"{bn.label}_scale"), scale.reshape(shape).astype(dtype))
+    b = graph.add_constant(graph.fresh(f"{bn.label}_shift"), shift.reshape(shape).astype(dtype))
+    mid = graph.fresh(f"{bn.outputs[0]}_scaled")
+    graph.values[mid] = Value(mid, x.shape, x.dtype)
+    return [
+        Node("Mul", [bn.inputs[0], s], [mid], {}, f"{bn.label}_mul"),
+        Node("Add", [mid, b], [bn.outputs[0]], {}, f"{bn.label}_add"),
+    ]
 
 
 def _fold_into_conv(graph: Graph, conv: Node, scale: np.ndarray, shift: np.ndarray) -> None:

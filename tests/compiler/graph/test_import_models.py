@@ -18,21 +18,30 @@ LIGHT = Path(onnx.__file__).parent / "backend/test/data/light"
 
 
 def seeded(name: str):
-    """The bundled model at opset 13 with seeded positive weights scaled by 1/fan-in."""
+    """The bundled model at opset 13 with seeded weights (He-initialized tensors, small biases,
+    batch-norm scales and variances in [0.5, 1.5]), ending before its final softmax."""
     from onnx import numpy_helper, version_converter
 
     m = version_converter.convert_version(onnx.load(str(LIGHT / f"light_{name}.onnx")), 13)
     rng = np.random.default_rng(0)
+    positive = {t for n in m.graph.node if n.op_type == "BatchNormalization"
+                for t in (n.input[1], n.input[4])}  # fmt: skip
+    inits = {t.name: t for t in m.graph.initializer}
     nodes = []
     for n in m.graph.node:
         if n.op_type != "ConstantOfShape":
             nodes.append(n)
             continue
-        shape = [int(d) for d in numpy_helper.to_array(
-            next(t for t in m.graph.initializer if t.name == n.input[0]))]  # fmt: skip
-        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        value = rng.uniform(0.5, 1.5, shape) / fan_in
+        shape = [int(d) for d in numpy_helper.to_array(inits[n.input[0]])]
+        if n.output[0] in positive:
+            value = rng.uniform(0.5, 1.5, shape)
+        elif len(shape) > 1:
+            value = rng.standard_normal(shape) * np.sqrt(2.0 / np.prod(shape[1:]))
+        else:
+            value = rng.standard_normal(shape) * 0.1
         m.graph.initializer.append(numpy_helper.from_array(value.astype(np.float32), n.output[0]))
+    if nodes[-1].op_type == "Softmax":  # compare the logits, not a saturated softmax
+        m.graph.output[0].name = nodes.pop().input[0]
     del m.graph.node[:]
     m.graph.node.extend(nodes)
     return m
@@ -64,3 +73,22 @@ def test_models_with_operators_outside_the_list_name_them():
         import_onnx(
             onnx.version_converter.convert_version(onnx.load(LIGHT / "light_bvlc_alexnet.onnx"), 13)
         )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["squeezenet", *(pytest.param(n, marks=pytest.mark.slow)
+                     for n in ("resnet50", "densenet121", "inception_v2"))],
+)  # fmt: skip
+def test_bundled_model_compiles_for_the_cpu(name, tmp_path):
+    from compiler.graph.build_onnx import compile_model
+
+    m = seeded(name)
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    graph = compile_model(tmp_path / "m.onnx")
+    (spec,) = graph.inputs
+    x = np.random.default_rng(1).standard_normal(spec.shape).astype(np.float32)
+    (got,) = graph.run({spec.name: x}).values()
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {spec.name: x})
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * np.abs(want).max())

@@ -69,7 +69,7 @@ def test_batch_norm_folds_into_conv_and_gemm():
     same_function(g, folded, (1, 3, 4, 4))
 
 
-def test_batch_norm_after_a_shared_conv_output_stays():
+def test_batch_norm_after_a_shared_conv_output_becomes_scale_and_shift():
     conv = {"auto_pad": "NOTSET", "dilations": [1, 1], "group": 1, "kernel_shape": [1, 1],
             "pads": [0, 0, 0, 0], "strides": [1, 1]}  # fmt: skip
     nodes = [
@@ -78,7 +78,10 @@ def test_batch_norm_after_a_shared_conv_output_stays():
         Node("Add", ["n", "c"], ["y"]),
     ]
     g = graph(nodes, (1, 2, 3, 3), ["y"], {"w": rng.standard_normal((2, 2, 1, 1)), **bn_params(2)})
-    assert [n.op for n in fold_batch_norm(g).nodes] == ["Conv", "BatchNormalization", "Add"]
+    folded = fold_batch_norm(copy(g))
+    assert [n.op for n in folded.nodes] == ["Conv", "Mul", "Add", "Add"]
+    assert folded.value(folded.nodes[1].inputs[1]).shape == (2, 1, 1)
+    same_function(g, folded, (1, 2, 3, 3))
 
 
 def test_constants_fold():
