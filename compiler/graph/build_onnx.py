@@ -79,6 +79,10 @@ def import_groups(
     return lower_groups(graph)
 
 
+class _Missing(OperatorError):
+    """A group reads a value no earlier group computed."""
+
+
 class _Lowering:
     """The fused IR's groups as `build.Group`s, tracking each value's layouts."""
 
@@ -118,7 +122,7 @@ class _Lowering:
         if t in self.plain:
             return t
         if t not in self.packed:
-            raise OperatorError(f"value {t} was not computed before it is read")
+            raise _Missing(f"value {t} was not computed before it is read")
         node = Node("UnpackNCHWc", [self.packed[t]], t if members is None else f"{t}_nchw")
         self.shapes[node.output] = self.shape(t)
         if members is None:
@@ -299,14 +303,15 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
     if bad:
         raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
-    failed: set[str] = set()  # values of groups that failed (their readers are skipped)
+    failed: set[str] = set()  # values of groups that failed
     for g in graph.groups or []:
         outs = {o for n in g.nodes for o in n.outputs}
-        if failed & set(group_inputs(g)):
-            failed |= outs
-            continue
         try:
             low.lower(g.nodes, g.name)
+        except _Missing as e:  # reported already where a group reads a failed one
+            if not failed & set(group_inputs(g)):
+                low.problems.append(str(e))
+            failed |= outs
         except OperatorError as e:
             low.problems.append(str(e))
             failed |= outs
