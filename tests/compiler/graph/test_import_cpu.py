@@ -99,3 +99,28 @@ def test_vta_compile_prints_passes(tmp_path, capsys):
     assert out.index("== import ==") < out.index("== simplify ==") < out.index("== fuse ==")
     assert "%y = Relu(%x) : float32[2,3]" in out.split("== simplify ==")[1]
     assert "1 tasks in 1 groups" in out
+
+
+def test_two_inputs_and_an_output_read_by_a_later_layer(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Add", ["c", "b"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y1"]),
+        helper.make_node("Conv", ["y1", "w2"], ["y2"], pads=[1] * 4),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, s)
+         for k, s in (("x", [1, 4, 6, 6]), ("b", [1, 8, 6, 6]))],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, None) for k in ("y1", "y2")],
+        [numpy_helper.from_array(f32(8, 4, 3, 3), "w"),
+         numpy_helper.from_array(f32(8, 8, 3, 3), "w2")],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    feeds = {"x": f32(1, 4, 6, 6, scale=1), "b": f32(1, 8, 6, 6, scale=1)}
+    got = compile_model(tmp_path / "m.onnx").run(feeds)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for name, want in zip(("y1", "y2"), sess.run(None, feeds), strict=True):
+        np.testing.assert_allclose(got[name], want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
