@@ -45,15 +45,43 @@ def compile_model(
 ) -> GraphModule:
     """The ONNX model at `path` compiled into a GraphModule; `shapes` gives inputs' shapes
     where the model leaves dimensions symbolic (`--shape NAME=DIMS`); `print_passes` prints
-    the graph IR after every pass (to stdout)."""
+    the graph IR after every pass, then the CPU's groups in their layouts and the memory plan
+    (to stdout)."""
     with target_scope(target):
         groups, tensor_shapes, params, inputs, outputs = import_groups(path, shapes, print_passes)
     offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
+    if print_passes:
+        print(f"== layout (NCHW[x]c) ==\n{format_groups(groups, tensor_shapes, params)}")
+        print(f"== memory plan ==\n{format_plan(offsets, tensor_shapes, arena, bound)}")
     graph = build_graph(
         groups, tensor_shapes, params, inputs, outputs, offsets, arena, target, log, db
     )
     graph.manifest["arena_lower_bound"] = bound
     return graph
+
+
+def format_groups(groups: list[Group], shapes: dict, params: dict) -> str:
+    """The lowered groups, one line per node with its tensors' shapes."""
+
+    def t(name: str) -> str:
+        shape = params[name].shape if name in params else shapes[name]
+        return f"%{name}[{','.join(map(str, shape))}]"
+
+    lines = []
+    for g in groups:
+        lines.append(f"group {g.name}:")
+        lines += [f"  {t(n.output)} = {n.op}({', '.join(map(t, n.inputs))})" for n in g.nodes]
+    return "\n".join(lines)
+
+
+def format_plan(offsets: dict, shapes: dict, arena: int, bound: int) -> str:
+    """Every arena tensor's offset and size, the arena against its lower bound."""
+    lines = [
+        f"  %{name} at {off}: {int(np.prod(shapes[name])) * 4} bytes"
+        for name, off in sorted(offsets.items(), key=lambda kv: kv[1])
+    ]
+    lines.append(f"arena {arena} bytes, lower bound {bound} bytes ({arena / max(bound, 1):.2f}x)")
+    return "\n".join(lines)
 
 
 def _input_shape(inp, given: dict | None, path=None) -> tuple[int, ...]:

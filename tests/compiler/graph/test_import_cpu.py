@@ -99,6 +99,8 @@ def test_vta_compile_prints_passes(tmp_path, capsys):
     assert out.index("== import ==") < out.index("== simplify ==") < out.index("== fuse ==")
     assert "%y = Relu(%x) : float32[2,3]" in out.split("== simplify ==")[1]
     assert "1 tasks in 1 groups" in out
+    assert "== layout (NCHW[x]c) ==\ngroup y:\n  %y[2,3] = Relu(%x[2,3])" in out
+    assert "== memory plan ==" in out and "arena 0 bytes, lower bound 0 bytes" in out
 
 
 def test_two_inputs_and_an_output_read_by_a_later_layer(tmp_path):
