@@ -198,10 +198,13 @@ class _Lowering:
 
     def operand(self, t: str, n: IRNode, packed: bool) -> str:
         """The second operand of a fused binary node: an activation of the output's shape
-        or a constant broadcast per channel (packed like the output) or everywhere."""
+        (or, packed, of shape [N, C, 1, 1]: a per-channel gate) or a constant broadcast per
+        channel (packed like the output) or everywhere."""
         out_shape = self.shape(n.outputs[0])
         if t not in self.graph.constants:
-            if self.shape(t) != out_shape:
+            shape = self.shape(t)
+            gate = packed and shape == (*out_shape[:2], 1, 1)
+            if shape != out_shape and not gate:
                 raise OperatorError(f"node {n.label} ({n.op}): operand {t} would broadcast")
             return self.as_packed(t) if packed else self.as_plain(t)
         value = np.broadcast_to(self.graph.constants[t], out_shape).astype(np.float32)

@@ -2,9 +2,10 @@
 
 Nodes are visited in order; a node joins the group of the producer of one of its inputs when
 that value has no other reader and is no graph output, and the kinds fit:
-- a complex-out-fusable group (conv, dense, pool) absorbs elementwise and broadcast followers;
+- a complex-out-fusable group (conv, dense, pool) absorbs elementwise and broadcast followers
+  of its output's shape;
 - injective nodes fuse with each other, and a reduction absorbs the injective nodes before it;
-- a reduction group absorbs elementwise followers;
+- a reduction group absorbs elementwise and broadcast followers of its output's shape;
 - opaque nodes fuse with nothing.
 Each group runs as one kernel; a group only reads its nodes' inputs from earlier groups (its
 intermediate values have one reader each, inside the group), so groups run in order.
@@ -45,6 +46,9 @@ def fuse(graph: Graph) -> Graph:
             if g.nodes[-1].outputs[0] != t or len(g.nodes[-1].outputs) != 1:
                 continue  # only the group's last value can be extended
             joined = _joined(g.pattern, kind)
+            if g.pattern >= Pattern.REDUCTION and joined is not None:  # followers keep shape
+                if graph.value(node.outputs[0]).shape != graph.value(t).shape:
+                    joined = None
             if joined is not None:
                 target, kind = g, joined
                 break

@@ -126,3 +126,22 @@ def test_two_inputs_and_an_output_read_by_a_later_layer(tmp_path):
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     for name, want in zip(("y1", "y2"), sess.run(None, feeds), strict=True):
         np.testing.assert_allclose(got[name], want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_squeeze_excitation_gate(tmp_path, shared):
+    """A per-channel gate multiplies a conv's output: fused into that conv's group (packed)
+    when the output has no other reader, a group of its own when the gate reads it too."""
+    c = 32
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["f"], pads=[1] * 4),
+        helper.make_node("Conv", ["x", "w"], ["g"], pads=[1] * 4),
+        helper.make_node("GlobalAveragePool", ["f" if shared else "g"], ["p"]),
+        helper.make_node("Conv", ["p", "w1"], ["q"]),
+        helper.make_node("Relu", ["q"], ["r"]),
+        helper.make_node("Conv", ["r", "w2"], ["e"]),
+        helper.make_node("HardSigmoid", ["e"], ["gate"]),
+        helper.make_node("Mul", ["f", "gate"], ["y"]),
+    ]
+    consts = {"w": f32(c, 8, 3, 3), "w1": f32(8, c, 1, 1), "w2": f32(c, 8, 1, 1)}
+    check(save(tmp_path, nodes, [1, 8, 6, 6], [1, c, 6, 6], consts), (1, 8, 6, 6))
