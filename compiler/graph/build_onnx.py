@@ -94,17 +94,24 @@ def _input_shape(inp, given: dict | None, path=None) -> tuple[int, ...]:
         raise OperatorError(f"{path}: {e}" if path else str(e)) from None
 
 
-def import_groups(
+def fused_graph(
     path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
-) -> tuple[list[Group], dict, dict, list[str], list[str]]:
-    """(groups, tensor shapes, constant parameters, input names, output names) of a model
-    after the graph passes, lowered to the CPU's packed layout."""
+) -> Graph:
+    """The model's graph IR after the passes (fused)."""
     try:
         graph = import_onnx(path, given_shapes)
     except OperatorError as e:
         raise OperatorError(f"{path}: {e}") from None
     graph, _ = run_passes(graph, print_passes)
-    return lower_groups(graph)
+    return graph
+
+
+def import_groups(
+    path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
+) -> tuple[list[Group], dict, dict, list[str], list[str]]:
+    """(groups, tensor shapes, constant parameters, input names, output names) of a model
+    after the graph passes, lowered to the CPU's packed layout."""
+    return lower_groups(fused_graph(path, given_shapes, print_passes))
 
 
 class _Missing(OperatorError):
@@ -361,4 +368,4 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     return low.groups, low.shapes, low.params, list(graph.inputs), list(graph.outputs)
 
 
-__all__ = ["compile_model", "import_groups", "lower_groups"]
+__all__ = ["compile_model", "fused_graph", "import_groups", "lower_groups"]
