@@ -1,0 +1,147 @@
+"""ONNX models through the graph IR and its passes onto the CPU: operators beyond the
+benchmark networks compile and match onnxruntime; what the CPU cannot run is listed."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.errors import OperatorError
+from compiler.graph.build_onnx import compile_model
+from vta.cli import main
+
+ort = pytest.importorskip("onnxruntime")
+rng = np.random.default_rng(0)
+
+
+def save(tmp_path, nodes, x_shape, y_shape, consts, name="m.onnx"):
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / name
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def check(path, x_shape):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    (got,) = compile_model(path).run({"x": x}).values()
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
+
+
+def f32(*shape, scale=0.3):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def test_conv_network_with_more_operators(tmp_path):
+    c = 16
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], pads=[1, 0, 1, 2]),
+        helper.make_node("BatchNormalization", ["c1", "g", "b", "m", "v"], ["n1"]),
+        helper.make_node("HardSwish", ["n1"], ["h"]),
+        helper.make_node(
+            "MaxPool", ["h"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1
+        ),  # fmt: skip
+        helper.make_node("Conv", ["p", "wd"], ["d"], kernel_shape=[3, 3], pads=[1] * 4, group=c),
+        helper.make_node("LeakyRelu", ["d"], ["l"], alpha=0.1),
+        helper.make_node("Mul", ["l", "scale"], ["s"]),
+        helper.make_node("GlobalAveragePool", ["s"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["g1"], alpha=0.5),
+        helper.make_node("Softmax", ["g1"], ["y"]),
+    ]
+    consts = {
+        "w1": f32(c, 8, 3, 3), "g": f32(c) + 1, "b": f32(c), "m": f32(c), "v": f32(c) ** 2 + 0.5,
+        "wd": f32(c, 1, 3, 3), "scale": f32(1, c, 1, 1), "fc": f32(c, 10), "fcb": f32(10),
+    }  # fmt: skip
+    check(save(tmp_path, nodes, [1, 8, 12, 12], [1, 10], consts), (1, 8, 12, 12))
+
+
+def test_plain_layout_operators(tmp_path):
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Reshape", ["t", "shape"], ["r"]),
+        helper.make_node("Concat", ["r", "r"], ["cat"], axis=1),
+        helper.make_node("MatMul", ["cat", "w"], ["mm"]),
+        helper.make_node("Sigmoid", ["mm"], ["sg"]),
+        helper.make_node("Sub", ["sg", "half"], ["y"]),
+    ]
+    consts = {"shape": np.array([6, -1], np.int64), "w": f32(8, 5), "half": np.float32(0.5)}
+    check(save(tmp_path, nodes, [3, 4, 2], [6, 5], consts), (3, 4, 2))
+
+
+def test_operators_the_cpu_lacks_are_listed(tmp_path):
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "w"], ["a"], name="up", strides=[2, 2],
+                         pads=[1, 1, 0, 0]),
+        helper.make_node("Resize", ["x", "", "sc"], ["b"], name="rs"),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]  # fmt: skip
+    consts = {"w": f32(2, 2, 3, 3), "sc": np.array([1, 1, 2, 2], np.float32)}
+    path = save(tmp_path, nodes, [1, 2, 4, 4], [1, 2, 8, 8], consts)
+    with pytest.raises(OperatorError, match=r"2 group\(s\) cannot run on the CPU") as e:
+        compile_model(path)
+    assert "node rs (Resize): no CPU kernel for Resize" in str(e.value)
+    assert "node up (ConvTranspose): no CPU kernel for ConvTranspose" in str(e.value)
+
+
+def test_vta_compile_prints_passes(tmp_path, capsys):
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])]
+    path = save(tmp_path, nodes, [2, 3], [2, 3], {})
+    assert main(["compile", str(path), "-o", str(tmp_path / "c"), "--print-passes"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("== import ==") < out.index("== simplify ==") < out.index("== fuse ==")
+    assert "%y = Relu(%x) : float32[2,3]" in out.split("== simplify ==")[1]
+    assert "1 tasks in 1 groups" in out
+    assert "== layout (NCHW[x]c) ==\ngroup y:\n  %y[2,3] = Relu(%x[2,3])" in out
+    assert "== memory plan ==" in out and "arena 0 bytes, lower bound 0 bytes" in out
+
+
+def test_two_inputs_and_an_output_read_by_a_later_layer(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Add", ["c", "b"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y1"]),
+        helper.make_node("Conv", ["y1", "w2"], ["y2"], pads=[1] * 4),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, s)
+         for k, s in (("x", [1, 4, 6, 6]), ("b", [1, 8, 6, 6]))],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, None) for k in ("y1", "y2")],
+        [numpy_helper.from_array(f32(8, 4, 3, 3), "w"),
+         numpy_helper.from_array(f32(8, 8, 3, 3), "w2")],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    feeds = {"x": f32(1, 4, 6, 6, scale=1), "b": f32(1, 8, 6, 6, scale=1)}
+    got = compile_model(tmp_path / "m.onnx").run(feeds)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for name, want in zip(("y1", "y2"), sess.run(None, feeds), strict=True):
+        np.testing.assert_allclose(got[name], want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_squeeze_excitation_gate(tmp_path, shared):
+    """A per-channel gate multiplies a conv's output: fused into that conv's group (packed)
+    when the output has no other reader, a group of its own when the gate reads it too."""
+    c = 32
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["f"], pads=[1] * 4),
+        helper.make_node("Conv", ["x", "w"], ["g"], pads=[1] * 4),
+        helper.make_node("GlobalAveragePool", ["f" if shared else "g"], ["p"]),
+        helper.make_node("Conv", ["p", "w1"], ["q"]),
+        helper.make_node("Relu", ["q"], ["r"]),
+        helper.make_node("Conv", ["r", "w2"], ["e"]),
+        helper.make_node("HardSigmoid", ["e"], ["gate"]),
+        helper.make_node("Mul", ["f", "gate"], ["y"]),
+    ]
+    consts = {"w": f32(c, 8, 3, 3), "w1": f32(8, c, 1, 1), "w2": f32(c, 8, 1, 1)}
+    check(save(tmp_path, nodes, [1, 8, 6, 6], [1, c, 6, 6], consts), (1, 8, 6, 6))
