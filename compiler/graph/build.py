@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -113,9 +113,25 @@ def group_kernel(
     return func, [*group.inputs, group.output]
 
 
-def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | None:
-    """The group's tuning task: (conv2d_NCHWc template args, (ic_bn, oc_bn)) for a batch-1,
-    group-1 convolution with 'same'-style padding k // 2 (the template's), else None."""
+class ConvTask(NamedTuple):
+    """A group's conv2d_NCHWc tuning task: template args, the graph's channel blocks and the
+    padding on every side (None: the template's default kh // 2)."""
+
+    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride
+    blocks: tuple[int, int]  # ic_bn, oc_bn
+    padding: int | None
+
+    def task_args(self, blocks: bool = True) -> tuple:
+        """The template's arguments: with the graph's blocks fixed, or (0, 0) = free."""
+        tail = () if self.padding is None else (self.padding,)
+        if blocks:
+            return (*self.args, *self.blocks, *tail)
+        return (*self.args, 0, 0, *tail) if tail else self.args
+
+
+def conv_task(group: Group, shapes: dict) -> ConvTask | None:
+    """The group's tuning task for a batch-1, group-1, undilated convolution with a square
+    kernel, equal strides and the same zero padding on every side, else None."""
     for n in group.nodes:
         if n.op != "Conv":
             continue
@@ -128,32 +144,32 @@ def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | Non
             or data[0] != 1
             or kh != kw
             or stride[0] != stride[1]
-            or pads != [kh // 2] * 4
+            or len(set(pads)) != 1
             or any(d != 1 for d in n.attrs.get("dilations") or [1, 1])
         ):
             return None
         args = (data[1] * data[4], data[2], data[3], w[0] * w[5], kh, kw, stride[0])
-        return args, (data[4], w[5])
+        return ConvTask(args, (data[4], w[5]), None if pads[0] == kh // 2 else pads[0])
     return None
 
 
-def tuned_knobs(db: Any, args: tuple, blocks: tuple[int, int]) -> dict | None:
+def tuned_knobs(db: Any, task: ConvTask) -> dict | None:
     """The fastest record of the conv2d_NCHWc task with the graph's channel blocks (tuned with
     them fixed, or freely with these blocks among the configs tried), or None."""
     from ..tune.record import MeasureErrorNo
     from ..tune.task import create_task
 
     best, best_cost = None, float("inf")
-    for task_args in ((*args, *blocks), args):
-        task = create_task("conv2d_NCHWc", task_args, "llvm")
-        for r in db.records(task.workload_key, "llvm"):
+    for task_args in (task.task_args(), task.task_args(blocks=False)):
+        tuning = create_task("conv2d_NCHWc", task_args, "llvm")
+        for r in db.records(tuning.workload_key, "llvm"):
             if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs or min(r.costs) >= best_cost:
                 continue
             try:
-                cfg = task.config_space.from_json(r.config)
+                cfg = tuning.config_space.from_json(r.config)
             except Exception:  # a record of another template version
                 continue
-            if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == blocks:
+            if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == task.blocks:
                 best, best_cost = cfg, min(r.costs)
     if best is None:
         return None
@@ -222,9 +238,9 @@ def build_graph(
             key = _signature(g, shapes)
             if key not in kernels:
                 task = conv_task(g, shapes)
-                knobs = tuned_knobs(records, *task) if task and records else None
+                knobs = tuned_knobs(records, task) if task and records else None
                 if task and not knobs:
-                    untuned[f"conv2d_NCHWc{task[0]} blocks {task[1]}"] = None
+                    untuned[f"conv2d_NCHWc{task.task_args()}"] = None
                 tuned += knobs is not None
                 kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}", knobs)
             func = kernels[key]
