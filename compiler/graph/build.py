@@ -24,6 +24,7 @@ from ..te.tensor import Tensor
 from ..tir import stmt as S
 from ..topi import tag, x86
 from ..tune.database import Database
+from ..tune.shipped import shipped_name, shipped_records
 from .build_ops import OPS, placeholder
 from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
 
@@ -231,28 +232,37 @@ def build_graph(
     steps = []
     kernels: dict[str, S.PrimFunc] = {}
     untuned: dict[str, None] = {}
-    tuned = 0
-    records = Database(db) if db else None
-    with target_scope(target):
+    with target_scope(target) as tgt:
+        # the user's records first, then the ones shipped for this instruction set
+        sources = {"records": Database(db)} if db else {}
+        shipped = shipped_records(tgt)
+        if shipped:
+            sources[f"shipped records ({shipped_name(tgt)})"] = shipped
+        used = dict.fromkeys(sources, 0)
         for g in groups:
             key = _signature(g, shapes)
             if key not in kernels:
                 task = conv_task(g, shapes)
-                knobs = tuned_knobs(records, task) if task and records else None
+                knobs = None
+                for source, records in sources.items() if task else ():
+                    knobs = tuned_knobs(records, task)
+                    if knobs:
+                        used[source] += 1
+                        break
                 if task and not knobs:
                     untuned[f"conv2d_NCHWc{task.task_args()}"] = None
-                tuned += knobs is not None
                 kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}", knobs)
             func = kernels[key]
             names = [*g.inputs, g.output]
             slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
             steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
-    if records:
+    for records in sources.values():
         records.close()
     if log:
+        origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "
-            f"in {time.perf_counter() - t0:.2f} s; {tuned} convolutions from records"
+            f"in {time.perf_counter() - t0:.2f} s{origin}"
         )
         for name in untuned:
             log(f"untuned (default schedule): {name}")
@@ -265,6 +275,7 @@ def build_graph(
         target,
     )
     graph.manifest["untuned"] = list(untuned)
+    graph.manifest["tuned_from"] = used
     return graph
 
 

@@ -143,3 +143,33 @@ def test_plan_offsets_reuses_dead_tensors():
     offsets, arena, bound = plan_offsets(chain, shapes, {"t4"})
     assert arena == bound == 128  # t1 and t2 live together; t3 reuses t1's place
     assert offsets["t3"] == offsets["t1"] != offsets["t2"]
+
+
+def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, monkeypatch):
+    from compiler.codegen.target import Target, cpu_facts
+    from compiler.tune import shipped
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    monkeypatch.setattr(shipped, "RECORDS_DIR", tmp_path)
+    groups, shapes, consts, offsets, arena, x, ref = conv_graph()
+    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1, 16, 16), "llvm")
+    avx512 = "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma"
+    with Database() as db:
+        db.add_batch([Record.of(MeasureInput(task, task.config_space.get(0)), [1e-4])])
+        path, n = shipped.ship(db, Target.parse(avx512))
+    assert n == 1 and path.name == "x86_64-avx512.jsonl"
+
+    def build(target):
+        return build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena, target=target)
+
+    graph = build(avx512)
+    assert graph.manifest["untuned"] == []
+    assert graph.manifest["tuned_from"] == {"shipped records (x86_64-avx512)": 1}
+    if cpu_facts().isa == "avx512":  # the host can run the AVX-512 kernels
+        np.testing.assert_allclose(graph.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    avx2 = build("llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f")
+    assert avx2.manifest["untuned"] and avx2.manifest["tuned_from"] == {}
+    monkeypatch.setenv("VTA_SHIPPED_RECORDS", "0")
+    assert build(avx512).manifest["untuned"]
