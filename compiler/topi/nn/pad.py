@@ -1,4 +1,4 @@
-"""Padding: with a constant, or by reflecting or repeating the edge (ONNX Pad modes)."""
+"""Constant padding."""
 
 from __future__ import annotations
 
@@ -39,33 +39,6 @@ def pad(
         return te.if_then_else(te.all(*conds), data(*src), te.const(pad_value, data.dtype))
 
     return te.compute(shape, fcompute, name=name, tag=tag.INJECTIVE)
-
-
-def pad_mode(
-    data: Tensor, pad_before: Sequence[int], pad_after: Sequence[int], mode: str
-) -> Tensor:
-    """data padded by reflection about its edge elements ("reflect", numpy's) or by repeating
-    them ("edge")."""
-    if mode not in ("reflect", "edge"):
-        raise OperatorError(f"pad: mode {mode!r} (expected 'reflect' or 'edge')")
-    for n, b, a in zip(data.shape, pad_before, pad_after, strict=True):
-        if mode == "reflect" and (b >= n or a >= n):
-            raise OperatorError(f"pad: reflecting {b}/{a} elements of an axis of {n}")
-    shape = [n + b + a for n, b, a in zip(data.shape, pad_before, pad_after, strict=True)]
-
-    def source(i: E.Expr, n: int, b: int) -> E.Expr:
-        j = i - b
-        if mode == "edge":
-            return te.max(te.min(j, n - 1), 0) if n > 1 else E.const(0)
-        # reflect: -k -> k, n - 1 + k -> n - 1 - k
-        return te.select(j < 0, -j, te.select(j > n - 1, 2 * (n - 1) - j, j))
-
-    def fcompute(*index):
-        return data(
-            *[source(i, n, b) for i, n, b in zip(index, data.shape, pad_before, strict=True)]
-        )
-
-    return te.compute(shape, fcompute, name=f"pad_{mode}", tag=tag.INJECTIVE)
 
 
 def pad_hw(

@@ -33,32 +33,3 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
         tag=tag.SOFTMAX,
         attrs={"axis": axis},
     )
-
-
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """(x - max) - log(sum(exp(x - max))) along `axis`."""
-    axis = axis % x.ndim
-    shape = x.shape
-    outer = shape[:axis] + shape[axis + 1 :]
-
-    def at(index, r):
-        return (*index[:axis], r, *index[axis:])
-
-    def rest(i):
-        return (*i[:axis], *i[axis + 1 :])
-
-    k1, k2 = te.reduce_axis(shape[axis], "k1"), te.reduce_axis(shape[axis], "k2")
-    max_elem = te.compute(
-        outer, lambda *i: te.max(x(*at(i, k1)), axis=k1), name="T_logsoftmax_maxelem"
-    )
-    expsum = te.compute(
-        outer,
-        lambda *i: te.sum(te.exp(x(*at(i, k2)) - max_elem(*i)), axis=k2),
-        name="T_logsoftmax_expsum",
-    )
-    return te.compute(
-        shape,
-        lambda *i: x(*i) - max_elem(*rest(i)) - te.log(expsum(*rest(i))),
-        name="T_logsoftmax",
-        tag=tag.INJECTIVE,
-    )

@@ -128,28 +128,3 @@ def clip(data: Tensor, lo: float | None, hi: float | None) -> Tensor:
         return v
 
     return te.compute(data.shape, f, name="clip", tag=tag.ELEMWISE)
-
-
-def strided_slice(
-    data: Tensor,
-    starts: Sequence[int],
-    ends: Sequence[int],
-    axes: Sequence[int],
-    steps: Sequence[int],
-) -> Tensor:
-    """data[starts:ends:steps] on `axes` as numpy slices them (ONNX Slice's normalized bounds:
-    an end of -1 with a negative step means "through index 0")."""
-    begin = [0] * data.ndim
-    step = [1] * data.ndim
-    shape = list(data.shape)
-    for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
-        if st == 0:
-            raise OperatorError(f"slice: step 0 on axis {ax}")
-        picked = range(*slice(int(s), int(e) if e >= 0 else None, int(st)).indices(shape[ax]))
-        begin[ax], step[ax], shape[ax] = picked.start, picked.step, len(picked)
-    return te.compute(
-        tuple(shape),
-        lambda *i: data(*[b + k * st for k, b, st in zip(i, begin, step, strict=True)]),
-        name="slice",
-        tag=tag.INJECTIVE,
-    )

@@ -10,10 +10,7 @@ from ..utils import as_outputs, traverse_inline, vector_lanes
 
 def schedule_injective_from_existing(s: Schedule, out: Tensor) -> Schedule:
     """Schedule `out` in place: fuse and parallelize all axes but the last, which is split by
-    the vector width and vectorized when that width divides it (else left to LLVM). A 0-d
-    output (a full reduction) is one scalar: nothing to schedule."""
-    if not s[out].op.axis:
-        return s
+    the vector width and vectorized when that width divides it (else left to LLVM)."""
     *outer, last = s[out].op.axis
     lanes = vector_lanes(out.dtype)
     if out.shape[-1] % lanes == 0:
