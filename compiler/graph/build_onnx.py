@@ -32,7 +32,8 @@ from .passes.fuse import group_inputs
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-          "Concat", "Softmax", "Identity")  # fmt: skip
+          "Concat", "Softmax", "Identity", "Slice", "Pad", "ReduceSum", "ReduceMean",
+          "ReduceMax")  # fmt: skip
 
 
 def compile_model(
@@ -177,6 +178,8 @@ class _Lowering:
         elif anchor.op in ("Gemm", "MatMul"):
             members, out = self.dense(anchor)
             return self.finish(name, nodes, members, out, packed=False)
+        elif anchor.op == "Split":
+            return self.split(anchor)
         else:
             return self.plain_group(name, nodes)
         self.finish(name, nodes, members, out, packed=True)
@@ -317,6 +320,20 @@ class _Lowering:
             local[n.outputs[0]] = n.outputs[0]
         self.groups.append(Group(name, members))
         self.plain.add(nodes[-1].outputs[0])
+
+    def split(self, node: IRNode) -> None:
+        """Split as one Slice group per output."""
+        x, ax = node.inputs[0], node.attrs["axis"]
+        start = 0
+        for k, (out, size) in enumerate(zip(node.outputs, node.attrs["split"], strict=True)):
+            attrs = {"starts": [start], "ends": [start + size], "axes": [ax], "steps": [1]}
+            members: list[Node] = []
+            src = self.operand_plain(x, members)
+            members.append(Node("Slice", [src], out, attrs))
+            self.shapes[out] = self.shape(out)
+            self.groups.append(Group(f"{node.label}_{k}", members))
+            self.plain.add(out)
+            start += size
 
     def operand_plain(self, t: str, members: list[Node]) -> str:
         out = self.as_plain(t, members)

@@ -13,7 +13,8 @@ import numpy as np
 from .. import te, topi
 from ..errors import OperatorError
 from ..te.tensor import Tensor
-from ..topi import nn, x86
+from ..tir import expr as E
+from ..topi import nn, tag, x86
 
 Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
 
@@ -81,6 +82,64 @@ def clip(ins: list[Tensor], attrs: dict) -> Tensor:
     return nn.clip(ins[0], None if lo is None else float(lo), None if hi is None else float(hi))
 
 
+def slice_(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Slice with normalized (clamped, non-negative axes) starts/ends/steps."""
+    x = ins[0]
+    shape, start, step = list(x.shape), [0] * x.ndim, [1] * x.ndim
+    for s, e, ax, st in zip(attrs["starts"], attrs["ends"], attrs["axes"], attrs["steps"],
+                            strict=True):  # fmt: skip
+        shape[ax], start[ax], step[ax] = len(range(s, e, st)), s, st
+    return te.compute(
+        tuple(shape),
+        lambda *i: x(*(start[k] + i[k] * step[k] for k in range(x.ndim))),
+        name="slice",
+        tag=tag.INJECTIVE,
+    )
+
+
+def pad(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Pad: constant, reflect or edge, pads [begins..., ends...]."""
+    x, pads = ins[0], attrs["pads"]
+    before, after = pads[: x.ndim], pads[x.ndim :]
+    if attrs["mode"] == "constant":
+        return nn.pad(x, before, after, float(attrs["value"]), name="pad")
+    shape = tuple(n + b + a for n, b, a in zip(x.shape, before, after, strict=True))
+
+    def src(i, n: int, b: int):
+        j = i - b
+        if attrs["mode"] == "edge":
+            return E.Min(E.Max(j, E.const(0)), E.const(n - 1))
+        j = te.if_then_else(j < 0, -j, j)  # reflect about the first and the last element
+        return te.if_then_else(j > n - 1, 2 * (n - 1) - j, j)
+
+    return te.compute(
+        shape,
+        lambda *i: x(*(src(i[k], x.shape[k], before[k]) for k in range(x.ndim))),
+        name="pad",
+        tag=tag.INJECTIVE,
+    )
+
+
+def reduce(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
+    """ReduceSum/Mean/Max over `axes` (keepdims or not), then an elementwise copy that the
+    injective schedule vectorizes (the reduction stays a stage of its own)."""
+    x, axes, keep = ins[0], list(attrs["axes"]), bool(attrs["keepdims"])
+    rv = {ax: te.reduce_axis(x.shape[ax], f"r{ax}") for ax in axes}
+    kept = [ax for ax in range(x.ndim) if ax not in rv]
+    shape = tuple(1 if ax in rv else x.shape[ax] for ax in range(x.ndim) if keep or ax not in rv)
+
+    def f(*i):
+        out = dict(zip(range(x.ndim) if keep else kept, i, strict=True))
+        index = [rv[ax] if ax in rv else out[ax] for ax in range(x.ndim)]
+        reducer = te.max if kind == "max" else te.sum
+        return reducer(x(*index), axis=list(rv.values()))
+
+    red = te.compute(shape, f, name=f"reduce_{kind}")
+    count = float(np.prod([x.shape[ax] for ax in axes]))
+    scale = 1.0 / count if kind == "mean" else 1.0
+    return te.compute(shape, lambda *i: red(*i) * scale, name="reduce_out", tag=tag.INJECTIVE)
+
+
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0])
 
@@ -128,6 +187,11 @@ OPS: dict[str, Compute] = {
     "Transpose": lambda ins, a: nn.transpose(ins[0], a.get("perm")),
     "Concat": lambda ins, a: nn.concatenate(ins, int(a["axis"])),
     "Softmax": lambda ins, a: nn.softmax(ins[0], int(a.get("axis", -1))),
+    "Slice": slice_,
+    "Pad": pad,
+    "ReduceSum": lambda ins, a: reduce("sum", ins, a),
+    "ReduceMean": lambda ins, a: reduce("mean", ins, a),
+    "ReduceMax": lambda ins, a: reduce("max", ins, a),
     "PackNCHWc": lambda ins, a: nn.pack_nchwc(ins[0], int(a["block"])),
     "UnpackNCHWc": _unary(nn.unpack_nchwc),
     "RepackNCHWc": lambda ins, a: nn.repack_nchwc(ins[0], int(a["block"])),

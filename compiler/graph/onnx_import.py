@@ -140,6 +140,11 @@ class _Importer:
         import onnx
 
         schema = onnx.defs.get_schema(node.op_type, self.opset)
+        if not schema.min_input <= len(node.input) <= schema.max_input:
+            raise Unsupported(
+                f"{len(node.input)} inputs; at opset {self.opset} it takes {schema.min_input}"
+                f"-{schema.max_input}"
+            )
         out: dict[str, Any] = {}
         for name, a in schema.attributes.items():
             if a.default_value.type:

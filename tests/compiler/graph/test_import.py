@@ -123,21 +123,23 @@ def test_every_unsupported_node_is_listed_in_one_error():
         helper.make_node("Resize", ["b", "", "sc"], ["c"], name="rs", mode="cubic"),
         helper.make_node("Pad", ["a", "pads"], ["d"], name="pad0", mode="wrap"),
         helper.make_node("Gather", ["a", "idx"], ["e"], name="g0"),
+        helper.make_node("ReduceMax", ["a", "idx"], ["f"], name="rm"),
         helper.make_node("Add", ["c", "d"], ["y"]),
     ]
     inits = {
         "sc": np.ones(4, np.float32), "pads": np.zeros(8, np.int64), "idx": np.array([0]),
     }  # fmt: skip
-    m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None}, inits, opset=20)
+    m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None, "f": None}, inits, opset=20)
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
     assert "node rs (Resize): Resize as redefined at opset 19 is not supported" in str(e.value)
     assert "node pad0 (Pad): Pad as redefined at opset 19" in str(e.value)
-    m.opset_import[0].version = 18
+    m.opset_import[0].version = 17
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
     msg = str(e.value)
-    assert msg.startswith("4 node(s) cannot be imported:")
+    assert msg.startswith("5 node(s) cannot be imported:")
+    assert "node rm (ReduceMax): 2 inputs; at opset 17 it takes 1-1" in msg
     assert "node gelu0 (Gelu): operator not supported" in msg
     assert "node rs (Resize): attribute mode='cubic' is not supported" in msg
     assert "node pad0 (Pad): attribute mode='wrap'" in msg

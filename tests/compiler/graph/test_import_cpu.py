@@ -145,3 +145,26 @@ def test_squeeze_excitation_gate(tmp_path, shared):
     ]
     consts = {"w": f32(c, 8, 3, 3), "w1": f32(8, c, 1, 1), "w2": f32(c, 8, 1, 1)}
     check(save(tmp_path, nodes, [1, 8, 6, 6], [1, c, 6, 6], consts), (1, 8, 6, 6))
+
+
+def test_slice_pad_split_and_reductions(tmp_path):
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Slice", ["c", "st", "en", "ax", "sp"], ["s"]),
+        helper.make_node("Pad", ["s", "p1"], ["pr"], mode="reflect"),
+        helper.make_node("Pad", ["pr", "p2"], ["pe"], mode="edge"),
+        helper.make_node("Pad", ["pe", "p3", "v"], ["pc"]),
+        helper.make_node("Split", ["pc", "sz"], ["a", "b"], axis=1),
+        helper.make_node("ReduceMean", ["a"], ["m"], axes=[1, 2, 3]),
+        helper.make_node("ReduceMax", ["b"], ["mx"], axes=[1, -2, -1]),
+        helper.make_node("Add", ["m", "mx"], ["t"]),
+        helper.make_node("ReduceSum", ["t", "r2"], ["y"], keepdims=0),
+    ]
+    consts = {
+        "w": f32(16, 4, 3, 3), "st": i64(-1, 1), "en": i64(-100, 8), "ax": i64(3, 2),
+        "sp": i64(-2, 2), "p1": i64(0, 0, 1, 2, 0, 0, 2, 1), "p2": i64(0, 0, 1, 0, 0, 0, 0, 3),
+        "p3": i64(0, 1, 0, 0, 0, 2, 0, 1), "v": np.float32(0.5), "sz": i64(7, 12),
+        "r2": i64(1, -1),
+    }  # fmt: skip
+    check(save(tmp_path, nodes, [1, 4, 9, 8], [1, 1], consts), (1, 4, 9, 8))
