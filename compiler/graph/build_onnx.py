@@ -32,7 +32,7 @@ from .passes.fuse import group_inputs
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-          "Concat", "Softmax", "Identity", "Slice", "Pad", "ReduceSum", "ReduceMean",
+          "Concat", "Softmax", "LogSoftmax", "Identity", "Slice", "Pad", "ReduceSum", "ReduceMean",
           "ReduceMax")  # fmt: skip
 
 

@@ -187,6 +187,7 @@ OPS: dict[str, Compute] = {
     "Transpose": lambda ins, a: nn.transpose(ins[0], a.get("perm")),
     "Concat": lambda ins, a: nn.concatenate(ins, int(a["axis"])),
     "Softmax": lambda ins, a: nn.softmax(ins[0], int(a.get("axis", -1))),
+    "LogSoftmax": lambda ins, a: nn.log_softmax(ins[0], int(a.get("axis", -1))),
     "Slice": slice_,
     "Pad": pad,
     "ReduceSum": lambda ins, a: reduce("sum", ins, a),

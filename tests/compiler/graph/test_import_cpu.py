@@ -168,3 +168,9 @@ def test_slice_pad_split_and_reductions(tmp_path):
         "r2": i64(1, -1),
     }  # fmt: skip
     check(save(tmp_path, nodes, [1, 4, 9, 8], [1, 1], consts), (1, 4, 9, 8))
+
+
+@pytest.mark.parametrize("op, axis", [("LogSoftmax", 1), ("LogSoftmax", -1), ("Softmax", 0)])
+def test_softmax_kinds(tmp_path, op, axis):
+    nodes = [helper.make_node(op, ["x"], ["y"], axis=axis)]
+    check(save(tmp_path, nodes, [3, 5, 8], [3, 5, 8], {}), (3, 5, 8))
