@@ -33,7 +33,7 @@ _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSw
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Slice", "Pad", "ReduceSum", "ReduceMean",
-          "ReduceMax")  # fmt: skip
+          "ReduceMax", "MatMul", "Gemm")  # fmt: skip
 
 
 def compile_model(
@@ -175,7 +175,7 @@ class _Lowering:
             members, out = self.conv(anchor)
         elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
             members, out = self.pool(anchor)
-        elif anchor.op in ("Gemm", "MatMul"):
+        elif anchor.op in ("Gemm", "MatMul") and self.is_dense(anchor):
             members, out = self.dense(anchor)
             return self.finish(name, nodes, members, out, packed=False)
         elif anchor.op == "Split":
@@ -281,20 +281,27 @@ class _Lowering:
         self.shapes[out] = (n_, cb, *self.shape(node.outputs[0])[2:], b)
         return [Node(node.op, [x], out, attrs)], out
 
+    def is_dense(self, node: IRNode) -> bool:
+        """A[M, K] (not transposed) times a constant 2-d B, plus a constant row or scalar C:
+        the packed dense kernel (else a generic matmul in a plain group)."""
+        c = node.inputs[2] if len(node.inputs) > 2 else ""
+        bias = self.graph.constants.get(c) if c else None
+        return (
+            node.inputs[1] in self.graph.constants
+            and self.graph.constants[node.inputs[1]].ndim == 2
+            and len(self.shape(node.inputs[0])) == 2
+            and not (node.op == "Gemm" and node.attrs["transA"])
+            and (not c or (bias is not None and (bias.ndim < 2 or bias.shape[0] == 1)))
+        )
+
     def dense(self, node: IRNode) -> tuple[list[Node], str]:
         a = node.attrs
-        w = self.graph.constants.get(node.inputs[1])
-        if w is None or len(self.shape(node.inputs[0])) != 2 or (node.op == "Gemm" and a["transA"]):
-            raise OperatorError(
-                f"node {node.label} ({node.op}): the CPU runs A[M,K] x constant B only"
-            )
+        w = self.graph.constants[node.inputs[1]]
         alpha = a.get("alpha", 1.0)
         weight = (w if node.op == "Gemm" and a["transB"] else w.T) * alpha
         units = weight.shape[0]
         c = node.inputs[2] if len(node.inputs) > 2 else ""
-        bias = self.graph.constants.get(c) if c else np.zeros(units)
-        if bias is None or (bias.ndim == 2 and bias.shape[0] > 1):
-            raise OperatorError(f"node {node.label} (Gemm): C must be a constant row or scalar")
+        bias = self.graph.constants[c] if c else np.zeros(units)
         bias = np.broadcast_to(bias.reshape(-1) * a.get("beta", 1.0), (units,))
         wname, bname = f"{node.label}_w", f"{node.label}_b"
         self.params[wname] = np.ascontiguousarray(weight, np.float32)

@@ -140,6 +140,42 @@ def reduce(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
     return te.compute(shape, lambda *i: red(*i) * scale, name="reduce_out", tag=tag.INJECTIVE)
 
 
+def matmul(ins: list[Tensor], attrs: dict) -> Tensor:
+    """numpy.matmul (batched, broadcast, 1-d operands), or ONNX Gemm with `transA`/`transB`,
+    `alpha`, `beta` and C: a reduction stage, then an elementwise stage the injective
+    schedule vectorizes."""
+    a, b, *rest = ins
+    gemm = "transA" in attrs
+    if gemm and attrs["transA"]:
+        a = nn.transpose(a, (1, 0))
+    if gemm and attrs["transB"]:
+        b = nn.transpose(b, (1, 0))
+    a2 = nn.reshape(a, (1, *a.shape)) if a.ndim == 1 else a
+    b2 = nn.reshape(b, (*b.shape, 1)) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise OperatorError(f"matmul: {a.shape} x {b.shape}: inner extents differ")
+    batch = topi.broadcast.broadcast_shape(a2.shape[:-2], b2.shape[:-2])
+    k = te.reduce_axis(a2.shape[-1], "k")
+    shape = (*batch, a2.shape[-2], b2.shape[-1])
+
+    def at(t: Tensor, index, tail):
+        lead = index[len(index) - (t.ndim - 2) :] if t.ndim > 2 else ()
+        lead = [i if n > 1 else 0 for i, n in zip(lead, t.shape[:-2], strict=True)]
+        return t(*lead, *tail)
+
+    prod = te.compute(
+        shape,
+        lambda *i: te.sum(at(a2, i[:-2], (i[-2], k)) * at(b2, i[:-2], (k, i[-1])), axis=k),
+        name="matmul",
+    )
+    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+    out = te.compute(shape, lambda *i: prod(*i) * alpha, name="matmul_out", tag=tag.INJECTIVE)
+    if rest:
+        out = topi.add(out, topi.multiply(rest[0], beta) if beta != 1.0 else rest[0])
+    final = shape[:-2] + (() if a.ndim == 1 else shape[-2:-1]) + (() if b.ndim == 1 else shape[-1:])
+    return nn.reshape(out, final) if final != shape else out
+
+
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0])
 
@@ -188,6 +224,8 @@ OPS: dict[str, Compute] = {
     "Concat": lambda ins, a: nn.concatenate(ins, int(a["axis"])),
     "Softmax": lambda ins, a: nn.softmax(ins[0], int(a.get("axis", -1))),
     "LogSoftmax": lambda ins, a: nn.log_softmax(ins[0], int(a.get("axis", -1))),
+    "MatMul": matmul,
+    "Gemm": matmul,
     "Slice": slice_,
     "Pad": pad,
     "ReduceSum": lambda ins, a: reduce("sum", ins, a),

@@ -174,3 +174,15 @@ def test_slice_pad_split_and_reductions(tmp_path):
 def test_softmax_kinds(tmp_path, op, axis):
     nodes = [helper.make_node(op, ["x"], ["y"], axis=axis)]
     check(save(tmp_path, nodes, [3, 5, 8], [3, 5, 8], {}), (3, 5, 8))
+
+
+def test_generic_matmuls(tmp_path):
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["x", "t"], ["g"]),  # [2, 3, 4] x [2, 4, 3] (batched)
+        helper.make_node("MatMul", ["g", "w"], ["h"]),  # [2, 3, 3] x [1, 3, 5] (broadcast)
+        helper.make_node("MatMul", ["h", "v"], ["hv"]),  # x a vector: [2, 3]
+        helper.make_node("Gemm", ["hv", "hv", "c"], ["y"], transA=1, alpha=0.5, beta=2.0),
+    ]
+    consts = {"w": f32(1, 3, 5), "v": f32(5), "c": f32(3, 3)}
+    check(save(tmp_path, nodes, [2, 3, 4], [3, 3], consts), (2, 3, 4))
