@@ -176,6 +176,75 @@ def matmul(ins: list[Tensor], attrs: dict) -> Tensor:
     return nn.reshape(out, final) if final != shape else out
 
 
+def _resize_source(i, size: int, out: int, scale: float, mode: str):
+    """Resize: the input coordinate (float32) of output index i along one axis."""
+    f = te.cast(i, "float32")
+    if mode in ("pytorch_half_pixel", "align_corners") and out == 1:
+        return te.const(0.0, "float32")
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        return (f + 0.5) / scale - 0.5
+    if mode == "align_corners":
+        return f * float(size - 1) / float(out - 1)
+    if mode == "asymmetric":
+        return f / scale
+    return (f + 0.5) / scale  # tf_half_pixel_for_nn
+
+
+def _round(c, mode: str):
+    """Resize's nearest_mode: x.5 rounds down (round_prefer_floor) or up (round_prefer_ceil)."""
+    if mode == "round_prefer_floor":
+        return te.ceil(c - 0.5)
+    if mode == "round_prefer_ceil":
+        return te.floor(c + 0.5)
+    return te.floor(c) if mode == "floor" else te.ceil(c)
+
+
+def _clamp(i, size: int):
+    return E.Min(E.Max(i, E.const(0)), E.const(size - 1))
+
+
+def resize(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Resize, nearest (all four rounding modes) or (multi)linear, with the coordinate
+    modes the importer accepts; `sizes` and `scales` are resolved per axis."""
+    x, sizes, scales = ins[0], attrs["sizes"], attrs["scales"]
+    mode, coords = attrs["mode"], attrs["coordinate_transformation_mode"]
+    axes = [ax for ax in range(x.ndim) if sizes[ax] != x.shape[ax] or scales[ax] != 1.0]
+
+    def source(i, ax):
+        return _resize_source(i, x.shape[ax], sizes[ax], scales[ax], coords)
+
+    def nearest(*i):
+        index = list(i)
+        for ax in axes:
+            r = _round(source(i[ax], ax), attrs["nearest_mode"])
+            index[ax] = _clamp(te.cast(r, "int32"), x.shape[ax])
+        return x(*index)
+
+    def linear(*i):
+        taps = [(list(i), te.const(1.0, "float32"))]  # (index, weight) per corner
+        for ax in axes:
+            n = x.shape[ax]
+            c = E.Min(E.Max(source(i[ax], ax), te.const(0.0, "float32")),
+                      te.const(float(n - 1), "float32"))  # fmt: skip
+            lo = te.cast(te.floor(c), "int32")
+            frac = c - te.floor(c)
+            hi = E.Min(lo + 1, E.const(n - 1))
+            taps = [
+                (index[:ax] + [k] + index[ax + 1 :], w * wk)
+                for index, w in taps
+                for k, wk in ((lo, 1.0 - frac), (hi, frac))
+            ]
+        total = None
+        for index, w in taps:
+            term = x(*index) * w
+            total = term if total is None else total + term
+        return total
+
+    return te.compute(
+        tuple(sizes), nearest if mode == "nearest" else linear, name="resize", tag=tag.INJECTIVE
+    )
+
+
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0])
 
@@ -226,6 +295,7 @@ OPS: dict[str, Compute] = {
     "LogSoftmax": lambda ins, a: nn.log_softmax(ins[0], int(a.get("axis", -1))),
     "MatMul": matmul,
     "Gemm": matmul,
+    "Resize": resize,
     "Slice": slice_,
     "Pad": pad,
     "ReduceSum": lambda ins, a: reduce("sum", ins, a),

@@ -186,3 +186,27 @@ def test_generic_matmuls(tmp_path):
     ]
     consts = {"w": f32(1, 3, 5), "v": f32(5), "c": f32(3, 3)}
     check(save(tmp_path, nodes, [2, 3, 4], [3, 3], consts), (2, 3, 4))
+
+
+RESIZES = {
+    "nearest_asym_floor": (dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                                nearest_mode="floor"), [1, 1, 2, 1.5]),
+    "nearest_half_pixel": (dict(mode="nearest"), [1, 1, 2.5, 3]),
+    "nearest_ceil": (dict(mode="nearest", nearest_mode="ceil"), [1, 1, 0.5, 2]),
+    "nearest_prefer_ceil": (dict(mode="nearest", nearest_mode="round_prefer_ceil",
+                                 coordinate_transformation_mode="tf_half_pixel_for_nn"),
+                            [1, 1, 2, 2]),
+    "linear_half_pixel": (dict(mode="linear"), [1, 1, 2, 1.5]),
+    "linear_align_corners": (dict(mode="linear", coordinate_transformation_mode="align_corners"),
+                             [1, 1, 1.75, 2]),
+    "linear_pytorch": (dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+                       [1, 1, 0.5, 2]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(RESIZES))
+def test_resize(tmp_path, case):
+    attrs, scales = RESIZES[case]
+    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)]
+    path = save(tmp_path, nodes, [1, 3, 6, 5], None, {"sc": np.array(scales, np.float32)})
+    check(path, (1, 3, 6, 5))
