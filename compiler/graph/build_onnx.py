@@ -33,7 +33,7 @@ _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSw
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Slice", "Pad", "ReduceSum", "ReduceMean",
-          "ReduceMax", "MatMul", "Gemm", "Resize")  # fmt: skip
+          "ReduceMax", "MatMul", "Gemm", "Resize", "ConvTranspose")  # fmt: skip
 
 
 def compile_model(

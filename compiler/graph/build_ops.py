@@ -245,6 +245,40 @@ def resize(ins: list[Tensor], attrs: dict) -> Tensor:
     )
 
 
+def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX ConvTranspose (NCHW, groups, strides, dilations, explicit pads, output_padding)
+    as a gather: out[n, o, y, x] sums the taps whose input position y + pad - i * dilation
+    is a multiple of the stride inside the input; then the bias."""
+    x, w, *rest = ins
+    n, c, h, wd = x.shape
+    _, ocg, kh, kw = w.shape
+    g, (sh, sw), (dh, dw) = attrs["group"], attrs["strides"], attrs["dilations"]
+    pt, pl, pb, pr = attrs["pads"]
+    oph, opw = attrs["output_padding"]
+    oh = (h - 1) * sh + (kh - 1) * dh + 1 + oph - pt - pb
+    ow = (wd - 1) * sw + (kw - 1) * dw + 1 + opw - pl - pr
+    cg = c // g
+    rc, ri, rj = te.reduce_axis(cg, "rc"), te.reduce_axis(kh, "ri"), te.reduce_axis(kw, "rj")
+
+    def f(b, o, y, xx):
+        ch = E.FloorDiv(o, ocg) * cg + rc
+        ty, tx = y + pt - ri * dh, xx + pl - rj * dw
+        iy, ix = E.FloorDiv(ty, sh), E.FloorDiv(tx, sw)
+        ok = te.all(ty >= 0, tx >= 0, E.FloorMod(ty, sh) == 0, E.FloorMod(tx, sw) == 0,
+                    iy < h, ix < wd)  # fmt: skip
+        tap = x(b, ch, iy, ix) * w(ch, E.FloorMod(o, ocg), ri, rj)
+        return te.sum(te.if_then_else(ok, tap, te.const(0.0, x.dtype)), axis=[rc, ri, rj])
+
+    red = te.compute((n, ocg * g, oh, ow), f, name="conv_transpose")
+    bias = rest[0] if rest else None
+    return te.compute(
+        red.shape,
+        lambda b, o, y, xx: red(b, o, y, xx) + bias(o) if bias is not None else red(b, o, y, xx),
+        name="conv_transpose_out",
+        tag=tag.INJECTIVE,
+    )
+
+
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0])
 
@@ -295,6 +329,7 @@ OPS: dict[str, Compute] = {
     "LogSoftmax": lambda ins, a: nn.log_softmax(ins[0], int(a.get("axis", -1))),
     "MatMul": matmul,
     "Gemm": matmul,
+    "ConvTranspose": conv_transpose,
     "Resize": resize,
     "Slice": slice_,
     "Pad": pad,

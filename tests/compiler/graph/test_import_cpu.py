@@ -78,17 +78,25 @@ def test_plain_layout_operators(tmp_path):
 
 def test_operators_the_cpu_lacks_are_listed(tmp_path):
     nodes = [
-        helper.make_node("ConvTranspose", ["x", "w"], ["a"], name="up", strides=[2, 2],
-                         pads=[1, 1, 0, 0]),
-        helper.make_node("Resize", ["x", "", "sc"], ["b"], name="rs"),
+        helper.make_node("Conv", ["x", "w"], ["a"], name="grouped", group=2, pads=[1] * 4),
+        helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["b"], name="bn"),
         helper.make_node("Add", ["a", "b"], ["y"]),
-    ]  # fmt: skip
-    consts = {"w": f32(2, 2, 3, 3), "sc": np.array([1, 1, 2, 2], np.float32)}
-    path = save(tmp_path, nodes, [1, 2, 4, 4], [1, 2, 8, 8], consts)
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(f32(4, 2, 3, 3), "w")],
+    )  # fmt: skip
+    path = tmp_path / "m.onnx"
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path.write_bytes(m.SerializeToString())
     with pytest.raises(OperatorError, match=r"2 group\(s\) cannot run on the CPU") as e:
         compile_model(path)
-    assert "node rs (Resize): no CPU kernel for Resize" in str(e.value)
-    assert "node up (ConvTranspose): no CPU kernel for ConvTranspose" in str(e.value)
+    assert "node grouped (Conv): group 2 (neither 1 nor depthwise)" in str(e.value)
+    assert "node bn (BatchNormalization): no CPU kernel for BatchNormalization" in str(e.value)
 
 
 def test_vta_compile_prints_passes(tmp_path, capsys):
@@ -210,3 +218,19 @@ def test_resize(tmp_path, case):
     nodes = [helper.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)]
     path = save(tmp_path, nodes, [1, 3, 6, 5], None, {"sc": np.array(scales, np.float32)})
     check(path, (1, 3, 6, 5))
+
+
+@pytest.mark.parametrize(
+    "attrs, bias",
+    [
+        (dict(strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2), True),
+        (dict(strides=[1, 2], dilations=[2, 1]), False),
+        (dict(strides=[2, 2], output_shape=[10, 9]), True),
+    ],
+)
+def test_conv_transpose(tmp_path, attrs, bias):
+    ins = ["x", "w", "b"] if bias else ["x", "w"]
+    nodes = [helper.make_node("ConvTranspose", ins, ["t"], **attrs),
+             helper.make_node("Relu", ["t"], ["y"])]  # fmt: skip
+    consts = {"w": f32(4, 3, 3, 3), **({"b": f32(3 * attrs.get("group", 1))} if bias else {})}
+    check(save(tmp_path, nodes, [1, 4, 5, 4], None, consts), (1, 4, 5, 4))
