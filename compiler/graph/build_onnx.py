@@ -32,8 +32,9 @@ from .passes.fuse import group_inputs
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-          "Concat", "Softmax", "LogSoftmax", "Identity", "Slice", "Pad", "ReduceSum", "ReduceMean",
-          "ReduceMax", "MatMul", "Gemm", "Resize", "ConvTranspose")  # fmt: skip
+          "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
+          "ReduceSum", "ReduceMean", "ReduceMax", "MatMul", "Gemm", "Resize",
+          "ConvTranspose", "Conv")  # fmt: skip
 
 
 def compile_model(
@@ -171,7 +172,7 @@ class _Lowering:
     # -- groups ----------------------------------------------------------------------------
     def lower(self, nodes: list[IRNode], name: str) -> None:
         anchor = nodes[0]
-        if anchor.op == "Conv" and len(self.shape(anchor.inputs[0])) == 4:
+        if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)
         elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
             members, out = self.pool(anchor)
@@ -231,12 +232,17 @@ class _Lowering:
         self.shapes[name] = value.shape
         return name
 
+    def is_packed_conv(self, node: IRNode) -> bool:
+        """A 2-d conv with a constant weight, groups 1 or depthwise: the NCHW[x]c kernels
+        (else a generic conv in a plain group)."""
+        w = self.graph.constants.get(node.inputs[1])
+        c = self.shape(node.inputs[0])[1]
+        return w is not None and node.attrs["group"] in (1, c if c == w.shape[0] else 1)
+
     def conv(self, node: IRNode) -> tuple[list[Node], str]:
         a = node.attrs
         x = self.as_packed(node.inputs[0])
-        w = self.graph.constants.get(node.inputs[1])
-        if w is None:
-            raise OperatorError(f"node {node.label} (Conv): the weight must be a constant")
+        w = self.graph.constants[node.inputs[1]]
         oc, c = w.shape[0], self.shape(node.inputs[0])[1]
         bias_name = node.inputs[2] if len(node.inputs) > 2 else ""
         bias = self.graph.constants[bias_name] if bias_name else np.zeros(oc, np.float32)
@@ -245,14 +251,10 @@ class _Lowering:
         wname, bname = f"{node.label}_w", f"{node.label}_b"
         if a["group"] == 1:
             self.params[wname] = testing.oihw_pack(w.astype(np.float32), ib, ob)
-        elif a["group"] == c == oc and ib == ob:
+        else:  # depthwise (ib == ob: both are the block of the same channel count)
             self.params[wname] = np.ascontiguousarray(
                 w.reshape(c // ob, ob, kh, kw).transpose(0, 2, 3, 1)
             )[:, None, :, :, None].astype(np.float32)
-        else:
-            raise OperatorError(
-                f"node {node.label} (Conv): group {a['group']} (neither 1 nor depthwise)"
-            )
         self.params[bname] = np.ascontiguousarray(bias.reshape(oc // ob, 1, 1, ob), np.float32)
         self.shapes[wname], self.shapes[bname] = (
             self.params[wname].shape,
@@ -320,8 +322,13 @@ class _Lowering:
                 raise OperatorError(f"node {n.label} ({n.op}): no CPU kernel for {n.op}")
             ins = [local.get(t) or self.operand_plain(t, members) for t in n.inputs if t]
             op, attrs = n.op, _cpu_attrs(n)
-            if op in ("Squeeze", "Unsqueeze", "Flatten", "Identity"):
-                op, attrs = "Reshape", {"shape": list(self.shape(n.outputs[0]))}
+            if op in ("Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Reshape"):
+                same = self.shape(n.outputs[0]) == self.shape(n.inputs[0])
+                op, attrs = (
+                    ("Copy", {}) if same else ("Reshape", {"shape": list(self.shape(n.outputs[0]))})
+                )
+            if op == "Conv":  # not a packed one: grouped or with a computed weight
+                op = "ConvGeneric"
             members.append(Node(op, ins, n.outputs[0], attrs))
             self.shapes[n.outputs[0]] = self.shape(n.outputs[0])
             local[n.outputs[0]] = n.outputs[0]

@@ -245,6 +245,36 @@ def resize(ins: list[Tensor], attrs: dict) -> Tensor:
     )
 
 
+def conv2d_generic(ins: list[Tensor], attrs: dict) -> Tensor:
+    """An NCHW conv with any groups (and a weight that may be computed): a reduction stage
+    over the padded input, then the bias in an elementwise stage."""
+    x, w, *rest = ins
+    g, (sh, sw), (dh, dw) = attrs["group"], attrs["strides"], attrs["dilations"]
+    oc, cg, kh, kw = w.shape
+    xp = nn.pad(x, [0, 0, attrs["pads"][0], attrs["pads"][1]],
+                [0, 0, attrs["pads"][2], attrs["pads"][3]], 0.0, name="conv_pad")  # fmt: skip
+    oh = (xp.shape[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (xp.shape[3] - (kw - 1) * dw - 1) // sw + 1
+    rc, ri, rj = te.reduce_axis(cg, "rc"), te.reduce_axis(kh, "ri"), te.reduce_axis(kw, "rj")
+    ocg = oc // g
+    red = te.compute(
+        (x.shape[0], oc, oh, ow),
+        lambda b, o, y, xx: te.sum(
+            xp(b, E.FloorDiv(o, ocg) * cg + rc, y * sh + ri * dh, xx * sw + rj * dw)
+            * w(o, rc, ri, rj),
+            axis=[rc, ri, rj],
+        ),
+        name="conv2d_generic",
+    )
+    bias = rest[0] if rest else None
+    return te.compute(
+        red.shape,
+        lambda b, o, y, xx: red(b, o, y, xx) + bias(o) if bias is not None else red(b, o, y, xx),
+        name="conv2d_generic_out",
+        tag=tag.INJECTIVE,
+    )
+
+
 def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX ConvTranspose (NCHW, groups, strides, dilations, explicit pads, output_padding)
     as a gather: out[n, o, y, x] sums the taps whose input position y + pad - i * dilation
@@ -293,6 +323,7 @@ def _hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:
 
 OPS: dict[str, Compute] = {
     "Conv": conv2d_nchwc,
+    "ConvGeneric": conv2d_generic,
     "MaxPool": lambda ins, a: pool("max", ins, a),
     "AveragePool": lambda ins, a: pool("avg", ins, a),
     "GlobalAveragePool": lambda ins, a: global_pool("avg", ins, a),
@@ -316,6 +347,9 @@ OPS: dict[str, Compute] = {
     "Max": _binary(topi.maximum),
     "Min": _binary(topi.minimum),
     "Reshape": lambda ins, a: nn.reshape(ins[0], a["shape"]),
+    "Copy": lambda ins, a: te.compute(
+        ins[0].shape, lambda *i: ins[0](*i), name="copy", tag=tag.INJECTIVE
+    ),
     "Flatten": lambda ins, a: nn.reshape(
         ins[0],
         (

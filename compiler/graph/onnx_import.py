@@ -119,6 +119,9 @@ class _Importer:
             self.graph.inputs.append(i.name)
             elem = i.type.tensor_type.elem_type
             self.graph.values[i.name] = Value(i.name, _input_shape(i, shapes), _dtype(elem))
+        for n in g.node:  # reserved, so that names made up while importing differ
+            for t in n.output:
+                self.graph.values.setdefault(t, Value(t))
         self.problems: list[str] = []
         self.blocked: set[str] = set()  # values downstream of a failed node
         self.extra_outputs: dict[str, Any] = {}  # optional outputs not computed
@@ -196,7 +199,8 @@ class _Importer:
                 self.problems.append(f"{label}: {e}" if label not in str(e) else str(e))
                 blocked.update(node.output)
         for t in self.graph.outputs:
-            if t not in self.graph.values and t not in blocked:
+            known = t in self.graph.constants or self.graph.value(t).shape is not None
+            if not known and t not in blocked:
                 self.problems.append(f"graph output {t} is not computed by any node")
         if self.problems:
             raise OperatorError(
