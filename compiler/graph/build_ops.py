@@ -324,6 +324,7 @@ def _hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:
 OPS: dict[str, Compute] = {
     "Conv": conv2d_nchwc,
     "ConvGeneric": conv2d_generic,
+    "BatchNormalization": lambda ins, a: nn.batch_norm(*ins, epsilon=float(a["epsilon"])),
     "MaxPool": lambda ins, a: pool("max", ins, a),
     "AveragePool": lambda ins, a: pool("avg", ins, a),
     "GlobalAveragePool": lambda ins, a: global_pool("avg", ins, a),

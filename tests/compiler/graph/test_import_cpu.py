@@ -76,28 +76,38 @@ def test_plain_layout_operators(tmp_path):
     check(save(tmp_path, nodes, [3, 4, 2], [6, 5], consts), (3, 4, 2))
 
 
-def test_operators_the_cpu_lacks_are_listed(tmp_path):
-    """Batch norms with computed parameters (no other operator lacks a CPU kernel)."""
+def test_batch_norm_with_computed_parameters(tmp_path):
+    """A batch norm whose statistics are computed stays one (no folding) and runs."""
     nodes = [
-        helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["a"], name="bn1"),
-        helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["b"], name="bn"),
-        helper.make_node("Add", ["a", "b"], ["y"]),
+        helper.make_node("Mul", ["s", "s"], ["v"]),
+        helper.make_node("BatchNormalization", ["x", "s", "s", "s", "v"], ["y"], epsilon=0.5),
     ]
     graph = helper.make_graph(
         nodes,
         "m",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4]),
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3]),
          helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [],
     )  # fmt: skip
-    path = tmp_path / "m.onnx"
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    path.write_bytes(m.SerializeToString())
-    with pytest.raises(OperatorError, match=r"2 group\(s\) cannot run on the CPU") as e:
-        compile_model(path)
-    assert "node bn1 (BatchNormalization): no CPU kernel for BatchNormalization" in str(e.value)
-    assert "node bn (BatchNormalization): no CPU kernel for BatchNormalization" in str(e.value)
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    feeds = {"x": f32(1, 4, 3, 3, scale=1), "s": f32(4, scale=1)}
+    (got,) = compile_model(tmp_path / "m.onnx").run(feeds).values()
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, sess.run(None, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_integer_inputs_are_refused(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    with pytest.raises(OperatorError, match="inputs x: the CPU graph runs float32 inputs only"):
+        compile_model(tmp_path / "m.onnx")
 
 
 def test_vta_compile_prints_passes(tmp_path, capsys):
