@@ -372,6 +372,11 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
     if bad:
         raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
+    empty = [n.label for n in graph.nodes if any(0 in graph.value(o).shape for o in n.outputs if o)]
+    if empty:
+        raise OperatorError(
+            f"node(s) {', '.join(empty)}: empty outputs; the CPU runs non-empty tensors"
+        )
     failed: set[str] = set()  # values of groups that failed
     for g in graph.groups or []:
         outs = {o for n in g.nodes for o in n.outputs}

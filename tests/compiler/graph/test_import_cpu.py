@@ -245,3 +245,10 @@ def test_conv_transpose(tmp_path, attrs, bias):
              helper.make_node("Relu", ["t"], ["y"])]  # fmt: skip
     consts = {"w": f32(4, 3, 3, 3), **({"b": f32(3 * attrs.get("group", 1))} if bias else {})}
     check(save(tmp_path, nodes, [1, 4, 5, 4], None, consts), (1, 4, 5, 4))
+
+
+def test_empty_tensors_are_refused(tmp_path):
+    nodes = [helper.make_node("Slice", ["x", "st", "en"], ["y"])]
+    consts = {"st": np.array([2], np.int64), "en": np.array([1], np.int64)}
+    with pytest.raises(OperatorError, match="node\\(s\\) y: empty outputs"):
+        compile_model(save(tmp_path, nodes, [4], None, consts))
