@@ -26,10 +26,30 @@ from compiler.bench.vta import (
     roofline,
     verdicts,
 )
+from compiler.bench.vta_accuracy import onnx_accuracy
 from compiler.bench.vta_net import accuracy
 from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig
+
+
+def print_accuracy(inputs: int, as_json: bool) -> None:
+    rows = [
+        fn(model, method, inputs)
+        for model in ("dqn", "mobilenet_v1", "resnet18")
+        for fn in (accuracy, onnx_accuracy)
+        for method in CALIBRATIONS
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    print("weights are seeded random (no pretrained weights are available offline)")
+    print(f"{'model':13} {'path':6} {'calibration':11} {'max error':>9} {'top-1':>8}")
+    for r in rows:
+        print(
+            f"{r['model']:13} {r.get('path', 'built'):6} {r['calibration']:11} "
+            f"{r['max_error']:9.2%} {r['top1_agreement']:4}/{r['inputs']:<3}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,22 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         "--accuracy",
         type=int,
         metavar="N",
-        help="quantized vs fp32 on N seeded inputs (DQN, MobileNet-v1, ResNet-18), per calibration",
+        help="quantized vs fp32 on N seeded inputs (DQN, MobileNet-v1, ResNet-18; random "
+        "weights: no pretrained ones offline), per calibration, for the hand-built networks and "
+        "the ONNX path (vta run --target vta)",
     )
     args = p.parse_args(argv)
     if args.accuracy:
-        rows = [
-            accuracy(model, method, args.accuracy)
-            for model in ("dqn", "mobilenet_v1", "resnet18")
-            for method in CALIBRATIONS
-        ]
-        for r in rows:
-            print(
-                json.dumps(r)
-                if args.json
-                else f"{r['model']:9} {r['calibration']:10} max error {r['max_error']:.3f} of "
-                f"max|fp32|, top-1 agreement {r['top1_agreement']}/{r['inputs']}"
-            )
+        print_accuracy(args.accuracy, args.json)
         return 0
     cfg = VTAConfig.load(args.config)
     if args.no_requant and cfg.alu_requant:

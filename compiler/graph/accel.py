@@ -152,7 +152,8 @@ def layer_structure(
         sn, sc, sh, sw = sc_shape
         shortcut = Conv2DWorkload(sn // bn, pad_to(sc, bc) // bc, sh, sw, wl.co, 1, 1,
                                   q.sc_stride, 0)  # fmt: skip
-    return wl, Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut, q.pre_shift)
+    return wl, Epilogue(True, q.shift, q.relu, q.residual_shift, shortcut, q.pre_shift,
+                        q.sc_shift)  # fmt: skip
 
 
 def compile_qconv(

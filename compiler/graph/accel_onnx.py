@@ -330,7 +330,9 @@ class QNetwork:
 
 def quantize_network(net: Network, calibration: np.ndarray, method: str = "minmax") -> QNetwork:
     """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
-    (an exponent a shift cannot reach is raised, as `quantize_conv` decides)."""
+    (an exponent a shift cannot reach is raised, as `quantize_conv` decides), with an exponent
+    per output channel for the weights of layers the CPU runs (its shift can differ by
+    channel; the accelerator's REQ takes one shift per instruction)."""
     acts = forward_f32(net, calibration)
     exps = {k: Q.pow2_exponent(Q.magnitude(v, method)) for k, v in acts.items()}
     convs = {}
@@ -341,19 +343,21 @@ def quantize_network(net: Network, calibration: np.ndarray, method: str = "minma
             e_res = exps[ly.residual] if ly.residual else None
             sc = ly.shortcut
             shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
+            per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
             q = Q.quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
-                              ly.stride, ly.pad, e_residual=e_res,
-                              shortcut=shortcut)  # fmt: skip
+                              ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
+                              per_channel=per_channel)  # fmt: skip
             convs[ly.name] = q
             exps[ly.output] = q.e_out
     return QNetwork(net, exps, convs)
 
 
-def _place(ly: Layer, q: QConv | None) -> tuple[str, str]:
-    """(where, why) a layer runs."""
+def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
+    """(where, why) a layer runs (its weights: the quantized ones `q`, else the layer's)."""
     if ly.kind == "conv":
-        if q.weight.shape[1] < MIN_OFFLOAD_CHANNELS:
-            return "cpu", f"conv with {q.weight.shape[1]} input channels (block padding)"
+        channels = (ly.weight if q is None else q.weight).shape[1]
+        if channels < MIN_OFFLOAD_CHANNELS:
+            return "cpu", f"conv with {channels} input channels (block padding)"
         extra = ", residual" if ly.residual else ", 1x1 shortcut conv" if ly.shortcut else ""
         return "vta", "conv: fused bias, requant, ReLU" + extra
     why = {
@@ -392,7 +396,7 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
     if ly.kind == "dwconv":
         acc = _conv_f32(h.astype(np.int64), q.weight.astype(np.int64), q.stride, q.pad, True)
         acc = acc + q.bias.astype(np.int64)[None, :, None, None]
-        out = np.clip(acc >> q.shift, 0 if q.relu else -128, 127).astype(np.int8)
+        out = Q.requantize(acc, q)
     else:
         x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
         sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
@@ -475,8 +479,7 @@ def run(
     packed: dict[str, np.ndarray] = {}  # tensors also held in the accelerator's layout
     rows, cpu = [], 0.0
     for ly in qn.net.layers:
-        q = qn.convs.get(ly.name)
-        where, why = _place(ly, q)
+        where, why = _place(ly, qn.convs.get(ly.name))
         if device is None or not isinstance(c, Compiled) or where == "cpu":
             start = time.perf_counter()
             t[ly.output] = _cpu_layer(ly, qn, t)
@@ -512,7 +515,7 @@ FORMAT = "vta-accel-1"
 _LAYER_FIELDS = ("name", "kind", "inputs", "output", "stride", "pad", "kernel", "relu",
                  "clip_max", "residual", "include_pad")  # fmt: skip
 _QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_shift",
-                  "sc_stride", "pre_shift")  # fmt: skip
+                  "sc_stride", "pre_shift", "sc_shift")  # fmt: skip
 
 
 def save(c: Compiled, folder: str | Path) -> None:
@@ -533,6 +536,8 @@ def save(c: Compiled, folder: str | Path) -> None:
     for name, q in c.qn.convs.items():
         convs[name] = {f: getattr(q, f) for f in _QCONV_SCALARS}
         arrays[f"{name}.weight"], arrays[f"{name}.bias"] = q.weight, q.bias
+        if np.ndim(q.shift):  # one per channel
+            convs[name]["shift"], arrays[f"{name}.shift"] = None, q.shift
         if q.sc_weight is not None:
             arrays[f"{name}.sc_weight"] = q.sc_weight
     manifest = {
@@ -573,11 +578,12 @@ def load(folder: str | Path) -> Compiled:
             return Layer(**{f: d[f] for f in _LAYER_FIELDS}, shortcut=sc)
 
         layers = [layer(d) for d in m["layers"]]
-        convs = {
-            name: QConv(arrays[f"{name}.weight"], arrays[f"{name}.bias"],
-                        sc_weight=arrays.get(f"{name}.sc_weight"), **scalars)
-            for name, scalars in m["convs"].items()
-        }  # fmt: skip
+        convs = {}
+        for name, scalars in m["convs"].items():
+            if scalars["shift"] is None:
+                scalars["shift"] = arrays[f"{name}.shift"].astype(np.int64)
+            convs[name] = QConv(arrays[f"{name}.weight"], arrays[f"{name}.bias"],
+                                sc_weight=arrays.get(f"{name}.sc_weight"), **scalars)  # fmt: skip
         net = Network(layers, m["input"], tuple(m["input_shape"]), m["output"])
         qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""))
         cfg = VTAConfig.from_dict(m["config"], source=str(folder / "accel.json"))

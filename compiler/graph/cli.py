@@ -136,7 +136,7 @@ def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
     for g in groups:
         task = conv_task(g, shapes)
         if task:
-            key = (*task[0], *task[1])
+            key = task.task_args()
             weights[key] = weights.get(key, 0) + 1
     return list(weights.items())
 

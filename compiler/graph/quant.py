@@ -9,9 +9,10 @@ input exponent e_x, weight exponent e_w and output exponent e_y accumulates at e
 shifts right by e_y - e_x - e_w. A residual added inside the kernel enters through an int8
 identity weight 2^k (k = e_r - e_x - e_w); where k > 6 the products are first shifted right by
 k - 6 (one ALU op per output row; the bias is then quantized at the shifted exponent), keeping the
-weights' precision. A shortcut convolution accumulating into the same rows shares the
-accumulator exponent: each weight set gets the exponent that makes its products land there (the
-coarser of the two calibrated accumulator exponents).
+weights' precision. A shortcut convolution accumulating into the same rows keeps its weights'
+exponent too: where its products are coarser than the main conv's they are shifted left into the
+main conv's accumulator exponent (one ALU op per row); where finer, its weights are quantized at
+the main conv's product exponent.
 """
 
 from __future__ import annotations
@@ -65,13 +66,14 @@ def dequantize(q: np.ndarray, e: int) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class QConv:
     """A quantized convolution (or dense, as a 1x1 conv) with its fused epilogue: int8 weights
-    (O, I, KH, KW), int32 bias (rounding included), right shift, ReLU, and an optional residual
+    (O, I, KH, KW), int32 bias (rounding included), right shift (an int, or one per output
+    channel where each channel's weights have their own exponent), ReLU, and an optional residual
     (added as residual << residual_shift after the products are shifted right by pre_shift) or
     shortcut conv (weights sc_weight, stride sc_stride)."""
 
     weight: np.ndarray
     bias: np.ndarray
-    shift: int
+    shift: int | np.ndarray
     relu: bool
     stride: int
     pad: int
@@ -81,6 +83,7 @@ class QConv:
     sc_weight: np.ndarray | None = None
     sc_stride: int = 1
     pre_shift: int = 0
+    sc_shift: int = 0
 
 
 def quantize_conv(
@@ -93,15 +96,24 @@ def quantize_conv(
     pad: int = 0,
     e_residual: int | None = None,
     shortcut: tuple[np.ndarray, np.ndarray, int, int] | None = None,
+    per_channel: bool = False,
 ) -> QConv:
     """Quantize a float conv (+ bias) whose input has exponent e_in and output e_out; with
     `e_residual`, a residual at that exponent is added before the shift; `shortcut` =
-    (weight, bias, input exponent, stride) of a conv accumulated into the same rows."""
+    (weight, bias, input exponent, stride) of a conv accumulated into the same rows;
+    `per_channel`: each output channel's weights get their own exponent (and the shift, then
+    one per channel, brings them to e_out: for layers the CPU runs)."""
+    if per_channel:
+        if e_residual is not None or shortcut is not None:
+            raise LoweringError("quantization: per-channel weights take no residual or shortcut")
+        return _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad)
     e_acc = e_in + pow2_exponent(float(np.abs(weight).max(initial=0.0)))
-    sc_bias = np.zeros_like(bias)
+    sc_bias, sc_shift = np.zeros_like(bias), 0
     if shortcut is not None:
         sc_w, sc_bias, sc_e_in, _ = shortcut
-        e_acc = max(e_acc, sc_e_in + pow2_exponent(float(np.abs(sc_w).max(initial=0.0))))
+        e_sc = sc_e_in + pow2_exponent(float(np.abs(sc_w).max(initial=0.0)))
+        sc_shift = max(0, e_sc - e_acc)  # a coarser shortcut's products are shifted left
+        e_acc = max(e_acc, e_sc - sc_shift)
     e_w = e_acc - e_in
     k, pre = None, 0
     if e_residual is not None:
@@ -125,8 +137,29 @@ def quantize_conv(
     b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     sc_q, sc_stride = None, 1
     if shortcut is not None:
-        sc_q, sc_stride = quantize(shortcut[0], e_prod - shortcut[2]), shortcut[3]
-    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre)
+        e_sc_w = e_prod + sc_shift - shortcut[2]
+        sc_q, sc_stride = quantize(shortcut[0], e_sc_w), shortcut[3]
+    return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre,
+                 sc_shift)  # fmt: skip
+
+
+def _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad) -> QConv:
+    e_w = np.array([pow2_exponent(float(np.abs(w).max(initial=0.0))) for w in weight])
+    e_acc = e_in + e_w
+    e_out = max(e_out, int(e_acc.max()))
+    shift = e_out - e_acc
+    if shift.max() > 31:
+        raise LoweringError(f"quantization: requantizing shift {shift.max()} exceeds 31")
+    w_q = quantize(weight * 2.0 ** -e_w.reshape(-1, *[1] * (weight.ndim - 1)), 0)
+    b_q = np.rint(np.asarray(bias, np.float64) * 2.0**-e_acc) + (1 << shift >> 1)
+    b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
+    return QConv(w_q, b_q, shift.astype(np.int64), relu, stride, pad, e_in, e_out)
+
+
+def requantize(acc: np.ndarray, q: QConv) -> np.ndarray:
+    """int8 clip(acc >> shift) of an int64 NCHW accumulator (shift: one, or one per channel)."""
+    shift = np.asarray(q.shift).reshape(-1, 1, 1) if np.ndim(q.shift) else q.shift
+    return np.clip(acc >> shift, 0 if q.relu else -128, QMAX).astype(np.int8)
 
 
 def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
@@ -149,11 +182,11 @@ def run_qconv(
     """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
     acc = conv_int(x, q.weight, q.stride, q.pad)
     if q.sc_weight is not None:
-        acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0)
+        acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0) << q.sc_shift
     acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]
     if q.residual_shift is not None:
         acc += residual.astype(np.int64) << q.residual_shift
-    return np.clip(acc >> q.shift, 0 if q.relu else -128, QMAX).astype(np.int8)
+    return requantize(acc, q)
 
 
 def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:

@@ -50,7 +50,10 @@ class Epilogue:
     convolution (a second input and weight, e.g. ResNet's 1x1 downsampling conv, whose
     products accumulate into the same rows: its workload `shortcut`, same outputs). With a
     residual, `pre_shift` shifts the products right first (one ALU op per row), so that a
-    residual much coarser than the products still enters through 2^k with k <= 6."""
+    residual much coarser than the products still enters through 2^k with k <= 6. With a
+    shortcut, `sc_shift` > 0 shifts its products left (one ALU op per row) before the main
+    conv's accumulate: each weight set keeps its own exponent when the shortcut's products are
+    coarser than the main conv's."""
 
     bias: bool = True
     shift: int = 0
@@ -58,11 +61,15 @@ class Epilogue:
     residual_shift: int | None = None
     shortcut: Conv2DWorkload | None = None
     pre_shift: int = 0
+    sc_shift: int = 0
 
     def __post_init__(self):
-        for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift)):
+        for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift),
+                        ("sc_shift", self.sc_shift)):  # fmt: skip
             if not 0 <= v <= 31:
                 raise LoweringError(f"epilogue {what} {v} is out of range (valid: 0..31)")
+        if self.sc_shift and self.shortcut is None:
+            raise LoweringError("epilogue sc_shift without a shortcut conv")
         k = self.residual_shift
         if k is not None and not 0 <= k <= MAX_RESIDUAL_SHIFT:
             raise LoweringError(
@@ -171,19 +178,22 @@ def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTACo
     rows = _acc_rows(k)
     extra = ep.residual_shift is not None
     epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
-    epi += rows * cfg.alu_ii_imm * (ep.pre_shift > 0)
-    compute = load = first = 0.0
+    epi += rows * cfg.alu_ii_imm * ((ep.pre_shift > 0) + (ep.sc_shift > 0))
+    compute = load = first = stall = 0.0
     lat = cfg.dram_latency
     for src in _sources(wl, k, ep):
         steps = src.wl.ci // src.tci
-        compute += steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
+        work = steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
         inp = k.tile_b * src.rows * cfg.elem_bytes[MemType.INP]
         wgt = k.tile_co * src.wgt_rows * cfg.elem_bytes[MemType.WGT]
         loads = k.tile_b * src.tci * (src.ih if src.dram_rows > 1 else 1) + 1
         per_step = (inp + wgt) / cfg.bus_bytes + loads * lat / cfg.max_outstanding
+        if ep.sc_shift and src.data == "sc_data":  # its own phase: loads hide only under it
+            stall = max(0.0, (steps - 1) * per_step - work)
+        compute += work
         load += steps * per_step
         first = first or per_step + lat
-    compute = tiles * (compute + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
+    compute = tiles * (compute + stall + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
     store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + lat
     return max(compute, tiles * load) + first + store
 
@@ -222,22 +232,37 @@ def _instances(kernel: Kernel, base: list[int]) -> list[tuple[np.ndarray, tuple]
 
 
 class _Layout:
-    """SRAM rows of every buffer: per thread an input tile (and residual tile), weights, the
-    rotating accumulator regions, the bias rows and the identity weight."""
+    """SRAM rows of every buffer: per thread an input tile and weights for each source (its
+    own when both sources' fit, so a shortcut conv's loads do not wait for the main conv's
+    products; else one shared by them), a residual tile, the rotating accumulator regions, the
+    bias rows and the identity weight. `inp[t][s]`, `wgt[t][s]`: thread t, source s."""
 
-    def __init__(self, wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, nreg: int):
+    def __init__(self, wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig):
         threads = k.oc_nthread * k.h_nthread
         srcs = _sources(wl, k, ep)
-        inp_rows = k.tile_b * max(src.rows for src in srcs)
-        wgt_rows = k.tile_co * max(src.wgt_rows for src in srcs)
         self.acc_rows = _acc_rows(k)
-        self.inp = [t * inp_rows for t in range(threads)]
-        self.res = [threads * inp_rows + t * self.acc_rows for t in range(threads)]
-        self.wgt = [t * wgt_rows for t in range(threads)]
-        self.eye = threads * wgt_rows
+        res = self.acc_rows if ep.residual_shift is not None else 0
+        inp = _split([k.tile_b * src.rows for src in srcs], threads, res, cfg.depth[MemType.INP])
+        eye = ep.residual_shift is not None
+        wgt = _split([k.tile_co * src.wgt_rows for src in srcs], threads, eye,
+                     cfg.depth[MemType.WGT])  # fmt: skip
+        self.inp = [[t * inp[-1] + off for off in inp[:-1]] for t in range(threads)]
+        self.res = [threads * inp[-1] + t * self.acc_rows for t in range(threads)]
+        self.wgt = [[t * wgt[-1] + off for off in wgt[:-1]] for t in range(threads)]
+        self.eye = threads * wgt[-1]
         self.bias = 0
+        nreg = regions(wl, k, ep, cfg)
         first = wl.co if ep.bias else 0
         self.acc = [first + r * self.acc_rows for r in range(nreg)]
+
+
+def _split(rows: list[int], threads: int, extra: int, depth: int) -> list[int]:
+    """Each source's offset in a thread's part of a buffer, then the part's size: the sources
+    side by side when they fit (with `extra` rows per thread after the parts), else on top of
+    each other."""
+    if threads * (sum(rows) + extra) <= depth:
+        return [*itertools.accumulate([0, *rows[:-1]]), sum(rows)]
+    return [0] * len(rows) + [max(rows)]
 
 
 def conv2d_fused(
@@ -264,8 +289,7 @@ def conv2d_fused(
     ):
         if tile < 1 or total % tile:
             raise LoweringError(f"conv2d {wl}: tile_{axis} {tile} does not divide {total}")
-    nreg = regions(wl, k, ep, cfg)
-    if nreg is None:
+    if regions(wl, k, ep, cfg) is None:
         raise LoweringError(f"conv2d {wl}: knobs {k} do not fit the configuration's buffers")
     b = ProgramBuilder(cfg)
     bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
@@ -279,7 +303,7 @@ def conv2d_fused(
         b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "input")
         b.buffer("eye", (1, 1, 1, 1, bo, bc), "int8", "weight")
     b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
-    stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, nreg), nreg)
+    stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
     emit(insert_tokens(stream.entries, cfg.depth), b)
     return b.build()
 
@@ -310,9 +334,20 @@ def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:
     )
 
 
-def _ops(
-    wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: _Layout, nreg: int
-) -> _Stream:
+def _steps(sources: list, ep: Epilogue) -> list[tuple[int, int]]:
+    """(source, input-channel tile) in the order a tile accumulates them: each source's tiles
+    spread evenly over the whole sequence, so a shortcut conv's steps (little compute for
+    their loads) fall between the main conv's (much compute) and their loads hide under it;
+    with `sc_shift`, the shortcut's steps first (its products are shifted before the main
+    conv's accumulate)."""
+    counts = [src.wl.ci // src.tci for src, _ in sources]
+    steps = [(s, c) for s, n in enumerate(counts) for c in range(n)]
+    if ep.sc_shift:
+        return sorted(steps, key=lambda sc: (-sc[0], sc[1]))
+    return sorted(steps, key=lambda sc: ((2 * sc[1] + 1) / counts[sc[0]], sc[0]))
+
+
+def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: _Layout) -> _Stream:
     st = _Stream()
     threads = k.oc_nthread * k.h_nthread
     th, tw, tco, tb = k.tile_h, k.tile_w, k.tile_co, k.tile_b
@@ -337,22 +372,24 @@ def _ops(
         )
     )
     for step in range(0, len(tiles), threads):
-        group = [(t, tiles[step + t], lay.acc[(step + t) % nreg]) for t in range(threads)]
+        group = [(t, tiles[step + t], lay.acc[(step + t) % len(lay.acc)]) for t in range(threads)]
         group = [g for g in group if step + g[0] < len(tiles)]
         for t, _, acc in group:
             for u, f in _instances(reset, [acc, 0, 0]):
                 st.add(t, Gemm(u, f, True))
-        first = True
-        for src, kernel in sources:
-            for c0 in range(src.wl.ci // src.tci):
-                for t, tile, _ in group:
-                    _load_inputs(st, t, src, k, lay, (*tile, c0))
-                    if ep.residual_shift is not None and first:
-                        _load_residual(st, t, wl, k, lay.res[t], tile)
+        for i, (s, c0) in enumerate(_steps(sources, ep)):
+            src, kernel = sources[s]
+            if ep.sc_shift and s == 0 and c0 == 0:  # the shortcut's products: shifted left
                 for t, _, acc in group:
-                    for u, f in _instances(kernel, [acc, lay.inp[t], lay.wgt[t]]):
-                        st.add(t, Gemm(u, f, False))
-                first = False
+                    for u, f in _instances(epi_own, [acc, acc]):
+                        st.add(t, Alu(AluOp.SHR, u, f, True, -ep.sc_shift))
+            for t, tile, _ in group:
+                _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
+                if ep.residual_shift is not None and i == 0:
+                    _load_residual(st, t, wl, k, lay.res[t], tile)
+            for t, _, acc in group:
+                for u, f in _instances(kernel, [acc, lay.inp[t][s], lay.wgt[t][s]]):
+                    st.add(t, Gemm(u, f, False))
         if ep.pre_shift:
             for t, _, acc in group:
                 for u, f in _instances(epi_own, [acc, acc]):
@@ -389,7 +426,7 @@ def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig,
             st.add(t, Alu(op, u, f, True, imm))
 
 
-def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> None:
+def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, inp: int, wgt: int, tile) -> None:
     """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
     its weights for output-channel tile o0 and input-channel tile c0."""
     n0, y0, x0, o0, c0 = tile
@@ -402,14 +439,14 @@ def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, lay: _Layout, tile) -> Non
     for nb in range(k.tile_b):
         for cb in range(src.tci):
             n, c = n0 * k.tile_b + nb, c0 * src.tci + cb
-            row = lay.inp[t] + (nb * src.tci + cb) * src.ih * src.iw
+            row = inp + (nb * src.tci + cb) * src.ih * src.iw
             off = ((n * w.ci + c) * w.h + ys + top) * w.w + xs + left
             stride = w.w * src.dram_rows
             st.add(t, Load(MemType.INP, None, row, src.data, off, ysize, xsize, stride,
                            (top, bottom, left, right)))  # fmt: skip
     taps = w.kh * w.kw
     off = (o0 * k.tile_co * w.ci + c0 * src.tci) * taps
-    st.add(t, Load(MemType.WGT, None, lay.wgt[t], src.kernel, off, k.tile_co, src.tci * taps,
+    st.add(t, Load(MemType.WGT, None, wgt, src.kernel, off, k.tile_co, src.tci * taps,
                    w.ci * taps))  # fmt: skip
 
 
@@ -461,7 +498,7 @@ def fused_reference(
     acc = conv2d_packed_acc(data, kernel, wl.stride, wl.pad)
     if ep.shortcut is not None:
         sc = ep.shortcut
-        acc = acc + conv2d_packed_acc(*shortcut, sc.stride, sc.pad)
+        acc = acc + (conv2d_packed_acc(*shortcut, sc.stride, sc.pad) << ep.sc_shift)
     acc = acc >> ep.pre_shift
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]

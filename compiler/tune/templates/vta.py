@@ -66,20 +66,21 @@ def conv2d_packed_reference(inputs, n, ci, h, w, co, kh, kw, stride, pad):
 def fused_args(wl: Conv2DWorkload, ep: Epilogue) -> tuple[int, ...]:
     """The task arguments of a conv2d_fused layer's structure: the workload, bias, shift, relu,
     residual shift (-1: none), the shortcut workload (nine zeros: none) and, if not 0, the
-    pre-shift. Immediates do not change a Program's cycles, so the shifts and relu are written
-    in one canonical form (shift 0, relu, residual and pre-shift 1 where present): layers of the
-    same structure share their tuning records."""
+    pre-shift and the shortcut's shift. Immediates do not change a Program's cycles, so the
+    shifts and relu are written in one canonical form (shift 0, relu, residual, pre-shift and
+    shortcut shift 1 where present): layers of the same structure share their tuning records."""
     sc = dataclasses.astuple(ep.shortcut) if ep.shortcut else (0,) * 9
     k = -1 if ep.residual_shift is None else 1
-    pre = (1,) if ep.pre_shift else ()
-    return (*dataclasses.astuple(wl), int(ep.bias), 0, 1, k, *sc, *pre)
+    tail = (int(ep.pre_shift > 0), 1) if ep.sc_shift else (1,) if ep.pre_shift else ()
+    return (*dataclasses.astuple(wl), int(ep.bias), 0, 1, k, *sc, *tail)
 
 
 def _fused(args: tuple[int, ...]) -> tuple[Conv2DWorkload, Epilogue]:
     wl, (bias, shift, relu, k), sc = Conv2DWorkload(*args[:9]), args[9:13], args[13:22]
     shortcut = Conv2DWorkload(*sc) if any(sc) else None
-    pre = args[22] if len(args) > 22 else 0
-    return wl, Epilogue(bool(bias), shift, bool(relu), None if k < 0 else k, shortcut, pre)
+    pre, sc_shift = (*args[22:24], 0, 0)[:2]
+    return wl, Epilogue(bool(bias), shift, bool(relu), None if k < 0 else k, shortcut, pre,
+                        sc_shift)  # fmt: skip
 
 
 @register_template("conv2d_fused", "vta")

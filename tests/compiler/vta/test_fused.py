@@ -53,6 +53,12 @@ CASES = [
     (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0)),
      K(1, 2, 4, 1, 1, 1, 2)),
     (W(1, 2, 8, 8, 2, 3, 3, 1, 1), E(True, 5, True, 6, None, 3), K(1, 2, 8, 1, 1, 2, 1)),
+    # the shortcut's products shifted left before the main conv's accumulate
+    (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0), 0, 3),
+     K(1, 2, 4, 1, 1, 1, 2)),
+    # input tiles of both sources side by side on pynq, on top of each other on tiny
+    (W(1, 2, 16, 16, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 2, 32, 32, 2, 1, 1, 2, 0)),
+     K(1, 8, 8, 2, 1, 1, 2)),
 ]  # fmt: skip
 
 
@@ -128,3 +134,12 @@ def test_fused_task_arguments_round_trip():
     ):
         assert _fused(fused_args(wl, ep)) == (wl, canonical)
     assert fused_args(wl, Epilogue(True, 7, False, 2)) == fused_args(wl, Epilogue(True, 9, True, 5))
+
+
+@pytest.mark.parametrize(("config", "apart"), [("pynq", True), ("tiny", False)])
+def test_shortcut_inputs_get_their_own_rows_where_they_fit(config, apart):
+    from compiler.topi.vta.fused import _Layout
+
+    wl, ep, knobs = CASES[-1]
+    (main, short), _ = _Layout(wl, knobs, ep, VTAConfig.load(config)).inp
+    assert (short > main) == apart

@@ -131,3 +131,15 @@ def test_accuracy_report_covers_the_sequential_models():
     with pytest.raises(ValueError, match="unknown"):
         V.accuracy("vgg", "minmax", 1)
     assert set(V.CHAINS) == {"dqn", "mobilenet_v1"}
+
+
+def test_onnx_accuracy_reports_output_and_per_layer_errors():
+    from compiler.bench.vta_accuracy import onnx_accuracy
+
+    r = onnx_accuracy("dqn", "minmax", 3)
+    assert r["path"] == "onnx" and r["inputs"] == 3 and 0 <= r["top1_agreement"] <= 3
+    assert 0 < r["max_error"] < 1
+    layers = r["layers"]
+    assert len(layers) == 6 and list(layers.values())[-1] == r["max_error"]
+    with pytest.raises(ValueError, match="unknown"):
+        onnx_accuracy("vgg", "minmax", 1)
