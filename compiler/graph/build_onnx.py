@@ -32,7 +32,9 @@ from .passes.fuse import group_inputs
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-          "Concat", "Softmax", "Identity")  # fmt: skip
+          "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
+          "ReduceSum", "ReduceMean", "ReduceMax", "MatMul", "Gemm", "Resize",
+          "ConvTranspose", "Conv", "BatchNormalization")  # fmt: skip
 
 
 def compile_model(
@@ -170,13 +172,15 @@ class _Lowering:
     # -- groups ----------------------------------------------------------------------------
     def lower(self, nodes: list[IRNode], name: str) -> None:
         anchor = nodes[0]
-        if anchor.op == "Conv" and len(self.shape(anchor.inputs[0])) == 4:
+        if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)
         elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
             members, out = self.pool(anchor)
-        elif anchor.op in ("Gemm", "MatMul"):
+        elif anchor.op in ("Gemm", "MatMul") and self.is_dense(anchor):
             members, out = self.dense(anchor)
             return self.finish(name, nodes, members, out, packed=False)
+        elif anchor.op == "Split":
+            return self.split(anchor)
         else:
             return self.plain_group(name, nodes)
         self.finish(name, nodes, members, out, packed=True)
@@ -228,12 +232,17 @@ class _Lowering:
         self.shapes[name] = value.shape
         return name
 
+    def is_packed_conv(self, node: IRNode) -> bool:
+        """A 2-d conv with a constant weight, groups 1 or depthwise: the NCHW[x]c kernels
+        (else a generic conv in a plain group)."""
+        w = self.graph.constants.get(node.inputs[1])
+        c = self.shape(node.inputs[0])[1]
+        return w is not None and node.attrs["group"] in (1, c if c == w.shape[0] else 1)
+
     def conv(self, node: IRNode) -> tuple[list[Node], str]:
         a = node.attrs
         x = self.as_packed(node.inputs[0])
-        w = self.graph.constants.get(node.inputs[1])
-        if w is None:
-            raise OperatorError(f"node {node.label} (Conv): the weight must be a constant")
+        w = self.graph.constants[node.inputs[1]]
         oc, c = w.shape[0], self.shape(node.inputs[0])[1]
         bias_name = node.inputs[2] if len(node.inputs) > 2 else ""
         bias = self.graph.constants[bias_name] if bias_name else np.zeros(oc, np.float32)
@@ -242,14 +251,10 @@ class _Lowering:
         wname, bname = f"{node.label}_w", f"{node.label}_b"
         if a["group"] == 1:
             self.params[wname] = testing.oihw_pack(w.astype(np.float32), ib, ob)
-        elif a["group"] == c == oc and ib == ob:
+        else:  # depthwise (ib == ob: both are the block of the same channel count)
             self.params[wname] = np.ascontiguousarray(
                 w.reshape(c // ob, ob, kh, kw).transpose(0, 2, 3, 1)
             )[:, None, :, :, None].astype(np.float32)
-        else:
-            raise OperatorError(
-                f"node {node.label} (Conv): group {a['group']} (neither 1 nor depthwise)"
-            )
         self.params[bname] = np.ascontiguousarray(bias.reshape(oc // ob, 1, 1, ob), np.float32)
         self.shapes[wname], self.shapes[bname] = (
             self.params[wname].shape,
@@ -278,20 +283,27 @@ class _Lowering:
         self.shapes[out] = (n_, cb, *self.shape(node.outputs[0])[2:], b)
         return [Node(node.op, [x], out, attrs)], out
 
+    def is_dense(self, node: IRNode) -> bool:
+        """A[M, K] (not transposed) times a constant 2-d B, plus a constant row or scalar C:
+        the packed dense kernel (else a generic matmul in a plain group)."""
+        c = node.inputs[2] if len(node.inputs) > 2 else ""
+        bias = self.graph.constants.get(c) if c else None
+        return (
+            node.inputs[1] in self.graph.constants
+            and self.graph.constants[node.inputs[1]].ndim == 2
+            and len(self.shape(node.inputs[0])) == 2
+            and not (node.op == "Gemm" and node.attrs["transA"])
+            and (not c or (bias is not None and (bias.ndim < 2 or bias.shape[0] == 1)))
+        )
+
     def dense(self, node: IRNode) -> tuple[list[Node], str]:
         a = node.attrs
-        w = self.graph.constants.get(node.inputs[1])
-        if w is None or len(self.shape(node.inputs[0])) != 2 or (node.op == "Gemm" and a["transA"]):
-            raise OperatorError(
-                f"node {node.label} ({node.op}): the CPU runs A[M,K] x constant B only"
-            )
+        w = self.graph.constants[node.inputs[1]]
         alpha = a.get("alpha", 1.0)
         weight = (w if node.op == "Gemm" and a["transB"] else w.T) * alpha
         units = weight.shape[0]
         c = node.inputs[2] if len(node.inputs) > 2 else ""
-        bias = self.graph.constants.get(c) if c else np.zeros(units)
-        if bias is None or (bias.ndim == 2 and bias.shape[0] > 1):
-            raise OperatorError(f"node {node.label} (Gemm): C must be a constant row or scalar")
+        bias = self.graph.constants[c] if c else np.zeros(units)
         bias = np.broadcast_to(bias.reshape(-1) * a.get("beta", 1.0), (units,))
         wname, bname = f"{node.label}_w", f"{node.label}_b"
         self.params[wname] = np.ascontiguousarray(weight, np.float32)
@@ -310,13 +322,32 @@ class _Lowering:
                 raise OperatorError(f"node {n.label} ({n.op}): no CPU kernel for {n.op}")
             ins = [local.get(t) or self.operand_plain(t, members) for t in n.inputs if t]
             op, attrs = n.op, _cpu_attrs(n)
-            if op in ("Squeeze", "Unsqueeze", "Flatten", "Identity"):
-                op, attrs = "Reshape", {"shape": list(self.shape(n.outputs[0]))}
+            if op in ("Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Reshape"):
+                same = self.shape(n.outputs[0]) == self.shape(n.inputs[0])
+                op, attrs = (
+                    ("Copy", {}) if same else ("Reshape", {"shape": list(self.shape(n.outputs[0]))})
+                )
+            if op == "Conv":  # not a packed one: grouped or with a computed weight
+                op = "ConvGeneric"
             members.append(Node(op, ins, n.outputs[0], attrs))
             self.shapes[n.outputs[0]] = self.shape(n.outputs[0])
             local[n.outputs[0]] = n.outputs[0]
         self.groups.append(Group(name, members))
         self.plain.add(nodes[-1].outputs[0])
+
+    def split(self, node: IRNode) -> None:
+        """Split as one Slice group per output."""
+        x, ax = node.inputs[0], node.attrs["axis"]
+        start = 0
+        for k, (out, size) in enumerate(zip(node.outputs, node.attrs["split"], strict=True)):
+            attrs = {"starts": [start], "ends": [start + size], "axes": [ax], "steps": [1]}
+            members: list[Node] = []
+            src = self.operand_plain(x, members)
+            members.append(Node("Slice", [src], out, attrs))
+            self.shapes[out] = self.shape(out)
+            self.groups.append(Group(f"{node.label}_{k}", members))
+            self.plain.add(out)
+            start += size
 
     def operand_plain(self, t: str, members: list[Node]) -> str:
         out = self.as_plain(t, members)
@@ -341,6 +372,11 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
     if bad:
         raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
+    empty = [n.label for n in graph.nodes if any(0 in graph.value(o).shape for o in n.outputs if o)]
+    if empty:
+        raise OperatorError(
+            f"node(s) {', '.join(empty)}: empty outputs; the CPU runs non-empty tensors"
+        )
     failed: set[str] = set()  # values of groups that failed
     for g in graph.groups or []:
         outs = {o for n in g.nodes for o in n.outputs}

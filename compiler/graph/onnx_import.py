@@ -119,6 +119,9 @@ class _Importer:
             self.graph.inputs.append(i.name)
             elem = i.type.tensor_type.elem_type
             self.graph.values[i.name] = Value(i.name, _input_shape(i, shapes), _dtype(elem))
+        for n in g.node:  # reserved, so that names made up while importing differ
+            for t in n.output:
+                self.graph.values.setdefault(t, Value(t))
         self.problems: list[str] = []
         self.blocked: set[str] = set()  # values downstream of a failed node
         self.extra_outputs: dict[str, Any] = {}  # optional outputs not computed
@@ -140,6 +143,11 @@ class _Importer:
         import onnx
 
         schema = onnx.defs.get_schema(node.op_type, self.opset)
+        if not schema.min_input <= len(node.input) <= schema.max_input:
+            raise Unsupported(
+                f"{len(node.input)} inputs; at opset {self.opset} it takes {schema.min_input}"
+                f"-{schema.max_input}"
+            )
         out: dict[str, Any] = {}
         for name, a in schema.attributes.items():
             if a.default_value.type:
@@ -147,6 +155,13 @@ class _Importer:
         for a in node.attribute:
             if a.name not in schema.attributes:
                 raise Unsupported(f"attribute {a.name} is not defined at opset {self.opset}")
+            want = schema.attributes[a.name].type
+            if a.type != want:
+                kinds = onnx.AttributeProto.AttributeType
+                raise Unsupported(
+                    f"attribute {a.name} is {kinds.Name(a.type)}, ONNX defines it as "
+                    f"{kinds.Name(want)}"
+                )
             out[a.name] = _py(onnx.helper.get_attribute_value(a))
         return out
 
@@ -190,8 +205,12 @@ class _Importer:
             except OperatorError as e:
                 self.problems.append(f"{label}: {e}" if label not in str(e) else str(e))
                 blocked.update(node.output)
+            except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as e:
+                self.problems.append(f"{label}: invalid ({type(e).__name__}: {e})")
+                blocked.update(node.output)
         for t in self.graph.outputs:
-            if t not in self.graph.values and t not in blocked:
+            known = t in self.graph.constants or self.graph.value(t).shape is not None
+            if not known and t not in blocked:
                 self.problems.append(f"graph output {t} is not computed by any node")
         if self.problems:
             raise OperatorError(
@@ -262,7 +281,10 @@ class _Importer:
                 raise Unsupported(f"input {t} is not produced by any earlier node")
         types = infer_node(ir, [g.values[t].shape for t in ins], [g.values[t].dtype for t in ins])
         if all(t in g.constants for t in ins):
-            outs = run_node(ir, [g.constants[t] if t else None for t in ir.inputs])
+            try:
+                outs = run_node(ir, [g.constants[t] if t else None for t in ir.inputs])
+            except (ArithmeticError, ValueError, TypeError, IndexError) as e:
+                raise Unsupported(f"folding it failed ({type(e).__name__}: {e})") from None
             for name, value, (_, dtype) in zip(ir.outputs, outs, types, strict=False):
                 if name:
                     g.add_constant(name, value.astype(dtype) if dtype else value)
@@ -345,6 +367,11 @@ def _window(imp: _Importer, node, attrs: dict, kernel, dilations: bool = True) -
     if dilations:
         attrs["dilations"] = attrs.get("dilations") or [1, 1]
     attrs["pads"] = attrs.get("pads") or [0, 0, 0, 0]
+    for key, low, n in (("kernel_shape", 1, 2), ("strides", 1, 2), ("dilations", 1, 2),
+                        ("pads", 0, 4)):  # fmt: skip
+        value = attrs.get(key)
+        if value is not None and (len(value) != n or min(value) < low):
+            raise Unsupported(f"attribute {key}={value}: {n} values >= {low} expected")
     mode = attrs["auto_pad"]
     if mode == "VALID":
         attrs["pads"] = [0, 0, 0, 0]
@@ -370,6 +397,8 @@ def _conv_transpose(imp, node, attrs):
     attrs["auto_pad"] = "NOTSET"  # SAME_* is resolved below, against the output size
     _window(imp, node, attrs, kernel)
     attrs["output_padding"] = attrs.get("output_padding") or [0, 0]
+    if len(attrs["output_padding"]) != 2 or min(attrs["output_padding"]) < 0:
+        raise Unsupported(f"attribute output_padding={attrs['output_padding']}: 2 values >= 0")
     shape = attrs.pop("output_shape", None)
     h, w = imp.shape(node.input[0])[2:]
     s, d, op = attrs["strides"], attrs["dilations"], attrs["output_padding"]
@@ -465,6 +494,8 @@ def _split(imp, node, attrs):
     n = len(node.output)
     if split is None or len(split) == 0:
         parts = attrs.pop("num_outputs", None) or n
+        if parts < 1:
+            raise Unsupported(f"num_outputs={parts} must be positive")
         size = -(-shape[ax] // parts)
         split = [size] * (shape[ax] // size) + ([shape[ax] % size] if shape[ax] % size else [])
     attrs.pop("num_outputs", None)
@@ -514,6 +545,8 @@ def _unsqueeze(imp, node, attrs):
         raise Unsupported("axes are missing")
     rank = len(imp.shape(node.input[0])) + len(axes)
     attrs["axes"] = sorted(_axis(int(a), rank) for a in axes)
+    if len(set(attrs["axes"])) != len(attrs["axes"]):
+        raise Unsupported(f"axes {list(axes)} repeat an axis")
     return list(node.input[:1])
 
 
@@ -581,6 +614,8 @@ def _resize(imp, node, attrs):
         attrs["sizes"] = [int(np.floor(d * s)) for d, s in zip(shape, full, strict=True)]
     else:
         raise Unsupported("neither scales nor sizes is given")
+    if min(attrs["sizes"]) < 1 or min(attrs["scales"]) <= 0:
+        raise Unsupported(f"output sizes {attrs['sizes']} (scales {attrs['scales']}) not positive")
     attrs["axes"] = axes
     return list(node.input[:1])
 

@@ -29,8 +29,13 @@ def _broadcast(ins: list[Shape], a: dict) -> list[Shape]:
 
 def _conv(ins: list[Shape], a: dict) -> list[Shape]:
     (n, c, h, w), (oc, cg, kh, kw) = ins[0], ins[1]
-    if c != cg * a["group"]:
-        raise OperatorError(f"input has {c} channels, the weight expects {cg} x group {a['group']}")
+    if c != cg * a["group"] or oc % a["group"]:
+        raise OperatorError(
+            f"input has {c} channels, the weight [{oc},{cg},{kh},{kw}] with group {a['group']} "
+            "does not fit"
+        )
+    if len(ins) > 2 and ins[2] != (oc,):
+        raise OperatorError(f"bias of shape {ins[2]}, expected ({oc},)")
     p, s, d = a["pads"], a["strides"], a["dilations"]
     oh = (h + p[0] + p[2] - (kh - 1) * d[0] - 1) // s[0] + 1
     ow = (w + p[1] + p[3] - (kw - 1) * d[1] - 1) // s[1] + 1
@@ -40,11 +45,24 @@ def _conv(ins: list[Shape], a: dict) -> list[Shape]:
 
 
 def _conv_transpose(ins: list[Shape], a: dict) -> list[Shape]:
-    (n, _, h, w), (_, ocg, kh, kw) = ins[0], ins[1]
+    (n, c, h, w), (wc, ocg, kh, kw) = ins[0], ins[1]
+    if c != wc or c % a["group"]:
+        raise OperatorError(f"input has {c} channels, the weight {ins[1]} with group {a['group']}")
+    if len(ins) > 2 and ins[2] != (ocg * a["group"],):
+        raise OperatorError(f"bias of shape {ins[2]}, expected ({ocg * a['group']},)")
     p, s, d, op = a["pads"], a["strides"], a["dilations"], a["output_padding"]
     oh = (h - 1) * s[0] + (kh - 1) * d[0] + 1 + op[0] - p[0] - p[2]
     ow = (w - 1) * s[1] + (kw - 1) * d[1] + 1 + op[1] - p[1] - p[3]
+    if oh < 1 or ow < 1:
+        raise OperatorError(f"pads {p} leave no output")
     return [(n, ocg * a["group"], oh, ow)]
+
+
+def _batch_norm(ins: list[Shape], a: dict) -> list[Shape]:
+    c = ins[0][1] if len(ins[0]) > 1 else None
+    if any(s != (c,) for s in ins[1:]):
+        raise OperatorError(f"scale, bias, mean and var {ins[1:]} must be ({c},)")
+    return [ins[0]]
 
 
 def _pool(ins: list[Shape], a: dict) -> list[Shape]:
@@ -126,11 +144,12 @@ SHAPES: dict[str, ShapeFn] = {
     **dict.fromkeys(
         (
             "Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid HardSwish Identity Dropout Softmax "
-            "LogSoftmax BatchNormalization Cast"
+            "LogSoftmax Cast"
         ).split(),
         _same,
     ),
     **dict.fromkeys("Add Sub Mul Div Pow Max Min".split(), _broadcast),
+    "BatchNormalization": _batch_norm,
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
     "MaxPool": _pool,

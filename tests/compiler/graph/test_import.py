@@ -123,21 +123,23 @@ def test_every_unsupported_node_is_listed_in_one_error():
         helper.make_node("Resize", ["b", "", "sc"], ["c"], name="rs", mode="cubic"),
         helper.make_node("Pad", ["a", "pads"], ["d"], name="pad0", mode="wrap"),
         helper.make_node("Gather", ["a", "idx"], ["e"], name="g0"),
+        helper.make_node("ReduceMax", ["a", "idx"], ["f"], name="rm"),
         helper.make_node("Add", ["c", "d"], ["y"]),
     ]
     inits = {
         "sc": np.ones(4, np.float32), "pads": np.zeros(8, np.int64), "idx": np.array([0]),
     }  # fmt: skip
-    m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None}, inits, opset=20)
+    m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None, "f": None}, inits, opset=20)
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
     assert "node rs (Resize): Resize as redefined at opset 19 is not supported" in str(e.value)
     assert "node pad0 (Pad): Pad as redefined at opset 19" in str(e.value)
-    m.opset_import[0].version = 18
+    m.opset_import[0].version = 17
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
     msg = str(e.value)
-    assert msg.startswith("4 node(s) cannot be imported:")
+    assert msg.startswith("5 node(s) cannot be imported:")
+    assert "node rm (ReduceMax): 2 inputs; at opset 17 it takes 1-1" in msg
     assert "node gelu0 (Gelu): operator not supported" in msg
     assert "node rs (Resize): attribute mode='cubic' is not supported" in msg
     assert "node pad0 (Pad): attribute mode='wrap'" in msg
@@ -147,3 +149,40 @@ def test_every_unsupported_node_is_listed_in_one_error():
 def test_dqn_imports_and_prints():
     text = str(import_onnx(dqn()))
     assert "Gemm(%flatten_13, %fc_w_14, %fc_b_15) {alpha=1, beta=1, transA=0, transB=1}" in text
+
+
+f = np.float32
+BAD = {
+    "attribute type": (
+        [helper.make_node("Flatten", ["x"], ["y"], axis=[1])], [2, 3], {},
+        "attribute axis is INTS, ONNX defines it as INT",
+    ),
+    "zero stride": (
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[0, 1])],
+        [1, 1, 4, 4], {}, "attribute strides=[0, 1]: 2 values >= 1 expected",
+    ),
+    "batch norm statistics": (
+        [helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["y"])],
+        [1, 2, 3, 3], {"s": np.ones(3, f)}, "scale, bias, mean and var",
+    ),
+    "conv groups": (
+        [helper.make_node("Conv", ["x", "w"], ["y"], group=2)],
+        [1, 4, 3, 3], {"w": np.ones((3, 2, 1, 1), f)}, "with group 2 does not fit",
+    ),
+    "repeated axes": (
+        [helper.make_node("Unsqueeze", ["x", "a"], ["y"])],
+        [2], {"a": np.array([0, -3])}, "repeat an axis",
+    ),
+    "resize to nothing": (
+        [helper.make_node("Resize", ["x", "", "sc"], ["y"])],
+        [1, 1, 2, 2], {"sc": np.array([1, 1, 0, 1], f)}, "not positive",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_invalid_nodes_are_one_line_errors(case):
+    nodes, shape, inits, message = BAD[case]
+    with pytest.raises(OperatorError, match="1 node\\(s\\) cannot be imported") as e:
+        import_onnx(model(nodes, shape, {"y": None}, inits))
+    assert message in str(e.value) and "\n" not in str(e.value)

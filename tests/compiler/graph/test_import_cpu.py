@@ -76,19 +76,38 @@ def test_plain_layout_operators(tmp_path):
     check(save(tmp_path, nodes, [3, 4, 2], [6, 5], consts), (3, 4, 2))
 
 
-def test_operators_the_cpu_lacks_are_listed(tmp_path):
+def test_batch_norm_with_computed_parameters(tmp_path):
+    """A batch norm whose statistics are computed stays one (no folding) and runs."""
     nodes = [
-        helper.make_node("ConvTranspose", ["x", "w"], ["a"], name="up", strides=[2, 2],
-                         pads=[1, 1, 0, 0]),
-        helper.make_node("Resize", ["x", "", "sc"], ["b"], name="rs"),
-        helper.make_node("Add", ["a", "b"], ["y"]),
-    ]  # fmt: skip
-    consts = {"w": f32(2, 2, 3, 3), "sc": np.array([1, 1, 2, 2], np.float32)}
-    path = save(tmp_path, nodes, [1, 2, 4, 4], [1, 2, 8, 8], consts)
-    with pytest.raises(OperatorError, match=r"2 group\(s\) cannot run on the CPU") as e:
-        compile_model(path)
-    assert "node rs (Resize): no CPU kernel for Resize" in str(e.value)
-    assert "node up (ConvTranspose): no CPU kernel for ConvTranspose" in str(e.value)
+        helper.make_node("Mul", ["s", "s"], ["v"]),
+        helper.make_node("BatchNormalization", ["x", "s", "s", "s", "v"], ["y"], epsilon=0.5),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    feeds = {"x": f32(1, 4, 3, 3, scale=1), "s": f32(4, scale=1)}
+    (got,) = compile_model(tmp_path / "m.onnx").run(feeds).values()
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, sess.run(None, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_integer_inputs_are_refused(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
+    with pytest.raises(OperatorError, match="inputs x: the CPU graph runs float32 inputs only"):
+        compile_model(tmp_path / "m.onnx")
 
 
 def test_vta_compile_prints_passes(tmp_path, capsys):
@@ -145,3 +164,91 @@ def test_squeeze_excitation_gate(tmp_path, shared):
     ]
     consts = {"w": f32(c, 8, 3, 3), "w1": f32(8, c, 1, 1), "w2": f32(c, 8, 1, 1)}
     check(save(tmp_path, nodes, [1, 8, 6, 6], [1, c, 6, 6], consts), (1, 8, 6, 6))
+
+
+def test_slice_pad_split_and_reductions(tmp_path):
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Slice", ["c", "st", "en", "ax", "sp"], ["s"]),
+        helper.make_node("Pad", ["s", "p1"], ["pr"], mode="reflect"),
+        helper.make_node("Pad", ["pr", "p2"], ["pe"], mode="edge"),
+        helper.make_node("Pad", ["pe", "p3", "v"], ["pc"]),
+        helper.make_node("Split", ["pc", "sz"], ["a", "b"], axis=1),
+        helper.make_node("ReduceMean", ["a"], ["m"], axes=[1, 2, 3]),
+        helper.make_node("ReduceMax", ["b"], ["mx"], axes=[1, -2, -1]),
+        helper.make_node("Add", ["m", "mx"], ["t"]),
+        helper.make_node("ReduceSum", ["t", "r2"], ["y"], keepdims=0),
+    ]
+    consts = {
+        "w": f32(16, 4, 3, 3), "st": i64(-1, 1), "en": i64(-100, 8), "ax": i64(3, 2),
+        "sp": i64(-2, 2), "p1": i64(0, 0, 1, 2, 0, 0, 2, 1), "p2": i64(0, 0, 1, 0, 0, 0, 0, 3),
+        "p3": i64(0, 1, 0, 0, 0, 2, 0, 1), "v": np.float32(0.5), "sz": i64(7, 12),
+        "r2": i64(1, -1),
+    }  # fmt: skip
+    check(save(tmp_path, nodes, [1, 4, 9, 8], [1, 1], consts), (1, 4, 9, 8))
+
+
+@pytest.mark.parametrize("op, axis", [("LogSoftmax", 1), ("LogSoftmax", -1), ("Softmax", 0)])
+def test_softmax_kinds(tmp_path, op, axis):
+    nodes = [helper.make_node(op, ["x"], ["y"], axis=axis)]
+    check(save(tmp_path, nodes, [3, 5, 8], [3, 5, 8], {}), (3, 5, 8))
+
+
+def test_generic_matmuls(tmp_path):
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["x", "t"], ["g"]),  # [2, 3, 4] x [2, 4, 3] (batched)
+        helper.make_node("MatMul", ["g", "w"], ["h"]),  # [2, 3, 3] x [1, 3, 5] (broadcast)
+        helper.make_node("MatMul", ["h", "v"], ["hv"]),  # x a vector: [2, 3]
+        helper.make_node("Gemm", ["hv", "hv", "c"], ["y"], transA=1, alpha=0.5, beta=2.0),
+    ]
+    consts = {"w": f32(1, 3, 5), "v": f32(5), "c": f32(3, 3)}
+    check(save(tmp_path, nodes, [2, 3, 4], [3, 3], consts), (2, 3, 4))
+
+
+RESIZES = {
+    "nearest_asym_floor": (dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                                nearest_mode="floor"), [1, 1, 2, 1.5]),
+    "nearest_half_pixel": (dict(mode="nearest"), [1, 1, 2.5, 3]),
+    "nearest_ceil": (dict(mode="nearest", nearest_mode="ceil"), [1, 1, 0.5, 2]),
+    "nearest_prefer_ceil": (dict(mode="nearest", nearest_mode="round_prefer_ceil",
+                                 coordinate_transformation_mode="tf_half_pixel_for_nn"),
+                            [1, 1, 2, 2]),
+    "linear_half_pixel": (dict(mode="linear"), [1, 1, 2, 1.5]),
+    "linear_align_corners": (dict(mode="linear", coordinate_transformation_mode="align_corners"),
+                             [1, 1, 1.75, 2]),
+    "linear_pytorch": (dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+                       [1, 1, 0.5, 2]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(RESIZES))
+def test_resize(tmp_path, case):
+    attrs, scales = RESIZES[case]
+    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)]
+    path = save(tmp_path, nodes, [1, 3, 6, 5], None, {"sc": np.array(scales, np.float32)})
+    check(path, (1, 3, 6, 5))
+
+
+@pytest.mark.parametrize(
+    "attrs, bias",
+    [
+        (dict(strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2), True),
+        (dict(strides=[1, 2], dilations=[2, 1]), False),
+        (dict(strides=[2, 2], output_shape=[10, 9]), True),
+    ],
+)
+def test_conv_transpose(tmp_path, attrs, bias):
+    ins = ["x", "w", "b"] if bias else ["x", "w"]
+    nodes = [helper.make_node("ConvTranspose", ins, ["t"], **attrs),
+             helper.make_node("Relu", ["t"], ["y"])]  # fmt: skip
+    consts = {"w": f32(4, 3, 3, 3), **({"b": f32(3 * attrs.get("group", 1))} if bias else {})}
+    check(save(tmp_path, nodes, [1, 4, 5, 4], None, consts), (1, 4, 5, 4))
+
+
+def test_empty_tensors_are_refused(tmp_path):
+    nodes = [helper.make_node("Slice", ["x", "st", "en"], ["y"])]
+    consts = {"st": np.array([2], np.int64), "en": np.array([1], np.int64)}
+    with pytest.raises(OperatorError, match="node\\(s\\) y: empty outputs"):
+        compile_model(save(tmp_path, nodes, [4], None, consts))

@@ -1,5 +1,6 @@
 """The numpy reference executor against onnxruntime: seeded one-node models covering the
-supported operators and attribute values, and the benchmark networks."""
+supported operators and attribute values, and the benchmark networks; the same one-node models
+compiled for the CPU."""
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.bench.networks import NETWORKS, random_inputs
 from compiler.graph import reference
+from compiler.graph.build_onnx import compile_model
 from compiler.graph.onnx_import import import_onnx
 
 ort = pytest.importorskip("onnxruntime")
@@ -189,3 +191,14 @@ def test_missing_and_misshaped_inputs_are_errors():
         reference.run(g, {})
     with pytest.raises(OperatorError, match=r"input x0 has shape \(4,\)"):
         reference.run(g, {"x0": np.zeros(4)})
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_one_node_case_runs_on_the_cpu(tmp_path, case):
+    data, feeds = one_node(*CASES[case])
+    (tmp_path / "m.onnx").write_bytes(data)
+    got = compile_model(tmp_path / "m.onnx").run(feeds)
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    for value, want in zip(got.values(), sess.run(None, feeds), strict=True):
+        assert value.shape == want.shape
+        np.testing.assert_allclose(value, want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
