@@ -171,32 +171,37 @@ class _Lowering:
 
     # -- groups ----------------------------------------------------------------------------
     def lower(self, nodes: list[IRNode], name: str) -> None:
-        anchor = nodes[0]
+        anchor, rest = nodes[0], nodes[1:]
         if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)
         elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
             members, out = self.pool(anchor)
+        elif anchor.op == "Concat" and self.is_packed_concat(anchor):
+            members, out = self.concat(anchor)
+        elif self.is_packed_elementwise(nodes):  # e.g. an unfolded batch norm after a concat
+            x = anchor.inputs[0]
+            return self.finish(name, nodes, [], self.as_packed(x), x, packed=True)
         elif anchor.op in ("Gemm", "MatMul") and self.is_dense(anchor):
             members, out = self.dense(anchor)
-            return self.finish(name, nodes, members, out, packed=False)
+            return self.finish(name, rest, members, out, anchor.outputs[0], packed=False)
         elif anchor.op == "Split":
             return self.split(anchor)
         else:
             return self.plain_group(name, nodes)
-        self.finish(name, nodes, members, out, packed=True)
+        self.finish(name, rest, members, out, anchor.outputs[0], packed=True)
 
-    def finish(self, name, nodes, members, out, packed: bool) -> None:
-        """Append the anchor's followers (elementwise, in the anchor's layout) and the group."""
-        prev = nodes[0].outputs[0]
-        for n in nodes[1:]:
+    def finish(self, name, followers, members, out, prev: str, packed: bool) -> None:
+        """Append the elementwise `followers` of value `prev` (computed as tensor `out` by
+        `members`, in the layout `packed` says) and the group."""
+        for n in followers:
             if n.op not in (*_UNARY, *_BINARY):
-                raise OperatorError(f"node {n.label} ({n.op}): cannot follow {nodes[0].op} here")
+                raise OperatorError(f"node {n.label} ({n.op}): cannot follow here")
             ins = [out]
             if n.op in _BINARY:
                 other = next((t for t in n.inputs if t != prev), prev)
                 if n.inputs[0] != prev and n.op in ("Sub", "Div", "Pow"):
                     raise OperatorError(f"node {n.label} ({n.op}): the fused value must come first")
-                ins.append(self.operand(other, n, packed))
+                ins.append(out if other == prev else self.operand(other, n, packed))
             dst = f"{n.outputs[0]}_nchwc" if packed else n.outputs[0]
             members.append(Node(n.op, ins, dst, _cpu_attrs(n)))
             self.shapes[dst] = self.shapes[out]
@@ -206,6 +211,52 @@ class _Lowering:
             self.packed[prev] = out
         else:
             self.plain.add(prev)
+
+    def fits_packed(self, t: str, n: IRNode) -> bool:
+        """Whether `operand` can give t packed as n's second operand."""
+        out_shape = self.shape(n.outputs[0])
+        if t in self.graph.constants:
+            value = np.broadcast_to(self.graph.constants[t], out_shape)
+            return np.array_equal(np.broadcast_to(value[:1, :, :1, :1], out_shape), value)
+        return self.shape(t) in (out_shape, (*out_shape[:2], 1, 1))
+
+    def is_packed_elementwise(self, nodes: list[IRNode]) -> bool:
+        """Elementwise nodes on a value only packed so far (4-d, operands that pack)."""
+        x = nodes[0].inputs[0]
+        if x not in self.packed or x in self.plain or len(self.shape(x)) != 4:
+            return False
+        prev = x
+        for n in nodes:
+            if n.op not in (*_UNARY, *_BINARY) or self.shape(n.outputs[0]) != self.shape(x):
+                return False
+            others = [t for t in n.inputs if t != prev]
+            if n.op in _BINARY and others and not self.fits_packed(others[0], n):
+                return False
+            if n.op in ("Sub", "Div", "Pow") and n.inputs[0] != prev:
+                return False
+            prev = n.outputs[0]
+        return True
+
+    def is_packed_concat(self, node: IRNode) -> bool:
+        """A channel concat of 4-d values, one of them packed already, whose channel blocks
+        all equal the output's."""
+        shapes = [self.shape(t) for t in node.inputs]
+        c_out = self.shape(node.outputs[0])[1]
+        return (
+            node.attrs["axis"] == 1
+            and all(len(s) == 4 and t not in self.graph.constants
+                    for s, t in zip(shapes, node.inputs, strict=True))
+            and any(t in self.packed for t in node.inputs)
+            and all(x86.channel_block(s[1]) == x86.channel_block(c_out) for s in shapes)
+        )  # fmt: skip
+
+    def concat(self, node: IRNode) -> tuple[list[Node], str]:
+        ins = [self.as_packed(t) for t in node.inputs]
+        out = f"{node.outputs[0]}_nchwc"
+        n_, c, h, w = self.shape(node.outputs[0])
+        b = x86.channel_block(c)
+        self.shapes[out] = (n_, c // b, h, w, b)
+        return [Node("Concat", ins, out, {"axis": 1})], out
 
     def operand(self, t: str, n: IRNode, packed: bool) -> str:
         """The second operand of a fused binary node: an activation of the output's shape

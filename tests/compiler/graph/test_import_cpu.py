@@ -252,3 +252,30 @@ def test_empty_tensors_are_refused(tmp_path):
     consts = {"st": np.array([2], np.int64), "en": np.array([1], np.int64)}
     with pytest.raises(OperatorError, match="node\\(s\\) y: empty outputs"):
         compile_model(save(tmp_path, nodes, [4], None, consts))
+
+
+def test_channel_concat_and_its_batch_norm_stay_packed(tmp_path):
+    from compiler.codegen.target import target_scope
+    from compiler.graph.build_onnx import import_groups
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1] * 4),
+        helper.make_node("Conv", ["x", "w2"], ["b"]),
+        helper.make_node("Concat", ["a", "b", "x"], ["c"], axis=1),
+        helper.make_node("BatchNormalization", ["c", "g", "be", "m", "v"], ["n"]),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("Conv", ["r", "w3"], ["d"]),
+        helper.make_node("Add", ["d", "d"], ["y"]),
+    ]
+    c = 96
+    consts = {
+        "w1": f32(32, 32, 3, 3), "w2": f32(32, 32, 1, 1), "g": f32(c) + 1, "be": f32(c),
+        "m": f32(c), "v": f32(c) ** 2 + 0.5, "w3": f32(32, c, 1, 1),
+    }  # fmt: skip
+    path = save(tmp_path, nodes, [1, 32, 5, 5], None, consts)
+    with target_scope("llvm"):
+        groups = import_groups(path)[0]
+    ops = [[n.op for n in g.nodes] for g in groups]
+    assert ["Concat", "Mul", "Add", "Relu"] in ops and ["Conv", "Add"] in ops
+    assert [op for g in ops for op in g].count("UnpackNCHWc") == 1  # at the output only
+    check(path, (1, 32, 5, 5))
