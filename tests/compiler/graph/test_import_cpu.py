@@ -308,3 +308,14 @@ def test_spatial_operators_stay_packed(tmp_path):
     ops = [op for g in groups for op in (n.op for n in g.nodes)]
     assert ops.count("UnpackNCHWc") == 1 and ops.count("PackNCHWc") == 1
     check(path, (1, 8, 5, 6))
+
+
+def test_followers_that_do_not_pack_get_a_group_of_their_own(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Add", ["r", "hw"], ["a"]),  # a [H, W] constant: not per channel
+        helper.make_node("Sigmoid", ["a"], ["y"]),
+    ]
+    consts = {"w": f32(16, 8, 3, 3), "hw": f32(5, 6)}
+    check(save(tmp_path, nodes, [1, 8, 5, 6], None, consts), (1, 8, 5, 6))
