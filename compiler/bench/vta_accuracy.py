@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from ..graph import accel_onnx as A
-from ..graph.quant import dequantize
 from . import networks
 
 CALIBRATION_INPUTS = 4
@@ -54,9 +53,9 @@ def onnx_accuracy(model: str, method: str, inputs: int, seed: int = 0) -> dict:
         for name, v in f32.items():
             if name in t:
                 scale = np.abs(v).reshape(len(x), -1).max(axis=1).clip(1e-30)
-                err = np.abs(dequantize(t[name], qn.exps[name]) - v).reshape(len(x), -1)
+                err = np.abs(A.dequantized(qn, t, name) - v).reshape(len(x), -1)
                 layers[name] = max(layers.get(name, 0.0), float((err.max(axis=1) / scale).max()))
-        f, q = f32[net.output], dequantize(t[net.output], qn.exps[net.output])
+        f, q = f32[net.output], A.dequantized_output(qn, t)
         worst = max(worst, layers[net.output])
         agree += int((f.argmax(axis=1) == q.argmax(axis=1)).sum())
     per_layer = {ly.name: layers[ly.output] for ly in net.layers if ly.output in layers}

@@ -287,21 +287,28 @@ def _window_sums(x: np.ndarray, k: int, stride: int, pad: int, include_pad: bool
     return sums, counts
 
 
+def _preactivation_f32(ly: Layer, t: dict) -> np.ndarray:
+    """A conv or dense layer's NCHW output before its activation, in fp32."""
+    h = t[ly.inputs[0]]
+    h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+    y = _conv_f32(h, ly.weight, ly.stride, ly.pad, ly.kind == "dwconv")
+    y = y + ly.bias[None, :, None, None]
+    if ly.residual:
+        y = y + t[ly.residual]
+    if ly.shortcut:
+        sc = ly.shortcut
+        y = y + _conv_f32(t[sc.inputs[0]], sc.weight, sc.stride, 0, False)
+        y = y + sc.bias[None, :, None, None]
+    return y
+
+
 def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
     """Every tensor of the fp32 network (the quantization's calibration and accuracy baseline)."""
     t = {net.input: x.astype(np.float32)}
     for ly in net.layers:
         h = t[ly.inputs[0]]
         if ly.kind in ("conv", "dwconv", "dense"):
-            h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
-            y = _conv_f32(h, ly.weight, ly.stride, ly.pad, ly.kind == "dwconv")
-            y = y + ly.bias[None, :, None, None]
-            if ly.residual:
-                y = y + t[ly.residual]
-            if ly.shortcut:
-                sc = ly.shortcut
-                y = y + _conv_f32(t[sc.inputs[0]], sc.weight, sc.stride, 0, False)
-                y = y + sc.bias[None, :, None, None]
+            y = _preactivation_f32(ly, t)
             if ly.relu:
                 y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
             t[ly.output] = y.reshape(y.shape[0], -1) if ly.kind == "dense" else y
@@ -320,36 +327,102 @@ def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------------------- quantized
 @dataclasses.dataclass
 class QNetwork:
-    """The quantized network: each tensor's exponent and each conv/dense layer's QConv."""
+    """The quantized network: each tensor's exponent and each conv/dense layer's QConv; with
+    `float_cpu`, the conv and dense layers the CPU runs compute in fp32 (their QConv then only
+    gives shapes): int8 tensors are dequantized into them and their fp32 outputs quantized at
+    each tensor's exponent where an accelerator layer takes them."""
 
     net: Network
     exps: dict[str, int]
     convs: dict[str, QConv]
     calibration: str = ""  # where the exponents came from
+    float_cpu: bool = False  # the CPU's conv and dense layers compute in fp32
 
 
-def quantize_network(net: Network, calibration: np.ndarray, method: str = "minmax") -> QNetwork:
+def quantize_network(
+    net: Network,
+    calibration: np.ndarray,
+    method: str = "minmax",
+    correct_bias: bool = True,
+    float_cpu: bool = True,
+) -> QNetwork:
     """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
     (an exponent a shift cannot reach is raised, as `quantize_conv` decides), with an exponent
     per output channel for the weights of layers the CPU runs (its shift can differ by
-    channel; the accelerator's REQ takes one shift per instruction)."""
+    channel; the accelerator's REQ takes one shift per instruction). With `correct_bias`, each
+    conv's bias absorbs the mean error per channel of its quantized pre-activation on the
+    calibration inputs (run through the quantized layers before it), so rounding errors that
+    do not average out are not passed on. `float_cpu`: see QNetwork."""
     acts = forward_f32(net, calibration)
     exps = {k: Q.pow2_exponent(Q.magnitude(v, method)) for k, v in acts.items()}
-    convs = {}
+    qn = QNetwork(net, exps, {}, float_cpu=float_cpu)
+    t = {net.input: _entry(qn, calibration)}
     for ly in net.layers:
         if ly.kind in ("maxpool", "flatten"):
             exps[ly.output] = exps[ly.inputs[0]]
         elif ly.kind in ("conv", "dwconv", "dense"):
-            e_res = exps[ly.residual] if ly.residual else None
-            sc = ly.shortcut
-            shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
-            per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
-            q = Q.quantize_conv(ly.weight, ly.bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
-                              ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
-                              per_channel=per_channel)  # fmt: skip
-            convs[ly.name] = q
+            q = _quantize_layer(ly, exps, ly.bias)
+            if correct_bias and not _is_float(ly, qn):
+                err = _preactivation(ly, q, t, qn) - _preactivation_f32(ly, acts)
+                q = _quantize_layer(ly, exps, ly.bias - err.mean(axis=(0, 2, 3)))
+            qn.convs[ly.name] = q
             exps[ly.output] = q.e_out
-    return QNetwork(net, exps, convs)
+        if correct_bias:
+            t[ly.output] = _clip(ly, qn, _cpu_layer(ly, qn, t))
+    return qn
+
+
+def _quantize_layer(ly: Layer, exps: dict[str, int], bias: np.ndarray) -> QConv:
+    e_res = exps[ly.residual] if ly.residual else None
+    sc = ly.shortcut
+    shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
+    per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
+    return Q.quantize_conv(ly.weight, bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
+                           ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
+                           per_channel=per_channel)  # fmt: skip
+
+
+def _entry(qn: QNetwork, x: np.ndarray) -> np.ndarray:
+    """The network input as the first layer takes it (fp32 into an fp32 CPU layer)."""
+    first = next(ly for ly in qn.net.layers if qn.net.input in _needs(ly))
+    return x.astype(np.float32) if _is_float(first, qn) else Q.quantize(x, qn.exps[qn.net.input])
+
+
+def _is_float(ly: Layer, qn: QNetwork) -> bool:
+    """Whether the layer computes in fp32: a CPU conv or dense, or an average pool, of a
+    network with `float_cpu`."""
+    if not qn.float_cpu or ly.kind not in ("conv", "dwconv", "dense", "avgpool", "avgpoolk"):
+        return False
+    return ly.kind.startswith("avgpool") or _place(ly, qn.convs.get(ly.name))[0] == "cpu"
+
+
+def _int8(qn: QNetwork, t: dict, name: str) -> np.ndarray:
+    """Tensor `name` in int8 (quantized at its exponent if an fp32 layer made it)."""
+    v = t[name]
+    return v if v.dtype == np.int8 else Q.quantize(v, qn.exps[name])
+
+
+def dequantized(qn: QNetwork, t: dict, name: str) -> np.ndarray:
+    """Tensor `name` in fp32 (int8 tensors dequantized at their exponent)."""
+    v = t[name]
+    return Q.dequantize(v, qn.exps[name]) if v.dtype == np.int8 else v
+
+
+def _preactivation(ly: Layer, q: QConv, t: dict, qn: QNetwork) -> np.ndarray:
+    """The quantized layer's NCHW pre-activation (its accumulator before the shift) in fp32."""
+    h = _int8(qn, t, ly.inputs[0])
+    h = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+    res = _int8(qn, t, ly.residual) if ly.residual else None
+    sc_in = _int8(qn, t, ly.shortcut.inputs[0]) if ly.shortcut else None
+    acc = Q.accumulate(q, h, res, sc_in, dw=ly.kind == "dwconv")
+    shift = np.asarray(q.shift).reshape(-1, 1, 1) if np.ndim(q.shift) else q.shift
+    return (acc - (1 << shift >> 1)) * 2.0 ** (q.e_out - shift)
+
+
+def _clip(ly: Layer, qn: QNetwork, y: np.ndarray) -> np.ndarray:
+    """A layer's int8 output with its Clip upper bound (if any) applied."""
+    hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu and y.dtype == np.int8 else None
+    return y if hi is None or hi >= 127 else np.minimum(y, np.int8(hi))
 
 
 def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
@@ -378,8 +451,21 @@ def _clip_max(ly: Layer, e_out: int) -> int | None:
 
 
 def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
-    """A layer in numpy integer arithmetic (the reference's and the CPU partition's)."""
+    """A layer in numpy (the reference's and the CPU partition's): integer arithmetic, or fp32
+    for an fp32 layer (`_is_float`) and for max pool and flatten of an fp32 tensor."""
     h = t[ly.inputs[0]]
+    exact = ly.kind in ("maxpool", "flatten")  # the same on int8 and fp32
+    if (exact and h.dtype != np.int8) or (ly.kind.startswith("avgpool") and _is_float(ly, qn)):
+        one = Network([ly], ly.inputs[0], (), ly.output)
+        return forward_f32(one, dequantized(qn, t, ly.inputs[0]))[ly.output]
+    if _is_float(ly, qn):
+        y = _preactivation_f32(ly, {n: dequantized(qn, t, n) for n in _needs(ly)})
+        if ly.relu:
+            y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
+        return (y.reshape(y.shape[0], -1) if ly.kind == "dense" else y).astype(np.float32)
+    if ly.kind in ("conv", "dwconv", "dense"):
+        t = {n: _int8(qn, t, n) for n in _needs(ly)}
+        h = t[ly.inputs[0]]
     if ly.kind == "maxpool":
         return _maxpool(h, ly.kernel, ly.stride, ly.pad)
     if ly.kind == "flatten":
@@ -394,9 +480,7 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
         return Q.quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
     q = qn.convs[ly.name]
     if ly.kind == "dwconv":
-        acc = _conv_f32(h.astype(np.int64), q.weight.astype(np.int64), q.stride, q.pad, True)
-        acc = acc + q.bias.astype(np.int64)[None, :, None, None]
-        out = Q.requantize(acc, q)
+        out = Q.requantize(Q.accumulate(q, h, dw=True), q)
     else:
         x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
         sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
@@ -415,6 +499,10 @@ class Compiled:
     compile_seconds: float
 
 
+def _out_channels(ly: Layer, qn: QNetwork) -> int:
+    return (qn.convs[ly.name].weight if ly.name in qn.convs else ly.weight).shape[0]
+
+
 def _shapes(qn: QNetwork) -> dict[str, tuple[int, ...]]:
     """Every tensor's shape, from the input's and the layers' arithmetic."""
     shapes = {qn.net.input: tuple(qn.net.input_shape)}
@@ -422,7 +510,7 @@ def _shapes(qn: QNetwork) -> dict[str, tuple[int, ...]]:
         n, *rest = shapes[ly.inputs[0]]
         if ly.kind in ("conv", "dwconv", "maxpool", "avgpoolk"):
             c, h, w = rest
-            o = qn.convs[ly.name].weight.shape[0] if ly.kind in ("conv", "dwconv") else c
+            o = _out_channels(ly, qn) if ly.kind in ("conv", "dwconv") else c
             h, w = ((x + 2 * ly.pad - ly.kernel) // ly.stride + 1 for x in (h, w))
             shapes[ly.output] = (n, o, h, w)
         elif ly.kind == "avgpool":
@@ -430,7 +518,7 @@ def _shapes(qn: QNetwork) -> dict[str, tuple[int, ...]]:
         elif ly.kind == "flatten":
             shapes[ly.output] = (n, int(np.prod(rest)))
         else:  # dense
-            shapes[ly.output] = (n, qn.convs[ly.name].weight.shape[0])
+            shapes[ly.output] = (n, _out_channels(ly, qn))
     return shapes
 
 
@@ -472,10 +560,10 @@ def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
 def run(
     c: Compiled | QNetwork, x: np.ndarray, device: str | None = None
 ) -> tuple[dict, list[dict], float]:
-    """(every int8 tensor, per-layer rows, CPU seconds) on `device`; with a QNetwork (or device
-    None) everything runs in numpy: the bit-exact reference."""
+    """(every tensor: int8, fp32 from fp32 CPU layers; per-layer rows; CPU seconds) on `device`;
+    with a QNetwork (or device None) everything runs in numpy: the bit-exact reference."""
     qn = c.qn if isinstance(c, Compiled) else c
-    t = {qn.net.input: Q.quantize(x, qn.exps[qn.net.input])}
+    t = {qn.net.input: _entry(qn, x)}
     packed: dict[str, np.ndarray] = {}  # tensors also held in the accelerator's layout
     rows, cpu = [], 0.0
     for ly in qn.net.layers:
@@ -484,12 +572,13 @@ def run(
             start = time.perf_counter()
             t[ly.output] = _cpu_layer(ly, qn, t)
             cpu += time.perf_counter() - start
-            rows.append({"name": ly.name, "where": "cpu", "why": why})
+            fp32 = "; fp32" if t[ly.output].dtype != np.int8 else ""
+            rows.append({"name": ly.name, "where": "cpu", "why": why + fp32})
         else:
             start = time.perf_counter()
             for name in _needs(ly):
                 if name not in packed:
-                    packed[name] = pack_act(t[name], c.cfg)
+                    packed[name] = pack_act(_int8(qn, t, name), c.cfg)
             cpu += time.perf_counter() - start
             layer = c.accel[ly.name]
             res = packed[ly.residual] if ly.residual else None
@@ -500,14 +589,14 @@ def run(
             rows.append({**report_row(layer, st), "why": why})
         hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
         if hi is not None and hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
-            t[ly.output] = np.minimum(t[ly.output], np.int8(hi))
+            t[ly.output] = _clip(ly, qn, t[ly.output])
             packed.pop(ly.output, None)
             rows[-1]["why"] += f"; Clip max on the CPU (int8 min {hi})"
     return t, rows, cpu
 
 
 def dequantized_output(qn: QNetwork, t: dict) -> np.ndarray:
-    return Q.dequantize(t[qn.net.output], qn.exps[qn.net.output])
+    return dequantized(qn, t, qn.net.output)
 
 
 # --------------------------------------------------------------------------- save and load
@@ -532,6 +621,9 @@ def save(c: Compiled, folder: str | Path) -> None:
             d["shortcut"] = layer_json(ly.shortcut)
         return d
 
+    for ly in net.layers:  # fp32 CPU layers keep their fp32 weights
+        if _is_float(ly, c.qn) and ly.weight is not None:
+            arrays[f"{ly.name}.f32_weight"], arrays[f"{ly.name}.f32_bias"] = ly.weight, ly.bias
     convs = {}
     for name, q in c.qn.convs.items():
         convs[name] = {f: getattr(q, f) for f in _QCONV_SCALARS}
@@ -549,6 +641,7 @@ def save(c: Compiled, folder: str | Path) -> None:
         "layers": [layer_json(ly) for ly in net.layers],
         "exps": c.qn.exps,
         "calibration": c.qn.calibration,
+        "float_cpu": c.qn.float_cpu,
         "convs": convs,
         "knobs": {name: dataclasses.asdict(a.knobs) for name, a in c.accel.items()},
     }
@@ -578,6 +671,9 @@ def load(folder: str | Path) -> Compiled:
             return Layer(**{f: d[f] for f in _LAYER_FIELDS}, shortcut=sc)
 
         layers = [layer(d) for d in m["layers"]]
+        for ly in layers:
+            if f"{ly.name}.f32_weight" in arrays:
+                ly.weight, ly.bias = arrays[f"{ly.name}.f32_weight"], arrays[f"{ly.name}.f32_bias"]
         convs = {}
         for name, scalars in m["convs"].items():
             if scalars["shift"] is None:
@@ -585,7 +681,7 @@ def load(folder: str | Path) -> Compiled:
             convs[name] = QConv(arrays[f"{name}.weight"], arrays[f"{name}.bias"],
                                 sc_weight=arrays.get(f"{name}.sc_weight"), **scalars)  # fmt: skip
         net = Network(layers, m["input"], tuple(m["input_shape"]), m["output"])
-        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""))
+        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""), m.get("float_cpu", False))
         cfg = VTAConfig.from_dict(m["config"], source=str(folder / "accel.json"))
         knobs = {name: Conv2DKnobs(**k) for name, k in m["knobs"].items()}
     except (OSError, ValueError, KeyError, TypeError) as e:

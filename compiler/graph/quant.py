@@ -176,17 +176,32 @@ def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
     return acc
 
 
-def run_qconv(
-    q: QConv, x: np.ndarray, residual: np.ndarray | None = None, sc_in: np.ndarray | None = None
+def accumulate(
+    q: QConv,
+    x: np.ndarray,
+    residual: np.ndarray | None = None,
+    sc_in: np.ndarray | None = None,
+    dw: bool = False,
 ) -> np.ndarray:
-    """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
-    acc = conv_int(x, q.weight, q.stride, q.pad)
+    """The int64 NCHW accumulator of a quantized conv (depthwise if `dw`) before its shift."""
+    if dw:
+        zero = np.zeros(q.weight.shape[0], np.int64)
+        acc = depthwise(x.astype(np.int64), q.weight.astype(np.int64), zero, q.stride, q.pad)
+    else:
+        acc = conv_int(x, q.weight, q.stride, q.pad)
     if q.sc_weight is not None:
         acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0) << q.sc_shift
     acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]
     if q.residual_shift is not None:
         acc += residual.astype(np.int64) << q.residual_shift
-    return requantize(acc, q)
+    return acc
+
+
+def run_qconv(
+    q: QConv, x: np.ndarray, residual: np.ndarray | None = None, sc_in: np.ndarray | None = None
+) -> np.ndarray:
+    """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
+    return requantize(accumulate(q, x, residual, sc_in), q)
 
 
 def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:

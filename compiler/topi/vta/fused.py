@@ -124,7 +124,8 @@ def _acc_rows(k: Conv2DKnobs) -> int:
 
 
 def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> int | None:
-    """Accumulator regions (threads + 1 when they fit, else threads) or None if the tiles of
+    """Accumulator regions (threads + 1 when they fit, else threads; with `sc_shift` first
+    2 threads + 1 or 2 threads, for the next tiles' shortcut products) or None if the tiles of
     every thread do not fit the buffers."""
     threads = k.oc_nthread * k.h_nthread
     depth = cfg.depth
@@ -137,7 +138,8 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     if inp > depth[MemType.INP] or wgt > depth[MemType.WGT]:
         return None
     free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
-    for r in (threads + 1, threads):
+    ahead = (2 * threads + 1, 2 * threads) if ep.sc_shift else ()
+    for r in (*ahead, threads + 1, threads):
         if r * _acc_rows(k) <= free:
             return r
     return None
@@ -371,25 +373,57 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
             range(wl.n // tb), range(wl.oh // th), range(wl.ow // tw), range(wl.co // tco)
         )
     )
-    for step in range(0, len(tiles), threads):
-        group = [(t, tiles[step + t], lay.acc[(step + t) % len(lay.acc)]) for t in range(threads)]
-        group = [g for g in group if step + g[0] < len(tiles)]
+
+    def reset_(group) -> None:
         for t, _, acc in group:
             for u, f in _instances(reset, [acc, 0, 0]):
                 st.add(t, Gemm(u, f, True))
-        for i, (s, c0) in enumerate(_steps(sources, ep)):
-            src, kernel = sources[s]
-            if ep.sc_shift and s == 0 and c0 == 0:  # the shortcut's products: shifted left
-                for t, _, acc in group:
-                    for u, f in _instances(epi_own, [acc, acc]):
-                        st.add(t, Alu(AluOp.SHR, u, f, True, -ep.sc_shift))
-            for t, tile, _ in group:
-                _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
-                if ep.residual_shift is not None and i == 0:
-                    _load_residual(st, t, wl, k, lay.res[t], tile)
-            for t, _, acc in group:
-                for u, f in _instances(kernel, [acc, lay.inp[t][s], lay.wgt[t][s]]):
-                    st.add(t, Gemm(u, f, False))
+
+    def shift_left(group) -> None:  # the shortcut's products into the main conv's exponent
+        for t, _, acc in group:
+            for u, f in _instances(epi_own, [acc, acc]):
+                st.add(t, Alu(AluOp.SHR, u, f, True, -ep.sc_shift))
+
+    def step_(group, s: int, c0: int, first: bool) -> None:
+        src, kernel = sources[s]
+        for t, tile, _ in group:
+            _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
+            if ep.residual_shift is not None and first:
+                _load_residual(st, t, wl, k, lay.res[t], tile)
+        for t, _, acc in group:
+            for u, f in _instances(kernel, [acc, lay.inp[t][s], lay.wgt[t][s]]):
+                st.add(t, Gemm(u, f, False))
+
+    groups = []
+    for step in range(0, len(tiles), threads):
+        group = [(t, tiles[step + t], lay.acc[(step + t) % len(lay.acc)]) for t in range(threads)]
+        groups.append([g for g in group if step + g[0] < len(tiles)])
+    # with sc_shift and room for two groups' accumulators, a group's shortcut steps run during
+    # the previous group's main steps, so their loads hide under its products
+    ahead = ep.sc_shift > 0 and len(lay.acc) >= 2 * threads
+    counts = [src.wl.ci // src.tci for src, _ in sources]
+    for gi, group in enumerate(groups):
+        step = gi * threads
+        if not ahead:
+            reset_(group)
+            for i, (s, c0) in enumerate(_steps(sources, ep)):
+                if ep.sc_shift and s == 0 and c0 == 0:
+                    shift_left(group)
+                step_(group, s, c0, i == 0)
+        else:
+            if gi == 0:
+                reset_(group)
+                for c0 in range(counts[1]):
+                    step_(group, 1, c0, False)
+            shift_left(group)
+            nxt = groups[gi + 1] if gi + 1 < len(groups) else None
+            for c0 in range(counts[0]):
+                step_(group, 0, c0, c0 == 0)
+                for j in range(counts[1]) if nxt else ():
+                    if (2 * j + 1) * counts[0] // (2 * counts[1]) == c0:  # spread evenly
+                        if j == 0:
+                            reset_(nxt)
+                        step_(nxt, 1, j, False)
         if ep.pre_shift:
             for t, _, acc in group:
                 for u, f in _instances(epi_own, [acc, acc]):

@@ -236,3 +236,20 @@ def test_average_pool_runs_on_the_cpu_bit_exact(tmp_path, include_pad):
     np.testing.assert_allclose(
         f32["y"], A.dequantized_output(qn, acts), atol=0.1 * np.abs(f32["y"]).max()
     )
+
+
+@pytest.mark.parametrize("float_cpu", [True, False])
+def test_cpu_layers_in_fp32_or_int8_are_bit_exact_on_the_device(small, float_cpu):
+    _, net, _, x = small
+    rng = np.random.default_rng(1)
+    calibration = rng.standard_normal((4, 16, 8, 8)).astype(np.float32)
+    qn = A.quantize_network(net, calibration, float_cpu=float_cpu)
+    acts, rows, _ = A.run(A.compile_network(qn, VTAConfig.load("pynq"), 1), x, "fsim")
+    ref = A.run(qn, x)[0]
+    for name in ref:
+        np.testing.assert_array_equal(acts[name], ref[name], err_msg=name)
+    fp32 = {r["name"] for r in rows if r["why"].endswith("fp32")}
+    assert fp32 == ({"dw", "gap", "flat", "out"} if float_cpu else set())
+    assert (acts["out"].dtype == np.float32) == float_cpu
+    f32 = A.forward_f32(net, x)[net.output]
+    assert np.abs(A.dequantized_output(qn, acts) - f32).max() < 0.1 * np.abs(f32).max()

@@ -56,6 +56,9 @@ CASES = [
     # the shortcut's products shifted left before the main conv's accumulate
     (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0), 0, 3),
      K(1, 2, 4, 1, 1, 1, 2)),
+    # with the next tiles' shortcut products computed ahead on pynq, not on tiny (accumulator)
+    (W(1, 2, 16, 16, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 2, 32, 32, 2, 1, 1, 2, 0), 0, 2),
+     K(1, 8, 8, 1, 1, 1, 2)),
     # input tiles of both sources side by side on pynq, on top of each other on tiny
     (W(1, 2, 16, 16, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 2, 32, 32, 2, 1, 1, 2, 0)),
      K(1, 8, 8, 2, 1, 1, 2)),
@@ -143,3 +146,11 @@ def test_shortcut_inputs_get_their_own_rows_where_they_fit(config, apart):
     wl, ep, knobs = CASES[-1]
     (main, short), _ = _Layout(wl, knobs, ep, VTAConfig.load(config)).inp
     assert (short > main) == apart
+
+
+@pytest.mark.parametrize(("config", "ahead"), [("pynq", True), ("tiny", False)])
+def test_shortcut_products_of_the_next_tiles_go_ahead_where_accumulators_fit(config, ahead):
+    from compiler.topi.vta.fused import regions
+
+    wl, ep, knobs = CASES[-2]
+    assert (regions(wl, knobs, ep, VTAConfig.load(config)) >= 4) == ahead
