@@ -42,10 +42,10 @@ from .accel import (
 )
 from .quant import QConv
 
+# after the graph passes (batch norms folded, copies removed)
 SUPPORTED = (
-    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
-    "GlobalAveragePool",
-    "Flatten", "Gemm", "Identity", "Dropout",
+    "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten",
+    "Gemm",
 )  # fmt: skip
 MIN_OFFLOAD_CHANNELS = 4
 
@@ -82,43 +82,38 @@ class Network:
     output: str
 
 
-def _attrs(node) -> dict:
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _square(values, what: str, node) -> int:
+def _square(values, what: str, name: str) -> int:
     values = list(values)
     if len(set(values)) != 1:
-        raise OperatorError(f"node {node.name}: {what} {values} must be equal on every side")
+        raise OperatorError(f"node {name}: {what} {values} must be equal on every side")
     return int(values[0])
 
 
 def import_network(path: str | Path, shapes: dict | None = None) -> Network:
-    """The model's layers (batch norm folded, activations and residual adds attached to the
-    conv they follow); an OperatorError listing every node that cannot be imported."""
-    import onnx
-    from onnx import numpy_helper
-
-    from .build_onnx import _input_shape
+    """The model's layers, from the graph IR after shape inference, constant and batch-norm
+    folding and simplification (`compiler.graph.passes`), with activations and residual adds
+    attached to the conv they follow; an OperatorError listing every node that cannot be
+    imported."""
+    from .onnx_import import import_onnx
+    from .passes import PASSES
 
     try:
-        model = onnx.load(str(path))
-    except Exception as e:
-        raise OperatorError(f"{path}: not an ONNX model: {e}") from None
-    g = model.graph
-    consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
-    inputs = [i for i in g.input if i.name not in consts]
-    if len(inputs) != 1 or len(g.output) != 1:
+        graph = import_onnx(path, shapes)
+    except OperatorError as e:
+        raise OperatorError(f"{path}: {e}") from None
+    for pass_name, fn in PASSES:
+        if pass_name != "fuse":
+            graph = fn(graph)
+    consts = graph.constants
+    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
         raise OperatorError(f"{path}: --target vta runs models with one input and one output")
-    bad = [f"{n.name or n.output[0]} ({n.op_type})" for n in g.node if n.op_type not in SUPPORTED]
+    bad = [f"{n.label} ({n.op})" for n in graph.nodes if n.op not in SUPPORTED]
     if bad:
         raise OperatorError(
             f"{path}: {len(bad)} node(s) use operators --target vta does not import (it imports "
             f"{', '.join(SUPPORTED)}): {', '.join(bad[:20])}"
         )
-    alias: dict[str, str] = {}  # tensor -> the tensor it equals (identity, dropout, bn folded)
+    alias: dict[str, str] = {}  # tensor -> the tensor it equals (an activation or add fused)
     producer: dict[str, Layer] = {}
     layers: list[Layer] = []
 
@@ -127,99 +122,80 @@ def import_network(path: str | Path, shapes: dict | None = None) -> Network:
             t = alias[t]
         return t
 
-    for node in g.node:
-        a, op = _attrs(node), node.op_type
-        name = node.name or node.output[0]
-        try:
-            x = src(node.input[0])
-            if op in ("Identity", "Dropout"):
-                alias[node.output[0]] = x
-            elif op == "Conv":
-                w = consts[node.input[1]]
-                b = consts[node.input[2]] if len(node.input) > 2 and node.input[2] else None
-                b = np.zeros(w.shape[0], np.float32) if b is None else b
-                if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-                    raise OperatorError(f"node {name}: auto_pad is not supported with --target vta")
-                if list(a.get("dilations", [1, 1])) != [1, 1]:
-                    raise OperatorError(
-                        f"node {name}: dilated Conv is not supported on --target vta"
-                    )
-                group = int(a.get("group", 1))
-                kind = "conv" if group == 1 else "dwconv"
-                if group != 1 and not (group == w.shape[0] and w.shape[1] == 1):
-                    raise OperatorError(f"node {name}: Conv with group {group} (not depthwise)")
-                layer = Layer(
-                    name, kind, [x], node.output[0], w, b,
-                    _square(a.get("strides", [1, 1]), "strides", node),
-                    _square(a.get("pads", [0, 0, 0, 0]), "pads", node), w.shape[2],
-                )  # fmt: skip
-                layers.append(layer)
-                producer[node.output[0]] = layer
-            elif op == "BatchNormalization":
-                layer = producer.get(x)
-                if layer is None or layer.kind not in ("conv", "dwconv") or layer.relu:
-                    raise OperatorError(f"node {name}: BatchNormalization not after a Conv")
-                gamma, beta, mean, var = (consts[t] for t in node.input[1:5])
-                scale = gamma / np.sqrt(var + a.get("epsilon", 1e-5))
-                layer.weight = layer.weight * scale[:, None, None, None]
-                layer.bias = (layer.bias - mean) * scale + beta
-                alias[node.output[0]] = x
-            elif op == "Add":
-                ys = [src(t) for t in node.input]
-                convs = [producer[y] for y in ys if y in producer]
-                layer = next((ly for ly in convs if ly.kind == "conv"), None)
-                if layer is None or layer.relu or layer.residual or len(ys) != 2:
-                    raise OperatorError(
-                        f"node {name}: Add is supported as a residual added to a Conv's output "
-                        "before its activation"
-                    )
-                layer.residual = ys[1] if ys[0] == layer.output else ys[0]
-                alias[node.output[0]] = layer.output
-            elif op in ("Relu", "Clip"):
-                layer = producer.get(x)
-                lo, hi = a.get("min", 0.0), a.get("max")
-                if op == "Clip" and len(node.input) > 1:
-                    lo = float(consts[node.input[1]]) if node.input[1] else float("-inf")
-                    if len(node.input) > 2 and node.input[2]:
-                        hi = float(consts[node.input[2]])
-                if layer is None or layer.kind not in ("conv", "dwconv", "dense") or layer.relu:
-                    raise OperatorError(f"node {name}: {op} is supported after a Conv or Gemm")
-                if op == "Clip" and lo != 0:
-                    raise OperatorError(f"node {name}: Clip min {lo} (only 0, a bounded ReLU)")
-                layer.relu, layer.clip_max = True, hi
-                alias[node.output[0]] = x
-            elif op in ("MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"):
-                kinds = {"MaxPool": "maxpool", "AveragePool": "avgpoolk",
-                         "GlobalAveragePool": "avgpool"}  # fmt: skip
-                layer = Layer(name, kinds.get(op, "flatten"), [x], node.output[0])
-                if op in ("MaxPool", "AveragePool"):
-                    layer.kernel = _square(a["kernel_shape"], "kernel_shape", node)
-                    layer.stride = _square(a.get("strides", [1, 1]), "strides", node)
-                    layer.pad = _square(a.get("pads", [0, 0, 0, 0]), "pads", node)
-                    layer.include_pad = bool(a.get("count_include_pad", 0))
-                    if a.get("ceil_mode", 0) or list(a.get("dilations", [1, 1])) != [1, 1]:
-                        raise OperatorError(f"node {name}: {op} ceil_mode/dilations")
-                if op == "Flatten" and a.get("axis", 1) != 1:
-                    raise OperatorError(f"node {name}: Flatten axis {a['axis']} (only 1)")
-                layers.append(layer)
-            else:  # Gemm
-                if a.get("transA", 0) or not a.get("transB", 0):
-                    raise OperatorError(f"node {name}: Gemm needs transA=0, transB=1")
-                w = consts[node.input[1]] * a.get("alpha", 1.0)
-                b = consts[node.input[2]] if len(node.input) > 2 and node.input[2] else 0.0
-                b = np.broadcast_to(b * a.get("beta", 1.0), (w.shape[0],)).astype(np.float32)
-                layer = Layer(name, "dense", [x], node.output[0], w[:, :, None, None], b)
-                layers.append(layer)
-                producer[node.output[0]] = layer
-        except KeyError as e:
-            raise OperatorError(f"node {name} ({op}): input {e} is not a constant") from None
-    shape = _input_shape(inputs[0], shapes, path)
+    def weight(node, k: int) -> np.ndarray | None:
+        t = node.inputs[k] if len(node.inputs) > k else ""
+        if t and t not in consts:
+            raise OperatorError(f"node {node.label} ({node.op}): input {t} is not a constant")
+        return consts[t].astype(np.float32) if t else None
+
+    for node in graph.nodes:
+        a, op, name, out = node.attrs, node.op, node.label, node.outputs[0]
+        x = src(node.inputs[0])
+        if op == "Conv":
+            w, b = weight(node, 1), weight(node, 2)
+            b = np.zeros(w.shape[0], np.float32) if b is None else b
+            if list(a["dilations"]) != [1, 1]:
+                raise OperatorError(f"node {name}: dilated Conv is not supported on --target vta")
+            group = int(a["group"])
+            if group != 1 and not (group == w.shape[0] and w.shape[1] == 1):
+                raise OperatorError(f"node {name}: Conv with group {group} (not depthwise)")
+            layer = Layer(
+                name, "conv" if group == 1 else "dwconv", [x], out, w, b,
+                _square(a["strides"], "strides", name), _square(a["pads"], "pads", name),
+                w.shape[2],
+            )  # fmt: skip
+            layers.append(layer)
+            producer[out] = layer
+        elif op == "Add":
+            ys = [src(t) for t in node.inputs]
+            convs = [producer[y] for y in ys if y in producer]
+            layer = next((ly for ly in convs if ly.kind == "conv"), None)
+            if layer is None or layer.relu or layer.residual or len(ys) != 2:
+                raise OperatorError(
+                    f"node {name}: Add is supported as a residual added to a Conv's output "
+                    "before its activation"
+                )
+            layer.residual = ys[1] if ys[0] == layer.output else ys[0]
+            alias[out] = layer.output
+        elif op in ("Relu", "Clip"):
+            layer = producer.get(x)
+            lo, hi = (a.get("min"), a.get("max")) if op == "Clip" else (0.0, None)
+            if layer is None or layer.kind not in ("conv", "dwconv", "dense") or layer.relu:
+                raise OperatorError(f"node {name}: {op} is supported after a Conv or Gemm")
+            if lo != 0:
+                raise OperatorError(f"node {name}: Clip min {lo} (only 0, a bounded ReLU)")
+            layer.relu, layer.clip_max = True, hi
+            alias[out] = x
+        elif op in ("MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"):
+            kinds = {"MaxPool": "maxpool", "AveragePool": "avgpoolk",
+                     "GlobalAveragePool": "avgpool"}  # fmt: skip
+            layer = Layer(name, kinds.get(op, "flatten"), [x], out)
+            if op in ("MaxPool", "AveragePool"):
+                layer.kernel = _square(a["kernel_shape"], "kernel_shape", name)
+                layer.stride = _square(a["strides"], "strides", name)
+                layer.pad = _square(a["pads"], "pads", name)
+                layer.include_pad = bool(a.get("count_include_pad", 0))
+                if a.get("ceil_mode", 0) or list(a.get("dilations", [1, 1])) != [1, 1]:
+                    raise OperatorError(f"node {name}: {op} ceil_mode/dilations")
+            if op == "Flatten" and a["axis"] != 1:
+                raise OperatorError(f"node {name}: Flatten axis {a['axis']} (only 1)")
+            layers.append(layer)
+        else:  # Gemm
+            if a["transA"] or not a["transB"]:
+                raise OperatorError(f"node {name}: Gemm needs transA=0, transB=1")
+            w = weight(node, 1) * a["alpha"]
+            b = weight(node, 2)
+            b = np.broadcast_to((0.0 if b is None else b) * a["beta"], (w.shape[0],))
+            layer = Layer(name, "dense", [x], out, w[:, :, None, None], b.astype(np.float32))
+            layers.append(layer)
+            producer[out] = layer
     for layer in layers:  # outputs of fused adds and activations are the conv's own
         layer.inputs = [src(t) for t in layer.inputs]
         layer.residual = src(layer.residual) if layer.residual else None
-    output = src(g.output[0].name)
+    source, output = graph.inputs[0], src(graph.outputs[0])
     layers = _fuse_shortcuts(layers, output)
-    return Network(_dependency_order(layers, inputs[0].name), inputs[0].name, shape, output)
+    shape = tuple(graph.values[source].shape)
+    return Network(_dependency_order(layers, source), source, shape, output)
 
 
 def _fuse_shortcuts(layers: list[Layer], output: str) -> list[Layer]:

@@ -86,16 +86,6 @@ def format_plan(offsets: dict, shapes: dict, arena: int, bound: int) -> str:
     return "\n".join(lines)
 
 
-def _input_shape(inp, given: dict | None, path=None) -> tuple[int, ...]:
-    """The graph input's static shape (see `onnx_import`)."""
-    from .onnx_import import _input_shape as shape_of
-
-    try:
-        return shape_of(inp, given)
-    except OperatorError as e:
-        raise OperatorError(f"{path}: {e}" if path else str(e)) from None
-
-
 def fused_graph(
     path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
 ) -> Graph:

@@ -166,7 +166,9 @@ def test_unsupported_nodes_are_listed(tmp_path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
     )  # fmt: skip
     path = tmp_path / "u.onnx"
-    path.write_bytes(helper.make_model(graph).SerializeToString())
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
     with pytest.raises(OperatorError, match=r"2 node\(s\) .* s \(Sigmoid\), t \(Tanh\)"):
         A.import_network(path)
 
@@ -224,7 +226,9 @@ def test_average_pool_runs_on_the_cpu_bit_exact(tmp_path, include_pad):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])], [w1, w2],
     )  # fmt: skip
     path = tmp_path / "avg.onnx"
-    path.write_bytes(helper.make_model(graph).SerializeToString())
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
     net = A.import_network(path)
     assert [ly.kind for ly in net.layers] == ["conv", "avgpoolk", "conv"]
     qn = A.quantize_network(net, rng.standard_normal((4, 16, 8, 8)).astype(np.float32))
