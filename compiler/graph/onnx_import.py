@@ -117,15 +117,27 @@ class _Importer:
         self.blocked: set[str] = set()  # values downstream of a failed node
         self.extra_outputs: dict[str, Any] = {}  # optional outputs not computed
 
-    def check_version(self, op: str) -> None:
-        """A model of a newer opset imports where its operators are defined as at opset 18."""
+    def check_version(self, node) -> None:
+        """A model of a newer opset imports where its operators mean what they meant at opset
+        18: a newer definition with the same inputs and outputs whose new attributes the node
+        leaves unset (most redefinitions after 18 only admit more element types)."""
         import onnx
 
-        since = onnx.defs.get_schema(op, self.opset).since_version
-        if since > OPSETS[-1]:
+        newer = onnx.defs.get_schema(node.op_type, self.opset)
+        if newer.since_version <= OPSETS[-1]:
+            return
+        known = onnx.defs.get_schema(node.op_type, OPSETS[-1])
+        added = set(newer.attributes) - set(known.attributes)
+        same_io = [i.name for i in newer.inputs] == [i.name for i in known.inputs] and [
+            o.name for o in newer.outputs
+        ] == [o.name for o in known.outputs]
+        used = {a.name for a in node.attribute} & added
+        if not same_io or used or set(known.attributes) - set(newer.attributes):
             raise Unsupported(
-                f"{op} as redefined at opset {since} is not supported (opsets {OPSETS[0]}-"
-                f"{OPSETS[-1]})"
+                f"{node.op_type} as redefined at opset {newer.since_version} is not supported "
+                f"(opsets {OPSETS[0]}-{OPSETS[-1]}"
+                + (f"; it sets {', '.join(sorted(used))}" if used else "")
+                + ")"
             )
 
     # -- attribute helpers ---------------------------------------------------------------
@@ -185,7 +197,7 @@ class _Importer:
                     raise Unsupported(f"operator domain {node.domain!r} is not supported")
                 if node.op_type not in SUPPORTED:
                     raise Unsupported("operator not supported")
-                self.check_version(node.op_type)
+                self.check_version(node)
                 attrs = self.attrs(node)
                 self.add(node, attrs)
             except _Unknown:  # after a failed node: its checks needing shapes are skipped
