@@ -22,7 +22,7 @@ from vta.config import VTAConfig
 from vta.hwconfig import generate_header
 
 from .build import TOP, rtl_sources
-from .timing import CriticalPath, critical_path
+from .timing import CriticalPath, critical_path, slow_signals
 
 # Capacity of the parts the presets name (7-series resources).
 PARTS = {
@@ -58,10 +58,15 @@ def part_family(part: str) -> str:
     sys.exit(f"synth_report: no capacity table for part {part!r} (known: {', '.join(PARTS)})")
 
 
+# The clock margin the report checks paths against: Fmax >= MARGIN x the configured clock.
+MARGIN = 1.2
+
+
 def synthesize(
     cfg: VTAConfig, log: Path | None
-) -> tuple[dict[str, float], dict[str, int], CriticalPath]:
-    """Run yosys; return (resource totals, raw cell counts, estimated critical path)."""
+) -> tuple[dict[str, float], dict[str, int], CriticalPath, list[CriticalPath]]:
+    """Run yosys; return (resource totals, raw cell counts, estimated critical path, the worst
+    path into each signal that misses the clock with MARGIN)."""
     yosys = ensure_yosys()
     with tempfile.TemporaryDirectory(prefix="vta-synth-") as tmp:
         Path(tmp, "vta_config.vh").write_text(generate_header(cfg))
@@ -83,6 +88,7 @@ def synthesize(
         if run.returncode != 0:
             sys.exit(f"synth_report: yosys failed:\n{(run.stderr or text)[-3000:]}")
         path = critical_path(netlist, TOP)
+        slow = slow_signals(netlist, TOP, 1000.0 / (MARGIN * cfg.clock_mhz))
     stat = text[text.rfind("Printing statistics") :]
     cells = {name: int(n) for name, n in re.findall(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}
     totals = {"LUT": 0.0, "FF": 0.0, "BRAM36": 0.0, "DSP": 0.0}
@@ -90,7 +96,7 @@ def synthesize(
         if name in CELLS:
             resource, amount = CELLS[name]
             totals[resource] += count * amount
-    return totals, cells, path
+    return totals, cells, path, slow
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,7 +125,7 @@ def report(args: argparse.Namespace) -> int:
     cfg = VTAConfig.load(args.config)
     family = part_family(cfg.fpga_part)
     start = time.perf_counter()
-    totals, cells, path = synthesize(cfg, args.log)
+    totals, cells, path, slow = synthesize(cfg, args.log)
     seconds = time.perf_counter() - start
     capacity = PARTS[family]
     fits = all(totals[k] <= capacity[k] for k in capacity)
@@ -129,9 +135,13 @@ def report(args: argparse.Namespace) -> int:
         "fmax_mhz": round(path.fmax_mhz, 1),
         "clock_mhz": cfg.clock_mhz,
         "margin": round(path.fmax_mhz / cfg.clock_mhz - 1, 3),
-        "start": path.cells[0][1] if path.cells else None,
-        "end": path.cells[-1][1] if path.cells else None,
+        "start": path.nets[0] if path.nets else None,
+        "end": path.nets[-1] if path.nets else None,
         "cell_types": [kind for kind, _ in path.cells],
+        "slow_signals": [
+            {"delay_ns": p.delay_ns, "levels": p.levels, "from": p.nets[0], "to": p.nets[-1]}
+            for p in slow
+        ],
     }
     lut_headroom = 1 - totals["LUT"] / capacity["LUT"]
     if args.json:
@@ -161,4 +171,8 @@ def report(args: argparse.Namespace) -> int:
         print(f"  from {timing['start']}")
         print(f"  to   {timing['end']}")
         print("  via  " + " > ".join(timing["cell_types"]))
+        target = 1000.0 / (MARGIN * cfg.clock_mhz)
+        print(f"signals with a path over {target:.2f} ns ({MARGIN:g} x the clock): {len(slow)}")
+        for p in slow[:10]:
+            print(f"  {p.delay_ns:6.2f} ns {p.levels:3} cells  {p.nets[0]} -> {p.nets[-1]}")
     return 0 if fits else 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 # Delays in ns.
@@ -44,11 +45,14 @@ CLOCKS = {"BUFG", "BUFGCTRL"}
 
 @dataclasses.dataclass
 class CriticalPath:
-    """The critical path: delay, combinational cells on it, and its cells start to end."""
+    """The critical path: delay, combinational cells on it, and its cells start to end with the
+    net each drives (the end point's: the net it reads), named by the RTL's signals where yosys
+    kept them."""
 
     delay_ns: float
     levels: int
     cells: list[tuple[str, str]]  # (type, name), start point first
+    nets: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def fmax_mhz(self) -> float:
@@ -63,9 +67,21 @@ def _int(value) -> int:
     return int(value)
 
 
+def _net_names(module: dict) -> dict[int, str]:
+    """bit -> `signal[index]`, preferring names from the RTL over yosys's generated ones."""
+    names: dict[int, tuple[int, str]] = {}
+    for net, info in module.get("netnames", {}).items():
+        hidden = int(info.get("hide_name", 0))
+        for i, bit in enumerate(info["bits"]):
+            if isinstance(bit, int) and (bit not in names or names[bit][0] > hidden):
+                names[bit] = (hidden, f"{net}[{i}]")
+    return {bit: name for bit, (_, name) in names.items()}
+
+
 class _Netlist:
     def __init__(self, module: dict):
         self.cells = module["cells"]
+        self.names = _net_names(module)
         self.driver: dict[int, tuple[str, str]] = {}  # bit -> (cell, output port)
         for name, cell in self.cells.items():
             for port, direction in cell.get("port_directions", {}).items():
@@ -180,8 +196,16 @@ class _Netlist:
             self.arrival[node], self.level[node], self.came_from[node] = best, best_level, best_from
             stack.pop()
 
-    def critical_path(self) -> CriticalPath:
-        worst, worst_end, worst_from = 0.0, None, None
+    def end_name(self, end: str, bit: int) -> str:
+        """A path end by the register it loads (a flip-flop's Q), else by the net it reads."""
+        if self.cells[end]["type"] in FLIP_FLOPS:
+            q = self.cells[end]["connections"].get("Q", [])
+            if q and isinstance(q[0], int) and q[0] in self.names:
+                return self.names[q[0]]
+        return self.names.get(bit, "?")
+
+    def endpoints(self):
+        """(arrival with setup, end cell, the bit it reads, that bit's driver) of every path end."""
         for name, cell in self.cells.items():
             for port, direction in cell.get("port_directions", {}).items():
                 if direction != "input":
@@ -194,23 +218,49 @@ class _Netlist:
                     if src is None:
                         continue
                     self.resolve(src)
-                    t = self.arrival[src] + NET + setup
-                    if t > worst:
-                        worst, worst_end, worst_from = t, name, src
-        cells = []
-        node = worst_from
+                    yield self.arrival[src] + NET + setup, name, bit, src
+
+    def path(self, delay: float, end: str, bit: int, src: tuple[str, str]) -> CriticalPath:
+        nodes = []
+        node = src
         while node is not None:
-            cells.append((self.cells[node[0]]["type"], node[0]))
+            nodes.append(node)
             node = self.came_from[node]
-        cells.reverse()
-        if worst_end is not None:
-            cells.append((self.cells[worst_end]["type"], worst_end))
+        nodes.reverse()
+        cells = [(self.cells[n]["type"], n) for n, _ in nodes] + [(self.cells[end]["type"], end)]
+        nets = [self.names.get(self.cells[n]["connections"][p][0], "?") for n, p in nodes]
+        nets.append(self.end_name(end, bit))
         levels = sum(1 for kind, _ in cells[1:-1] if kind not in CLOCKS)
-        return CriticalPath(round(worst, 3), levels, cells)
+        return CriticalPath(round(delay, 3), levels, cells, nets)
+
+    def critical_path(self) -> CriticalPath:
+        worst = max(self.endpoints(), default=None, key=lambda e: e[0])
+        return self.path(*worst) if worst else CriticalPath(0.0, 0, [], [])
+
+    def slow_signals(self, period_ns: float) -> list[CriticalPath]:
+        """The worst path into each signal (its bits together) that takes longer than the
+        period, slowest first."""
+        worst: dict[str, tuple] = {}
+        for end in self.endpoints():
+            if end[0] > period_ns:
+                signal = re.sub(r"(\[\d+\])+$", "", self.end_name(end[1], end[2]))
+                if signal not in worst or end[0] > worst[signal][0]:
+                    worst[signal] = end
+        return [self.path(*e) for e in sorted(worst.values(), key=lambda e: -e[0])]
+
+
+def _module(netlist: dict | str | Path, top: str) -> _Netlist:
+    if not isinstance(netlist, dict):
+        netlist = json.loads(Path(netlist).read_text())
+    return _Netlist(netlist["modules"][top])
 
 
 def critical_path(netlist: dict | str | Path, top: str) -> CriticalPath:
     """The estimated critical path of module `top` in a yosys JSON netlist (a dict or file)."""
-    if not isinstance(netlist, dict):
-        netlist = json.loads(Path(netlist).read_text())
-    return _Netlist(netlist["modules"][top]).critical_path()
+    return _module(netlist, top).critical_path()
+
+
+def slow_signals(netlist: dict | str | Path, top: str, period_ns: float) -> list[CriticalPath]:
+    """Per signal of module `top` read at a path end (a register's input), its worst path when
+    that is longer than `period_ns`, slowest first."""
+    return _module(netlist, top).slow_signals(period_ns)

@@ -25,7 +25,20 @@ def main() -> None:
     ap.add_argument("--db", help="tuning records to apply")
     ap.add_argument("--no-layers", action="store_true", help="omit the per-layer tables")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument(
+        "--tuning-study",
+        metavar="DB",
+        help="instead: the trials and time each task of a records database took to come "
+        "within 5%% of its best",
+    )
     args = ap.parse_args()
+    if args.tuning_study:
+        res = models.convergence(args.tuning_study)
+        if args.json:
+            print(json.dumps(res))
+        else:
+            models.print_convergence(res)
+        return
     res = models.run(args.models, args.reps, args.min_time, args.load, args.db)
     if args.json:
         print(json.dumps({"version": source_version(), "time": utc_now(), "models": res}))

@@ -47,8 +47,8 @@ PAGE_BYTES = 4096  # AXI bursts never cross a 4 KiB boundary
 # its latency (pipeline depth + issue interval - 1) cycles after issue, so that the last write
 # lands in the instruction's last cycle; the register that holds it then is its write tap.
 GEMM_RESULT_STAGE = 3
-ALU_IMM_RESULT_STAGE = 1
-ALU_TENSOR_RESULT_STAGE = 2
+ALU_IMM_RESULT_STAGE = 2
+ALU_TENSOR_RESULT_STAGE = 3
 
 
 def _clog2(value: int) -> int:

@@ -95,16 +95,7 @@ def read_arrays(path: str | Path, limit: int = 1 << 30, what: str = "arrays") ->
                         shape, fortran, dtype = _read_header(member, where)
                         if dtype.kind not in "biuf":
                             raise ProgramError(f"{where} has dtype {dtype.str}; numbers only")
-                        nbytes = math.prod(shape) * dtype.itemsize
-                        if nbytes > limit:
-                            raise ProgramError(f"{where}: its header claims {nbytes:,} bytes")
-                        data = member.read(nbytes + 1)
-                    if len(data) != nbytes:
-                        raise ProgramError(
-                            f"{where}: truncated ({len(data):,} of {nbytes:,} bytes)"
-                        )
-                    order = "F" if fortran else "C"
-                    arrays[name] = np.frombuffer(data, dtype).reshape(shape, order=order).copy()
+                        arrays[name] = _read_data(member, where, shape, fortran, dtype, limit)
     except ProgramError:
         raise
     except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError) as err:
@@ -178,15 +169,23 @@ def _read_member(
             raise ProgramError(f"{where} must be {want}, found {dtype.str} with shape {shape}")
         if fortran and len(shape) > 1:
             raise ProgramError(f"{where} is Fortran-ordered; expected C order")
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes > limit:
-            raise ProgramError(f"{where}: its header claims {nbytes:,} bytes (limit {limit:,})")
-        data = fh.read(nbytes + 1)
+        return _read_data(fh, where, shape, fortran, dtype, limit)
+
+
+def _read_data(
+    fh: IO[bytes], where: str, shape: tuple[int, ...], fortran: bool, dtype: np.dtype, limit: int
+) -> np.ndarray:
+    """The array after an .npy header, its size checked against `limit` before it is read."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > limit:
+        raise ProgramError(f"{where}: its header claims {nbytes:,} bytes (limit {limit:,})")
+    data = fh.read(nbytes + 1)
     if len(data) != nbytes:
         raise ProgramError(
             f"{where}: its header claims {nbytes:,} bytes of data, the member holds {len(data):,}"
         )
-    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    order = "F" if fortran else "C"
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order=order).copy()
 
 
 def _read_header(fh: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np.dtype]:

@@ -197,12 +197,51 @@ def bench_model(
         "executor_overhead_us": graph.overhead_us(inputs),
         "layers": layer_table(graph, inputs, peak_gflops()),
         "untuned": graph.manifest.get("untuned", []),
+        "tuned_from": graph.manifest.get("tuned_from", {}),
     }
     if load:
         with spinning_process():
             out["loaded"] = compare(graph, model, inputs, reps, min_time)
         out["load_change"] = out["loaded"]["ratio"] / out["quiet"]["ratio"]
     return out
+
+
+def convergence(db_path: str, tolerance: float = 0.05) -> dict:
+    """How much tuning each task of a records database needed to come within `tolerance` of
+    its best record: per workload the trials (in measurement order) and the seconds they took
+    (each record's share of its batch's building and running), and their totals."""
+    from ..tune.database import Database
+
+    tasks = {}
+    with Database(db_path) as db:
+        for workload in db.workloads("llvm"):
+            records = sorted(db.records(workload, "llvm"), key=lambda r: r.timestamp)
+            costs = [r.cost for r in records]
+            best = min(costs, default=math.inf)
+            if not math.isfinite(best):
+                continue
+            k = next(i for i, c in enumerate(costs) if c <= best * (1 + tolerance))
+            tasks[workload] = {
+                "trials": k + 1,
+                "of": len(records),
+                "seconds": sum(r.all_cost for r in records[: k + 1]),
+                "best_ms": best * 1e3,
+            }
+    return {
+        "tolerance": tolerance,
+        "tasks": tasks,
+        "trials": sum(t["trials"] for t in tasks.values()),
+        "seconds": sum(t["seconds"] for t in tasks.values()),
+    }
+
+
+def print_convergence(res: dict) -> None:
+    tol = res["tolerance"]
+    print(f"tuning to within {tol:.0%} of each task's best record")
+    print(f"{'trials':>6} {'of':>5} {'seconds':>8} {'best ms':>8}  task")
+    for workload, t in res["tasks"].items():
+        print(f"{t['trials']:6} {t['of']:5} {t['seconds']:8.1f} {t['best_ms']:8.3f}  {workload}")
+    print(f"{res['trials']:6} {'':5} {res['seconds']:8.1f} {'':8}  all {len(res['tasks'])} tasks")
 
 
 def run(names: list[str], reps: int, min_time: float, load: bool, db: str | None) -> dict:
@@ -215,6 +254,7 @@ def print_tables(res: dict, layers: bool = True) -> None:
     print(
         f"{'model':>13} {'ours ms':>17} {'ORT ms':>17} {'ratio':>6} {'goal':>5} "
         f"{'err':>8} {'compile s':>9} {'arena MB':>8} {'bound MB':>8} {'exec us':>7} {'foreign':>7}"
+        "  tuned kernels"
     )
     for name, r in res.items():
         q = r["quiet"]
@@ -226,7 +266,8 @@ def print_tables(res: dict, layers: bool = True) -> None:
             f"{q['ratio']:6.2f} {verdict:>5} {q['max_rel_err']:8.1e} {r['compile_s']:9.2f} "
             f"{r['arena_bytes'] / 2**20:8.2f} "
             f"{(bound / 2**20 if bound else float('nan')):8.2f} "
-            f"{r['executor_overhead_us']:7.1f} {q['foreign_cores']:7.2f}"
+            f"{r['executor_overhead_us']:7.1f} {q['foreign_cores']:7.2f}  "
+            + (", ".join(f"{n} from {src}" for src, n in r["tuned_from"].items()) or "none")
         )
     if any("loaded" in r for r in res.values()):
         print("\nunder load (one core spinning in another process)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from ..te.tensor import Tensor
 from ..tir import stmt as S
 from ..topi import tag, x86
 from ..tune.database import Database
+from ..tune.shipped import shipped_name, shipped_records
 from .build_ops import OPS, placeholder
 from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
 
@@ -113,9 +114,25 @@ def group_kernel(
     return func, [*group.inputs, group.output]
 
 
-def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | None:
-    """The group's tuning task: (conv2d_NCHWc template args, (ic_bn, oc_bn)) for a batch-1,
-    group-1 convolution with 'same'-style padding k // 2 (the template's), else None."""
+class ConvTask(NamedTuple):
+    """A group's conv2d_NCHWc tuning task: template args, the graph's channel blocks and the
+    padding on every side (None: the template's default kh // 2)."""
+
+    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride
+    blocks: tuple[int, int]  # ic_bn, oc_bn
+    padding: int | None
+
+    def task_args(self, blocks: bool = True) -> tuple:
+        """The template's arguments: with the graph's blocks fixed, or (0, 0) = free."""
+        tail = () if self.padding is None else (self.padding,)
+        if blocks:
+            return (*self.args, *self.blocks, *tail)
+        return (*self.args, 0, 0, *tail) if tail else self.args
+
+
+def conv_task(group: Group, shapes: dict) -> ConvTask | None:
+    """The group's tuning task for a batch-1, group-1, undilated convolution with a square
+    kernel, equal strides and the same zero padding on every side, else None."""
     for n in group.nodes:
         if n.op != "Conv":
             continue
@@ -128,32 +145,32 @@ def conv_task(group: Group, shapes: dict) -> tuple[tuple, tuple[int, int]] | Non
             or data[0] != 1
             or kh != kw
             or stride[0] != stride[1]
-            or pads != [kh // 2] * 4
+            or len(set(pads)) != 1
             or any(d != 1 for d in n.attrs.get("dilations") or [1, 1])
         ):
             return None
         args = (data[1] * data[4], data[2], data[3], w[0] * w[5], kh, kw, stride[0])
-        return args, (data[4], w[5])
+        return ConvTask(args, (data[4], w[5]), None if pads[0] == kh // 2 else pads[0])
     return None
 
 
-def tuned_knobs(db: Any, args: tuple, blocks: tuple[int, int]) -> dict | None:
+def tuned_knobs(db: Any, task: ConvTask) -> dict | None:
     """The fastest record of the conv2d_NCHWc task with the graph's channel blocks (tuned with
     them fixed, or freely with these blocks among the configs tried), or None."""
     from ..tune.record import MeasureErrorNo
     from ..tune.task import create_task
 
     best, best_cost = None, float("inf")
-    for task_args in ((*args, *blocks), args):
-        task = create_task("conv2d_NCHWc", task_args, "llvm")
-        for r in db.records(task.workload_key, "llvm"):
+    for task_args in (task.task_args(), task.task_args(blocks=False)):
+        tuning = create_task("conv2d_NCHWc", task_args, "llvm")
+        for r in db.records(tuning.workload_key, "llvm"):
             if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs or min(r.costs) >= best_cost:
                 continue
             try:
-                cfg = task.config_space.from_json(r.config)
+                cfg = tuning.config_space.from_json(r.config)
             except Exception:  # a record of another template version
                 continue
-            if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == blocks:
+            if (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == task.blocks:
                 best, best_cost = cfg, min(r.costs)
     if best is None:
         return None
@@ -215,28 +232,37 @@ def build_graph(
     steps = []
     kernels: dict[str, S.PrimFunc] = {}
     untuned: dict[str, None] = {}
-    tuned = 0
-    records = Database(db) if db else None
-    with target_scope(target):
+    with target_scope(target) as tgt:
+        # the user's records first, then the ones shipped for this instruction set
+        sources = {"records": Database(db)} if db else {}
+        shipped = shipped_records(tgt)
+        if shipped:
+            sources[f"shipped records ({shipped_name(tgt)})"] = shipped
+        used = dict.fromkeys(sources, 0)
         for g in groups:
             key = _signature(g, shapes)
             if key not in kernels:
                 task = conv_task(g, shapes)
-                knobs = tuned_knobs(records, *task) if task and records else None
+                knobs = None
+                for source, records in sources.items() if task else ():
+                    knobs = tuned_knobs(records, task)
+                    if knobs:
+                        used[source] += 1
+                        break
                 if task and not knobs:
-                    untuned[f"conv2d_NCHWc{task[0]} blocks {task[1]}"] = None
-                tuned += knobs is not None
+                    untuned[f"conv2d_NCHWc{task.task_args()}"] = None
                 kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}", knobs)
             func = kernels[key]
             names = [*g.inputs, g.output]
             slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
             steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
-    if records:
+    for records in sources.values():
         records.close()
     if log:
+        origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "
-            f"in {time.perf_counter() - t0:.2f} s; {tuned} convolutions from records"
+            f"in {time.perf_counter() - t0:.2f} s{origin}"
         )
         for name in untuned:
             log(f"untuned (default schedule): {name}")
@@ -249,6 +275,7 @@ def build_graph(
         target,
     )
     graph.manifest["untuned"] = list(untuned)
+    graph.manifest["tuned_from"] = used
     return graph
 
 

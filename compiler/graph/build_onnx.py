@@ -1,9 +1,14 @@
-"""A stop-gap front end until the graph IR's import, fusion, layout and planning passes drive
-`build.build_graph`: ONNX -> fused groups, covering the operators of ResNet-18, MobileNet-v1 and
-the DQN network only (Conv with BatchNormalization folded, Relu, Clip, Add, MaxPool,
-GlobalAveragePool, Flatten, Gemm). Every 4-d activation is kept in NCHW[x]c with the block
-`x86.channel_block(C)`; a convolution's group fuses its folded BN, bias, a residual Add and the
-activation after it. Intermediate tensors share the arena by liveness (`plan_offsets`).
+"""ONNX -> compiled graph on the CPU: the model is imported into the graph IR
+(`onnx_import`), runs the graph passes (`passes`: shape inference, constant and batch-norm
+folding, simplification, fusion), and every fused group becomes `build.Group`s for
+`build.build_graph`.
+
+Layout: 4-d activations between convolutions and pools stay in NCHW[x]c with the block
+`x86.channel_block(C)`, packed once where a plain tensor first meets such a group and
+unpacked where a plain-layout group (flatten, reshape, softmax, ...) or a graph output reads
+them. A conv or pool group carries its elementwise followers (bias, residual add, activation)
+in the packed layout; a dense group (Gemm, 2-d MatMul with a constant weight) carries its
+elementwise followers too. Intermediate tensors share the arena by liveness (`plan_offsets`).
 """
 
 from __future__ import annotations
@@ -15,11 +20,21 @@ import numpy as np
 from ..codegen.target import target_scope
 from ..errors import OperatorError
 from ..topi import testing, x86
-from ..topi.nn.utils import out_size
 from .build import Group, Node, build_graph, plan_offsets
+from .build_ops import OPS
 from .executor import GraphModule
+from .ir import Graph
+from .ir import Node as IRNode
+from .onnx_import import import_onnx
+from .passes import run_passes
+from .passes.fuse import group_inputs
 
-_ACTIVATIONS = ("Relu", "Clip")
+_UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
+_BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
+_PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+          "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
+          "ReduceSum", "ReduceMean", "ReduceMax", "MatMul", "Gemm", "Resize",
+          "ConvTranspose", "Conv", "BatchNormalization")  # fmt: skip
 
 
 def compile_model(
@@ -30,14 +45,16 @@ def compile_model(
     log=None,
     print_passes: bool = False,
 ) -> GraphModule:
-    """The ONNX model at `path` compiled into a GraphModule (supported operators only); `shapes`
-    gives the input's shape where the model leaves a dimension symbolic (`--shape NAME=DIMS`).
-    `print_passes` is not supported by this front end."""
-    if print_passes:
-        raise OperatorError("--print-passes needs the graph IR's front end (not built yet)")
+    """The ONNX model at `path` compiled into a GraphModule; `shapes` gives inputs' shapes
+    where the model leaves dimensions symbolic (`--shape NAME=DIMS`); `print_passes` prints
+    the graph IR after every pass, then the CPU's groups in their layouts and the memory plan
+    (to stdout)."""
     with target_scope(target):
-        groups, tensor_shapes, params, inputs, outputs = import_groups(path, shapes)
+        groups, tensor_shapes, params, inputs, outputs = import_groups(path, shapes, print_passes)
     offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
+    if print_passes:
+        print(f"== layout (NCHW[x]c) ==\n{format_groups(groups, tensor_shapes, params)}")
+        print(f"== memory plan ==\n{format_plan(offsets, tensor_shapes, arena, bound)}")
     graph = build_graph(
         groups, tensor_shapes, params, inputs, outputs, offsets, arena, target, log, db
     )
@@ -45,260 +62,428 @@ def compile_model(
     return graph
 
 
-SUPPORTED = (
-    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Flatten", "Gemm",
-)  # fmt: skip
+def format_groups(groups: list[Group], shapes: dict, params: dict) -> str:
+    """The lowered groups, one line per node with its tensors' shapes."""
+
+    def t(name: str) -> str:
+        shape = params[name].shape if name in params else shapes[name]
+        return f"%{name}[{','.join(map(str, shape))}]"
+
+    lines = []
+    for g in groups:
+        lines.append(f"group {g.name}:")
+        lines += [f"  {t(n.output)} = {n.op}({', '.join(map(t, n.inputs))})" for n in g.nodes]
+    return "\n".join(lines)
 
 
-def unsupported_nodes(nodes: list) -> list[str]:
-    """'NAME (OP)' of every node this front end cannot import, in graph order."""
-    return [f"{n.name or n.output[0]} ({n.op_type})" for n in nodes if n.op_type not in SUPPORTED]
+def format_plan(offsets: dict, shapes: dict, arena: int, bound: int) -> str:
+    """Every arena tensor's offset and size, the arena against its lower bound."""
+    lines = [
+        f"  %{name} at {off}: {int(np.prod(shapes[name])) * 4} bytes"
+        for name, off in sorted(offsets.items(), key=lambda kv: kv[1])
+    ]
+    lines.append(f"arena {arena} bytes, lower bound {bound} bytes ({arena / max(bound, 1):.2f}x)")
+    return "\n".join(lines)
 
 
-def _input_shape(inp, given: dict | None, path) -> tuple[int, ...]:
-    """The input's static shape: the model's, or `given[name]` where it is symbolic."""
-    dims = inp.type.tensor_type.shape.dim
-    model = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
-    if given and inp.name in given:
-        shape = tuple(int(v) for v in given[inp.name])
-        fixed = [(m, v) for m, v in zip(model, shape, strict=False) if isinstance(m, int)]
-        if len(shape) != len(model) or any(m != v for m, v in fixed):
-            raise OperatorError(
-                f"--shape {inp.name}={','.join(map(str, shape))} does not fit the model's input "
-                f"{inp.name} of shape {model}"
-            )
-        if min(shape, default=0) < 1:
-            raise OperatorError(f"--shape {inp.name}: every dimension must be >= 1")
-        return shape
-    if not model or not all(isinstance(m, int) and m > 0 for m in model):
-        raise OperatorError(
-            f"{path}: input {inp.name} has the shape {model} with symbolic dimensions; give it "
-            f"with --shape {inp.name}=D1,D2,..."
-        )
-    return tuple(model)
+def fused_graph(
+    path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
+) -> Graph:
+    """The model's graph IR after the passes (fused)."""
+    try:
+        graph = import_onnx(path, given_shapes)
+    except OperatorError as e:
+        raise OperatorError(f"{path}: {e}") from None
+    graph, _ = run_passes(graph, print_passes)
+    return graph
 
 
 def import_groups(
-    path: str | Path, given_shapes: dict | None = None
+    path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
 ) -> tuple[list[Group], dict, dict, list[str], list[str]]:
-    """(groups, tensor shapes, constant parameters, input names, output names) of a model."""
-    import onnx
-    from onnx import numpy_helper
+    """(groups, tensor shapes, constant parameters, input names, output names) of a model
+    after the graph passes, lowered to the CPU's packed layout."""
+    return lower_groups(fused_graph(path, given_shapes, print_passes))
 
-    try:
-        model = onnx.load(str(path))
-    except Exception as e:
-        raise OperatorError(f"{path}: not an ONNX model: {e}") from e
-    g = model.graph
-    consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
-    nodes = list(g.node)
-    users: dict[str, int] = {}
-    for n in nodes:
-        for t in n.input:
-            users[t] = users.get(t, 0) + 1
-    graph_inputs = [i for i in g.input if i.name not in consts]
-    if len(graph_inputs) != 1 or len(g.output) != 1:
-        raise OperatorError(
-            f"{path}: {len(graph_inputs)} inputs and {len(g.output)} outputs; this front end "
-            "imports models with one input and one output"
-        )
-    (inp,) = graph_inputs
-    unknown = set(given_shapes or ()) - {inp.name}
-    if unknown:
-        raise OperatorError(
-            f"--shape {sorted(unknown)[0]}: the model has no input of that name "
-            f"(its input is {inp.name})"
-        )
-    shape = _input_shape(inp, given_shapes, path)
-    missing = unsupported_nodes(nodes)
-    if missing:
-        shown = ", ".join(missing[:20]) + (
-            f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-        )
-        raise OperatorError(
-            f"{path}: {len(missing)} node(s) use operators this front end does not support "
-            f"(it supports {', '.join(SUPPORTED)}): {shown}"
-        )
-    out_name = g.output[0].name
-    shapes: dict[str, tuple] = {inp.name: shape}
-    params: dict[str, np.ndarray] = {}
-    groups: list[Group] = []
-    packed: dict[str, str] = {}  # NCHW tensor name -> its packed tensor's name
-    done: set[str] = set()
 
-    def block(c: int) -> int:
-        return x86.channel_block(c)
+class _Missing(OperatorError):
+    """A group reads a value no earlier group computed."""
 
-    def pack_input(name: str) -> str:
-        if name in packed:
-            return packed[name]
-        n, c, h, w = shapes[name]
-        p = f"{name}_nchwc"
-        groups.append(Group(f"pack_{name}", [Node("PackNCHWc", [name], p, {"block": block(c)})]))
-        shapes[p] = (n, c // block(c), h, w, block(c))
-        packed[name] = p
+
+class _Lowering:
+    """The fused IR's groups as `build.Group`s, tracking each value's layouts."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.groups: list[Group] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self.params: dict[str, np.ndarray] = {}
+        self.packed: dict[str, str] = {}  # value -> its NCHW[x]c tensor
+        self.plain: set[str] = set(graph.inputs)  # values computed in their own layout
+        for t in graph.inputs:
+            self.shapes[t] = graph.value(t).shape
+        self.problems: list[str] = []
+
+    def shape(self, t: str) -> tuple[int, ...]:
+        return tuple(self.graph.value(t).shape)
+
+    def as_packed(self, t: str) -> str:
+        """The NCHW[x]c tensor of value t (packed by a group of its own on first use)."""
+        if t in self.packed:
+            return self.packed[t]
+        src = self.as_plain(t)
+        n, c, h, w = self.shape(t)
+        b = x86.channel_block(c)
+        p = f"{t}_nchwc"
+        self.groups.append(Group(f"pack_{t}", [Node("PackNCHWc", [src], p, {"block": b})]))
+        self.shapes[p] = (n, c // b, h, w, b)
+        self.packed[t] = p
         return p
 
-    def attr(node, key, default=None):
-        for a in node.attribute:
-            if a.name == key:
-                return onnx.helper.get_attribute_value(a)
-        return default
+    def as_plain(self, t: str, members: list[Node] | None = None) -> str:
+        """Value t in its own layout: a constant (as a parameter), a plain value, or the
+        unpacking of a packed one (inside `members`' group when given, else its own)."""
+        if t in self.graph.constants:
+            self.params.setdefault(t, self.graph.constants[t].astype(np.float32))
+            return t
+        if t in self.plain:
+            return t
+        if t not in self.packed:
+            raise _Missing(f"value {t} was not computed before it is read")
+        node = Node("UnpackNCHWc", [self.packed[t]], t if members is None else f"{t}_nchw")
+        self.shapes[node.output] = self.shape(t)
+        if members is None:
+            self.groups.append(Group(f"unpack_{t}", [node]))
+            self.plain.add(t)
+        else:
+            members.append(node)
+        return node.output
 
-    def chain(start) -> list:
-        """Single-user nodes after `start` that fuse into its kernel: a BatchNormalization
-        right after a Conv, an Add whose other operand exists already, then an activation."""
-        out, cur = [], start
-        while users.get(cur.output[0], 0) == 1:
-            nxt = next(n for n in nodes if cur.output[0] in n.input)
-            kinds = [o.op_type for o in out]
-            if nxt.op_type == "BatchNormalization":
-                if out or start.op_type != "Conv":
-                    break
-            elif nxt.op_type == "Add":
-                other = [i for i in nxt.input if i != cur.output[0]]
-                if "Add" in kinds or len(other) != 1 or other[0] not in packed:
-                    break
-            elif nxt.op_type not in _ACTIVATIONS:
-                break
-            out.append(nxt)
-            cur = nxt
-            if nxt.op_type in _ACTIVATIONS:
-                break
+    # -- groups ----------------------------------------------------------------------------
+    def lower(self, nodes: list[IRNode], name: str) -> None:
+        """The fused group's nodes as `build.Group`s: the anchor's kernel with the followers
+        that run in its layout, then the rest (if any) as a group of its own."""
+        anchor, first, packed = nodes[0], 1, True
+        x = anchor.inputs[0] if anchor.inputs else ""
+        if anchor.op == "Conv" and self.is_packed_conv(anchor):
+            members, out = self.conv(anchor)
+        elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
+            members, out = self.pool(anchor)
+        elif anchor.op == "Concat" and self.is_packed_concat(anchor):
+            members, out = self.concat(anchor)
+        elif x in self.packed and x not in self.plain and self.follows(anchor, x, True):
+            members, out, first = [], self.packed[x], 0  # e.g. a batch norm after a concat
+        elif anchor.op in ("Gemm", "MatMul") and self.is_dense(anchor):
+            (members, out), packed = self.dense(anchor), False
+        elif anchor.op == "Split":
+            return self.split(anchor)
+        else:
+            return self.plain_group(name, nodes)
+        start = x if first == 0 else anchor.outputs[0]
+        end, prev = first, start
+        while end < len(nodes) and self.follows(nodes[end], prev, packed):
+            prev = nodes[end].outputs[0]
+            end += 1
+        self.finish(name, nodes[first:end], members, out, start, packed)
+        if end < len(nodes):
+            self.lower(nodes[end:], nodes[end].label)
+
+    def follows(self, n: IRNode, prev: str, packed: bool) -> bool:
+        """Whether n, reading value `prev`, runs in prev's layout inside its kernel: an
+        elementwise node whose other operand fits (the fused value first for Sub, Div, Pow),
+        or (packed) a Resize, Pad or Slice on H and W only."""
+        if n.op in ("Resize", "Pad", "Slice"):
+            return packed and n.inputs[0] == prev and self.is_spatial(n)
+        if n.op not in (*_UNARY, *_BINARY) or prev not in n.inputs:
+            return False
+        if self.shape(n.outputs[0]) != self.shape(prev):
+            return False
+        if n.op in ("Sub", "Div", "Pow") and n.inputs[0] != prev:
+            return False
+        other = next((t for t in n.inputs if t != prev), prev)
+        if n.op in _UNARY or other == prev:
+            return True
+        if packed:
+            return self.fits_packed(other, n)
+        return other in self.graph.constants or self.shape(other) == self.shape(prev)
+
+    def finish(self, name, followers, members, out, prev: str, packed: bool) -> None:
+        """Append the `followers` of value `prev` (computed as tensor `out` by `members`, in
+        the layout `packed` says; each `follows`) and the group."""
+        for n in followers:
+            if n.op in ("Resize", "Pad", "Slice"):
+                member, dst = self.spatial(n, out)
+            else:
+                ins = [out]
+                if n.op in _BINARY:
+                    other = next((t for t in n.inputs if t != prev), prev)
+                    ins.append(out if other == prev else self.operand(other, n, packed))
+                dst = f"{n.outputs[0]}_nchwc" if packed else n.outputs[0]
+                member = Node(n.op, ins, dst, _cpu_attrs(n))
+                self.shapes[dst] = self.shapes[out]
+            members.append(member)
+            out, prev = dst, n.outputs[0]
+        self.groups.append(Group(name, members))
+        if packed:
+            self.packed[prev] = out
+        else:
+            self.plain.add(prev)
+
+    def fits_packed(self, t: str, n: IRNode) -> bool:
+        """Whether `operand` can give t packed as n's second operand."""
+        out_shape = self.shape(n.outputs[0])
+        if len(out_shape) != 4:
+            return False
+        if t in self.graph.constants:
+            value = np.broadcast_to(self.graph.constants[t], out_shape)
+            return np.array_equal(np.broadcast_to(value[:1, :, :1, :1], out_shape), value)
+        return self.shape(t) in (out_shape, (*out_shape[:2], 1, 1))
+
+    def is_spatial(self, node: IRNode) -> bool:
+        """A Resize, Pad or Slice of a 4-d value touching only H and W."""
+        shape = self.shape(node.inputs[0])
+        if len(shape) != 4:
+            return False
+        a = node.attrs
+        if node.op == "Resize":
+            return list(a["scales"][:2]) == [1.0, 1.0] and list(a["sizes"][:2]) == list(shape[:2])
+        if node.op == "Pad":
+            return not any(a["pads"][k] for k in (0, 1, 4, 5))
+        return all(ax in (2, 3) for ax in a["axes"])
+
+    def spatial(self, node: IRNode, x: str) -> tuple[Node, str]:
+        """The node on the NCHW[x]c tensor x: its attributes widened to the block axis."""
+        b = self.shapes[x][4]
+        a = dict(_cpu_attrs(node))
+        if node.op == "Resize":
+            a["sizes"] = [*self.shapes[x][:2], *a["sizes"][2:], b]
+            a["scales"] = [*a["scales"], 1.0]
+        elif node.op == "Pad":
+            p = a["pads"]
+            a["pads"] = [*p[:4], 0, *p[4:], 0]
+        out = f"{node.outputs[0]}_nchwc"
+        n_, c, h, w = self.shape(node.outputs[0])
+        self.shapes[out] = (n_, c // b, h, w, b)
+        return Node(node.op, [x], out, a), out
+
+    def is_packed_concat(self, node: IRNode) -> bool:
+        """A channel concat of 4-d values, one of them packed already, whose channel blocks
+        all equal the output's."""
+        shapes = [self.shape(t) for t in node.inputs]
+        c_out = self.shape(node.outputs[0])[1]
+        return (
+            node.attrs["axis"] == 1
+            and all(len(s) == 4 and t not in self.graph.constants
+                    for s, t in zip(shapes, node.inputs, strict=True))
+            and any(t in self.packed for t in node.inputs)
+            and all(x86.channel_block(s[1]) == x86.channel_block(c_out) for s in shapes)
+        )  # fmt: skip
+
+    def concat(self, node: IRNode) -> tuple[list[Node], str]:
+        ins = [self.as_packed(t) for t in node.inputs]
+        out = f"{node.outputs[0]}_nchwc"
+        n_, c, h, w = self.shape(node.outputs[0])
+        b = x86.channel_block(c)
+        self.shapes[out] = (n_, c // b, h, w, b)
+        return [Node("Concat", ins, out, {"axis": 1})], out
+
+    def operand(self, t: str, n: IRNode, packed: bool) -> str:
+        """The second operand of a fused binary node: an activation of the output's shape
+        (or, packed, of shape [N, C, 1, 1]: a per-channel gate) or a constant broadcast per
+        channel (packed like the output) or everywhere."""
+        out_shape = self.shape(n.outputs[0])
+        if t not in self.graph.constants:
+            shape = self.shape(t)
+            gate = packed and shape == (*out_shape[:2], 1, 1)
+            if shape != out_shape and not gate:
+                raise OperatorError(f"node {n.label} ({n.op}): operand {t} would broadcast")
+            return self.as_packed(t) if packed else self.as_plain(t)
+        value = np.broadcast_to(self.graph.constants[t], out_shape).astype(np.float32)
+        name = f"{t}_{n.label}"
+        if packed:
+            c = out_shape[1]
+            per_channel = value[:1, :, :1, :1]
+            if not np.array_equal(np.broadcast_to(per_channel, out_shape), value):
+                raise OperatorError(f"node {n.label} ({n.op}): constant {t} is not per channel")
+            b = x86.channel_block(c)
+            value = np.ascontiguousarray(per_channel.reshape(1, c // b, b, 1, 1)
+                                         .transpose(0, 1, 3, 4, 2))  # fmt: skip
+        self.params[name] = value
+        self.shapes[name] = value.shape
+        return name
+
+    def is_packed_conv(self, node: IRNode) -> bool:
+        """A 2-d conv with a constant weight, groups 1 or depthwise: the NCHW[x]c kernels
+        (else a generic conv in a plain group)."""
+        w = self.graph.constants.get(node.inputs[1])
+        c = self.shape(node.inputs[0])[1]
+        return w is not None and node.attrs["group"] in (1, c if c == w.shape[0] else 1)
+
+    def conv(self, node: IRNode) -> tuple[list[Node], str]:
+        a = node.attrs
+        x = self.as_packed(node.inputs[0])
+        w = self.graph.constants[node.inputs[1]]
+        oc, c = w.shape[0], self.shape(node.inputs[0])[1]
+        bias_name = node.inputs[2] if len(node.inputs) > 2 else ""
+        bias = self.graph.constants[bias_name] if bias_name else np.zeros(oc, np.float32)
+        ib, ob = self.shapes[x][4], x86.channel_block(oc)
+        kh, kw = w.shape[2:]
+        wname, bname = f"{node.label}_w", f"{node.label}_b"
+        if a["group"] == 1:
+            self.params[wname] = testing.oihw_pack(w.astype(np.float32), ib, ob)
+        else:  # depthwise (ib == ob: both are the block of the same channel count)
+            self.params[wname] = np.ascontiguousarray(
+                w.reshape(c // ob, ob, kh, kw).transpose(0, 2, 3, 1)
+            )[:, None, :, :, None].astype(np.float32)
+        self.params[bname] = np.ascontiguousarray(bias.reshape(oc // ob, 1, 1, ob), np.float32)
+        self.shapes[wname], self.shapes[bname] = (
+            self.params[wname].shape,
+            self.params[bname].shape,
+        )
+        attrs = {
+            "kernel_shape": [kh, kw], "pads": list(a["pads"]), "strides": list(a["strides"]),
+            "group": a["group"],
+        }  # fmt: skip
+        if a["dilations"] != [1, 1]:
+            attrs["dilations"] = list(a["dilations"])
+        out = f"{node.outputs[0]}_nchwc"
+        n_, _, oh, ow = self.shape(node.outputs[0])
+        self.shapes[out] = (n_, oc // ob, oh, ow, ob)
+        return [Node("Conv", [x, wname, bname], out, attrs)], out
+
+    def pool(self, node: IRNode) -> tuple[list[Node], str]:
+        x = self.as_packed(node.inputs[0])
+        attrs = {}
+        if not node.op.startswith("Global"):
+            keys = ("kernel_shape", "pads", "strides", "dilations", "ceil_mode",
+                    "count_include_pad")  # fmt: skip
+            attrs = {k: node.attrs[k] for k in keys if k in node.attrs}
+        out = f"{node.outputs[0]}_nchwc"
+        n_, cb, _, _, b = self.shapes[x]
+        self.shapes[out] = (n_, cb, *self.shape(node.outputs[0])[2:], b)
+        return [Node(node.op, [x], out, attrs)], out
+
+    def is_dense(self, node: IRNode) -> bool:
+        """A[M, K] (not transposed) times a constant 2-d B, plus a constant row or scalar C:
+        the packed dense kernel (else a generic matmul in a plain group)."""
+        c = node.inputs[2] if len(node.inputs) > 2 else ""
+        bias = self.graph.constants.get(c) if c else None
+        return (
+            node.inputs[1] in self.graph.constants
+            and self.graph.constants[node.inputs[1]].ndim == 2
+            and len(self.shape(node.inputs[0])) == 2
+            and not (node.op == "Gemm" and node.attrs["transA"])
+            and (not c or (bias is not None and (bias.ndim < 2 or bias.shape[0] == 1)))
+        )
+
+    def dense(self, node: IRNode) -> tuple[list[Node], str]:
+        a = node.attrs
+        w = self.graph.constants[node.inputs[1]]
+        alpha = a.get("alpha", 1.0)
+        weight = (w if node.op == "Gemm" and a["transB"] else w.T) * alpha
+        units = weight.shape[0]
+        c = node.inputs[2] if len(node.inputs) > 2 else ""
+        bias = self.graph.constants[c] if c else np.zeros(units)
+        bias = np.broadcast_to(bias.reshape(-1) * a.get("beta", 1.0), (units,))
+        wname, bname = f"{node.label}_w", f"{node.label}_b"
+        self.params[wname] = np.ascontiguousarray(weight, np.float32)
+        self.params[bname] = np.ascontiguousarray(bias, np.float32)
+        self.shapes[wname], self.shapes[bname] = (units, weight.shape[1]), (units,)
+        out = node.outputs[0]
+        self.shapes[out] = self.shape(out)
+        return [Node("Dense", [self.as_plain(node.inputs[0]), wname, bname], out)], out
+
+    def plain_group(self, name: str, nodes: list[IRNode]) -> None:
+        """A group in the plain layout (NCHW for 4-d): packed inputs unpacked inside it."""
+        members: list[Node] = []
+        local: dict[str, str] = {}
+        for n in nodes:
+            if n.op not in _PLAIN:
+                raise OperatorError(f"node {n.label} ({n.op}): no CPU kernel for {n.op}")
+            ins = [local.get(t) or self.operand_plain(t, members) for t in n.inputs if t]
+            op, attrs = n.op, _cpu_attrs(n)
+            if op in ("Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Reshape"):
+                same = self.shape(n.outputs[0]) == self.shape(n.inputs[0])
+                op, attrs = (
+                    ("Copy", {}) if same else ("Reshape", {"shape": list(self.shape(n.outputs[0]))})
+                )
+            if op == "Conv":  # not a packed one: grouped or with a computed weight
+                op = "ConvGeneric"
+            members.append(Node(op, ins, n.outputs[0], attrs))
+            self.shapes[n.outputs[0]] = self.shape(n.outputs[0])
+            local[n.outputs[0]] = n.outputs[0]
+        self.groups.append(Group(name, members))
+        self.plain.add(nodes[-1].outputs[0])
+
+    def split(self, node: IRNode) -> None:
+        """Split as one Slice group per output."""
+        x, ax = node.inputs[0], node.attrs["axis"]
+        start = 0
+        for k, (out, size) in enumerate(zip(node.outputs, node.attrs["split"], strict=True)):
+            attrs = {"starts": [start], "ends": [start + size], "axes": [ax], "steps": [1]}
+            members: list[Node] = []
+            src = self.operand_plain(x, members)
+            members.append(Node("Slice", [src], out, attrs))
+            self.shapes[out] = self.shape(out)
+            self.groups.append(Group(f"{node.label}_{k}", members))
+            self.plain.add(out)
+            start += size
+
+    def operand_plain(self, t: str, members: list[Node]) -> str:
+        out = self.as_plain(t, members)
+        self.shapes.setdefault(out, self.shape(t) if t not in self.graph.constants else
+                               self.graph.constants[t].shape)  # fmt: skip
         return out
 
-    def clip_bounds(node) -> tuple[float | None, float | None]:
-        if len(node.input) > 1:  # opset 11+: min and max as inputs
-            lo, hi = (node.input[k] if len(node.input) > k else "" for k in (1, 2))
-            return (float(consts[lo]) if lo else None), (float(consts[hi]) if hi else None)
-        return attr(node, "min"), attr(node, "max")
 
-    def import_node(node) -> None:
-        """Add the node's group (with the nodes fused into it) to `groups`."""
-        op = node.op_type
-        if op == "Conv":
-            x = pack_input(node.input[0]) if node.input[0] not in packed else packed[node.input[0]]
-            w = consts[node.input[1]]
-            bias = consts[node.input[2]] if len(node.input) > 2 else np.zeros(w.shape[0], "f4")
-            tail = chain(node)
-            node_out = node.output[0]
-            if tail and tail[0].op_type == "BatchNormalization":
-                bn = tail.pop(0)
-                node_out = bn.output[0]
-                gamma, beta, mean, var = (consts[t] for t in bn.input[1:])
-                scale = gamma / np.sqrt(var + attr(bn, "epsilon", 1e-5))
-                w = w * scale[:, None, None, None]
-                bias = (bias - mean) * scale + beta
-                done.add(bn.output[0])
-            oc, c = w.shape[0], shapes[x][1] * shapes[x][4]
-            group = attr(node, "group", 1)
-            ib, ob = shapes[x][4], block(oc)
-            kh, kw = w.shape[2:]
-            pads = list(attr(node, "pads", [0, 0, 0, 0]))
-            strides = list(attr(node, "strides", [1, 1]))
-            wname, bname = f"{node.name}_w", f"{node.name}_b"
-            if group == 1:
-                params[wname] = testing.oihw_pack(w, ib, ob)
-            elif group == c == oc:
-                params[wname] = np.ascontiguousarray(
-                    w.reshape(c // ob, ob, kh, kw).transpose(0, 2, 3, 1)
-                )[:, None, :, :, None]
-            else:
-                raise OperatorError(f"node {node.name}: Conv group {group} is not supported here")
-            params[bname] = np.ascontiguousarray(bias.reshape(oc // ob, 1, 1, ob))
-            h, wd = shapes[x][2:4]
-            oh = out_size(h, kh, strides[0], 1, pads[0] + pads[2])
-            ow = out_size(wd, kw, strides[1], 1, pads[1] + pads[3])
-            attrs = {"kernel_shape": [kh, kw], "pads": pads, "strides": strides, "group": group}
-            conv_out = f"{node.output[0]}_nchwc"
-            members = [Node("Conv", [x, wname, bname], conv_out, attrs)]
-            cur, prev = conv_out, node_out
-            for t in tail:
-                nxt = f"{t.output[0]}_nchwc"
-                if t.op_type == "Add":
-                    other = next(i for i in t.input if i != prev)
-                    members.append(Node("Add", [cur, packed[other]], nxt))
-                elif t.op_type == "Relu":
-                    members.append(Node("Relu", [cur], nxt))
-                else:
-                    lo, hi = clip_bounds(t)
-                    members.append(Node("Clip", [cur], nxt, {"min": lo, "max": hi}))
-                shapes[nxt] = (1, oc // ob, oh, ow, ob)
-                cur, prev = nxt, t.output[0]
-                done.add(t.output[0])
-            shapes[conv_out] = (1, oc // ob, oh, ow, ob)
-            groups.append(Group(node.name, members))
-            packed[prev] = cur
-        elif op in ("MaxPool", "AveragePool", "GlobalAveragePool"):
-            x = packed[node.input[0]]
-            n_, cc, h, w_, b = shapes[x]
-            out = f"{node.output[0]}_nchwc"
-            if op == "GlobalAveragePool":
-                attrs, (oh, ow) = {}, (1, 1)
-            else:
-                k = list(attr(node, "kernel_shape"))
-                pads = list(attr(node, "pads", [0, 0, 0, 0]))
-                strides = list(attr(node, "strides", [1, 1]))
-                attrs = {"kernel_shape": k, "pads": pads, "strides": strides}
-                oh = out_size(h, k[0], strides[0], 1, pads[0] + pads[2])
-                ow = out_size(w_, k[1], strides[1], 1, pads[1] + pads[3])
-            groups.append(Group(node.name, [Node(op, [x], out, attrs)]))
-            shapes[out] = (n_, cc, oh, ow, b)
-            packed[node.output[0]] = out
-        elif op == "Flatten":
-            x = packed[node.input[0]]
-            n_, cc, h, w_, b = shapes[x]
-            flat = node.output[0]
-            un = f"{flat}_nchw"
-            groups.append(
-                Group(node.name, [Node("UnpackNCHWc", [x], un), Node("Flatten", [un], flat)])
-            )
-            shapes[un], shapes[flat] = (n_, cc * b, h, w_), (n_, cc * b * h * w_)
-        elif op == "Gemm":
-            if attr(node, "transB", 0) != 1 or attr(node, "transA", 0):
-                raise OperatorError(f"node {node.name}: Gemm needs transB=1, transA=0 here")
-            wname, bname = f"{node.name}_w", f"{node.name}_b"
-            params[wname] = consts[node.input[1]] * attr(node, "alpha", 1.0)
-            units = params[wname].shape[0]
-            has_bias = len(node.input) > 2 and node.input[2]
-            bias = consts[node.input[2]] if has_bias else np.zeros(units, np.float32)
-            params[bname] = np.broadcast_to(bias * attr(node, "beta", 1.0), (units,)).copy()
-            members = [Node("Dense", [node.input[0], wname, bname], node.output[0])]
-            shapes[node.output[0]] = (shapes[node.input[0]][0], params[wname].shape[0])
-            last = node.output[0]
-            for t in chain(node):
-                if t.op_type != "Relu":
-                    break
-                members.append(Node("Relu", [last], t.output[0]))
-                shapes[t.output[0]] = shapes[last]
-                last = t.output[0]
-                done.add(t.output[0])
-            groups.append(Group(node.name, members))
-        else:
-            raise OperatorError(f"node {node.name}: {op} is not supported by this front end")
+def _cpu_attrs(n: IRNode) -> dict:
+    """The IR node's attributes as `build_ops` reads them."""
+    a = dict(n.attrs)
+    if n.op == "Clip":
+        a["min"] = None if a["min"] == -np.inf else a["min"]
+        a["max"] = None if a["max"] == np.inf else a["max"]
+    return a
 
-    for node in nodes:
-        if node.output[0] in done:
-            continue
+
+def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list[str]]:
+    """(groups, tensor shapes, constant parameters, input names, output names) of a fused
+    graph; an OperatorError lists every group the CPU cannot run."""
+    low = _Lowering(graph)
+    bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
+    if bad:
+        raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
+    shapes = [(n.label, graph.value(o).shape) for n in graph.nodes for o in n.outputs if o]
+    empty = [label for label, shape in shapes if not shape or 0 in shape]
+    if empty:
+        raise OperatorError(
+            f"node(s) {', '.join(empty)}: empty or 0-d outputs; the CPU runs tensors of rank >= 1 "
+            "with elements"
+        )
+    failed: set[str] = set()  # values of groups that failed
+    for g in graph.groups or []:
+        outs = {o for n in g.nodes for o in n.outputs}
         try:
-            import_node(node)
-        except OperatorError:
-            raise
-        except (KeyError, IndexError, ValueError, TypeError, StopIteration) as e:
-            raise OperatorError(
-                f"{path}: node {node.name or node.output[0]} ({node.op_type}): this front end "
-                f"cannot import it ({type(e).__name__}: {e})"
-            ) from None
-        done.add(node.output[0])
+            low.lower(g.nodes, g.name)
+        except _Missing as e:  # reported already where a group reads a failed one
+            if not failed & set(group_inputs(g)):
+                low.problems.append(str(e))
+            failed |= outs
+        except OperatorError as e:
+            low.problems.append(str(e))
+            failed |= outs
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            low.problems.append(f"group {g.name}: cannot lower it ({type(e).__name__}: {e})")
+            failed |= outs
+    for t in graph.outputs:
+        if not low.problems:
+            low.as_plain(t)
+    if low.problems:
+        raise OperatorError(
+            f"{len(low.problems)} group(s) cannot run on the CPU: " + "; ".join(low.problems)
+        )
+    for op in {n.op for g in low.groups for n in g.nodes} - set(OPS):
+        raise OperatorError(f"op {op} has no CPU kernel")
+    return low.groups, low.shapes, low.params, list(graph.inputs), list(graph.outputs)
 
-    if out_name not in shapes and out_name in packed:  # unpack once, at the output
-        n_, cc, h, w_, b = shapes[packed[out_name]]
-        groups.append(Group("unpack_output", [Node("UnpackNCHWc", [packed[out_name]], out_name)]))
-        shapes[out_name] = (n_, cc * b, h, w_)
-    if out_name not in shapes:
-        raise OperatorError(f"output {out_name} was not computed")
-    return groups, shapes, params, [inp.name], [out_name]
 
-
-__all__ = ["compile_model"]
+__all__ = ["compile_model", "fused_graph", "import_groups", "lower_groups"]

@@ -13,7 +13,8 @@ import numpy as np
 from .. import te, topi
 from ..errors import OperatorError
 from ..te.tensor import Tensor
-from ..topi import nn, x86
+from ..tir import expr as E
+from ..topi import nn, tag, x86
 
 Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
 
@@ -81,6 +82,231 @@ def clip(ins: list[Tensor], attrs: dict) -> Tensor:
     return nn.clip(ins[0], None if lo is None else float(lo), None if hi is None else float(hi))
 
 
+def slice_(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Slice with normalized (clamped, non-negative axes) starts/ends/steps."""
+    x = ins[0]
+    shape, start, step = list(x.shape), [0] * x.ndim, [1] * x.ndim
+    for s, e, ax, st in zip(attrs["starts"], attrs["ends"], attrs["axes"], attrs["steps"],
+                            strict=True):  # fmt: skip
+        shape[ax], start[ax], step[ax] = len(range(s, e, st)), s, st
+    return te.compute(
+        tuple(shape),
+        lambda *i: x(*(start[k] + i[k] * step[k] for k in range(x.ndim))),
+        name="slice",
+        tag=tag.INJECTIVE,
+    )
+
+
+def pad(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Pad: constant, reflect or edge, pads [begins..., ends...]."""
+    x, pads = ins[0], attrs["pads"]
+    before, after = pads[: x.ndim], pads[x.ndim :]
+    if attrs["mode"] == "constant":
+        return nn.pad(x, before, after, float(attrs["value"]), name="pad")
+    shape = tuple(n + b + a for n, b, a in zip(x.shape, before, after, strict=True))
+
+    def src(i, n: int, b: int):
+        j = i - b
+        if attrs["mode"] == "edge":
+            return E.Min(E.Max(j, E.const(0)), E.const(n - 1))
+        j = te.if_then_else(j < 0, -j, j)  # reflect about the first and the last element
+        return te.if_then_else(j > n - 1, 2 * (n - 1) - j, j)
+
+    return te.compute(
+        shape,
+        lambda *i: x(*(src(i[k], x.shape[k], before[k]) for k in range(x.ndim))),
+        name="pad",
+        tag=tag.INJECTIVE,
+    )
+
+
+def reduce(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
+    """ReduceSum/Mean/Max over `axes` (keepdims or not), then an elementwise copy that the
+    injective schedule vectorizes (the reduction stays a stage of its own)."""
+    x, axes, keep = ins[0], list(attrs["axes"]), bool(attrs["keepdims"])
+    rv = {ax: te.reduce_axis(x.shape[ax], f"r{ax}") for ax in axes}
+    kept = [ax for ax in range(x.ndim) if ax not in rv]
+    shape = tuple(1 if ax in rv else x.shape[ax] for ax in range(x.ndim) if keep or ax not in rv)
+
+    def f(*i):
+        out = dict(zip(range(x.ndim) if keep else kept, i, strict=True))
+        index = [rv[ax] if ax in rv else out[ax] for ax in range(x.ndim)]
+        reducer = te.max if kind == "max" else te.sum
+        return reducer(x(*index), axis=list(rv.values()))
+
+    red = te.compute(shape, f, name=f"reduce_{kind}")
+    count = float(np.prod([x.shape[ax] for ax in axes]))
+    scale = 1.0 / count if kind == "mean" else 1.0
+    return te.compute(shape, lambda *i: red(*i) * scale, name="reduce_out", tag=tag.INJECTIVE)
+
+
+def matmul(ins: list[Tensor], attrs: dict) -> Tensor:
+    """numpy.matmul (batched, broadcast, 1-d operands), or ONNX Gemm with `transA`/`transB`,
+    `alpha`, `beta` and C: a reduction stage, then an elementwise stage the injective
+    schedule vectorizes."""
+    a, b, *rest = ins
+    gemm = "transA" in attrs
+    if gemm and attrs["transA"]:
+        a = nn.transpose(a, (1, 0))
+    if gemm and attrs["transB"]:
+        b = nn.transpose(b, (1, 0))
+    a2 = nn.reshape(a, (1, *a.shape)) if a.ndim == 1 else a
+    b2 = nn.reshape(b, (*b.shape, 1)) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise OperatorError(f"matmul: {a.shape} x {b.shape}: inner extents differ")
+    batch = topi.broadcast.broadcast_shape(a2.shape[:-2], b2.shape[:-2])
+    k = te.reduce_axis(a2.shape[-1], "k")
+    shape = (*batch, a2.shape[-2], b2.shape[-1])
+
+    def at(t: Tensor, index, tail):
+        lead = index[len(index) - (t.ndim - 2) :] if t.ndim > 2 else ()
+        lead = [i if n > 1 else 0 for i, n in zip(lead, t.shape[:-2], strict=True)]
+        return t(*lead, *tail)
+
+    prod = te.compute(
+        shape,
+        lambda *i: te.sum(at(a2, i[:-2], (i[-2], k)) * at(b2, i[:-2], (k, i[-1])), axis=k),
+        name="matmul",
+    )
+    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+    out = te.compute(shape, lambda *i: prod(*i) * alpha, name="matmul_out", tag=tag.INJECTIVE)
+    if rest:
+        out = topi.add(out, topi.multiply(rest[0], beta) if beta != 1.0 else rest[0])
+    final = shape[:-2] + (() if a.ndim == 1 else shape[-2:-1]) + (() if b.ndim == 1 else shape[-1:])
+    return nn.reshape(out, final) if final != shape else out
+
+
+def _resize_source(i, size: int, out: int, scale: float, mode: str):
+    """Resize: the input coordinate (float32) of output index i along one axis."""
+    f = te.cast(i, "float32")
+    if mode in ("pytorch_half_pixel", "align_corners") and out == 1:
+        return te.const(0.0, "float32")
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        return (f + 0.5) / scale - 0.5
+    if mode == "align_corners":
+        return f * float(size - 1) / float(out - 1)
+    if mode == "asymmetric":
+        return f / scale
+    return (f + 0.5) / scale  # tf_half_pixel_for_nn
+
+
+def _round(c, mode: str):
+    """Resize's nearest_mode: x.5 rounds down (round_prefer_floor) or up (round_prefer_ceil)."""
+    if mode == "round_prefer_floor":
+        return te.ceil(c - 0.5)
+    if mode == "round_prefer_ceil":
+        return te.floor(c + 0.5)
+    return te.floor(c) if mode == "floor" else te.ceil(c)
+
+
+def _clamp(i, size: int):
+    return E.Min(E.Max(i, E.const(0)), E.const(size - 1))
+
+
+def resize(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Resize, nearest (all four rounding modes) or (multi)linear, with the coordinate
+    modes the importer accepts; `sizes` and `scales` are resolved per axis."""
+    x, sizes, scales = ins[0], attrs["sizes"], attrs["scales"]
+    mode, coords = attrs["mode"], attrs["coordinate_transformation_mode"]
+    axes = [ax for ax in range(x.ndim) if sizes[ax] != x.shape[ax] or scales[ax] != 1.0]
+
+    def source(i, ax):
+        return _resize_source(i, x.shape[ax], sizes[ax], scales[ax], coords)
+
+    def nearest(*i):
+        index = list(i)
+        for ax in axes:
+            r = _round(source(i[ax], ax), attrs["nearest_mode"])
+            index[ax] = _clamp(te.cast(r, "int32"), x.shape[ax])
+        return x(*index)
+
+    def linear(*i):
+        taps = [(list(i), te.const(1.0, "float32"))]  # (index, weight) per corner
+        for ax in axes:
+            n = x.shape[ax]
+            c = E.Min(E.Max(source(i[ax], ax), te.const(0.0, "float32")),
+                      te.const(float(n - 1), "float32"))  # fmt: skip
+            lo = te.cast(te.floor(c), "int32")
+            frac = c - te.floor(c)
+            hi = E.Min(lo + 1, E.const(n - 1))
+            taps = [
+                (index[:ax] + [k] + index[ax + 1 :], w * wk)
+                for index, w in taps
+                for k, wk in ((lo, 1.0 - frac), (hi, frac))
+            ]
+        total = None
+        for index, w in taps:
+            term = x(*index) * w
+            total = term if total is None else total + term
+        return total
+
+    return te.compute(
+        tuple(sizes), nearest if mode == "nearest" else linear, name="resize", tag=tag.INJECTIVE
+    )
+
+
+def conv2d_generic(ins: list[Tensor], attrs: dict) -> Tensor:
+    """An NCHW conv with any groups (and a weight that may be computed): a reduction stage
+    over the padded input, then the bias in an elementwise stage."""
+    x, w, *rest = ins
+    g, (sh, sw), (dh, dw) = attrs["group"], attrs["strides"], attrs["dilations"]
+    oc, cg, kh, kw = w.shape
+    xp = nn.pad(x, [0, 0, attrs["pads"][0], attrs["pads"][1]],
+                [0, 0, attrs["pads"][2], attrs["pads"][3]], 0.0, name="conv_pad")  # fmt: skip
+    oh = (xp.shape[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (xp.shape[3] - (kw - 1) * dw - 1) // sw + 1
+    rc, ri, rj = te.reduce_axis(cg, "rc"), te.reduce_axis(kh, "ri"), te.reduce_axis(kw, "rj")
+    ocg = oc // g
+    red = te.compute(
+        (x.shape[0], oc, oh, ow),
+        lambda b, o, y, xx: te.sum(
+            xp(b, E.FloorDiv(o, ocg) * cg + rc, y * sh + ri * dh, xx * sw + rj * dw)
+            * w(o, rc, ri, rj),
+            axis=[rc, ri, rj],
+        ),
+        name="conv2d_generic",
+    )
+    return _plus_channel_bias(red, rest[0] if rest else None, "conv2d_generic_out")
+
+
+def _plus_channel_bias(red: Tensor, bias: Tensor | None, name: str) -> Tensor:
+    """An NCHW reduction's output with a per-channel bias added (a copy without one)."""
+    return te.compute(
+        red.shape,
+        lambda b, o, y, xx: red(b, o, y, xx) + bias(o) if bias is not None else red(b, o, y, xx),
+        name=name,
+        tag=tag.INJECTIVE,
+    )
+
+
+def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX ConvTranspose (NCHW, groups, strides, dilations, explicit pads, output_padding)
+    as a gather: out[n, o, y, x] sums the taps whose input position y + pad - i * dilation
+    is a multiple of the stride inside the input; then the bias."""
+    x, w, *rest = ins
+    n, c, h, wd = x.shape
+    _, ocg, kh, kw = w.shape
+    g, (sh, sw), (dh, dw) = attrs["group"], attrs["strides"], attrs["dilations"]
+    pt, pl, pb, pr = attrs["pads"]
+    oph, opw = attrs["output_padding"]
+    oh = (h - 1) * sh + (kh - 1) * dh + 1 + oph - pt - pb
+    ow = (wd - 1) * sw + (kw - 1) * dw + 1 + opw - pl - pr
+    cg = c // g
+    rc, ri, rj = te.reduce_axis(cg, "rc"), te.reduce_axis(kh, "ri"), te.reduce_axis(kw, "rj")
+
+    def f(b, o, y, xx):
+        ch = E.FloorDiv(o, ocg) * cg + rc
+        ty, tx = y + pt - ri * dh, xx + pl - rj * dw
+        iy, ix = E.FloorDiv(ty, sh), E.FloorDiv(tx, sw)
+        ok = te.all(ty >= 0, tx >= 0, E.FloorMod(ty, sh) == 0, E.FloorMod(tx, sw) == 0,
+                    iy < h, ix < wd)  # fmt: skip
+        tap = x(b, ch, iy, ix) * w(ch, E.FloorMod(o, ocg), ri, rj)
+        return te.sum(te.if_then_else(ok, tap, te.const(0.0, x.dtype)), axis=[rc, ri, rj])
+
+    red = te.compute((n, ocg * g, oh, ow), f, name="conv_transpose")
+    return _plus_channel_bias(red, rest[0] if rest else None, "conv_transpose_out")
+
+
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0])
 
@@ -95,6 +321,8 @@ def _hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:
 
 OPS: dict[str, Compute] = {
     "Conv": conv2d_nchwc,
+    "ConvGeneric": conv2d_generic,
+    "BatchNormalization": lambda ins, a: nn.batch_norm(*ins, epsilon=float(a["epsilon"])),
     "MaxPool": lambda ins, a: pool("max", ins, a),
     "AveragePool": lambda ins, a: pool("avg", ins, a),
     "GlobalAveragePool": lambda ins, a: global_pool("avg", ins, a),
@@ -118,6 +346,9 @@ OPS: dict[str, Compute] = {
     "Max": _binary(topi.maximum),
     "Min": _binary(topi.minimum),
     "Reshape": lambda ins, a: nn.reshape(ins[0], a["shape"]),
+    "Copy": lambda ins, a: te.compute(
+        ins[0].shape, lambda *i: ins[0](*i), name="copy", tag=tag.INJECTIVE
+    ),
     "Flatten": lambda ins, a: nn.reshape(
         ins[0],
         (
@@ -128,6 +359,16 @@ OPS: dict[str, Compute] = {
     "Transpose": lambda ins, a: nn.transpose(ins[0], a.get("perm")),
     "Concat": lambda ins, a: nn.concatenate(ins, int(a["axis"])),
     "Softmax": lambda ins, a: nn.softmax(ins[0], int(a.get("axis", -1))),
+    "LogSoftmax": lambda ins, a: nn.log_softmax(ins[0], int(a.get("axis", -1))),
+    "MatMul": matmul,
+    "Gemm": matmul,
+    "ConvTranspose": conv_transpose,
+    "Resize": resize,
+    "Slice": slice_,
+    "Pad": pad,
+    "ReduceSum": lambda ins, a: reduce("sum", ins, a),
+    "ReduceMean": lambda ins, a: reduce("mean", ins, a),
+    "ReduceMax": lambda ins, a: reduce("max", ins, a),
     "PackNCHWc": lambda ins, a: nn.pack_nchwc(ins[0], int(a["block"])),
     "UnpackNCHWc": _unary(nn.unpack_nchwc),
     "RepackNCHWc": lambda ins, a: nn.repack_nchwc(ins[0], int(a["block"])),

@@ -118,21 +118,25 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def model_tasks(path: str, target: str) -> list[tuple[tuple, int]]:
+def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
     """The model's distinct conv2d_NCHWc tuning tasks (template args with the graph's channel
-    blocks) and how many kernels of the graph each one makes."""
+    blocks) and how many kernels of the graph each one makes; `log` gets the table of all
+    the fused graph's distinct kernels first."""
     from ..codegen.target import target_scope
     from .build import conv_task
-    from .build_onnx import import_groups
+    from .build_onnx import fused_graph, lower_groups
+    from .passes import extract_tasks, format_tasks
 
+    graph = fused_graph(path)
+    log(format_tasks(graph, extract_tasks(graph)))
     with target_scope(target):
-        groups, shapes, params, _, _ = import_groups(path)
+        groups, shapes, params, _, _ = lower_groups(graph)
     shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
     weights: dict[tuple, int] = {}
     for g in groups:
         task = conv_task(g, shapes)
         if task:
-            key = (*task[0], *task[1])
+            key = task.task_args()
             weights[key] = weights.get(key, 0) + 1
     return list(weights.items())
 
@@ -155,7 +159,7 @@ def tune_model(args: argparse.Namespace) -> int:
     if not args.db:
         raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
     found = model_tasks(model, args.target)
-    print(f"{model}: {len(found)} tasks")
+    print(f"{model}: {len(found)} tunable tasks")
     for k, (task_args, weight) in enumerate(found, 1):
         print(f"  [{k}/{len(found)}] conv2d_NCHWc{task_args} x{weight}")
     tasks = [create_task("conv2d_NCHWc", a, "llvm") for a, _ in found]

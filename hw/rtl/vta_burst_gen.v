@@ -40,10 +40,18 @@ module vta_burst_gen #(
   function automatic [ADDR_W-1:0] words_m1(input [LOG_BB-1:0] low, input [ADDR_W-1:0] bytes_m1);
     words_m1 = ({{(ADDR_W - LOG_BB) {1'b0}}, low} + bytes_m1) >> LOG_BB;
   endfunction
-  // The longest burst from cur, less one: to the page end, at most MAX_BEATS.
-  wire [CW-1:0] to_page_m1 = {{(CW - PW) {1'b0}}, ~cur[PW-1:0]};
-  wire [CW-1:0] cap_m1 = to_page_m1 < MOST ? to_page_m1 : MOST;
+  // The longest burst from a word address, less one: to the page end, at most MAX_BEATS. It is
+  // registered with cur (cap_m1), so a burst's length does not wait for this comparison.
+  function automatic [CW-1:0] longest_m1(input [PW-1:0] word);  // the word's offset in its page
+    reg [CW-1:0] to_page_m1;
+    begin
+      to_page_m1 = {{(CW - PW) {1'b0}}, ~word};
+      longest_m1 = to_page_m1 < MOST ? to_page_m1 : MOST;
+    end
+  endfunction
+  reg [CW-1:0] cap_m1;
   wire [ADDR_W-1:0] cap_m1_wide = {{(ADDR_W - CW) {1'b0}}, cap_m1};
+  wire [ADDR_W-1:0] cur_next = cur + cap_m1_wide + 1'b1;
   wire row_end = left_m1 <= cap_m1_wide;
   assign req_valid = rows_left != 0;
   assign req_addr = cur << LOG_BB;
@@ -56,6 +64,7 @@ module vta_burst_gen #(
       rows_left <= 0;
     end else if (start) begin
       cur <= addr >> LOG_BB;
+      cap_m1 <= longest_m1(addr[LOG_BB+:PW]);
       left_m1 <= words_m1(addr[LOG_BB-1:0], row_bytes_m1);
       next_row <= second_row;
       next_m1 <= words_m1(second_row[LOG_BB-1:0], row_bytes_m1);
@@ -66,11 +75,13 @@ module vta_burst_gen #(
       if (row_end) begin
         rows_left <= rows_left - 1'b1;
         cur <= next_row >> LOG_BB;
+        cap_m1 <= longest_m1(next_row[LOG_BB+:PW]);
         left_m1 <= next_m1;
         next_row <= row_after;
         next_m1 <= words_m1(row_after[LOG_BB-1:0], n_m1);
       end else begin
-        cur <= cur + cap_m1_wide + 1'b1;
+        cur <= cur_next;
+        cap_m1 <= longest_m1(cur_next[PW-1:0]);
         left_m1 <= left_m1 - cap_m1_wide - 1'b1;
       end
     end

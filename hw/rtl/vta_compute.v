@@ -4,9 +4,10 @@
 // Micro-op pipeline, for a micro-op issued in cycle c (its UOP entry was read in c-1: in the
 // accept cycle for the first, else while the previous one issues):
 //   c      (A) indices d, s, w; read INP[s], WGT[w]; an ALU reads ACC[d]
-//   c+1    (B) ALU-immediate result; a tensor ALU reads ACC[s]; GEMM stage 1 (products)
-//   c+2        tensor ALU result; GEMM stage 2 (dot products); a GEMM reads ACC[d]
-//   c+3        GEMM stage 3 (accumulate) result
+//   c+1    (B) ALU-immediate operands; a tensor ALU reads ACC[s]; GEMM stage 1 (products)
+//   c+2        ALU-immediate result; tensor ALU operands; GEMM stage 2 (dot products); a GEMM
+//              reads ACC[d]
+//   c+3        tensor ALU result; GEMM stage 3 (accumulate) result
 // (the result stages of vta/hwconfig.py), then WRITE_TAPS-deep result registers; the write to
 // ACC[d] and OUT[d] happens at the tap that ends the micro-op P + II - 1 cycles after issue
 // (P = pipeline depth, II = issue interval). Reads are forwarded from every result not yet
@@ -416,31 +417,41 @@ module vta_compute (
     end
   endfunction
 
-  // tensor ALU: dst operand held for one cycle while ACC[s] is read
-  reg t_valid;
-  reg [ACC_AW-1:0] t_d, t_s;
+  // The row ACC was read for last cycle (its data is acc_rdata now), and that data forwarded.
+  reg [ACC_AW-1:0] rd_row;
+  always @(posedge clk) rd_row <= acc_raddr;
+  wire [ACC_EW-1:0] acc_now = forward(rd_row, acc_rdata);
+
+  // ALU: operands enter vta_alu in the cycle their last ACC read arrives (an immediate's at B,
+  // a tensor op's ACC[s] one cycle after its ACC[d], which waits in t_x); the result leaves one
+  // cycle later (p_*). A read of ACC[d] of the row whose result leaves this cycle takes that
+  // result (bypass), so back-to-back micro-ops on one row see each other; ACC[s] needs no
+  // bypass, as no result leaves in the cycle a tensor op's ACC[s] arrives (issue interval 2).
+  reg t_valid, p_valid;
+  reg [ACC_AW-1:0] t_d, p_d;
   reg [ACC_EW-1:0] t_x;
-  // the row ACC was read for last cycle: GEMM stage 3's, or the ALU's
-  wire [ACC_AW-1:0] read_row = !r_alu ? d_d : r_tensor && t_valid ? t_s : b_d;
-  wire [ACC_EW-1:0] acc_now = forward(read_row, acc_rdata);
+  wire [ACC_EW-1:0] alu_out;
+  wire bypass = p_valid && p_d == rd_row;
+  wire [ACC_EW-1:0] acc_alu = bypass ? alu_out : acc_now;
   always @(posedge clk) begin
     t_valid <= r_tensor && b_valid;
     t_d <= b_d;
-    t_s <= b_s;
-    t_x <= acc_now;
+    t_x <= acc_alu;
+    p_valid <= !rst && r_alu && (r_tensor ? t_valid : b_valid);
+    p_d <= r_tensor ? t_d : b_d;
   end
 
-  wire [ACC_EW-1:0] gemm_out, alu_out;
+  wire [ACC_EW-1:0] gemm_out;
   vta_gemm_core gemm (
       .clk(clk), .inp(inp_rdata[b_inp_sel*INP_EW+:INP_EW]), .wgt(wgt_rdata), .reset(r_reset),
       .acc(acc_now), .out(gemm_out)
   );
-  wire [ACC_EW-1:0] alu_x = r_tensor ? t_x : acc_now;
   vta_alu alu (
-      .op(r_op), .use_imm(!r_tensor), .imm(r_imm), .x(alu_x), .s(acc_now), .out(alu_out)
+      .clk(clk), .op(r_op), .use_imm(!r_tensor), .imm(r_imm), .x(acc_alu), .t(t_x), .s(acc_now),
+      .out(alu_out)
   );
-  wire res_valid = !r_alu ? d_valid : r_tensor ? t_valid : b_valid;
-  wire [ACC_AW-1:0] res_addr = !r_alu ? d_d : r_tensor ? t_d : b_d;
+  wire res_valid = !r_alu ? d_valid : p_valid;
+  wire [ACC_AW-1:0] res_addr = !r_alu ? d_d : p_d;
   wire [ACC_EW-1:0] res_data = r_alu ? alu_out : gemm_out;
 
   integer t;

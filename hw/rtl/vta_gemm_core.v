@@ -60,7 +60,8 @@ module vta_gemm_core #(
     /* verilator lint_on WIDTHEXPAND */
   end
 
-  // Stage 2: each output channel's dot product.
+  // Stage 2: each output channel's dot product. The high products' corrections (the low
+  // products' signs) are summed as one more term, so no adder precedes the adder tree.
   reg signed [SHIFT-1:0] lo;
   reg signed [PRODW-1:0] hi;
   reg signed [DW-1:0] dot_lo, dot_hi;
@@ -73,10 +74,9 @@ module vta_gemm_core #(
         dot_hi = 0;
         for (ic = 0; ic < BLOCK_IN; ic = ic + 1) begin
           lo = prod[(b*(BLOCK_OUT/2)+oc/2)*BLOCK_IN+ic][SHIFT-1:0];
-          hi = prod[(b*(BLOCK_OUT/2)+oc/2)*BLOCK_IN+ic][PRODW+SHIFT-1:SHIFT] +
-               {{(PRODW - 1) {1'b0}}, lo[SHIFT-1]};
+          hi = prod[(b*(BLOCK_OUT/2)+oc/2)*BLOCK_IN+ic][PRODW+SHIFT-1:SHIFT];
           dot_lo = dot_lo + {{(DW - SHIFT) {lo[SHIFT-1]}}, lo};
-          dot_hi = dot_hi + {{(DW - PRODW) {hi[PRODW-1]}}, hi};
+          dot_hi = dot_hi + {{(DW - PRODW) {hi[PRODW-1]}}, hi} + {{(DW - 1) {1'b0}}, lo[SHIFT-1]};
         end
         dot_next[b*BLOCK_OUT+oc] = dot_lo;
         dot_next[b*BLOCK_OUT+oc+1] = dot_hi;

@@ -65,12 +65,14 @@ module vta_loader #(
   reg [2:0] state;
   reg [SIZE_W-1:0] r_ys, r_xs, r_stride;
   reg [DRAM_W-1:0] r_dram;
-  // Field source: the inputs in the start cycle, the registers afterwards (the data stream
-  // starts in either).
-  wire [SIZE_W-1:0] f_ys = start ? y_size : r_ys;
-  wire [SIZE_W-1:0] f_xs = start ? x_size : r_xs;
-  wire [SIZE_W-1:0] f_stride = start ? x_stride : r_stride;
-  wire [DRAM_W-1:0] f_dram = start ? dram_base : r_dram;
+  // Field source: the inputs while idle (so in the start cycle), the registers afterwards (the
+  // data stream starts in either). Selecting by the state rather than by `start` keeps the
+  // caller's accept logic off the paths into the row cursor.
+  wire idle = state == S_IDLE;
+  wire [SIZE_W-1:0] f_ys = idle ? y_size : r_ys;
+  wire [SIZE_W-1:0] f_xs = idle ? x_size : r_xs;
+  wire [SIZE_W-1:0] f_stride = idle ? x_stride : r_stride;
+  wire [DRAM_W-1:0] f_dram = idle ? dram_base : r_dram;
   // Buffer indices wrap at the buffer depth: only the low AW bits of sram_base matter.
   /* verilator lint_off UNUSEDSIGNAL */
   wire [SRAM_W-1:0] base_field = sram_base;

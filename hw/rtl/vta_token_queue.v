@@ -16,8 +16,22 @@ module vta_token_queue #(
   wire do_pop = pop && !empty;
   assign full  = count[LOG_DEPTH];
   assign empty = count == 0;
+  // count + 1 and count - 1 are kept in registers beside count, so push and pop (late: they
+  // come from the modules' decode) only select the next values
+  reg [LOG_DEPTH:0] up, down;
   always @(posedge clk) begin
-    if (rst) count <= 0;
-    else count <= count + {{LOG_DEPTH{1'b0}}, do_push} - {{LOG_DEPTH{1'b0}}, do_pop};
+    if (rst) begin
+      count <= 0;
+      up <= 1;
+      down <= {(LOG_DEPTH + 1) {1'b1}};
+    end else if (do_push && !do_pop) begin
+      count <= up;
+      up <= up + 1'b1;
+      down <= count;
+    end else if (do_pop && !do_push) begin
+      count <= down;
+      down <= down - 1'b1;
+      up <= count;
+    end
   end
 endmodule

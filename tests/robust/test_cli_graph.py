@@ -123,12 +123,12 @@ def test_symbolic_input_needs_shape(files, capsys, shape, code, message):
 def test_every_unsupported_node_is_listed_at_once(files, capsys):
     root, _ = files
     nodes = [
-        helper.make_node("Sigmoid", ["x"], ["a"], name="s1"),
-        helper.make_node("Softmax", ["a"], ["b"], name="sm"),
+        helper.make_node("Gelu", ["x"], ["a"], name="s1"),
+        helper.make_node("LRN", ["a"], ["b"], name="sm", size=3),
         helper.make_node("Gemm", ["b", "w"], ["y"], transB=1),
     ]
     _gemm_model(root / "uns.onnx", [1, 8], nodes)
     code, err = _run(capsys, "run", root / "uns.onnx", "--inputs", root / "in.npz")
     assert code == 1
-    assert "2 node(s) use operators this front end does not support" in err
-    assert "s1 (Sigmoid), sm (Softmax)" in err
+    assert "2 node(s) cannot be imported: node s1 (Gelu): operator not supported; " in err
+    assert "node sm (LRN): operator not supported" in err

@@ -34,6 +34,16 @@ def worker(tmp_path_factory):
         yield w
 
 
+def fuzz_settings(kind: str, scale: int):
+    """Hypothesis settings for INPUTS[kind] x scale derandomized examples without deadlines."""
+    return settings(
+        max_examples=INPUTS[kind] * scale,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 def _expect_handled(answer: dict, what: str) -> None:
     assert answer["outcome"] in ("ok", "error"), f"{what}: {answer.get('message')}"
 
@@ -42,12 +52,7 @@ def _expect_handled(answer: dict, what: str) -> None:
 def test_tensor_programs(worker, scale, capsys):
     tried = []
 
-    @settings(
-        max_examples=INPUTS["te"] * scale,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings("te", scale)
     @given(
         shape=shapes,
         dtype=dtypes,
@@ -96,12 +101,7 @@ def test_records_databases(worker, scale, tmp_path_factory, capsys):
     tried = []
     root = tmp_path_factory.mktemp("db")
 
-    @settings(
-        max_examples=INPUTS["database"] * scale,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings("database", scale)
     @given(
         kind=st.sampled_from(["random", "foreign", "damaged", "flipped"]),
         data=st.binary(min_size=1, max_size=200),
@@ -181,12 +181,7 @@ WORKLOADS = st.sampled_from(
 def test_tune_arguments(worker, scale, capsys):
     tried = []
 
-    @settings(
-        max_examples=INPUTS["tune"] * scale,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings("tune", scale)
     @given(
         workload=WORKLOADS,
         options=st.lists(OPTION_VALUES, max_size=3),

@@ -30,13 +30,23 @@ def test_new_file_carries_the_application_id(tmp_path):
         assert len(db) == 1
 
 
-def test_foreign_sqlite_file_is_refused_untouched(tmp_path):
-    path = tmp_path / "other.db"
+def _sqlite_file(path, *statements):
+    """`statements` run on the SQLite file at `path` and committed (by someone else than the
+    Database class)."""
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE notes (text TEXT)")
-    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    for statement in statements:
+        conn.execute(statement)
     conn.commit()
     conn.close()
+    return path
+
+
+def test_foreign_sqlite_file_is_refused_untouched(tmp_path):
+    path = _sqlite_file(
+        tmp_path / "other.db",
+        "CREATE TABLE notes (text TEXT)",
+        "INSERT INTO notes VALUES ('keep me')",
+    )
     before = _digest(path)
     with pytest.raises(TuningError, match="not a tuning records file .tables: notes"):
         Database(path)
@@ -45,12 +55,9 @@ def test_foreign_sqlite_file_is_refused_untouched(tmp_path):
 
 
 def test_other_application_id_is_refused(tmp_path):
-    path = tmp_path / "app.db"
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA application_id=1234")
-    conn.execute("CREATE TABLE records (x)")
-    conn.commit()
-    conn.close()
+    path = _sqlite_file(
+        tmp_path / "app.db", "PRAGMA application_id=1234", "CREATE TABLE records (x)"
+    )
     before = _digest(path)
     with pytest.raises(TuningError, match="another application's SQLite file"):
         Database(path)
@@ -69,10 +76,7 @@ def test_non_sqlite_file_is_refused_untouched(tmp_path, content):
 def test_newer_schema_is_refused_untouched(tmp_path):
     path = tmp_path / "new.db"
     Database(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = 99")
-    conn.commit()
-    conn.close()
+    _sqlite_file(path, "UPDATE schema_version SET version = 99")
     before = _digest(path)
     with pytest.raises(TuningError, match="schema version 99"):
         Database(path)
@@ -83,10 +87,7 @@ def test_files_without_the_id_but_with_our_tables_are_ours(tmp_path):
     path = tmp_path / "old.db"
     with Database(path) as db:
         db.add_batch([_record(0)])
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA application_id=0")
-    conn.commit()
-    conn.close()
+    _sqlite_file(path, "PRAGMA application_id=0")
     with Database(path) as db:
         assert [r.config for r in db.records()] == [{"tile": 0}]
 
@@ -95,11 +96,11 @@ def test_damaged_rows_are_skipped_and_counted(tmp_path):
     path = tmp_path / "r.db"
     with Database(path) as db:
         db.add_batch([_record(i) for i in range(3)])
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE records SET config = '{not json' WHERE config_index = 0")
-    conn.execute("UPDATE records SET costs = '\"text\"' WHERE config_index = 1")
-    conn.commit()
-    conn.close()
+    _sqlite_file(
+        path,
+        "UPDATE records SET config = '{not json' WHERE config_index = 0",
+        "UPDATE records SET costs = '\"text\"' WHERE config_index = 1",
+    )
     with Database(path) as db, pytest.warns(UserWarning, match="skipped 2 damaged"):
         records = db.records()
     assert [r.config_index for r in records] == [2]

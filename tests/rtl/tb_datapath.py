@@ -59,8 +59,10 @@ async def gemm_core_matches_numpy(dut):
 
 @cocotb.test()
 async def alu_lanes_match_reference(dut):
-    """Every opcode in both operand modes; a disabled MUL/REQ passes x through unchanged."""
+    """Every opcode in both operand modes, each result one clock edge after its operands; a
+    disabled MUL/REQ passes x through unchanged."""
     lanes = int(dut.LANES.value)
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     enabled = {AluOp.MUL: int(dut.MUL_ENABLED.value), AluOp.REQ: int(dut.REQ_ENABLED.value)}
     rng = np.random.default_rng(2)
     for trial in range(600):
@@ -82,9 +84,10 @@ async def alu_lanes_match_reference(dut):
         dut.op.value = int(op)
         dut.use_imm.value = int(use_imm)
         dut.imm.value = imm & 0xFFFFFFFF
-        dut.x.value = pack(x, 32)
+        dut.x.value = pack(x if use_imm else rng.integers(-(2**31), 2**31, lanes), 32)
+        dut.t.value = pack(rng.integers(-(2**31), 2**31, lanes) if use_imm else x, 32)
         dut.s.value = pack(s, 32)
-        await Timer(1, unit="ns")
+        await FallingEdge(dut.clk)
         y = (
             np.zeros_like(s)
             if op == AluOp.REQ and use_imm
@@ -100,3 +103,4 @@ async def alu_lanes_match_reference(dut):
             )
         got = unpack(int(dut.out.value), lanes, 32)
         assert np.array_equal(got, want.astype(np.int64)), f"trial {trial} {op.name} imm={imm}"
+        await FallingEdge(dut.clk)

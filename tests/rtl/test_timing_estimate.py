@@ -4,7 +4,7 @@ per-cell delays and net allowance."""
 import pytest
 
 from hw import timing
-from hw.timing import critical_path
+from hw.timing import critical_path, slow_signals
 
 
 def cell(kind, inputs, outputs, **params):
@@ -17,8 +17,8 @@ def cell(kind, inputs, outputs, **params):
     }
 
 
-def netlist(cells):
-    return {"modules": {"top": {"cells": cells}}}
+def netlist(cells, netnames=None):
+    return {"modules": {"top": {"cells": cells, "netnames": netnames or {}}}}
 
 
 def test_a_lut_chain_between_registers():
@@ -68,3 +68,27 @@ def test_a_registered_multiplier_ends_and_starts_paths():
     into_dsp = timing.FF_CLK_TO_Q + timing.NET + timing.DSP_INPUT_SETUP
     out_of_dsp = timing.DSP_CLK_TO_P + 2 * timing.NET + timing.LUT + timing.FF_SETUP
     assert path.delay_ns == pytest.approx(max(into_dsp, out_of_dsp))
+
+
+def test_paths_are_named_by_the_rtl_signals_and_slow_signals_listed_slowest_first():
+    cells = {
+        "a": cell("FDRE", {"C": [1], "D": [9], "CE": ["1"], "R": ["0"]}, {"Q": [2]}),
+        "l1": cell("LUT2", {"I0": [2], "I1": [2]}, {"O": [3]}),
+        "l2": cell("LUT2", {"I0": [3], "I1": [3]}, {"O": [4]}),
+        "b": cell("FDRE", {"C": [1], "D": [4], "CE": ["1"], "R": ["0"]}, {"Q": [5]}),
+        "c": cell("FDRE", {"C": [1], "D": [3], "CE": ["1"], "R": ["0"]}, {"Q": [6]}),
+    }
+    names = {
+        "count": {"bits": [2], "hide_name": 0},
+        "$abc$1": {"bits": [3, 4], "hide_name": 1},
+        "mid": {"bits": [3], "hide_name": 0},  # a public name wins over a generated one
+        "full": {"bits": [5, 6], "hide_name": 0},
+    }
+    path = critical_path(netlist(cells, names), "top")
+    assert path.nets == ["count[0]", "mid[0]", "$abc$1[1]", "full[0]"]
+    one_lut = timing.FF_CLK_TO_Q + 2 * timing.NET + timing.LUT + timing.FF_SETUP
+    two_luts = one_lut + timing.NET + timing.LUT
+    slow = slow_signals(netlist(cells, names), "top", one_lut - 0.01)
+    # both ends load bits of `full`: one entry, its worst path
+    assert [(p.nets[-1], p.delay_ns) for p in slow] == [("full[0]", pytest.approx(two_luts))]
+    assert slow_signals(netlist(cells, names), "top", two_luts) == []

@@ -7,7 +7,7 @@ from .depthwise_conv2d import depthwise_conv2d_nchw, depthwise_conv2d_NCHWc
 from .elemwise import bias_add, leaky_relu, relu
 from .pad import pad
 from .pooling import global_pool, pool2d
-from .softmax import softmax
+from .softmax import log_softmax, softmax
 from .transform import (
     clip,
     concatenate,
@@ -41,5 +41,6 @@ __all__ = [
     "pad",
     "pool2d",
     "relu",
+    "log_softmax",
     "softmax",
 ]

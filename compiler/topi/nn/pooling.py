@@ -53,9 +53,13 @@ def pool2d(
     top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
     oh = out_size(h, kh, sh, dh, top + bottom)
     ow = out_size(w, kw, sw, dw, left + right)
-    if ceil_mode:  # one more window wherever a partial one remains; pad the bottom/right for it
+    padded_h, padded_w = h + top + bottom, w + left + right  # what count_include_pad counts
+    if ceil_mode:  # one more window wherever a partial one remains, unless it would start in
+        # the bottom/right padding (as ONNX and PyTorch); pad the bottom/right for it
         oh = -(-(h + top + bottom - (kh - 1) * dh - 1) // sh) + 1
         ow = -(-(w + left + right - (kw - 1) * dw - 1) // sw) + 1
+        oh -= (oh - 1) * sh >= h + top
+        ow -= (ow - 1) * sw >= w + left
         bottom = max(bottom, (oh - 1) * sh + (kh - 1) * dh + 1 - h - top)
         right = max(right, (ow - 1) * sw + (kw - 1) * dw + 1 - w - left)
     is_max = pool_type == "max"
@@ -76,8 +80,8 @@ def pool2d(
         return pooled
 
     def average(*i):
-        if count_include_pad:
-            count = te.const(kh * kw, "int32")
+        if count_include_pad:  # the explicit padding counts, a ceil_mode overhang does not
+            count = _valid(i[2] * sh, padded_h, kh, dh) * _valid(i[3] * sw, padded_w, kw, dw)
         else:
             count = _valid(i[2] * sh - top, h, kh, dh) * _valid(i[3] * sw - left, w, kw, dw)
         return pooled(*i) / te.cast(count, data.dtype)

@@ -15,9 +15,15 @@ def schedule_softmax(outs: Tensor | list[Tensor]) -> Schedule:
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
     axis = out.op.attrs["axis"]
-    stages = {t.op.name: t for t in out.op.input_tensors}
+    stages: dict[str, Tensor] = {}  # the softmax's stages by name (log-softmax reads max too)
+    todo = list(out.op.input_tensors)
+    while todo:
+        t = todo.pop()
+        if t.op.name.startswith("T_softmax_") and t.op.name not in stages:
+            stages[t.op.name] = t
+            todo += t.op.input_tensors
     exp, expsum = stages["T_softmax_exp"], stages["T_softmax_expsum"]
-    max_elem = next(t for t in exp.op.input_tensors if t.op.name == "T_softmax_maxelem")
+    max_elem = stages["T_softmax_maxelem"]
     axes = s[out].op.axis
     outer = [a for k, a in enumerate(axes) if k != axis]
     if not outer:
@@ -25,6 +31,6 @@ def schedule_softmax(outs: Tensor | list[Tensor]) -> Schedule:
     s[out].reorder(*outer, axes[axis])
     row = s[out].fuse(*outer)
     s[out].parallel(row)
-    for t in (exp, expsum, max_elem):  # consumers first: compute_at checks the uses
+    for t in (expsum, exp, max_elem):  # consumers first: compute_at checks the uses
         s[t].compute_at(s[out], row)
     return s

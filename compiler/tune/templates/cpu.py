@@ -126,10 +126,12 @@ def conv2d_NCHWc(
     stride: int = 1,
     ic_bn: int = 0,
     oc_bn: int = 0,
+    padding: int | None = None,
 ):
-    """Batch-1 float32 conv2d with padding kh // 2 in the NCHWc layouts of the channel blocks
-    (fixed to ic_bn / oc_bn when given: a network's layout decides them)."""
-    pad = kh // 2
+    """Batch-1 float32 conv2d with zero padding `padding` on every side (kh // 2 when None) in
+    the NCHWc layouts of the channel blocks (fixed to ic_bn / oc_bn when given: a network's
+    layout decides them)."""
+    pad = kh // 2 if padding is None else padding
     oh = (h + 2 * pad - kh) // stride + 1
     ow = (w + 2 * pad - kw) // stride + 1
     cfg.define_split(
@@ -168,10 +170,11 @@ def conv2d_NCHWc(
 
 
 @register_reference("conv2d_NCHWc")
-def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=0, oc_bn=0):
+def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=0, oc_bn=0, padding=None):
     data, kernel = inputs  # the layouts carry the config's channel blocks
     weight = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(f, c, kh, kw)
+    pad = kh // 2 if padding is None else padding
     out = testing.conv2d_nchw_python(
-        testing.nchwc_unpack(data).astype(np.float64), weight.astype(np.float64), stride, kh // 2
+        testing.nchwc_unpack(data).astype(np.float64), weight.astype(np.float64), stride, pad
     )
     return [testing.nchw_pack(out, kernel.shape[-1]).astype(np.float32)]

@@ -39,3 +39,26 @@ def test_peak_comes_from_the_measured_clock():
     assert 0.5 < ghz < 8.0
     lanes = M.cpu_facts().lanes("float32")
     assert M.peak_gflops(1) == pytest.approx(4 * lanes * ghz)
+
+
+def test_convergence_counts_trials_and_time_to_within_five_percent(tmp_path):
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureErrorNo, MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1, 16, 16), "llvm")
+    costs = [5.0, 3.0, None, 2.05, 2.0, 2.5]  # None: a failed build
+    with Database(tmp_path / "r.db") as db:
+        records = []
+        for k, cost in enumerate(costs):
+            error = MeasureErrorNo.NO_ERROR if cost else MeasureErrorNo.COMPILE_ERROR
+            inp = MeasureInput(task, task.config_space.get(k))
+            r = Record.of(inp, [cost] if cost else [], error)
+            r.timestamp, r.all_cost = 100.0 + 10 * k, 1.0
+            records.append(r)
+        db.add_batch(records)
+    res = models.convergence(str(tmp_path / "r.db"))
+    (t,) = res["tasks"].values()
+    assert (t["trials"], t["of"], t["best_ms"]) == (4, 6, 2000.0)
+    assert t["seconds"] == pytest.approx(4.0)  # the four trials' shares of their batches
+    assert res["trials"] == 4 and res["seconds"] == pytest.approx(4.0)

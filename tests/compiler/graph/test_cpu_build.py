@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from compiler.graph.build import Group, Node, build_graph, plan_offsets
+from compiler.graph.build import Group, Node, build_graph, conv_task, plan_offsets
 from compiler.topi import testing
 
 
@@ -90,7 +90,7 @@ def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
 
     groups, shapes, consts, offsets, arena, x, ref = conv_graph()
     untuned = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
-    assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 8, 8, 32, 3, 3, 1) blocks (16, 16)"]
+    assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 8, 8, 32, 3, 3, 1, 16, 16)"]
 
     task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1), "llvm")
     space = task.config_space
@@ -110,9 +110,66 @@ def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
     np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
 
 
+def test_an_unpadded_strided_convolution_is_a_task_and_takes_its_record(tmp_path):
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    groups, shapes, consts, offsets, arena, x, _ = conv_graph()
+    w = np.random.default_rng(2).standard_normal((32, 16, 4, 4)).astype(np.float32)
+    attrs = {"kernel_shape": [4, 4], "pads": [0] * 4, "strides": [2, 2]}
+    groups[1] = Group("conv", [Node("Conv", ["xp", "w"], "c", attrs)])
+    shapes = {**shapes, "c": (1, 2, 3, 3, 16), "y": (1, 32, 3, 3)}
+    consts = {"w": testing.oihw_pack(w, 16, 16)}
+    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
+    task = conv_task(groups[1], {**shapes, "w": consts["w"].shape})
+    assert task.task_args() == (16, 8, 8, 32, 4, 4, 2, 16, 16, 0)
+
+    tuning = create_task("conv2d_NCHWc", task.task_args(), "llvm")
+    cfg = tuning.config_space.get(0)
+    with Database(tmp_path / "r.db") as db:
+        db.add_batch([Record.of(MeasureInput(tuning, cfg), [1e-4])])
+    tuned = build_graph(
+        groups, shapes, consts, ["x"], ["y"], offsets, arena, db=str(tmp_path / "r.db")
+    )
+    assert tuned.manifest["untuned"] == []
+    ref = testing.conv2d_nchw_python(x, w, 2, 0)
+    np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+
+
 def test_plan_offsets_reuses_dead_tensors():
     chain = [Group(f"g{k}", [Node("Relu", [f"t{k}"], f"t{k + 1}")]) for k in range(4)]
     shapes = {f"t{k}": (1, 16) for k in range(5)}
     offsets, arena, bound = plan_offsets(chain, shapes, {"t4"})
     assert arena == bound == 128  # t1 and t2 live together; t3 reuses t1's place
     assert offsets["t3"] == offsets["t1"] != offsets["t2"]
+
+
+def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, monkeypatch):
+    from compiler.codegen.target import Target, cpu_facts
+    from compiler.tune import shipped
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    monkeypatch.setattr(shipped, "RECORDS_DIR", tmp_path)
+    groups, shapes, consts, offsets, arena, x, ref = conv_graph()
+    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1, 16, 16), "llvm")
+    avx512 = "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma"
+    with Database() as db:
+        db.add_batch([Record.of(MeasureInput(task, task.config_space.get(0)), [1e-4])])
+        path, n = shipped.ship(db, Target.parse(avx512))
+    assert n == 1 and path.name == "x86_64-avx512.jsonl"
+
+    def build(target):
+        return build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena, target=target)
+
+    graph = build(avx512)
+    assert graph.manifest["untuned"] == []
+    assert graph.manifest["tuned_from"] == {"shipped records (x86_64-avx512)": 1}
+    if cpu_facts().isa == "avx512":  # the host can run the AVX-512 kernels
+        np.testing.assert_allclose(graph.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    avx2 = build("llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f")
+    assert avx2.manifest["untuned"] and avx2.manifest["tuned_from"] == {}
+    monkeypatch.setenv("VTA_SHIPPED_RECORDS", "0")
+    assert build(avx512).manifest["untuned"]

@@ -80,3 +80,14 @@ def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
     assert "1 tasks" in out and "conv2d_NCHWc(16, 8, 8, 16, 3, 3, 1," in out
     assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"), "--db", db]) == 0
     assert "1 convolutions from records" in capsys.readouterr().err
+
+
+def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
+    from compiler.bench.networks import dqn
+    from compiler.graph.cli import model_tasks
+
+    (tmp_path / "dqn.onnx").write_bytes(dqn())
+    tasks = dict(model_tasks(str(tmp_path / "dqn.onnx"), "llvm", log=lambda m: None))
+    # three unpadded convolutions (8x8 stride 4, 4x4 stride 2, 3x3): padding 0 ends the args
+    assert len(tasks) == 3 and all(args[-1] == 0 and args[4:7] for args in tasks)
+    assert {args[4:7] for args in tasks} == {(8, 8, 4), (4, 4, 2), (3, 3, 1)}

@@ -116,6 +116,9 @@ def _conv_knobs(ic_bn, oc_bn, ow, oh, parallel, pad, unroll_kw=True, c=16, f=32,
         # 3x3 stride 1 with a two-row register tile, padded per task or at root
         ((16, 12, 12, 32, 3, 3, 1), _conv_knobs(16, 16, 6, 2, "oc_rows", "task")),
         ((16, 12, 12, 32, 3, 3, 1), _conv_knobs(4, 32, 4, 3, "rows", "root")),
+        # explicit padding (the DQN network's unpadded 4x4 stride 2; a 3x3 padded by 2)
+        ((16, 12, 12, 32, 4, 4, 2, 0, 0, 0), _conv_knobs(16, 16, 5, 1, "oc", "none", size=5)),
+        ((16, 12, 12, 32, 3, 3, 1, 16, 16, 2), _conv_knobs(16, 16, 7, 2, "rows", "task", size=14)),
     ],
 )
 def test_conv2d_NCHWc_schedules_match_the_reference(args, knobs):

@@ -1,0 +1,350 @@
+"""ONNX (opsets 11-18) -> graph IR with static shapes. A model of a newer opset imports where
+its operators are defined as at opset 18.
+
+Every attribute ONNX defines for a supported operator is present on the IR node, defaults
+filled from the operator's schema at the model's opset; inputs that must be constant
+(Clip min/max, Pad pads, Reshape shape, Slice starts/ends/axes/steps, Split split,
+Squeeze/Unsqueeze axes, Resize scales/sizes, Reduce* axes) become attributes, and what
+depends on shapes is resolved: auto_pad into explicit pads, Reshape's 0 and -1, Slice bounds
+clamped, Resize's output sizes (per operator in `onnx_normalize`). Nodes whose inputs are all
+constant (Constant, Shape, and the shape arithmetic after them) fold into constants. Problems
+are collected over the whole graph and raised as one OperatorError listing every node.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import OperatorError
+from .ir import Graph, Node, Value
+from .onnx_normalize import NORMALIZE, Unsupported, onnx_dtype
+from .passes.infer import infer_node
+from .reference import run_node
+
+OPSETS = range(11, 19)
+
+SUPPORTED = (
+    "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
+    "HardSwish Add Sub Mul Div Pow MaxPool AveragePool GlobalAveragePool GlobalMaxPool Gemm "
+    "MatMul Flatten Reshape Transpose Concat Split Slice Squeeze Unsqueeze Pad Softmax "
+    "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Gather Cast "
+    "ConstantOfShape Sum"
+).split()
+FOLD_ONLY = ("Shape", "Gather", "Cast", "ConstantOfShape")  # where they fold to constants
+
+
+class _Unknown(Exception):
+    """A node reads a value downstream of a failed node (its checks that need it are skipped)."""
+
+
+def load(model: Any):
+    """An onnx.ModelProto from a path, serialized bytes or a ModelProto."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return model
+    try:
+        if isinstance(model, bytes):
+            return onnx.load_from_string(model)
+        return onnx.load(str(model))
+    except Exception as e:
+        raise OperatorError(f"{model if not isinstance(model, bytes) else 'model'}: not an ONNX "
+                            f"model: {e}") from e  # fmt: skip
+
+
+def opset_of(model) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            if o.version < OPSETS[0]:
+                raise OperatorError(
+                    f"the model uses ONNX opset {o.version}; supported are {OPSETS[0]}-{OPSETS[-1]}"
+                )
+            return int(o.version)
+    raise OperatorError("the model imports no default-domain (ai.onnx) opset")
+
+
+def _input_shape(inp, given: dict | None) -> tuple[int, ...]:
+    """The graph input's static shape: the model's, or `given[name]` where it is symbolic."""
+    dims = inp.type.tensor_type.shape.dim
+    model = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+    if given and inp.name in given:
+        shape = tuple(int(v) for v in given[inp.name])
+        fixed = [(m, v) for m, v in zip(model, shape, strict=False) if isinstance(m, int)]
+        if len(shape) != len(model) or any(m != v for m, v in fixed):
+            raise OperatorError(
+                f"--shape {inp.name}={','.join(map(str, shape))} does not fit the model's input "
+                f"{inp.name} of shape {model}"
+            )
+        if min(shape, default=1) < 1:
+            raise OperatorError(f"--shape {inp.name}: every dimension must be >= 1")
+        return shape
+    if not all(isinstance(m, int) and m > 0 for m in model):
+        raise OperatorError(
+            f"input {inp.name} has the shape {model} with symbolic dimensions; give it with "
+            f"--shape {inp.name}=D1,D2,..."
+        )
+    return tuple(model)
+
+
+class _Importer:
+    def __init__(self, model, shapes: dict | None):
+        from onnx import numpy_helper
+
+        self.opset = opset_of(model)
+        g = model.graph
+        self.graph = Graph([], [], [o.name for o in g.output], name=g.name or "graph")
+        for t in g.initializer:
+            self.graph.add_constant(t.name, numpy_helper.to_array(t))
+        inputs = [i for i in g.input if i.name not in self.graph.constants]
+        unknown = set(shapes or ()) - {i.name for i in inputs}
+        if unknown:
+            names = ", ".join(i.name for i in inputs)
+            its = f"its input is {names}" if len(inputs) == 1 else f"its inputs are {names}"
+            raise OperatorError(
+                f"--shape {sorted(unknown)[0]}: the model has no input of that name ({its})"
+            )
+        for i in inputs:
+            self.graph.inputs.append(i.name)
+            elem = i.type.tensor_type.elem_type
+            self.graph.values[i.name] = Value(i.name, _input_shape(i, shapes), onnx_dtype(elem))
+        for n in g.node:  # reserved, so that names made up while importing differ
+            for t in n.output:
+                self.graph.values.setdefault(t, Value(t))
+        self.problems: list[str] = []
+        self.blocked: set[str] = set()  # values downstream of a failed node
+        self.extra_outputs: dict[str, Any] = {}  # optional outputs not computed
+
+    def check_version(self, node) -> None:
+        """A model of a newer opset imports where its operators mean what they meant at opset
+        18: a newer definition with the same inputs and outputs whose new attributes the node
+        leaves unset (most redefinitions after 18 only admit more element types)."""
+        import onnx
+
+        newer = onnx.defs.get_schema(node.op_type, self.opset)
+        if newer.since_version <= OPSETS[-1]:
+            return
+        known = onnx.defs.get_schema(node.op_type, OPSETS[-1])
+        added = set(newer.attributes) - set(known.attributes)
+        same_io = [i.name for i in newer.inputs] == [i.name for i in known.inputs] and [
+            o.name for o in newer.outputs
+        ] == [o.name for o in known.outputs]
+        used = {a.name for a in node.attribute} & added
+        if not same_io or used or set(known.attributes) - set(newer.attributes):
+            raise Unsupported(
+                f"{node.op_type} as redefined at opset {newer.since_version} is not supported "
+                f"(opsets {OPSETS[0]}-{OPSETS[-1]}"
+                + (f"; it sets {', '.join(sorted(used))}" if used else "")
+                + ")"
+            )
+
+    # -- attribute helpers ---------------------------------------------------------------
+    def attrs(self, node) -> dict[str, Any]:
+        """The node's attributes with the schema's defaults (at the model's opset) filled."""
+        import onnx
+
+        schema = onnx.defs.get_schema(node.op_type, self.opset)
+        if not schema.min_input <= len(node.input) <= schema.max_input:
+            raise Unsupported(
+                f"{len(node.input)} inputs; at opset {self.opset} it takes {schema.min_input}"
+                f"-{schema.max_input}"
+            )
+        out: dict[str, Any] = {}
+        for name, a in schema.attributes.items():
+            if a.default_value.type:
+                out[name] = _py(onnx.helper.get_attribute_value(a.default_value))
+        for a in node.attribute:
+            if a.name not in schema.attributes:
+                raise Unsupported(f"attribute {a.name} is not defined at opset {self.opset}")
+            want = schema.attributes[a.name].type
+            if a.type != want:
+                kinds = onnx.AttributeProto.AttributeType
+                raise Unsupported(
+                    f"attribute {a.name} is {kinds.Name(a.type)}, ONNX defines it as "
+                    f"{kinds.Name(want)}"
+                )
+            out[a.name] = _py(onnx.helper.get_attribute_value(a))
+        return out
+
+    def const(self, node, k: int, what: str, default=None) -> np.ndarray | None:
+        """The node's k-th input as a constant array (None when omitted)."""
+        if len(node.input) <= k or not node.input[k]:
+            return default
+        name = node.input[k]
+        if name in self.blocked:
+            raise _Unknown(name)
+        if name not in self.graph.constants:
+            raise Unsupported(f"input {k} ({what}) must be a constant, {name} is computed")
+        return self.graph.constants[name]
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        if name in self.blocked:
+            raise _Unknown(name)
+        v = self.graph.values.get(name)
+        if v is None or v.shape is None:
+            raise Unsupported(f"the shape of {name} is not known")
+        return v.shape
+
+    # -- the walk --------------------------------------------------------------------------
+    def run(self, model) -> Graph:
+        blocked = self.blocked
+        for node in model.graph.node:
+            label = f"node {node.name or node.output[0]} ({node.op_type})"
+            try:
+                if node.domain not in ("", "ai.onnx"):
+                    raise Unsupported(f"operator domain {node.domain!r} is not supported")
+                if node.op_type not in SUPPORTED:
+                    raise Unsupported("operator not supported")
+                self.check_version(node)
+                attrs = self.attrs(node)
+                self.add(node, attrs)
+            except _Unknown:  # after a failed node: its checks needing shapes are skipped
+                blocked.update(node.output)
+            except Unsupported as e:
+                self.problems.append(f"{label}: {e}")
+                blocked.update(node.output)
+            except OperatorError as e:
+                self.problems.append(f"{label}: {e}" if label not in str(e) else str(e))
+                blocked.update(node.output)
+            except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as e:
+                self.problems.append(f"{label}: invalid ({type(e).__name__}: {e})")
+                blocked.update(node.output)
+        for t in self.graph.outputs:
+            known = t in self.graph.constants or self.graph.value(t).shape is not None
+            if not known and t not in blocked:
+                self.problems.append(f"graph output {t} is not computed by any node")
+        if self.problems:
+            raise OperatorError(
+                f"{len(self.problems)} node(s) cannot be imported: " + "; ".join(self.problems)
+            )
+        for t in self.graph.outputs:  # a constant output stays a value of the graph
+            if t in self.graph.constants:
+                self.graph.nodes.append(Node("Identity", [self.fresh_const(t)], [t]))
+        return self.graph.prune()
+
+    def fresh_const(self, t: str) -> str:
+        array = self.graph.constants.pop(t)
+        return self.graph.add_constant(self.graph.fresh(f"{t}_const"), array)
+
+    def add(self, node, attrs: dict) -> None:
+        op = node.op_type
+        if op == "Constant":
+            self.graph.add_constant(node.output[0], _constant(attrs))
+            return
+        if op == "Shape":
+            shape = self.shape(node.input[0])
+            start, end = attrs.get("start", 0), attrs.get("end")
+            self.graph.add_constant(node.output[0], np.array(shape[start:end], np.int64))
+            return
+        if op == "ConstantOfShape":
+            shape = [int(d) for d in self.const(node, 0, "shape")]
+            value = attrs.get("value")
+            fill = _constant({"value": value}) if value is not None else np.zeros(1, np.float32)
+            self.graph.add_constant(node.output[0], np.full(shape, fill.reshape(-1)[0]))
+            return
+        inputs = list(node.input)
+        normalize = NORMALIZE.get(op)
+        if normalize is not None:
+            inputs = normalize(self, node, attrs) or inputs
+        outputs = list(node.output)
+        ir = Node(op, inputs, outputs, attrs, node.name)
+        if op in ("Dropout", "MaxPool", "BatchNormalization"):
+            ir.outputs = outputs[:1]  # the optional outputs (mask, indices, statistics)
+            self.used_extra_outputs(node, outputs[1:])
+        if op == "Sum":  # variadic: a chain of Adds
+            acc = inputs[0]
+            for k, t in enumerate(inputs[1:], 1):
+                out = outputs[0] if k == len(inputs) - 1 else self.graph.fresh(f"{outputs[0]}_{k}")
+                self.emit(Node("Add", [acc, t], [out], {}, f"{node.name}_{k}" if node.name else ""))
+                acc = out
+            if len(inputs) == 1:
+                self.emit(Node("Identity", inputs, outputs, {}, node.name))
+            return
+        if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
+            return
+        self.emit(ir)
+
+    def used_extra_outputs(self, node, extra: list[str]) -> None:
+        for t in extra:
+            if t:
+                self.extra_outputs.setdefault(t, node)
+
+    def emit(self, ir: Node) -> None:
+        """Type the node's outputs; fold it when every input is constant."""
+        g = self.graph
+        ins = [t for t in ir.inputs if t]
+        for t in ins:
+            if t in self.blocked:
+                raise _Unknown(t)
+            if t in self.extra_outputs:
+                raise Unsupported(f"reads {t}, an optional output this importer does not compute")
+            if t not in g.values or g.values[t].shape is None:
+                raise Unsupported(f"input {t} is not produced by any earlier node")
+        types = infer_node(ir, [g.values[t].shape for t in ins], [g.values[t].dtype for t in ins])
+        if all(t in g.constants for t in ins):
+            try:
+                outs = run_node(ir, [g.constants[t] if t else None for t in ir.inputs])
+            except (ArithmeticError, ValueError, TypeError, IndexError) as e:
+                raise Unsupported(f"folding it failed ({type(e).__name__}: {e})") from None
+            for name, value, (_, dtype) in zip(ir.outputs, outs, types, strict=False):
+                if name:
+                    g.add_constant(name, value.astype(dtype) if dtype else value)
+            return
+        if ir.op in FOLD_ONLY:
+            raise Unsupported(f"{ir.op} is supported only where its inputs are constant")
+        for name, (shape, dtype) in zip(ir.outputs, types, strict=False):
+            if name:
+                g.values[name] = Value(name, shape, dtype)
+        g.nodes.append(ir)
+
+    def expand_coerced_softmax(self, ir: Node) -> bool:
+        """Before opset 13, Softmax(axis) works on the input flattened to 2-d at `axis`:
+        emitted as Flatten, Softmax on axis 1, Reshape back (unless axis is the last)."""
+        shape = self.shape(ir.inputs[0])
+        axis = ir.attrs["axis"]
+        if self.opset >= 13 or axis == len(shape) - 1:
+            return False
+        flat, soft = self.graph.fresh(f"{ir.outputs[0]}_2d"), self.graph.fresh(ir.outputs[0])
+        self.emit(Node("Flatten", ir.inputs[:1], [flat], {"axis": axis}, f"{ir.name}_flatten"))
+        self.emit(Node(ir.op, [flat], [soft], {"axis": 1}, ir.name))
+        self.emit(
+            Node("Reshape", [soft], ir.outputs, {"shape": list(shape), "allowzero": 0},
+                 f"{ir.name}_reshape")
+        )  # fmt: skip
+        return True
+
+
+def _py(v: Any) -> Any:
+    """An attribute value as plain Python (bytes -> str, repeated -> list)."""
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, (list, tuple)):
+        return [_py(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _constant(attrs: dict) -> np.ndarray:
+    from onnx import TensorProto, numpy_helper
+
+    set_ = {k: v for k, v in attrs.items() if v is not None}
+    if "value" in set_ and isinstance(set_["value"], TensorProto):
+        return numpy_helper.to_array(set_["value"])
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
+                       ("value_int", np.int64), ("value_ints", np.int64)):  # fmt: skip
+        if key in set_:
+            return np.array(set_[key], dtype)
+    raise Unsupported(f"Constant with {', '.join(set_) or 'no value'}: only tensors and numbers")
+
+
+def import_onnx(model: str | Path | bytes | Any, shapes: dict | None = None) -> Graph:
+    """The ONNX model (a path, serialized bytes or a ModelProto) as a graph IR with static
+    shapes; `shapes` gives inputs' shapes where the model leaves dimensions symbolic."""
+    m = load(model)
+    return _Importer(m, shapes).run(m)
+
+
+__all__ = ["SUPPORTED", "import_onnx"]

@@ -1,0 +1,219 @@
+"""Shape and dtype inference: every node's output types from its inputs' types and its
+(normalized) attributes, with numpy broadcasting for the elementwise operators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import OperatorError
+from ..ir import Graph, Node
+from ..reference import pool_out_size
+
+Shape = tuple[int, ...]
+ShapeFn = Callable[[list[Shape], dict[str, Any]], list[Shape]]
+
+
+def _same(ins: list[Shape], a: dict) -> list[Shape]:
+    return [ins[0]]
+
+
+def _broadcast(ins: list[Shape], a: dict) -> list[Shape]:
+    try:
+        return [tuple(np.broadcast_shapes(*ins))]
+    except ValueError:
+        raise OperatorError(f"shapes {' and '.join(map(str, ins))} do not broadcast") from None
+
+
+def _conv(ins: list[Shape], a: dict) -> list[Shape]:
+    (n, c, h, w), (oc, cg, kh, kw) = ins[0], ins[1]
+    if c != cg * a["group"] or oc % a["group"]:
+        raise OperatorError(
+            f"input has {c} channels, the weight [{oc},{cg},{kh},{kw}] with group {a['group']} "
+            "does not fit"
+        )
+    if len(ins) > 2 and ins[2] != (oc,):
+        raise OperatorError(f"bias of shape {ins[2]}, expected ({oc},)")
+    p, s, d = a["pads"], a["strides"], a["dilations"]
+    oh = (h + p[0] + p[2] - (kh - 1) * d[0] - 1) // s[0] + 1
+    ow = (w + p[1] + p[3] - (kw - 1) * d[1] - 1) // s[1] + 1
+    if oh < 1 or ow < 1:
+        raise OperatorError(f"the {kh}x{kw} kernel does not fit the {h}x{w} input")
+    return [(n, oc, oh, ow)]
+
+
+def _conv_transpose(ins: list[Shape], a: dict) -> list[Shape]:
+    (n, c, h, w), (wc, ocg, kh, kw) = ins[0], ins[1]
+    if c != wc or c % a["group"]:
+        raise OperatorError(f"input has {c} channels, the weight {ins[1]} with group {a['group']}")
+    if len(ins) > 2 and ins[2] != (ocg * a["group"],):
+        raise OperatorError(f"bias of shape {ins[2]}, expected ({ocg * a['group']},)")
+    p, s, d, op = a["pads"], a["strides"], a["dilations"], a["output_padding"]
+    oh = (h - 1) * s[0] + (kh - 1) * d[0] + 1 + op[0] - p[0] - p[2]
+    ow = (w - 1) * s[1] + (kw - 1) * d[1] + 1 + op[1] - p[1] - p[3]
+    if oh < 1 or ow < 1:
+        raise OperatorError(f"pads {p} leave no output")
+    return [(n, ocg * a["group"], oh, ow)]
+
+
+def _batch_norm(ins: list[Shape], a: dict) -> list[Shape]:
+    c = ins[0][1] if len(ins[0]) > 1 else None
+    if any(s != (c,) for s in ins[1:]):
+        raise OperatorError(f"scale, bias, mean and var {ins[1:]} must be ({c},)")
+    return [ins[0]]
+
+
+def _pool(ins: list[Shape], a: dict) -> list[Shape]:
+    n, c, h, w = ins[0]
+    k, s, p = a["kernel_shape"], a["strides"], a["pads"]
+    d = a.get("dilations", [1, 1])
+    oh, ow = (
+        pool_out_size(size, k[i], s[i], d[i], p[i], p[i + 2], a["ceil_mode"])
+        for i, size in enumerate((h, w))
+    )
+    if oh < 1 or ow < 1:
+        raise OperatorError(f"the {k[0]}x{k[1]} window does not fit the {h}x{w} input")
+    return [(n, c, oh, ow)]
+
+
+def _gemm(ins: list[Shape], a: dict) -> list[Shape]:
+    (m, k) = ins[0][::-1] if a["transA"] else ins[0]
+    (k2, n) = ins[1][::-1] if a["transB"] else ins[1]
+    if k != k2:
+        raise OperatorError(f"A is {m}x{k} but B is {k2}x{n}")
+    if len(ins) > 2:
+        _broadcast([(m, n), ins[2]], a)
+    return [(m, n)]
+
+
+def _matmul(ins: list[Shape], a: dict) -> list[Shape]:
+    x, y = ins
+    x2, y2 = (1, *x) if len(x) == 1 else x, (*y, 1) if len(y) == 1 else y
+    if x2[-1] != y2[-2]:
+        raise OperatorError(f"MatMul of {x} and {y}: inner dimensions differ")
+    batch = _broadcast([x2[:-2], y2[:-2]], a)[0]
+    out = (*batch, x2[-2], y2[-1])
+    if len(x) == 1:
+        out = out[:-2] + out[-1:]
+    if len(y) == 1:
+        out = out[:-1]
+    return [out]
+
+
+def _concat(ins: list[Shape], a: dict) -> list[Shape]:
+    ax = a["axis"]
+    rest = {s[:ax] + s[ax + 1 :] for s in ins}
+    if len(rest) != 1:
+        raise OperatorError(f"Concat on axis {ax} of shapes {ins}: the other axes differ")
+    out = list(ins[0])
+    out[ax] = sum(s[ax] for s in ins)
+    return [tuple(out)]
+
+
+def _split(ins: list[Shape], a: dict) -> list[Shape]:
+    ax = a["axis"]
+    if sum(a["split"]) != ins[0][ax]:
+        raise OperatorError(f"split {a['split']} does not add up to axis {ax}'s {ins[0][ax]}")
+    return [ins[0][:ax] + (k,) + ins[0][ax + 1 :] for k in a["split"]]
+
+
+def _slice(ins: list[Shape], a: dict) -> list[Shape]:
+    out = list(ins[0])
+    for s, e, ax, st in zip(a["starts"], a["ends"], a["axes"], a["steps"], strict=True):
+        out[ax] = len(range(s, e, st))
+    return [tuple(out)]
+
+
+def _reduce(ins: list[Shape], a: dict) -> list[Shape]:
+    axes = set(a["axes"])
+    if a["keepdims"]:
+        return [tuple(1 if i in axes else d for i, d in enumerate(ins[0]))]
+    return [tuple(d for i, d in enumerate(ins[0]) if i not in axes)]
+
+
+def _unsqueeze(ins: list[Shape], a: dict) -> list[Shape]:
+    out = list(ins[0])
+    for ax in sorted(a["axes"]):
+        out.insert(ax, 1)
+    return [tuple(out)]
+
+
+SHAPES: dict[str, ShapeFn] = {
+    **dict.fromkeys(
+        (
+            "Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid HardSwish Identity Dropout Softmax "
+            "LogSoftmax Cast"
+        ).split(),
+        _same,
+    ),
+    **dict.fromkeys("Add Sub Mul Div Pow Max Min".split(), _broadcast),
+    "BatchNormalization": _batch_norm,
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "GlobalAveragePool": lambda ins, a: [ins[0][:2] + (1,) * (len(ins[0]) - 2)],
+    "GlobalMaxPool": lambda ins, a: [ins[0][:2] + (1,) * (len(ins[0]) - 2)],
+    "Gemm": _gemm,
+    "MatMul": _matmul,
+    "Flatten": lambda ins, a: [
+        (int(np.prod(ins[0][: a["axis"]])), int(np.prod(ins[0][a["axis"] :])))
+    ],
+    "Reshape": lambda ins, a: [tuple(a["shape"])],
+    "Transpose": lambda ins, a: [tuple(ins[0][p] for p in a["perm"])],
+    "Concat": _concat,
+    "Split": _split,
+    "Slice": _slice,
+    "Squeeze": lambda ins, a: [tuple(d for i, d in enumerate(ins[0]) if i not in a["axes"])],
+    "Unsqueeze": _unsqueeze,
+    "Pad": lambda ins, a: [
+        tuple(d + a["pads"][i] + a["pads"][i + len(ins[0])] for i, d in enumerate(ins[0]))
+    ],
+    **dict.fromkeys(("ReduceMean", "ReduceSum", "ReduceMax"), _reduce),
+    "Resize": lambda ins, a: [tuple(a["sizes"])],
+    "Gather": lambda ins, a: [ins[0][: a["axis"]] + tuple(ins[1]) + ins[0][a["axis"] + 1 :]],
+    "PackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] // a["block"], *ins[0][2:], a["block"])],
+    "UnpackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] * ins[0][4], *ins[0][2:4])],
+}
+
+
+def out_dtype(node: Node, dtypes: list[str | None]) -> str | None:
+    if node.op == "Cast":
+        return node.attrs["to"]
+    return dtypes[0] if dtypes else None
+
+
+def infer_node(node: Node, shapes: list[Shape], dtypes: list[str | None]) -> list[tuple]:
+    """[(shape, dtype)] of the node's outputs; an OperatorError names the node when its
+    inputs do not fit."""
+    if node.op not in SHAPES:
+        raise OperatorError(f"node {node.label} ({node.op}): no shape inference for {node.op}")
+    try:
+        out = SHAPES[node.op](shapes, node.attrs)
+    except OperatorError as e:
+        raise OperatorError(f"node {node.label} ({node.op}): {e}") from None
+    except (ValueError, IndexError, KeyError, TypeError) as e:
+        raise OperatorError(
+            f"node {node.label} ({node.op}): inputs {shapes} do not fit ({type(e).__name__}: {e})"
+        ) from None
+    return [(tuple(int(d) for d in s), out_dtype(node, dtypes)) for s in out]
+
+
+def infer_shapes(graph: Graph) -> Graph:
+    """Every value's shape and dtype from the inputs' and constants' (in place)."""
+    for node in graph.nodes:
+        ins = [graph.value(t) for t in node.inputs if t]
+        if any(v.shape is None for v in ins):
+            missing = next(v.name for v in ins if v.shape is None)
+            raise OperatorError(f"node {node.label} ({node.op}): input {missing} has no shape")
+        types = infer_node(node, [v.shape for v in ins], [v.dtype for v in ins])
+        for name, (shape, dtype) in zip(node.outputs, types, strict=False):
+            if name:
+                v = graph.value(name)
+                v.shape, v.dtype = shape, dtype
+    return graph
+
+
+__all__ = ["SHAPES", "infer_node", "infer_shapes"]

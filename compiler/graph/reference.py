@@ -1,0 +1,298 @@
+"""A numpy executor of the graph IR (fp32): the oracle the compiled graph is checked against,
+and the kernels constant folding evaluates. Nodes carry normalized attributes (as
+`onnx_import` writes them: defaults filled, constant inputs turned into attributes, pads
+explicit), so each kernel reads its attributes without defaults of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import OperatorError
+from .ir import Graph, Node
+
+Kernel = Callable[[list[Any], dict[str, Any]], list[np.ndarray]]
+
+
+def _one(fn: Callable[..., np.ndarray]) -> Kernel:
+    return lambda ins, a: [fn(*ins, **a)]
+
+
+def _windows(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
+    """[N, C, OH, OW, KH, KW] views of x's (already padded) 2-d windows."""
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    win = sliding_window_view(x, span, axis=(2, 3))
+    return win[:, :, :: strides[0], :: strides[1], :: dilations[0], :: dilations[1]]
+
+
+def conv(x, w, b=None, *, pads, strides, dilations, group, **_) -> np.ndarray:
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    n, c = x.shape[:2]
+    oc, cg, kh, kw = w.shape
+    win = _windows(x, (kh, kw), strides, dilations)
+    oh, ow = win.shape[2:4]
+    win = win.reshape(n, group, c // group, oh, ow, kh, kw)
+    wg = w.reshape(group, oc // group, cg, kh, kw)
+    out = np.einsum("ngchwij,gocij->ngohw", win, wg, optimize=True).reshape(n, oc, oh, ow)
+    return out + b.reshape(1, -1, 1, 1) if b is not None else out
+
+
+def conv_transpose(
+    x, w, b=None, *, pads, strides, dilations, group, output_padding, **_
+) -> np.ndarray:
+    n, c, h, wd = x.shape
+    _, ocg, kh, kw = w.shape
+    size = [
+        (i - 1) * s + (k - 1) * d + 1 + p
+        for i, s, k, d, p in zip((h, wd), strides, (kh, kw), dilations, output_padding, strict=True)
+    ]
+    out = np.zeros((n, group, ocg, *size), np.result_type(x, w))
+    xg = x.reshape(n, group, c // group, h, wd)
+    wg = w.reshape(group, c // group, ocg, kh, kw)
+    for i in range(kh):
+        for j in range(kw):
+            part = np.einsum("ngchw,gco->ngohw", xg, wg[..., i, j], optimize=True)
+            r, q = i * dilations[0], j * dilations[1]
+            out[..., r : r + (h - 1) * strides[0] + 1 : strides[0],
+                q : q + (wd - 1) * strides[1] + 1 : strides[1]] += part  # fmt: skip
+    out = out.reshape(n, group * ocg, *size)
+    out = out[..., pads[0] : size[0] - pads[2], pads[1] : size[1] - pads[3]]
+    return out + b.reshape(1, -1, 1, 1) if b is not None else out
+
+
+def pool_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil: int) -> int:
+    """ONNX pooling's output length; with ceil_mode a window starting in the end padding is
+    dropped."""
+    span = (k - 1) * d + 1
+    if not ceil:
+        return (size + lo + hi - span) // s + 1
+    out = -(-(size + lo + hi - span) // s) + 1
+    return out - 1 if (out - 1) * s >= size + lo else out
+
+
+def _pool_pad(x, attrs, value) -> tuple[np.ndarray, np.ndarray]:
+    """x padded (the pads, then the end rows a ceil_mode window reaches) and a mask of the
+    input's and its explicit pads' positions."""
+    pads, k, s = attrs["pads"], attrs["kernel_shape"], attrs["strides"]
+    d = attrs.get("dilations", [1, 1])
+    extra = []
+    for ax in range(2):
+        size = x.shape[2 + ax]
+        out = pool_out_size(size, k[ax], s[ax], d[ax], pads[ax], pads[ax + 2], attrs["ceil_mode"])
+        need = (out - 1) * s[ax] + (k[ax] - 1) * d[ax] + 1 - (size + pads[ax] + pads[ax + 2])
+        extra.append(max(need, 0))
+    widths = ((0, 0), (0, 0), (pads[0], pads[2] + extra[0]), (pads[1], pads[3] + extra[1]))
+    size = (x.shape[2] + pads[0] + pads[2], x.shape[3] + pads[1] + pads[3])
+    counted = np.pad(np.ones(size, x.dtype), ((0, extra[0]), (0, extra[1])))
+    return np.pad(x, widths, constant_values=value), counted
+
+
+def max_pool(x, **a) -> np.ndarray:
+    xp, _ = _pool_pad(x, a, -np.inf)
+    return _windows(xp, a["kernel_shape"], a["strides"], a["dilations"]).max(axis=(-2, -1))
+
+
+def average_pool(x, **a) -> np.ndarray:
+    dil = a.get("dilations", [1, 1])
+    xp, counted = _pool_pad(x, a, 0.0)
+    total = _windows(xp, a["kernel_shape"], a["strides"], dil).sum(axis=(-2, -1))
+    if not a["count_include_pad"]:  # only the input's positions count
+        p = a["pads"]
+        ends = [xp.shape[2 + k] - x.shape[2 + k] - p[k] for k in range(2)]
+        counted = np.pad(np.ones(x.shape[2:], x.dtype), ((p[0], ends[0]), (p[1], ends[1])))
+    n = _windows(counted[None, None], a["kernel_shape"], a["strides"], dil).sum(axis=(-2, -1))
+    return (total / n[0, 0]).astype(x.dtype)
+
+
+def gemm(a, b, c=None, *, alpha, beta, transA, transB) -> np.ndarray:
+    out = alpha * ((a.T if transA else a) @ (b.T if transB else b))
+    return out + beta * c if c is not None else out
+
+
+def batch_norm(x, scale, bias, mean, var, *, epsilon, **_) -> np.ndarray:
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    inv = (scale / np.sqrt(var + epsilon)).reshape(shape)
+    return (x - mean.reshape(shape)) * inv + bias.reshape(shape)
+
+
+def div(a, b) -> np.ndarray:
+    """ONNX Div: integer division truncates toward zero."""
+    return np.trunc(a / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b
+
+
+def softmax(x, *, axis) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(x, *, axis) -> np.ndarray:
+    y = x - x.max(axis=axis, keepdims=True)
+    return y - np.log(np.exp(y).sum(axis=axis, keepdims=True))
+
+
+def hard_sigmoid(x, *, alpha, beta) -> np.ndarray:
+    return np.clip(alpha * x + beta, 0, 1).astype(x.dtype)
+
+
+def slice_(x, *, starts, ends, axes, steps) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
+        index[ax] = slice(s, e if e >= 0 else None, st)
+    return x[tuple(index)]
+
+
+def pad(x, *, pads, mode, value) -> np.ndarray:
+    r = x.ndim
+    widths = [(pads[i], pads[i + r]) for i in range(r)]
+    if mode == "constant":
+        return np.pad(x, widths, constant_values=value)
+    return np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge"}[mode])
+
+
+def _source(out: int, size: int, scale: float, mode: str) -> np.ndarray:
+    """Resize: the input coordinate of every output index along one axis."""
+    x = np.arange(out, dtype=np.float64)
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros(out)
+    if mode == "align_corners":
+        return x * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + 0.5) / scale
+    raise OperatorError(f"Resize: coordinate_transformation_mode {mode!r} is not supported")
+
+
+def _nearest(x: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "floor":
+        return np.floor(x)
+    if mode == "ceil":
+        return np.ceil(x)
+    half = np.floor(x) + 0.5
+    if mode == "round_prefer_floor":
+        return np.where(x == half, np.floor(x), np.round(x))
+    return np.where(x == half, np.ceil(x), np.round(x))  # round_prefer_ceil
+
+
+def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mode, **_):
+    out = x
+    for ax in range(x.ndim):
+        n, size = sizes[ax], x.shape[ax]
+        if n == size and scales[ax] == 1.0:
+            continue
+        src = _source(n, size, scales[ax], coordinate_transformation_mode)
+        if mode == "nearest":
+            idx = np.clip(_nearest(src, nearest_mode).astype(np.int64), 0, size - 1)
+            out = np.take(out, idx, axis=ax)
+        else:
+            src = np.clip(src, 0, size - 1)
+            lo = np.floor(src).astype(np.int64)
+            hi = np.minimum(lo + 1, size - 1)
+            frac = (src - lo).reshape([-1 if k == ax else 1 for k in range(x.ndim)])
+            out = np.take(out, lo, axis=ax) * (1 - frac) + np.take(out, hi, axis=ax) * frac
+    return out.astype(x.dtype)
+
+
+def _reduce(fn) -> Kernel:
+    return lambda ins, a: [fn(ins[0], axis=tuple(a["axes"]), keepdims=bool(a["keepdims"]))]
+
+
+def pack_nchwc(x, *, block) -> np.ndarray:
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def unpack_nchwc(x) -> np.ndarray:
+    n, cb, h, w, b = x.shape
+    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w))
+
+
+KERNELS: dict[str, Kernel] = {
+    "Conv": _one(conv),
+    "ConvTranspose": _one(conv_transpose),
+    "MaxPool": lambda ins, a: [max_pool(ins[0], **a)],
+    "AveragePool": lambda ins, a: [average_pool(ins[0], **a)],
+    "GlobalAveragePool": lambda ins, a: [ins[0].mean(axis=(2, 3), keepdims=True)],
+    "GlobalMaxPool": lambda ins, a: [ins[0].max(axis=(2, 3), keepdims=True)],
+    "BatchNormalization": _one(batch_norm),
+    "Gemm": _one(gemm),
+    "MatMul": lambda ins, a: [np.matmul(ins[0], ins[1])],
+    "Relu": lambda ins, a: [np.maximum(ins[0], 0).astype(ins[0].dtype)],
+    "LeakyRelu": lambda ins, a: [np.where(ins[0] >= 0, ins[0], a["alpha"] * ins[0])],
+    "Clip": lambda ins, a: [np.clip(ins[0], a["min"], a["max"]).astype(ins[0].dtype)],
+    "Sigmoid": lambda ins, a: [1 / (1 + np.exp(-ins[0]))],
+    "Tanh": lambda ins, a: [np.tanh(ins[0])],
+    "HardSigmoid": _one(hard_sigmoid),
+    "HardSwish": lambda ins, a: [ins[0] * hard_sigmoid(ins[0], alpha=1 / 6, beta=0.5)],
+    "Add": lambda ins, a: [ins[0] + ins[1]],
+    "Sub": lambda ins, a: [ins[0] - ins[1]],
+    "Mul": lambda ins, a: [ins[0] * ins[1]],
+    "Div": lambda ins, a: [div(*ins)],
+    "Pow": lambda ins, a: [np.power(ins[0], ins[1]).astype(ins[0].dtype)],
+    "Max": lambda ins, a: [np.maximum(ins[0], ins[1])],
+    "Min": lambda ins, a: [np.minimum(ins[0], ins[1])],
+    "Softmax": _one(softmax),
+    "LogSoftmax": _one(log_softmax),
+    "Flatten": lambda ins, a: [ins[0].reshape(int(np.prod(ins[0].shape[: a["axis"]])), -1)],
+    "Reshape": lambda ins, a: [ins[0].reshape(a["shape"])],
+    "Transpose": lambda ins, a: [np.transpose(ins[0], a["perm"])],
+    "Concat": lambda ins, a: [np.concatenate(ins, axis=a["axis"])],
+    "Split": lambda ins, a: np.split(ins[0], np.cumsum(a["split"])[:-1], axis=a["axis"]),
+    "Slice": _one(slice_),
+    "Squeeze": lambda ins, a: [np.squeeze(ins[0], axis=tuple(a["axes"]))],
+    "Unsqueeze": lambda ins, a: [np.expand_dims(ins[0], axis=tuple(a["axes"]))],
+    "Pad": _one(pad),
+    "ReduceMean": _reduce(np.mean),
+    "ReduceSum": _reduce(np.sum),
+    "ReduceMax": _reduce(np.max),
+    "Resize": _one(resize),
+    "Identity": lambda ins, a: [ins[0]],
+    "Dropout": lambda ins, a: [ins[0]],
+    "Gather": lambda ins, a: [np.take(ins[0], ins[1], axis=a["axis"])],
+    "Cast": lambda ins, a: [ins[0].astype(a["to"])],
+    "PackNCHWc": _one(pack_nchwc),
+    "UnpackNCHWc": _one(unpack_nchwc),
+}
+
+
+def run_node(node: Node, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+    """The node's outputs on `inputs` (None for an omitted optional input)."""
+    if node.op not in KERNELS:
+        raise OperatorError(f"node {node.label}: no reference kernel for {node.op}")
+    while inputs and inputs[-1] is None:
+        inputs = inputs[:-1]
+    return [np.asarray(o) for o in KERNELS[node.op](list(inputs), dict(node.attrs))]
+
+
+def run(graph: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The graph's outputs by name for the inputs `feeds` (by name, cast to their dtype)."""
+    missing = [t for t in graph.inputs if t not in feeds]
+    if missing:
+        raise OperatorError(f"reference run: missing input(s) {', '.join(missing)}")
+    env: dict[str, np.ndarray] = dict(graph.constants)
+    for t in graph.inputs:
+        v = graph.value(t)
+        env[t] = np.asarray(feeds[t], dtype=v.dtype or np.float32)
+        if v.shape is not None and env[t].shape != v.shape:
+            raise OperatorError(f"reference run: input {t} has shape {env[t].shape}, not {v.shape}")
+    last_use = {t: k for k, n in enumerate(graph.nodes) for t in n.inputs}
+    keep = set(graph.outputs) | set(graph.constants)
+    for k, node in enumerate(graph.nodes):
+        outs = run_node(node, [env[t] if t else None for t in node.inputs])
+        for name, value in zip(node.outputs, outs, strict=False):
+            if name:
+                dtype = graph.value(name).dtype
+                env[name] = value.astype(dtype) if dtype and value.dtype != dtype else value
+        for t in node.inputs:  # free what no later node reads
+            if t and last_use[t] == k and t not in keep:
+                env.pop(t, None)
+    return {t: env[t] for t in graph.outputs}
+
+
+__all__ = ["KERNELS", "run", "run_node"]

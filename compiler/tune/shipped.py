@@ -1,0 +1,53 @@
+"""Tuning records shipped with the toolkit, so a new user gets tuned speed without tuning.
+
+`records/<arch>-<isa>.jsonl` holds the best record of each task of the common networks'
+convolutions (ResNet-18, MobileNet-v1, the DQN network) as tuned on a host of that instruction
+set (`cpu_facts(target).isa`: avx512, avx2; the AVX2 records were tuned on an AVX-512 host
+running AVX2 code, VTA_LLVM_TARGET="llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f", as no AVX2-only
+host was at hand). A model compiled for the CPU uses them only when
+its target has that instruction set, and only for tasks the user's own records (`--db`) do not
+cover; the compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
+off (the default schedules then serve every untuned task).
+
+`ship(db, target)` rewrites the target's file from a records database (the best record per
+task), which is how the files were made: `scripts/ship_records RECORDS.db`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..codegen.target import Target, cpu_facts, current_target
+from .database import Database
+
+RECORDS_DIR = Path(__file__).parent / "records"
+
+
+def shipped_name(target: Target | None = None) -> str:
+    """The shipped records' name for `target` (default: the current target): arch-isa."""
+    target = target or current_target()
+    return f"{target.triple.split('-')[0]}-{cpu_facts(target).isa}"
+
+
+def shipped_records(target: Target | None = None) -> Database | None:
+    """An in-memory database of the records shipped for `target`'s instruction set, or None
+    (none shipped for it, or VTA_SHIPPED_RECORDS=0)."""
+    if os.environ.get("VTA_SHIPPED_RECORDS", "1") == "0":
+        return None
+    path = RECORDS_DIR / f"{shipped_name(target)}.jsonl"
+    if not path.is_file():
+        return None
+    db = Database()
+    db.import_jsonl(path)
+    return db
+
+
+def ship(db: Database, target: Target | None = None) -> tuple[Path, int]:
+    """Write the best valid record of every task in `db` as `target`'s shipped records; returns
+    (the file, how many records)."""
+    best = [r for r in (db.best(w, "llvm") for w in db.workloads("llvm")) if r is not None]
+    path = RECORDS_DIR / f"{shipped_name(target)}.jsonl"
+    RECORDS_DIR.mkdir(exist_ok=True)
+    path.write_text("".join(r.to_json() + "\n" for r in best))
+    return path, len(best)
