@@ -32,11 +32,13 @@ from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig
 
+MODELS = ("dqn", "mobilenet_v1", "resnet18")
 
-def print_accuracy(inputs: int, as_json: bool) -> None:
+
+def print_accuracy(inputs: int, as_json: bool, models: list[str]) -> None:
     rows = [
         fn(model, method, inputs)
-        for model in ("dqn", "mobilenet_v1", "resnet18")
+        for model in models
         for fn in (accuracy, onnx_accuracy)
         for method in CALIBRATIONS
     ]
@@ -87,9 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         "weights: no pretrained ones offline), per calibration, for the hand-built networks and "
         "the ONNX path (vta run --target vta)",
     )
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
+                   help="the networks --accuracy measures (default: all)")  # fmt: skip
     args = p.parse_args(argv)
     if args.accuracy:
-        print_accuracy(args.accuracy, args.json)
+        print_accuracy(args.accuracy, args.json, args.models)
         return 0
     cfg = VTAConfig.load(args.config)
     if args.no_requant and cfg.alu_requant:

@@ -51,7 +51,7 @@ def compile_vta(args: argparse.Namespace) -> A.Compiled:
     net = A.import_network(args.model, parse_shapes(args.shape))
     calib, calib_text = _calibration(args, net)
     qn = A.quantize_network(net, calib)
-    qn.calibration = calib_text
+    qn.calibration = f"{calib_text}, least-mean-square-error exponents"
     return A.compile_network(qn, VTAConfig.load(args.config), args.candidates, args.db)
 
 

@@ -97,12 +97,14 @@ def quantize_conv(
     e_residual: int | None = None,
     shortcut: tuple[np.ndarray, np.ndarray, int, int] | None = None,
     per_channel: bool = False,
+    pre_shift: bool = True,
 ) -> QConv:
     """Quantize a float conv (+ bias) whose input has exponent e_in and output e_out; with
     `e_residual`, a residual at that exponent is added before the shift; `shortcut` =
     (weight, bias, input exponent, stride) of a conv accumulated into the same rows;
     `per_channel`: each output channel's weights get their own exponent (and the shift, then
-    one per channel, brings them to e_out: for layers the CPU runs)."""
+    one per channel, brings them to e_out: for layers the CPU runs); `pre_shift` False: a
+    residual more than 2^6 coarser than the products gets weights that much coarser instead."""
     if per_channel:
         if e_residual is not None or shortcut is not None:
             raise LoweringError("quantization: per-channel weights take no residual or shortcut")
@@ -125,6 +127,8 @@ def quantize_conv(
             )
         pre = max(0, k - MAX_RESIDUAL_SHIFT)
         k -= pre
+        if not pre_shift:  # coarser weights instead of an ALU op per output row
+            e_w, e_acc, pre = e_w + pre, e_acc + pre, 0
     e_prod = e_acc  # the products' exponent (weights and shortcut are quantized for it)
     e_acc += pre
     e_out = max(e_out, e_acc)  # the shift is a right shift

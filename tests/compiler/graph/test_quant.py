@@ -27,3 +27,17 @@ def test_per_channel_refuses_a_residual():
     w = np.ones((2, 2, 1, 1), np.float32)
     with pytest.raises(LoweringError, match="per-channel"):
         quantize_conv(w, np.zeros(2, np.float32), 0, 0, False, e_residual=2, per_channel=True)
+
+
+@pytest.mark.parametrize("pre_shift", [True, False])
+def test_a_coarse_residual_enters_by_pre_shift_or_coarser_weights(pre_shift):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((4, 8, 3, 3)).astype(np.float32) * 0.05
+    b = rng.normal(0, 0.1, 4).astype(np.float32)
+    x = rng.random((1, 8, 6, 6)).astype(np.float32)
+    res = rng.random((1, 4, 6, 6)).astype(np.float32) * 8
+    q = quantize_conv(w, b, -7, -4, True, 1, 1, e_residual=-4, pre_shift=pre_shift)
+    assert q.residual_shift == 6 and (q.pre_shift > 0) == pre_shift
+    got = dequantize(run_qconv(q, quantize(x, -7), quantize(res, -4)), q.e_out)
+    want = np.maximum(conv_f32(x, w, b, 1, 1) + res, 0)
+    assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
