@@ -98,8 +98,8 @@ Location = tuple[str, int] | str | None  # (stage, loop position), "inline", or 
 
 def location_options(s: Schedule, st: Stage) -> list[Location]:
     """Where an untiled stage may be computed: at root (None), inlined (no reduction), or at a
-    leading space loop of the root stage that runs all its consumers, outside every loop that
-    a consumer is computed in (so each consumer sees the whole region it reads)."""
+    leading space loop of the output stage that runs all its consumers, outside every loop
+    that a consumer is computed in (so each consumer sees the whole region it reads)."""
     opts: list[Location] = [None]
     if dag.is_inlinable(st):
         opts.append("inline")
@@ -108,7 +108,9 @@ def location_options(s: Schedule, st: Stage) -> list[Location]:
         return opts
     anchors = [_anchor(s, c) for c in cons]
     root = anchors[0][0]
-    if any(r is not root for r, _ in anchors):
+    if not root.is_output or any(r is not root for r, _ in anchors):
+        # only in an output's nest: a softmax max computed in the exp's root nest sent LLVM's
+        # optimizer into a run without bound
         return opts
     limit = min(n for _, n in anchors)
     for p, iv in enumerate(root.leaf_iter_vars[:limit]):
