@@ -42,10 +42,10 @@ from .accel import (
 )
 from .quant import QConv
 
+# after the graph passes (batch norms folded, copies removed)
 SUPPORTED = (
-    "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
-    "GlobalAveragePool",
-    "Flatten", "Gemm", "Identity", "Dropout",
+    "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten",
+    "Gemm",
 )  # fmt: skip
 MIN_OFFLOAD_CHANNELS = 4
 
@@ -53,7 +53,7 @@ MIN_OFFLOAD_CHANNELS = 4
 @dataclasses.dataclass
 class Layer:
     """One step: `kind` conv | dwconv | maxpool | avgpoolk (windowed) | avgpool (global) |
-    flatten | dense; a conv or dense
+    flatten | dense | op (any other operator, on the CPU in fp32); a conv or dense
     carries fp32 weights (O, I, KH, KW) with batch norm folded, its ReLU, Clip upper bound and
     the tensor added before the activation (`residual`) or the 1x1 conv whose products
     accumulate into the same outputs (`shortcut`: ResNet's downsampling path)."""
@@ -72,6 +72,12 @@ class Layer:
     residual: str | None = None
     shortcut: Layer | None = None
     include_pad: bool = False  # a windowed average pool's count_include_pad
+    # kind "op": any other operator, run in fp32 by the graph's reference kernel
+    op: str = ""
+    attrs: dict = dataclasses.field(default_factory=dict)
+    op_inputs: list[str] = dataclasses.field(default_factory=list)  # all, constants included
+    params: dict = dataclasses.field(default_factory=dict)  # its constant inputs by name
+    out_shape: tuple = ()
 
 
 @dataclasses.dataclass
@@ -82,43 +88,81 @@ class Network:
     output: str
 
 
-def _attrs(node) -> dict:
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+def _same(values) -> bool:
+    return len(set(values)) == 1
 
 
-def _square(values, what: str, node) -> int:
-    values = list(values)
-    if len(set(values)) != 1:
-        raise OperatorError(f"node {node.name}: {what} {values} must be equal on every side")
-    return int(values[0])
+def _residual_target(ys: list[str], producer: dict) -> Layer | None:
+    """The conv an Add of `ys` can join as its residual (before its activation), if any."""
+    convs = [producer[y] for y in ys if y in producer]
+    layer = next((ly for ly in convs if ly.kind == "conv"), None)
+    ok = layer is not None and not layer.relu and not layer.residual and len(ys) == 2
+    return layer if ok else None
+
+
+def _fits(node, graph, producer: dict, src) -> bool:
+    """Whether a node of SUPPORTED takes the accelerator path's layer form (a conv the
+    accelerator or its CPU kernels run, an activation or residual joining one, a square pool,
+    a dense layer); otherwise it runs as an fp32 CPU operator."""
+    a, op, consts = node.attrs, node.op, graph.constants
+    rank = len(graph.values[node.inputs[0]].shape or ())
+    if op == "Conv":
+        w = consts.get(node.inputs[1])
+        bias = node.inputs[2] if len(node.inputs) > 2 else ""
+        depthwise = w is not None and a["group"] == w.shape[0] and w.shape[1] == 1
+        return (
+            rank == 4 and w is not None and (not bias or bias in consts)
+            and list(a["dilations"]) == [1, 1] and (a["group"] == 1 or depthwise)
+            and w.shape[2] == w.shape[3] and _same(a["strides"]) and _same(a["pads"])
+        )  # fmt: skip
+    if op == "Add":
+        return _residual_target([src(t) for t in node.inputs], producer) is not None
+    if op in ("Relu", "Clip"):
+        layer = producer.get(src(node.inputs[0]))
+        joinable = layer is not None and layer.kind in ("conv", "dwconv", "dense")
+        return joinable and not layer.relu and (op == "Relu" or a.get("min") == 0)
+    if op in ("MaxPool", "AveragePool"):
+        return (
+            rank == 4 and _same(a["kernel_shape"]) and _same(a["strides"]) and _same(a["pads"])
+            and not a.get("ceil_mode", 0) and list(a.get("dilations", [1, 1])) == [1, 1]
+        )  # fmt: skip
+    if op == "GlobalAveragePool":
+        return rank == 4
+    if op == "Flatten":
+        return a["axis"] == 1
+    # Gemm
+    bias = node.inputs[2] if len(node.inputs) > 2 else ""
+    return (
+        not a["transA"] and bool(a["transB"]) and node.inputs[1] in consts
+        and (not bias or bias in consts) and rank == 2
+    )  # fmt: skip
 
 
 def import_network(path: str | Path, shapes: dict | None = None) -> Network:
-    """The model's layers (batch norm folded, activations and residual adds attached to the
-    conv they follow); an OperatorError listing every node that cannot be imported."""
-    import onnx
-    from onnx import numpy_helper
-
-    from .build_onnx import _input_shape
+    """The model's layers, from the graph IR after shape inference, constant and batch-norm
+    folding and simplification (`compiler.graph.passes`), with activations and residual adds
+    attached to the conv they follow; an OperatorError listing every node that cannot be
+    imported."""
+    from .onnx_import import import_onnx
+    from .passes import PASSES
 
     try:
-        model = onnx.load(str(path))
-    except Exception as e:
-        raise OperatorError(f"{path}: not an ONNX model: {e}") from None
-    g = model.graph
-    consts = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in g.initializer}
-    inputs = [i for i in g.input if i.name not in consts]
-    if len(inputs) != 1 or len(g.output) != 1:
+        graph = import_onnx(path, shapes)
+    except OperatorError as e:
+        raise OperatorError(f"{path}: {e}") from None
+    for pass_name, fn in PASSES:
+        if pass_name != "fuse":
+            graph = fn(graph)
+    consts = graph.constants
+    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
         raise OperatorError(f"{path}: --target vta runs models with one input and one output")
-    bad = [f"{n.name or n.output[0]} ({n.op_type})" for n in g.node if n.op_type not in SUPPORTED]
+    bad = [f"{n.label} ({n.op})" for n in graph.nodes if len([o for o in n.outputs if o]) != 1]
     if bad:
         raise OperatorError(
-            f"{path}: {len(bad)} node(s) use operators --target vta does not import (it imports "
-            f"{', '.join(SUPPORTED)}): {', '.join(bad[:20])}"
+            f"{path}: {len(bad)} node(s) with several outputs, which --target vta does not run: "
+            f"{', '.join(bad[:20])}"
         )
-    alias: dict[str, str] = {}  # tensor -> the tensor it equals (identity, dropout, bn folded)
+    alias: dict[str, str] = {}  # tensor -> the tensor it equals (an activation or add fused)
     producer: dict[str, Layer] = {}
     layers: list[Layer] = []
 
@@ -127,99 +171,67 @@ def import_network(path: str | Path, shapes: dict | None = None) -> Network:
             t = alias[t]
         return t
 
-    for node in g.node:
-        a, op = _attrs(node), node.op_type
-        name = node.name or node.output[0]
-        try:
-            x = src(node.input[0])
-            if op in ("Identity", "Dropout"):
-                alias[node.output[0]] = x
-            elif op == "Conv":
-                w = consts[node.input[1]]
-                b = consts[node.input[2]] if len(node.input) > 2 and node.input[2] else None
-                b = np.zeros(w.shape[0], np.float32) if b is None else b
-                if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-                    raise OperatorError(f"node {name}: auto_pad is not supported with --target vta")
-                if list(a.get("dilations", [1, 1])) != [1, 1]:
-                    raise OperatorError(
-                        f"node {name}: dilated Conv is not supported on --target vta"
-                    )
-                group = int(a.get("group", 1))
-                kind = "conv" if group == 1 else "dwconv"
-                if group != 1 and not (group == w.shape[0] and w.shape[1] == 1):
-                    raise OperatorError(f"node {name}: Conv with group {group} (not depthwise)")
-                layer = Layer(
-                    name, kind, [x], node.output[0], w, b,
-                    _square(a.get("strides", [1, 1]), "strides", node),
-                    _square(a.get("pads", [0, 0, 0, 0]), "pads", node), w.shape[2],
-                )  # fmt: skip
-                layers.append(layer)
-                producer[node.output[0]] = layer
-            elif op == "BatchNormalization":
-                layer = producer.get(x)
-                if layer is None or layer.kind not in ("conv", "dwconv") or layer.relu:
-                    raise OperatorError(f"node {name}: BatchNormalization not after a Conv")
-                gamma, beta, mean, var = (consts[t] for t in node.input[1:5])
-                scale = gamma / np.sqrt(var + a.get("epsilon", 1e-5))
-                layer.weight = layer.weight * scale[:, None, None, None]
-                layer.bias = (layer.bias - mean) * scale + beta
-                alias[node.output[0]] = x
-            elif op == "Add":
-                ys = [src(t) for t in node.input]
-                convs = [producer[y] for y in ys if y in producer]
-                layer = next((ly for ly in convs if ly.kind == "conv"), None)
-                if layer is None or layer.relu or layer.residual or len(ys) != 2:
-                    raise OperatorError(
-                        f"node {name}: Add is supported as a residual added to a Conv's output "
-                        "before its activation"
-                    )
-                layer.residual = ys[1] if ys[0] == layer.output else ys[0]
-                alias[node.output[0]] = layer.output
-            elif op in ("Relu", "Clip"):
-                layer = producer.get(x)
-                lo, hi = a.get("min", 0.0), a.get("max")
-                if op == "Clip" and len(node.input) > 1:
-                    lo = float(consts[node.input[1]]) if node.input[1] else float("-inf")
-                    if len(node.input) > 2 and node.input[2]:
-                        hi = float(consts[node.input[2]])
-                if layer is None or layer.kind not in ("conv", "dwconv", "dense") or layer.relu:
-                    raise OperatorError(f"node {name}: {op} is supported after a Conv or Gemm")
-                if op == "Clip" and lo != 0:
-                    raise OperatorError(f"node {name}: Clip min {lo} (only 0, a bounded ReLU)")
-                layer.relu, layer.clip_max = True, hi
-                alias[node.output[0]] = x
-            elif op in ("MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"):
-                kinds = {"MaxPool": "maxpool", "AveragePool": "avgpoolk",
-                         "GlobalAveragePool": "avgpool"}  # fmt: skip
-                layer = Layer(name, kinds.get(op, "flatten"), [x], node.output[0])
-                if op in ("MaxPool", "AveragePool"):
-                    layer.kernel = _square(a["kernel_shape"], "kernel_shape", node)
-                    layer.stride = _square(a.get("strides", [1, 1]), "strides", node)
-                    layer.pad = _square(a.get("pads", [0, 0, 0, 0]), "pads", node)
-                    layer.include_pad = bool(a.get("count_include_pad", 0))
-                    if a.get("ceil_mode", 0) or list(a.get("dilations", [1, 1])) != [1, 1]:
-                        raise OperatorError(f"node {name}: {op} ceil_mode/dilations")
-                if op == "Flatten" and a.get("axis", 1) != 1:
-                    raise OperatorError(f"node {name}: Flatten axis {a['axis']} (only 1)")
-                layers.append(layer)
-            else:  # Gemm
-                if a.get("transA", 0) or not a.get("transB", 0):
-                    raise OperatorError(f"node {name}: Gemm needs transA=0, transB=1")
-                w = consts[node.input[1]] * a.get("alpha", 1.0)
-                b = consts[node.input[2]] if len(node.input) > 2 and node.input[2] else 0.0
-                b = np.broadcast_to(b * a.get("beta", 1.0), (w.shape[0],)).astype(np.float32)
-                layer = Layer(name, "dense", [x], node.output[0], w[:, :, None, None], b)
-                layers.append(layer)
-                producer[node.output[0]] = layer
-        except KeyError as e:
-            raise OperatorError(f"node {name} ({op}): input {e} is not a constant") from None
-    shape = _input_shape(inputs[0], shapes, path)
+    def weight(node, k: int) -> np.ndarray | None:
+        t = node.inputs[k] if len(node.inputs) > k else ""
+        return consts[t].astype(np.float32) if t else None
+
+    def generic(node) -> None:
+        """The node as an fp32 CPU layer (run by the graph's reference kernel)."""
+        names = [src(t) if t else "" for t in node.inputs]
+        layer = Layer(
+            node.label, "op", [t for t in names if t and t not in consts], node.outputs[0],
+            op=node.op, attrs=dict(node.attrs), op_inputs=names,
+            params={t: consts[t] for t in names if t in consts},
+            out_shape=tuple(graph.values[node.outputs[0]].shape),
+        )  # fmt: skip
+        layers.append(layer)
+
+    for node in graph.nodes:
+        a, op, name, out = node.attrs, node.op, node.label, node.outputs[0]
+        x = src(node.inputs[0]) if node.inputs and node.inputs[0] else ""
+        if op not in SUPPORTED or not _fits(node, graph, producer, src):
+            generic(node)
+        elif op == "Conv":
+            w, b = weight(node, 1), weight(node, 2)
+            b = np.zeros(w.shape[0], np.float32) if b is None else b
+            layer = Layer(
+                name, "conv" if a["group"] == 1 else "dwconv", [x], out, w, b,
+                a["strides"][0], a["pads"][0], w.shape[2],
+            )  # fmt: skip
+            layers.append(layer)
+            producer[out] = layer
+        elif op == "Add":
+            ys = [src(t) for t in node.inputs]
+            layer = _residual_target(ys, producer)
+            layer.residual = ys[1] if ys[0] == layer.output else ys[0]
+            alias[out] = layer.output
+        elif op in ("Relu", "Clip"):
+            layer = producer[x]
+            layer.relu, layer.clip_max = True, a.get("max") if op == "Clip" else None
+            alias[out] = x
+        elif op in ("MaxPool", "AveragePool", "GlobalAveragePool", "Flatten"):
+            kinds = {"MaxPool": "maxpool", "AveragePool": "avgpoolk",
+                     "GlobalAveragePool": "avgpool"}  # fmt: skip
+            layer = Layer(name, kinds.get(op, "flatten"), [x], out)
+            if op in ("MaxPool", "AveragePool"):
+                layer.kernel, layer.stride = a["kernel_shape"][0], a["strides"][0]
+                layer.pad = a["pads"][0]
+                layer.include_pad = bool(a.get("count_include_pad", 0))
+            layers.append(layer)
+        else:  # Gemm
+            w = weight(node, 1) * a["alpha"]
+            b = weight(node, 2)
+            b = np.broadcast_to((0.0 if b is None else b) * a["beta"], (w.shape[0],))
+            layer = Layer(name, "dense", [x], out, w[:, :, None, None], b.astype(np.float32))
+            layers.append(layer)
+            producer[out] = layer
     for layer in layers:  # outputs of fused adds and activations are the conv's own
         layer.inputs = [src(t) for t in layer.inputs]
         layer.residual = src(layer.residual) if layer.residual else None
-    output = src(g.output[0].name)
+    source, output = graph.inputs[0], src(graph.outputs[0])
     layers = _fuse_shortcuts(layers, output)
-    return Network(_dependency_order(layers, inputs[0].name), inputs[0].name, shape, output)
+    shape = tuple(graph.values[source].shape)
+    return Network(_dependency_order(layers, source), source, shape, output)
 
 
 def _fuse_shortcuts(layers: list[Layer], output: str) -> list[Layer]:
@@ -302,12 +314,24 @@ def _preactivation_f32(ly: Layer, t: dict) -> np.ndarray:
     return y
 
 
+def _run_op(ly: Layer, t: dict) -> np.ndarray:
+    """An "op" layer in fp32 by the graph's reference kernel (`t`: its input tensors)."""
+    from .ir import Node as IRNode
+    from .reference import run_node
+
+    node = IRNode(ly.op, ly.op_inputs, [ly.output], ly.attrs, ly.name)
+    args = [t[i] if i in t else ly.params.get(i) for i in ly.op_inputs]
+    return np.asarray(run_node(node, args)[0], np.float32)
+
+
 def forward_f32(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
     """Every tensor of the fp32 network (the quantization's calibration and accuracy baseline)."""
     t = {net.input: x.astype(np.float32)}
     for ly in net.layers:
-        h = t[ly.inputs[0]]
-        if ly.kind in ("conv", "dwconv", "dense"):
+        h = t[ly.inputs[0]] if ly.inputs else None
+        if ly.kind == "op":
+            t[ly.output] = _run_op(ly, t)
+        elif ly.kind in ("conv", "dwconv", "dense"):
             y = _preactivation_f32(ly, t)
             if ly.relu:
                 y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
@@ -389,8 +413,10 @@ def _entry(qn: QNetwork, x: np.ndarray) -> np.ndarray:
 
 
 def _is_float(ly: Layer, qn: QNetwork) -> bool:
-    """Whether the layer computes in fp32: a CPU conv or dense, or an average pool, of a
-    network with `float_cpu`."""
+    """Whether the layer computes in fp32: any other operator ("op"), and a CPU conv or dense,
+    or an average pool, of a network with `float_cpu`."""
+    if ly.kind == "op":
+        return True
     if not qn.float_cpu or ly.kind not in ("conv", "dwconv", "dense", "avgpool", "avgpoolk"):
         return False
     return ly.kind.startswith("avgpool") or _place(ly, qn.convs.get(ly.name))[0] == "cpu"
@@ -432,7 +458,7 @@ def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
         if channels < MIN_OFFLOAD_CHANNELS:
             return "cpu", f"conv with {channels} input channels (block padding)"
         extra = ", residual" if ly.residual else ", 1x1 shortcut conv" if ly.shortcut else ""
-        return "vta", "conv: fused bias, requant, ReLU" + extra
+        return "vta", "conv: fused bias, requant" + (", ReLU" if ly.relu else "") + extra
     why = {
         "dwconv": "depthwise conv: one channel per product",
         "dense": "dense: memory-bound on the accelerator",
@@ -440,6 +466,7 @@ def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
         "avgpool": "global average pool",
         "avgpoolk": "average pool",
         "flatten": "flatten",
+        "op": f"{ly.op}: the graph's reference kernel",
     }
     return "cpu", why[ly.kind]
 
@@ -453,6 +480,8 @@ def _clip_max(ly: Layer, e_out: int) -> int | None:
 def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
     """A layer in numpy (the reference's and the CPU partition's): integer arithmetic, or fp32
     for an fp32 layer (`_is_float`) and for max pool and flatten of an fp32 tensor."""
+    if ly.kind == "op":
+        return _run_op(ly, {n: dequantized(qn, t, n) for n in ly.inputs})
     h = t[ly.inputs[0]]
     exact = ly.kind in ("maxpool", "flatten")  # the same on int8 and fp32
     if (exact and h.dtype != np.int8) or (ly.kind.startswith("avgpool") and _is_float(ly, qn)):
@@ -507,6 +536,9 @@ def _shapes(qn: QNetwork) -> dict[str, tuple[int, ...]]:
     """Every tensor's shape, from the input's and the layers' arithmetic."""
     shapes = {qn.net.input: tuple(qn.net.input_shape)}
     for ly in qn.net.layers:
+        if ly.kind == "op":
+            shapes[ly.output] = tuple(ly.out_shape)
+            continue
         n, *rest = shapes[ly.inputs[0]]
         if ly.kind in ("conv", "dwconv", "maxpool", "avgpoolk"):
             c, h, w = rest
@@ -602,7 +634,8 @@ def dequantized_output(qn: QNetwork, t: dict) -> np.ndarray:
 # --------------------------------------------------------------------------- save and load
 FORMAT = "vta-accel-1"
 _LAYER_FIELDS = ("name", "kind", "inputs", "output", "stride", "pad", "kernel", "relu",
-                 "clip_max", "residual", "include_pad")  # fmt: skip
+                 "clip_max", "residual", "include_pad", "op", "attrs", "op_inputs",
+                 "out_shape")  # fmt: skip
 _QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_shift",
                   "sc_stride", "pre_shift", "sc_shift")  # fmt: skip
 
@@ -621,9 +654,11 @@ def save(c: Compiled, folder: str | Path) -> None:
             d["shortcut"] = layer_json(ly.shortcut)
         return d
 
-    for ly in net.layers:  # fp32 CPU layers keep their fp32 weights
+    for ly in net.layers:  # fp32 CPU layers keep their fp32 weights, operators their constants
         if _is_float(ly, c.qn) and ly.weight is not None:
             arrays[f"{ly.name}.f32_weight"], arrays[f"{ly.name}.f32_bias"] = ly.weight, ly.bias
+        for k, value in enumerate(ly.params.values()):
+            arrays[f"{ly.name}.param{k}"] = value
     convs = {}
     for name, q in c.qn.convs.items():
         convs[name] = {f: getattr(q, f) for f in _QCONV_SCALARS}
@@ -672,6 +707,8 @@ def load(folder: str | Path) -> Compiled:
 
         layers = [layer(d) for d in m["layers"]]
         for ly in layers:
+            consts = dict.fromkeys(n for n in ly.op_inputs if n and n not in ly.inputs)
+            ly.params = {n: arrays[f"{ly.name}.param{k}"] for k, n in enumerate(consts)}
             if f"{ly.name}.f32_weight" in arrays:
                 ly.weight, ly.bias = arrays[f"{ly.name}.f32_weight"], arrays[f"{ly.name}.f32_bias"]
         convs = {}

@@ -86,16 +86,6 @@ def format_plan(offsets: dict, shapes: dict, arena: int, bound: int) -> str:
     return "\n".join(lines)
 
 
-def _input_shape(inp, given: dict | None, path=None) -> tuple[int, ...]:
-    """The graph input's static shape (see `onnx_import`)."""
-    from .onnx_import import _input_shape as shape_of
-
-    try:
-        return shape_of(inp, given)
-    except OperatorError as e:
-        raise OperatorError(f"{path}: {e}" if path else str(e)) from None
-
-
 def fused_graph(
     path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
 ) -> Graph:
@@ -171,41 +161,131 @@ class _Lowering:
 
     # -- groups ----------------------------------------------------------------------------
     def lower(self, nodes: list[IRNode], name: str) -> None:
-        anchor = nodes[0]
+        """The fused group's nodes as `build.Group`s: the anchor's kernel with the followers
+        that run in its layout, then the rest (if any) as a group of its own."""
+        anchor, first, packed = nodes[0], 1, True
+        x = anchor.inputs[0] if anchor.inputs else ""
         if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)
         elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
             members, out = self.pool(anchor)
+        elif anchor.op == "Concat" and self.is_packed_concat(anchor):
+            members, out = self.concat(anchor)
+        elif x in self.packed and x not in self.plain and self.follows(anchor, x, True):
+            members, out, first = [], self.packed[x], 0  # e.g. a batch norm after a concat
         elif anchor.op in ("Gemm", "MatMul") and self.is_dense(anchor):
-            members, out = self.dense(anchor)
-            return self.finish(name, nodes, members, out, packed=False)
+            (members, out), packed = self.dense(anchor), False
         elif anchor.op == "Split":
             return self.split(anchor)
         else:
             return self.plain_group(name, nodes)
-        self.finish(name, nodes, members, out, packed=True)
+        start = x if first == 0 else anchor.outputs[0]
+        end, prev = first, start
+        while end < len(nodes) and self.follows(nodes[end], prev, packed):
+            prev = nodes[end].outputs[0]
+            end += 1
+        self.finish(name, nodes[first:end], members, out, start, packed)
+        if end < len(nodes):
+            self.lower(nodes[end:], nodes[end].label)
 
-    def finish(self, name, nodes, members, out, packed: bool) -> None:
-        """Append the anchor's followers (elementwise, in the anchor's layout) and the group."""
-        prev = nodes[0].outputs[0]
-        for n in nodes[1:]:
-            if n.op not in (*_UNARY, *_BINARY):
-                raise OperatorError(f"node {n.label} ({n.op}): cannot follow {nodes[0].op} here")
-            ins = [out]
-            if n.op in _BINARY:
-                other = next((t for t in n.inputs if t != prev), prev)
-                if n.inputs[0] != prev and n.op in ("Sub", "Div", "Pow"):
-                    raise OperatorError(f"node {n.label} ({n.op}): the fused value must come first")
-                ins.append(self.operand(other, n, packed))
-            dst = f"{n.outputs[0]}_nchwc" if packed else n.outputs[0]
-            members.append(Node(n.op, ins, dst, _cpu_attrs(n)))
-            self.shapes[dst] = self.shapes[out]
+    def follows(self, n: IRNode, prev: str, packed: bool) -> bool:
+        """Whether n, reading value `prev`, runs in prev's layout inside its kernel: an
+        elementwise node whose other operand fits (the fused value first for Sub, Div, Pow),
+        or (packed) a Resize, Pad or Slice on H and W only."""
+        if n.op in ("Resize", "Pad", "Slice"):
+            return packed and n.inputs[0] == prev and self.is_spatial(n)
+        if n.op not in (*_UNARY, *_BINARY) or prev not in n.inputs:
+            return False
+        if self.shape(n.outputs[0]) != self.shape(prev):
+            return False
+        if n.op in ("Sub", "Div", "Pow") and n.inputs[0] != prev:
+            return False
+        other = next((t for t in n.inputs if t != prev), prev)
+        if n.op in _UNARY or other == prev:
+            return True
+        if packed:
+            return self.fits_packed(other, n)
+        return other in self.graph.constants or self.shape(other) == self.shape(prev)
+
+    def finish(self, name, followers, members, out, prev: str, packed: bool) -> None:
+        """Append the `followers` of value `prev` (computed as tensor `out` by `members`, in
+        the layout `packed` says; each `follows`) and the group."""
+        for n in followers:
+            if n.op in ("Resize", "Pad", "Slice"):
+                member, dst = self.spatial(n, out)
+            else:
+                ins = [out]
+                if n.op in _BINARY:
+                    other = next((t for t in n.inputs if t != prev), prev)
+                    ins.append(out if other == prev else self.operand(other, n, packed))
+                dst = f"{n.outputs[0]}_nchwc" if packed else n.outputs[0]
+                member = Node(n.op, ins, dst, _cpu_attrs(n))
+                self.shapes[dst] = self.shapes[out]
+            members.append(member)
             out, prev = dst, n.outputs[0]
         self.groups.append(Group(name, members))
         if packed:
             self.packed[prev] = out
         else:
             self.plain.add(prev)
+
+    def fits_packed(self, t: str, n: IRNode) -> bool:
+        """Whether `operand` can give t packed as n's second operand."""
+        out_shape = self.shape(n.outputs[0])
+        if len(out_shape) != 4:
+            return False
+        if t in self.graph.constants:
+            value = np.broadcast_to(self.graph.constants[t], out_shape)
+            return np.array_equal(np.broadcast_to(value[:1, :, :1, :1], out_shape), value)
+        return self.shape(t) in (out_shape, (*out_shape[:2], 1, 1))
+
+    def is_spatial(self, node: IRNode) -> bool:
+        """A Resize, Pad or Slice of a 4-d value touching only H and W."""
+        shape = self.shape(node.inputs[0])
+        if len(shape) != 4:
+            return False
+        a = node.attrs
+        if node.op == "Resize":
+            return list(a["scales"][:2]) == [1.0, 1.0] and list(a["sizes"][:2]) == list(shape[:2])
+        if node.op == "Pad":
+            return not any(a["pads"][k] for k in (0, 1, 4, 5))
+        return all(ax in (2, 3) for ax in a["axes"])
+
+    def spatial(self, node: IRNode, x: str) -> tuple[Node, str]:
+        """The node on the NCHW[x]c tensor x: its attributes widened to the block axis."""
+        b = self.shapes[x][4]
+        a = dict(_cpu_attrs(node))
+        if node.op == "Resize":
+            a["sizes"] = [*self.shapes[x][:2], *a["sizes"][2:], b]
+            a["scales"] = [*a["scales"], 1.0]
+        elif node.op == "Pad":
+            p = a["pads"]
+            a["pads"] = [*p[:4], 0, *p[4:], 0]
+        out = f"{node.outputs[0]}_nchwc"
+        n_, c, h, w = self.shape(node.outputs[0])
+        self.shapes[out] = (n_, c // b, h, w, b)
+        return Node(node.op, [x], out, a), out
+
+    def is_packed_concat(self, node: IRNode) -> bool:
+        """A channel concat of 4-d values, one of them packed already, whose channel blocks
+        all equal the output's."""
+        shapes = [self.shape(t) for t in node.inputs]
+        c_out = self.shape(node.outputs[0])[1]
+        return (
+            node.attrs["axis"] == 1
+            and all(len(s) == 4 and t not in self.graph.constants
+                    for s, t in zip(shapes, node.inputs, strict=True))
+            and any(t in self.packed for t in node.inputs)
+            and all(x86.channel_block(s[1]) == x86.channel_block(c_out) for s in shapes)
+        )  # fmt: skip
+
+    def concat(self, node: IRNode) -> tuple[list[Node], str]:
+        ins = [self.as_packed(t) for t in node.inputs]
+        out = f"{node.outputs[0]}_nchwc"
+        n_, c, h, w = self.shape(node.outputs[0])
+        b = x86.channel_block(c)
+        self.shapes[out] = (n_, c // b, h, w, b)
+        return [Node("Concat", ins, out, {"axis": 1})], out
 
     def operand(self, t: str, n: IRNode, packed: bool) -> str:
         """The second operand of a fused binary node: an activation of the output's shape
@@ -372,10 +452,12 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
     if bad:
         raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
-    empty = [n.label for n in graph.nodes if any(0 in graph.value(o).shape for o in n.outputs if o)]
+    shapes = [(n.label, graph.value(o).shape) for n in graph.nodes for o in n.outputs if o]
+    empty = [label for label, shape in shapes if not shape or 0 in shape]
     if empty:
         raise OperatorError(
-            f"node(s) {', '.join(empty)}: empty outputs; the CPU runs non-empty tensors"
+            f"node(s) {', '.join(empty)}: empty or 0-d outputs; the CPU runs tensors of rank >= 1 "
+            "with elements"
         )
     failed: set[str] = set()  # values of groups that failed
     for g in graph.groups or []:

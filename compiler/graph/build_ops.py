@@ -266,11 +266,15 @@ def conv2d_generic(ins: list[Tensor], attrs: dict) -> Tensor:
         ),
         name="conv2d_generic",
     )
-    bias = rest[0] if rest else None
+    return _plus_channel_bias(red, rest[0] if rest else None, "conv2d_generic_out")
+
+
+def _plus_channel_bias(red: Tensor, bias: Tensor | None, name: str) -> Tensor:
+    """An NCHW reduction's output with a per-channel bias added (a copy without one)."""
     return te.compute(
         red.shape,
         lambda b, o, y, xx: red(b, o, y, xx) + bias(o) if bias is not None else red(b, o, y, xx),
-        name="conv2d_generic_out",
+        name=name,
         tag=tag.INJECTIVE,
     )
 
@@ -300,13 +304,7 @@ def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
         return te.sum(te.if_then_else(ok, tap, te.const(0.0, x.dtype)), axis=[rc, ri, rj])
 
     red = te.compute((n, ocg * g, oh, ow), f, name="conv_transpose")
-    bias = rest[0] if rest else None
-    return te.compute(
-        red.shape,
-        lambda b, o, y, xx: red(b, o, y, xx) + bias(o) if bias is not None else red(b, o, y, xx),
-        name="conv_transpose_out",
-        tag=tag.INJECTIVE,
-    )
+    return _plus_channel_bias(red, rest[0] if rest else None, "conv_transpose_out")
 
 
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:

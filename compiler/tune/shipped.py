@@ -2,7 +2,9 @@
 
 `records/<arch>-<isa>.jsonl` holds the best record of each task of the common networks'
 convolutions (ResNet-18, MobileNet-v1, the DQN network) as tuned on a host of that instruction
-set (`cpu_facts(target).isa`: avx512, avx2). A model compiled for the CPU uses them only when
+set (`cpu_facts(target).isa`: avx512, avx2; the AVX2 records were tuned on an AVX-512 host
+running AVX2 code, VTA_LLVM_TARGET="llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f", as no AVX2-only
+host was at hand). A model compiled for the CPU uses them only when
 its target has that instruction set, and only for tasks the user's own records (`--db`) do not
 cover; the compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
 off (the default schedules then serve every untuned task).

@@ -41,7 +41,8 @@ def fuse(graph: Graph) -> Graph:
         target = None
         for t in node.inputs:
             g = group_of.get(t)
-            if g is None or len(users.get(t, [])) != 1 or t in graph.outputs:
+            readers = {id(n) for n in users.get(t, [])}
+            if g is None or len(readers) != 1 or t in graph.outputs:
                 continue
             if g.nodes[-1].outputs[0] != t or len(g.nodes[-1].outputs) != 1:
                 continue  # only the group's last value can be extended

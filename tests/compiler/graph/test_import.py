@@ -132,8 +132,10 @@ def test_every_unsupported_node_is_listed_in_one_error():
     m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None, "f": None}, inits, opset=20)
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
-    assert "node rs (Resize): Resize as redefined at opset 19 is not supported" in str(e.value)
-    assert "node pad0 (Pad): Pad as redefined at opset 19" in str(e.value)
+    # opset 20: Resize and Pad as redefined at 19 import, their new attribute values do not
+    assert "node rs (Resize): attribute mode='cubic' is not supported" in str(e.value)
+    assert "node pad0 (Pad): attribute mode='wrap' is not supported" in str(e.value)
+    assert "rm (ReduceMax)" not in str(e.value)  # redefined at 20 for more element types
     m.opset_import[0].version = 17
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
@@ -186,3 +188,13 @@ def test_invalid_nodes_are_one_line_errors(case):
     with pytest.raises(OperatorError, match="1 node\\(s\\) cannot be imported") as e:
         import_onnx(model(nodes, shape, {"y": None}, inits))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_newer_redefinitions_import_unless_the_node_sets_their_new_attributes():
+    pool = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], name="ap")
+    m = model([pool], [1, 2, 4, 4], {"y": None}, {}, opset=22)
+    assert import_onnx(m).value("y").shape == (1, 2, 3, 3)
+    pool.attribute.append(helper.make_attribute("dilations", [2, 2]))
+    m = model([pool], [1, 2, 4, 4], {"y": None}, {}, opset=22)
+    with pytest.raises(OperatorError, match="AveragePool as redefined at opset 22 .* it sets dil"):
+        import_onnx(m)

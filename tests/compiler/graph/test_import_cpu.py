@@ -250,5 +250,72 @@ def test_conv_transpose(tmp_path, attrs, bias):
 def test_empty_tensors_are_refused(tmp_path):
     nodes = [helper.make_node("Slice", ["x", "st", "en"], ["y"])]
     consts = {"st": np.array([2], np.int64), "en": np.array([1], np.int64)}
-    with pytest.raises(OperatorError, match="node\\(s\\) y: empty outputs"):
+    with pytest.raises(OperatorError, match="node\\(s\\) y: empty or 0-d outputs"):
         compile_model(save(tmp_path, nodes, [4], None, consts))
+    nodes = [helper.make_node("Squeeze", ["x"], ["y"])]
+    with pytest.raises(OperatorError, match="node\\(s\\) y: empty or 0-d outputs"):
+        compile_model(save(tmp_path, nodes, [1], None, {}))
+
+
+def test_channel_concat_and_its_batch_norm_stay_packed(tmp_path):
+    from compiler.codegen.target import target_scope
+    from compiler.graph.build_onnx import import_groups
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1] * 4),
+        helper.make_node("Conv", ["x", "w2"], ["b"]),
+        helper.make_node("Concat", ["a", "b", "x"], ["c"], axis=1),
+        helper.make_node("BatchNormalization", ["c", "g", "be", "m", "v"], ["n"]),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("Conv", ["r", "w3"], ["d"]),
+        helper.make_node("Add", ["d", "d"], ["y"]),
+    ]
+    c = 96
+    consts = {
+        "w1": f32(32, 32, 3, 3), "w2": f32(32, 32, 1, 1), "g": f32(c) + 1, "be": f32(c),
+        "m": f32(c), "v": f32(c) ** 2 + 0.5, "w3": f32(32, c, 1, 1),
+    }  # fmt: skip
+    path = save(tmp_path, nodes, [1, 32, 5, 5], None, consts)
+    with target_scope("llvm"):
+        groups = import_groups(path)[0]
+    ops = [[n.op for n in g.nodes] for g in groups]
+    assert ["Concat", "Mul", "Add", "Relu"] in ops and ["Conv", "Add"] in ops
+    assert [op for g in ops for op in g].count("UnpackNCHWc") == 1  # at the output only
+    check(path, (1, 32, 5, 5))
+
+
+def test_spatial_operators_stay_packed(tmp_path):
+    from compiler.codegen.target import target_scope
+    from compiler.graph.build_onnx import import_groups
+
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Resize", ["c", "", "sc"], ["r"], mode="linear"),
+        helper.make_node("Pad", ["r", "p"], ["pd"], mode="reflect"),
+        helper.make_node("Slice", ["pd", "st", "en", "ax"], ["s"]),
+        helper.make_node("Relu", ["s"], ["sr"]),
+        helper.make_node("Conv", ["sr", "w2"], ["y"]),
+    ]
+    consts = {
+        "w": f32(32, 8, 3, 3), "sc": np.array([1, 1, 2, 1.5], np.float32),
+        "p": i64(0, 0, 1, 2, 0, 0, 2, 1), "st": i64(1, -5), "en": i64(100, -1),
+        "ax": i64(2, 3), "w2": f32(16, 32, 1, 1),
+    }  # fmt: skip
+    path = save(tmp_path, nodes, [1, 8, 5, 6], None, consts)
+    with target_scope("llvm"):
+        groups = import_groups(path)[0]
+    ops = [op for g in groups for op in (n.op for n in g.nodes)]
+    assert ops.count("UnpackNCHWc") == 1 and ops.count("PackNCHWc") == 1
+    check(path, (1, 8, 5, 6))
+
+
+def test_followers_that_do_not_pack_get_a_group_of_their_own(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Add", ["r", "hw"], ["a"]),  # a [H, W] constant: not per channel
+        helper.make_node("Sigmoid", ["a"], ["y"]),
+    ]
+    consts = {"w": f32(16, 8, 3, 3), "hw": f32(5, 6)}
+    check(save(tmp_path, nodes, [1, 8, 5, 6], None, consts), (1, 8, 5, 6))

@@ -1,5 +1,6 @@
-"""Seeded random CNN-like graphs of the supported operators: after import and every pass the
-reference executor, and the compiled CPU graph, agree with onnxruntime."""
+"""Seeded random CNN-like graphs of the supported operators (convs, depthwise convs, batch
+norms, activations, pools, residual adds, channel concats, per-channel scales): after import and
+every pass the reference executor, and the compiled CPU graph, agree with onnxruntime."""
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ def random_model(seed: int) -> tuple[bytes, dict]:
     cur = "x"
     for _ in range(int(rng.integers(3, 8))):
         _, c, h, w = shapes[cur]
-        kind = rng.choice(["conv", "dw", "bn", "act", "pool", "res", "mul"])
+        kind = rng.choice(["conv", "dw", "bn", "act", "pool", "res", "mul", "cat"])
         if kind == "conv" or (kind == "dw" and c == 3):
             oc, k, s = (
                 int(rng.choice([8, 16, 32])),
@@ -85,6 +86,11 @@ def random_model(seed: int) -> tuple[bytes, dict]:
             wt = rng.standard_normal((c, c, 3, 3)) * np.sqrt(1 / (c * 9))
             branch = new("Conv", [cur, const(wt)], (1, c, h, w), kernel_shape=[3, 3], pads=[1] * 4)
             cur = new("Add", [branch, cur], (1, c, h, w))
+        elif kind == "cat":  # a branch concatenated on the channels (dense-block style)
+            oc = int(rng.choice([8, 16, 32]))
+            wt = rng.standard_normal((oc, c, 1, 1)) * np.sqrt(1 / c)
+            branch = new("Conv", [cur, const(wt)], (1, oc, h, w), kernel_shape=[1, 1])
+            cur = new("Concat", [cur, branch], (1, c + oc, h, w), axis=1)
         else:
             cur = new("Mul", [cur, const(rng.uniform(0.5, 1.5, (1, c, 1, 1)))], (1, c, h, w))
     _, c, h, w = shapes[cur]

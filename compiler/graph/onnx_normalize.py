@@ -1,0 +1,361 @@
+"""ONNX node attributes normalized for the graph IR, one function per operator: defaults
+that depend on shapes filled (kernel_shape, strides, dilations, pads, perm, axes), auto_pad
+and output_shape resolved into explicit pads, inputs that must be constant turned into
+attributes, and the attribute values the IR does not support reported (`Unsupported`).
+
+Each function takes the importer (for input shapes and constants), the ONNX node and its
+attributes (schema defaults filled; changed in place) and returns the node's IR inputs, or
+None to keep the ONNX ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class Unsupported(Exception):
+    """One problem of one node (collected, then reported together)."""
+
+
+def onnx_dtype(elem_type: int) -> str:
+    """The numpy dtype name of an ONNX tensor element type."""
+    from onnx import helper
+
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+
+
+def _axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise Unsupported(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _choice(attrs: dict, key: str, allowed: tuple) -> None:
+    """An error unless the attribute (where the opset defines it) has an allowed value."""
+    if key in attrs and attrs[key] not in allowed:
+        raise Unsupported(f"attribute {key}={attrs.get(key)!r} is not supported "
+                          f"(supported: {', '.join(map(str, allowed))})")  # fmt: skip
+
+
+def _same_pads(size, k, s, d, upper: bool) -> tuple[int, int]:
+    out = -(-size // s)
+    total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+    small, big = total // 2, total - total // 2
+    return (small, big) if upper else (big, small)
+
+
+def _window(imp: Any, node, attrs: dict, kernel, dilations: bool = True) -> None:
+    """Conv/pool attributes completed: strides, dilations and explicit pads."""
+    _choice(attrs, "auto_pad", ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))
+    if len(kernel) != 2:
+        raise Unsupported(f"kernel_shape {list(kernel)}: only 2-d windows are supported")
+    attrs["kernel_shape"] = list(kernel)
+    attrs["strides"] = attrs.get("strides") or [1, 1]
+    if dilations:
+        attrs["dilations"] = attrs.get("dilations") or [1, 1]
+    attrs["pads"] = attrs.get("pads") or [0, 0, 0, 0]
+    for key, low, n in (("kernel_shape", 1, 2), ("strides", 1, 2), ("dilations", 1, 2),
+                        ("pads", 0, 4)):  # fmt: skip
+        value = attrs.get(key)
+        if value is not None and (len(value) != n or min(value) < low):
+            raise Unsupported(f"attribute {key}={value}: {n} values >= {low} expected")
+    mode = attrs["auto_pad"]
+    if mode == "VALID":
+        attrs["pads"] = [0, 0, 0, 0]
+    elif mode != "NOTSET":
+        size = imp.shape(node.input[0])[2:]
+        d = attrs.get("dilations", [1, 1])
+        begin, end = zip(*(
+            _same_pads(size[i], kernel[i], attrs["strides"][i], d[i], mode == "SAME_UPPER")
+            for i in range(2)
+        ), strict=True)  # fmt: skip
+        attrs["pads"] = [*begin, *end]
+    attrs["auto_pad"] = "NOTSET"
+
+
+def _conv(imp, node, attrs):
+    _window(imp, node, attrs, attrs.get("kernel_shape") or list(imp.shape(node.input[1])[2:]))
+    return None
+
+
+def _conv_transpose(imp, node, attrs):
+    kernel = attrs.get("kernel_shape") or list(imp.shape(node.input[1])[2:])
+    auto = attrs.get("auto_pad", "NOTSET")
+    attrs["auto_pad"] = "NOTSET"  # SAME_* is resolved below, against the output size
+    _window(imp, node, attrs, kernel)
+    attrs["output_padding"] = attrs.get("output_padding") or [0, 0]
+    if len(attrs["output_padding"]) != 2 or min(attrs["output_padding"]) < 0:
+        raise Unsupported(f"attribute output_padding={attrs['output_padding']}: 2 values >= 0")
+    shape = attrs.pop("output_shape", None)
+    h, w = imp.shape(node.input[0])[2:]
+    s, d, op = attrs["strides"], attrs["dilations"], attrs["output_padding"]
+    if auto in ("SAME_UPPER", "SAME_LOWER") and not shape:
+        shape = [h * s[0], w * s[1]]
+    if shape or auto == "VALID":
+        target = shape[-2:] if shape else None
+        pads = [0, 0, 0, 0]
+        for i, size in enumerate((h, w)):
+            full = s[i] * (size - 1) + op[i] + (kernel[i] - 1) * d[i] + 1
+            total = full - target[i] if target else 0
+            if total < 0:
+                raise Unsupported(f"output_shape {shape} is larger than the full output")
+            upper = auto == "SAME_UPPER"
+            pads[i], pads[i + 2] = (
+                (total // 2, total - total // 2) if upper else (total - total // 2, total // 2)
+            )
+        attrs["pads"] = pads
+    attrs["output_shape"] = []
+    return None
+
+
+def _pool(imp, node, attrs):
+    _choice(attrs, "ceil_mode", (0, 1))
+    if node.op_type == "MaxPool":
+        _choice(attrs, "storage_order", (0,))
+    _window(imp, node, attrs, attrs["kernel_shape"], node.op_type == "MaxPool")
+    return None
+
+
+def _batch_norm(imp, node, attrs):
+    _choice(attrs, "training_mode", (0,))
+    return None
+
+
+def _clip(imp, node, attrs):
+    lo = imp.const(node, 1, "min")
+    hi = imp.const(node, 2, "max")
+    attrs["min"] = float(lo) if lo is not None else float(attrs.get("min", -np.inf))
+    attrs["max"] = float(hi) if hi is not None else float(attrs.get("max", np.inf))
+    return list(node.input[:1])
+
+
+def _gemm(imp, node, attrs):
+    attrs["transA"], attrs["transB"] = int(attrs["transA"]), int(attrs["transB"])
+    return None
+
+
+def _flatten(imp, node, attrs):
+    rank = len(imp.shape(node.input[0]))
+    if not -rank <= attrs["axis"] <= rank:
+        raise Unsupported(f"axis {attrs['axis']} is out of range for rank {rank}")
+    attrs["axis"] += rank if attrs["axis"] < 0 else 0
+    return None
+
+
+def _reshape(imp, node, attrs):
+    target = [int(v) for v in imp.const(node, 1, "shape")]
+    shape = imp.shape(node.input[0])
+    out = [shape[i] if v == 0 and not attrs.get("allowzero", 0) else v
+           for i, v in enumerate(target)]  # fmt: skip
+    if out.count(-1) > 1:
+        raise Unsupported(f"shape {target} has more than one -1")
+    if -1 in out:
+        known = int(np.prod([v for v in out if v != -1]))
+        if known == 0 or int(np.prod(shape)) % known:
+            raise Unsupported(f"shape {target} does not fit the input's {list(shape)}")
+        out[out.index(-1)] = int(np.prod(shape)) // known
+    if int(np.prod(out)) != int(np.prod(shape)):
+        raise Unsupported(f"shape {target} does not fit the input's {list(shape)}")
+    attrs["shape"] = out
+    return list(node.input[:1])
+
+
+def _transpose(imp, node, attrs):
+    rank = len(imp.shape(node.input[0]))
+    perm = attrs.get("perm") or list(range(rank))[::-1]
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(f"perm {perm} is not a permutation of {rank} axes")
+    attrs["perm"] = perm
+    return None
+
+
+def _concat(imp, node, attrs):
+    attrs["axis"] = _axis(attrs["axis"], len(imp.shape(node.input[0])))
+    return None
+
+
+def _split(imp, node, attrs):
+    shape = imp.shape(node.input[0])
+    attrs["axis"] = ax = _axis(attrs["axis"], len(shape))
+    split = imp.const(node, 1, "split") if imp.opset >= 13 else attrs.get("split")
+    n = len(node.output)
+    if split is None or len(split) == 0:
+        parts = attrs.pop("num_outputs", None) or n
+        if parts < 1:
+            raise Unsupported(f"num_outputs={parts} must be positive")
+        size = -(-shape[ax] // parts)
+        split = [size] * (shape[ax] // size) + ([shape[ax] % size] if shape[ax] % size else [])
+    attrs.pop("num_outputs", None)
+    attrs["split"] = [int(v) for v in split]
+    if len(attrs["split"]) != n:
+        raise Unsupported(f"split {attrs['split']} makes {len(split)} parts for {n} outputs")
+    return list(node.input[:1])
+
+
+def _slice(imp, node, attrs):
+    starts = [int(v) for v in imp.const(node, 1, "starts")]
+    ends = [int(v) for v in imp.const(node, 2, "ends")]
+    shape = imp.shape(node.input[0])
+    axes = imp.const(node, 3, "axes")
+    axes = list(range(len(starts))) if axes is None else [_axis(int(a), len(shape)) for a in axes]
+    steps = imp.const(node, 4, "steps")
+    steps = [1] * len(starts) if steps is None else [int(v) for v in steps]
+    if 0 in steps:
+        raise Unsupported("steps must not be 0")
+    norm_s, norm_e = [], []
+    for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
+        dim = shape[ax]
+        s, e = s + dim if s < 0 else s, e + dim if e < 0 else e
+        lo, hi = (0, dim) if st > 0 else (-1, dim - 1)
+        norm_s.append(min(max(s, lo), hi))
+        norm_e.append(min(max(e, lo), hi))
+    attrs.update(starts=norm_s, ends=norm_e, axes=axes, steps=steps)
+    return list(node.input[:1])
+
+
+def _squeeze(imp, node, attrs):
+    shape = imp.shape(node.input[0])
+    axes = imp.const(node, 1, "axes") if imp.opset >= 13 else attrs.get("axes")
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = sorted(_axis(int(a), len(shape)) for a in axes)
+    bad = [a for a in axes if shape[a] != 1]
+    if bad:
+        raise Unsupported(f"axes {bad} of shape {list(shape)} are not 1")
+    attrs["axes"] = axes
+    return list(node.input[:1])
+
+
+def _unsqueeze(imp, node, attrs):
+    axes = imp.const(node, 1, "axes") if imp.opset >= 13 else attrs.get("axes")
+    if axes is None:
+        raise Unsupported("axes are missing")
+    rank = len(imp.shape(node.input[0])) + len(axes)
+    attrs["axes"] = sorted(_axis(int(a), rank) for a in axes)
+    if len(set(attrs["axes"])) != len(attrs["axes"]):
+        raise Unsupported(f"axes {list(axes)} repeat an axis")
+    return list(node.input[:1])
+
+
+def _pad(imp, node, attrs):
+    _choice(attrs, "mode", ("constant", "reflect", "edge"))
+    pads = [int(v) for v in imp.const(node, 1, "pads")]
+    value = imp.const(node, 2, "constant_value")
+    axes = imp.const(node, 3, "axes")
+    rank = len(imp.shape(node.input[0]))
+    if axes is not None:
+        axes = [_axis(int(a), rank) for a in axes]
+        full = [0] * (2 * rank)
+        for k, a in enumerate(axes):
+            full[a], full[a + rank] = pads[k], pads[k + len(axes)]
+        pads = full
+    if len(pads) != 2 * rank:
+        raise Unsupported(f"pads {pads} do not have 2 x {rank} entries")
+    if min(pads) < 0:
+        raise Unsupported(f"negative pads {pads} are not supported")
+    attrs.update(pads=pads, value=float(value) if value is not None and value.size else 0.0)
+    return list(node.input[:1])
+
+
+def _softmax(imp, node, attrs):
+    attrs["axis"] = _axis(attrs["axis"], len(imp.shape(node.input[0])))
+    return None
+
+
+def _reduce(imp, node, attrs):
+    as_input = node.op_type == "ReduceSum" and imp.opset >= 13 or imp.opset >= 18
+    axes = imp.const(node, 1, "axes") if as_input else attrs.get("axes")
+    rank = len(imp.shape(node.input[0]))
+    if axes is None or len(axes) == 0:
+        if attrs.get("noop_with_empty_axes", 0):
+            raise Unsupported("noop_with_empty_axes=1 with no axes is not supported")
+        axes = range(rank)
+    attrs["axes"] = sorted({_axis(int(a), rank) for a in axes})
+    return list(node.input[:1])
+
+
+def _resize(imp, node, attrs):
+    _choice(attrs, "mode", ("nearest", "linear"))
+    _choice(attrs, "coordinate_transformation_mode", (
+        "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"
+    ))  # fmt: skip
+    _choice(attrs, "nearest_mode", ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"))
+    _choice(attrs, "antialias", (0,))
+    shape = imp.shape(node.input[0])
+    scales = imp.const(node, 2, "scales")
+    sizes = imp.const(node, 3, "sizes")
+    axes = attrs.get("axes") or list(range(len(shape)))
+    axes = [_axis(int(a), len(shape)) for a in axes]
+    if sizes is not None and sizes.size:
+        _choice(attrs, "keep_aspect_ratio_policy", ("stretch",))
+        full = list(shape)
+        for a, v in zip(axes, sizes, strict=True):
+            full[a] = int(v)
+        attrs["sizes"] = full
+        attrs["scales"] = [o / i for o, i in zip(full, shape, strict=True)]
+    elif scales is not None and scales.size:
+        full = [1.0] * len(shape)
+        for a, v in zip(axes, scales, strict=True):
+            full[a] = float(v)
+        attrs["scales"] = full
+        attrs["sizes"] = [int(np.floor(d * s)) for d, s in zip(shape, full, strict=True)]
+    else:
+        raise Unsupported("neither scales nor sizes is given")
+    if min(attrs["sizes"]) < 1 or min(attrs["scales"]) <= 0:
+        raise Unsupported(f"output sizes {attrs['sizes']} (scales {attrs['scales']}) not positive")
+    attrs["axes"] = axes
+    return list(node.input[:1])
+
+
+def _dropout(imp, node, attrs):
+    training = imp.const(node, 2, "training_mode")
+    if training is not None and bool(training):
+        raise Unsupported("training_mode=1 is not supported (inference only)")
+    return list(node.input[:1])
+
+
+def _gather(imp, node, attrs):
+    attrs["axis"] = _axis(attrs["axis"], len(imp.shape(node.input[0])))
+    return None
+
+
+def _cast(imp, node, attrs):
+    try:
+        attrs["to"] = onnx_dtype(attrs["to"])
+    except (KeyError, TypeError) as e:
+        raise Unsupported(f"attribute to={attrs.get('to')!r} is not a tensor type") from e
+    return None
+
+
+NORMALIZE = {
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "BatchNormalization": _batch_norm,
+    "Clip": _clip,
+    "Gemm": _gemm,
+    "Flatten": _flatten,
+    "Reshape": _reshape,
+    "Transpose": _transpose,
+    "Concat": _concat,
+    "Split": _split,
+    "Slice": _slice,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Pad": _pad,
+    "Softmax": _softmax,
+    "LogSoftmax": _softmax,
+    "ReduceMean": _reduce,
+    "ReduceSum": _reduce,
+    "ReduceMax": _reduce,
+    "Resize": _resize,
+    "Dropout": _dropout,
+    "Gather": _gather,
+    "Cast": _cast,
+}
+
+
+__all__ = ["NORMALIZE", "Unsupported", "onnx_dtype"]
