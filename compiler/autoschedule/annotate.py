@@ -28,6 +28,7 @@ from .steps import (
     ComputeRoot,
     FollowSplit,
     Fuse,
+    Inline,
     Pragma,
     Split,
     Step,
@@ -82,19 +83,49 @@ def effective_consumers(s: Schedule, st: Stage) -> list[Stage]:
     return out
 
 
-def location_options(s: Schedule, st: Stage) -> list[tuple[str, int] | None]:
-    """Where an untiled stage may be computed: root (None) or a leading space loop of its
-    single consumer (not the innermost one, which is vectorized)."""
+def _anchor(s: Schedule, st: Stage) -> tuple[Stage, int]:
+    """The root stage whose loops run `st` and how many of its leading loops enclose all of
+    `st` (every loop but the innermost for the root stage itself)."""
+    if st.attach_type == "scope":
+        root, limit = _anchor(s, st.attach_stage)
+        pos = st.attach_stage.leaf_iter_vars.index(st.attach_ivar) + 1
+        return root, min(limit, pos) if root is not st.attach_stage else pos
+    return st, len(st.leaf_iter_vars) - 1
+
+
+Location = tuple[str, int] | str | None  # (stage, loop position), "inline", or None: root
+
+
+def location_options(s: Schedule, st: Stage) -> list[Location]:
+    """Where an untiled stage may be computed: at root (None), inlined (no reduction), or at a
+    leading space loop of the output stage that runs all its consumers, outside every loop
+    that a consumer is computed in (so each consumer sees the whole region it reads)."""
+    opts: list[Location] = [None]
+    if dag.is_inlinable(st):
+        opts.append("inline")
     cons = effective_consumers(s, st)
-    if st.is_output or len(cons) != 1 or cons[0].attach_type == "inline":
-        return [None]
-    c = cons[0]
-    opts: list[tuple[str, int] | None] = [None]
-    for p, iv in enumerate(c.leaf_iter_vars[:-1]):
+    if st.is_output or not cons or any(c.attach_type == "inline" for c in cons):
+        return opts
+    anchors = [_anchor(s, c) for c in cons]
+    root = anchors[0][0]
+    if not root.is_output or any(r is not root for r, _ in anchors):
+        # only in an output's nest: a softmax max computed in the exp's root nest sent LLVM's
+        # optimizer into a run without bound
+        return opts
+    limit = min(n for _, n in anchors)
+    for p, iv in enumerate(root.leaf_iter_vars[:limit]):
         if iv.kind == "reduce":
             break
-        opts.append((c.op.name, p))
+        opts.append((root.op.name, p))
     return opts
+
+
+def location_step(name: str, choice: Location) -> Step:
+    if choice is None:
+        return ComputeRoot(name)
+    if choice == "inline":
+        return Inline(name)
+    return ComputeAt(name, *choice)
 
 
 def _attach_limit(s: Schedule, st: Stage) -> int:
@@ -172,14 +203,13 @@ def annotate(sketch: Program, rng: np.random.Generator) -> Program:
     for st in live:  # parallel granularity of root stages with a fixed location
         if st.attach_type == "root" and st not in flexible:
             parallelize(st)
-    for st in flexible:  # compute locations of untiled stages; parallel if at root
+    for st in reversed(flexible):  # locations of untiled stages, consumers first
         opts = location_options(s, st)
         choice = opts[rng.integers(len(opts))]
+        _replay_into(s, steps, [location_step(st.op.name, choice)])
         if choice is None:
-            _replay_into(s, steps, [ComputeRoot(st.op.name)])
             parallelize(st)
-        else:
-            _replay_into(s, steps, [ComputeAt(st.op.name, *choice)])
+    live = [st for st in live if st.attach_type != "inline"]
     for st in live:  # vectorize the innermost space loop
         inner = st.leaf_iter_vars[-1] if st.leaf_iter_vars else None
         if inner is None or inner.kind == "reduce" or _kind(st, inner) != "serial":
@@ -265,10 +295,15 @@ def mutate_pragma(program: Program, rng: np.random.Generator) -> Program | None:
 def mutate_location(program: Program, rng: np.random.Generator) -> Program | None:
     """Move an untiled stage to another valid compute location."""
     tiled = tiled_stages(program.steps)
+    always_inlined = {  # by the sketch's always-inline rule: not a location choice
+        st.op.name for st in program.task.initial_schedule().stages if dag.is_strict_inlinable(st)
+    }
     locs = [
         k
         for k, s in enumerate(program.steps)
-        if isinstance(s, ComputeAt | ComputeRoot) and s.stage not in tiled
+        if isinstance(s, ComputeAt | ComputeRoot | Inline)
+        and s.stage not in tiled
+        and s.stage not in always_inlined
     ]
     if not locs:
         return None
@@ -276,8 +311,7 @@ def mutate_location(program: Program, rng: np.random.Generator) -> Program | Non
     step = program.steps[k]
     s = _schedule_before(program, k)
     opts = location_options(s, stage_named(s, step.stage))
-    choice = opts[rng.integers(len(opts))]
-    new: Step = ComputeRoot(step.stage) if choice is None else ComputeAt(step.stage, *choice)
+    new = location_step(step.stage, opts[rng.integers(len(opts))])
     return None if new == step else _replace(program, k, new)
 
 

@@ -29,10 +29,25 @@ def loads(st: Stage) -> list[E.ProducerLoad]:
     return collect(st.op.body, lambda n: isinstance(n, E.ProducerLoad))
 
 
-def is_strict_inlinable(st: Stage) -> bool:
-    """An elementwise or injective stage (no reduction; padding, bias, relu, ...) that is not
-    an output: inlining it into its consumers costs nothing but index arithmetic."""
+CHEAP_CALLS = ("tir.if_then_else", "fabs")
+
+
+def is_inlinable(st: Stage) -> bool:
+    """A stage without reduction that is not an output: it can be inlined."""
     return not st.op.reduce_axis and not st.is_output
+
+
+def has_expensive_op(st: Stage) -> bool:
+    """Does the body call a math function (exp, log, sqrt, ...)? Inlining such a stage into
+    several consumers computes it several times."""
+    calls = collect(st.op.body, lambda e: isinstance(e, E.Call))
+    return any(c.op not in CHEAP_CALLS for c in calls)
+
+
+def is_strict_inlinable(st: Stage) -> bool:
+    """An inlinable stage with no expensive operation (padding, bias, relu, ...): inlining it
+    into its consumers costs nothing but index arithmetic, so it always is."""
+    return is_inlinable(st) and not has_expensive_op(st)
 
 
 def has_data_reuse(st: Stage) -> bool:

@@ -4,7 +4,8 @@ A derivation state is (steps so far, index of the working stage in the schedule'
 producers first). Every rule whose condition holds derives successor states; a state whose
 index is below 0 is a sketch. Rules, in the order they are tried (CPU):
 
-  always-inline     a strict-inlinable stage (elementwise/injective, not an output) is inlined
+  always-inline     a strict-inlinable stage (elementwise/injective, no math call such as exp,
+                    not an output) is inlined
   add-cache-write   a stage with data reuse and no fusible consumer gets a `local` cache stage
                     (both the cached and the uncached alternatives derive on)
   tile-with-fusion  a stage with data reuse and a fusible consumer is tiled (SSRSRS) and the

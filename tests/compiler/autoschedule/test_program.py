@@ -6,7 +6,7 @@ import pytest
 from compiler.autoschedule.annotate import annotate, crossover, factorizations, mutate
 from compiler.autoschedule.program import Program, SearchTask, run_program
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import step_from_json
+from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Inline, step_from_json
 from compiler.errors import TuningError
 from compiler.tune.measure import random_arrays
 
@@ -97,3 +97,23 @@ def test_flop_counts_value_arithmetic_not_index_arithmetic():
     padding = 4 * 58 * 58 * 16  # the padding stage's selects
     assert SearchTask("conv2d_NCHWc", args, "llvm").flop == conv + padding
     assert SearchTask("matmul", (64, 32, 16), "llvm").flop == 2 * 64 * 32 * 16
+
+
+def test_softmax_exp_location_is_sampled_and_every_choice_is_correct():
+    task = SearchTask("softmax", (4, 32))
+    sk = generate_sketches(task)[0]  # the sketch without rfactor
+    inputs = _inputs(task)
+    (want,) = task.reference(inputs)
+    seen = {}
+    for k in range(24):
+        program = annotate(sk, np.random.default_rng(k))
+        (loc,) = [s for s in program.steps if s.stage == "T_softmax_exp" and _is_location(s)]
+        seen.setdefault(type(loc).__name__, program)
+    assert set(seen) == {"Inline", "ComputeRoot", "ComputeAt"}
+    for program in seen.values():
+        (got,) = run_program(program, inputs)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def _is_location(step):
+    return isinstance(step, ComputeAt | ComputeRoot | Inline)

@@ -39,11 +39,12 @@ def test_elementwise_consumer_is_fused_into_the_tiles():
     assert all("cache_write" not in p for p in _printed("matmul_relu", (64, 64, 64)))
 
 
-def test_padding_is_always_inlined_and_softmax_is_skipped():
+def test_padding_is_always_inlined_and_softmax_is_left_to_the_annotation():
     for p in _printed("conv2d_NCHWc", (32, 8, 8, 32, 3, 3)):
         assert p.splitlines()[-1] == "compute_inline(data_pad)"
         assert "ic_chunk.0, ry.0, rx.0, ic_block.0" in p  # SSRSRS with reduction levels
-    assert _printed("softmax", (64, 64)) == ["compute_inline(T_softmax_exp)"]
+    # the exp has two consumers: inlining it is a location choice, not a rule (no recompute)
+    assert _printed("softmax", (64, 64)) == [""]
 
 
 def test_rfactor_for_reductions_with_little_parallelism():
@@ -75,4 +76,4 @@ def test_user_rule_is_tried_before_skip():
         assert p.splitlines()[0] == "T_softmax_norm: parallel i0"
     finally:
         sketch.unregister_sketch_rule("parallel-norm")
-    assert _printed("softmax", (64, 64)) == ["compute_inline(T_softmax_exp)"]
+    assert _printed("softmax", (64, 64)) == [""]

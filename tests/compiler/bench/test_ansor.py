@@ -1,0 +1,67 @@
+"""The auto-scheduler benchmark's pieces (compiler.bench.ansor), on synthetic figures."""
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+from compiler.bench import ansor
+
+
+def test_curve_at_is_the_best_among_the_first_n_trials_in_gflops():
+    curve = np.array([1e9, 3e9, 2e9, 5e9])
+    assert ansor._curve_at(curve, [1, 3, 64]) == {1: 1.0, 3: 3.0, 64: 5.0}
+    assert ansor._curve_at(np.array([]), [64]) == {64: 0.0}
+
+
+def _row(op, a, p, numpy=None):
+    row = {
+        "op": op,
+        "ansor": {64: a[0], 200: a[1]},
+        "template": {64: p[0], 200: p[1]},
+        "peer": "template tuner (xgb)",
+        "search_s_per_batch": 0.5,
+        "measure_s_per_batch": 2.0,
+    }
+    if numpy:
+        row["numpy"] = numpy
+    return row
+
+
+def test_print_result_counts_wins_at_the_largest_trial_count(capsys):
+    result = {
+        "trials": [64, 200],
+        "operators": [
+            _row("matmul512", (90.0, 120.0), (100.0, 100.0), 150.0),
+            _row("C2", (80.0, 90.0), (50.0, 100.0)),
+        ],  # fmt: skip
+        "metaschedule": {"matmul512_64": {"gflops": 30.0, "tuning_s": 50.0}, "ours_64": 90.0},
+        "scheduler": {
+            "tasks": 2,
+            "budget": 40,
+            "gradient": {"trials": [4, 8, 40], "latency_ms": [3.0, 1.5, 1.0]},
+            "round-robin": {"trials": [4, 8, 40], "latency_ms": [3.0, 2.5, 1.5]},
+            "gradient_trials_to_rr_final": 8,
+        },
+    }
+    ansor.print_result(result)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    matmul = next(line for line in lines if line.startswith("matmul512 "))
+    assert matmul.split()[1:7] == ["90.0", "100.0", "0.90", "120.0", "100.0", "1.20"]
+    assert matmul.split()[7:9] == ["150.0", "0.80"]  # numpy and ours / numpy at 200
+    assert "ansor >= peer at 200 trials on 1 of 2" in out
+    assert "ours 90.0 (3.00x)" in out
+    assert "gradient reaches round robin's final after 8 trials (20%)" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tvm") is not None, reason="tvm is installed")
+def test_metaschedule_without_tvm_is_an_error_entry_not_a_crash():
+    got = ansor.metaschedule_matmul(sys.executable, 8, 1)
+    assert set(got) == {"error"} and "tvm" in got["error"]
+    assert "error" in ansor.metaschedule_matmul("/nonexistent/python", 8, 1)
+
+
+def test_hand_written_schedule_peer_is_measured():
+    assert ansor.default_schedule_gflops("softmax", (4, 64)) > 0
