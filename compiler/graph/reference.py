@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import OperatorError
+from ..topi import testing
 from .ir import Graph, Node
 
 Kernel = Callable[[list[Any], dict[str, Any]], list[np.ndarray]]
@@ -22,18 +22,17 @@ def _one(fn: Callable[..., np.ndarray]) -> Kernel:
     return lambda ins, a: [fn(*ins, **a)]
 
 
-def _windows(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
-    """[N, C, OH, OW, KH, KW] views of x's (already padded) 2-d windows."""
-    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
-    win = sliding_window_view(x, span, axis=(2, 3))
-    return win[:, :, :: strides[0], :: strides[1], :: dilations[0], :: dilations[1]]
+def _windows(x: np.ndarray, kernel, strides, dilations, pads=(0, 0, 0, 0)) -> np.ndarray:
+    """[N, C, OH, OW, KH, KW] views of x's 2-d windows (x padded by ONNX `pads` first)."""
+    top, left, bottom, right = pads[0], pads[1], pads[2], pads[3]
+    return testing.windows(x, tuple(kernel), tuple(strides), tuple(dilations),
+                            (top, left, bottom, right), 0.0)  # fmt: skip
 
 
 def conv(x, w, b=None, *, pads, strides, dilations, group, **_) -> np.ndarray:
-    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
     n, c = x.shape[:2]
     oc, cg, kh, kw = w.shape
-    win = _windows(x, (kh, kw), strides, dilations)
+    win = _windows(x, (kh, kw), strides, dilations, pads)
     oh, ow = win.shape[2:4]
     win = win.reshape(n, group, c // group, oh, ow, kh, kw)
     wg = w.reshape(group, oc // group, cg, kh, kw)
@@ -125,8 +124,7 @@ def div(a, b) -> np.ndarray:
 
 
 def softmax(x, *, axis) -> np.ndarray:
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    return testing.softmax_python(x, axis)
 
 
 def log_softmax(x, *, axis) -> np.ndarray:

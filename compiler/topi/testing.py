@@ -29,7 +29,7 @@ def oihw_pack(kernel: np.ndarray, ic_bn: int, oc_bn: int) -> np.ndarray:
     return np.ascontiguousarray(k.transpose(0, 2, 4, 5, 3, 1))
 
 
-def _windows(data: np.ndarray, kernel, stride, dilation, padding, fill: float) -> np.ndarray:
+def windows(data: np.ndarray, kernel, stride, dilation, padding, fill: float) -> np.ndarray:
     """[N, C, OH, OW, KH, KW] views of the padded input under each window."""
     (kh, kw), (sh, sw), (dh, dw) = pair(kernel), pair(stride), pair(dilation)
     top, left, bottom, right = padding
@@ -45,14 +45,14 @@ def _windows(data: np.ndarray, kernel, stride, dilation, padding, fill: float) -
 def conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any, dilation=1):
     """Reference conv2d: a [N, C, H, W], w [OC, C, KH, KW]."""
     pads = get_pad_tuple(padding, w.shape[2:])
-    win = _windows(a, w.shape[2:], stride, dilation, pads, 0.0)
+    win = windows(a, w.shape[2:], stride, dilation, pads, 0.0)
     return np.einsum("ncyxij,ocij->noyx", win, w, optimize=True).astype(a.dtype)
 
 
 def depthwise_conv2d_python_nchw(a: np.ndarray, w: np.ndarray, stride, padding, dilation=1):
     """Reference depthwise conv2d: a [N, C, H, W], w [C, M, KH, KW] -> [N, C * M, OH, OW]."""
     pads = get_pad_tuple(padding, w.shape[2:])
-    win = _windows(a, w.shape[2:], stride, dilation, pads, 0.0)
+    win = windows(a, w.shape[2:], stride, dilation, pads, 0.0)
     out = np.einsum("ncyxij,cmij->ncmyx", win, w)
     n, c, m, oh, ow = out.shape
     return out.reshape(n, c * m, oh, ow).astype(a.dtype)
@@ -64,12 +64,12 @@ def pool2d_python(
     """Reference max / avg pooling of a [N, C, H, W] (no ceil mode)."""
     pads = get_pad_tuple(padding, pair(kernel))
     if pool_type == "max":
-        return _windows(a, kernel, stride, dilation, pads, -np.inf).max(axis=(4, 5))
-    total = _windows(a, kernel, stride, dilation, pads, 0.0).sum(axis=(4, 5))
+        return windows(a, kernel, stride, dilation, pads, -np.inf).max(axis=(4, 5))
+    total = windows(a, kernel, stride, dilation, pads, 0.0).sum(axis=(4, 5))
     if count_include_pad:
         return (total / np.prod(pair(kernel))).astype(a.dtype)
     ones = np.ones((1, 1) + a.shape[2:], a.dtype)
-    count = _windows(ones, kernel, stride, dilation, pads, 0.0).sum(axis=(4, 5))
+    count = windows(ones, kernel, stride, dilation, pads, 0.0).sum(axis=(4, 5))
     return (total / count).astype(a.dtype)
 
 
