@@ -22,7 +22,7 @@ from vta.config import VTAConfig
 from vta.hwconfig import generate_header
 
 from .build import TOP, rtl_sources
-from .timing import CriticalPath, critical_path, slow_signals
+from .timing import CriticalPath, analyse
 
 # Capacity of the parts the presets name (7-series resources).
 PARTS = {
@@ -87,8 +87,7 @@ def synthesize(
             log.write_text(text + run.stderr)
         if run.returncode != 0:
             sys.exit(f"synth_report: yosys failed:\n{(run.stderr or text)[-3000:]}")
-        path = critical_path(netlist, TOP)
-        slow = slow_signals(netlist, TOP, 1000.0 / (MARGIN * cfg.clock_mhz))
+        path, slow = analyse(netlist, TOP, 1000.0 / (MARGIN * cfg.clock_mhz))
     stat = text[text.rfind("Printing statistics") :]
     cells = {name: int(n) for name, n in re.findall(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}
     totals = {"LUT": 0.0, "FF": 0.0, "BRAM36": 0.0, "DSP": 0.0}

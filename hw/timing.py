@@ -260,6 +260,14 @@ def critical_path(netlist: dict | str | Path, top: str) -> CriticalPath:
     return _module(netlist, top).critical_path()
 
 
+def analyse(
+    netlist: dict | str | Path, top: str, period_ns: float
+) -> tuple[CriticalPath, list[CriticalPath]]:
+    """The critical path and the slow signals (as `slow_signals`) of one netlist read once."""
+    module = _module(netlist, top)
+    return module.critical_path(), module.slow_signals(period_ns)
+
+
 def slow_signals(netlist: dict | str | Path, top: str, period_ns: float) -> list[CriticalPath]:
     """Per signal of module `top` read at a path end (a register's input), its worst path when
     that is longer than `period_ns`, slowest first."""

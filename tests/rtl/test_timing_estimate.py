@@ -92,3 +92,4 @@ def test_paths_are_named_by_the_rtl_signals_and_slow_signals_listed_slowest_firs
     # both ends load bits of `full`: one entry, its worst path
     assert [(p.nets[-1], p.delay_ns) for p in slow] == [("full[0]", pytest.approx(two_luts))]
     assert slow_signals(netlist(cells, names), "top", two_luts) == []
+    assert timing.analyse(netlist(cells, names), "top", one_lut - 0.01) == (path, slow)
