@@ -126,6 +126,7 @@ class GraphModule:
         self._nop = kernels[NOP]
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
         self._table = (ctypes.c_void_p * n)()
+        _check_memory(manifest["arena_bytes"])
         raw = np.empty(manifest["arena_bytes"] + ALIGN, np.uint8)
         start = (-raw.ctypes.data) % ALIGN
         self._arena = raw[start : start + manifest["arena_bytes"]]
@@ -332,6 +333,29 @@ class GraphModule:
             return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
         return cls(manifest, params, *_bind(address, manifest), keep=lib)
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel can give without swapping (MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _check_memory(arena_bytes: int) -> None:
+    """Refuse an arena the machine cannot hold: memory is committed lazily, so allocating it
+    would succeed and the process be killed when the kernels touch it."""
+    free = available_memory()
+    if free is not None and arena_bytes > free:
+        raise CodegenError(
+            f"the model's intermediate tensors need an arena of {arena_bytes / 2**30:.1f} GiB; "
+            f"this machine has {free / 2**30:.1f} GiB available"
+        )
 
 
 def _sha256(data: bytes) -> str:

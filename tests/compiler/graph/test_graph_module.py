@@ -110,3 +110,16 @@ def test_load_refuses_a_changed_folder(graph, tmp_path, change, message):
     change(tmp_path / "m")
     with pytest.raises(CodegenError, match=message):
         GraphModule.load(tmp_path / "m")
+
+
+def test_an_arena_larger_than_the_machine_is_refused(graph, tmp_path, monkeypatch):
+    """Memory is committed lazily: an arena the machine cannot hold would be allocated and the
+    process killed when a kernel touched it, so it is refused first."""
+    from compiler.errors import CodegenError
+    from compiler.graph import executor
+
+    g, _ = graph
+    g.save(tmp_path / "m")
+    monkeypatch.setattr(executor, "available_memory", lambda: 4096)
+    with pytest.raises(CodegenError, match="need an arena of 0.0 GiB; this machine has 0.0 GiB"):
+        GraphModule.load(tmp_path / "m")
