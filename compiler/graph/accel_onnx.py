@@ -15,8 +15,9 @@ quantized reference does, so every device gives outputs bit-identical to `run(..
   pools, flatten                          CPU
 
 Activations are packed into the accelerator's layout at each CPU -> accelerator boundary and
-stay packed between offloaded layers. Calibration: min/max (or a percentile) of each tensor over
-the calibration inputs (seeded random ones unless given: no data sets exist offline).
+stay packed between offloaded layers. Calibration: each tensor's exponent from its values over
+the calibration inputs (seeded random ones unless given: no data sets exist offline); ReLU outputs
+that no reader zero-pads are stored with zero point -128 (`zero_points`), one bit finer.
 """
 
 from __future__ import annotations
@@ -354,13 +355,18 @@ class QNetwork:
     """The quantized network: each tensor's exponent and each conv/dense layer's QConv; with
     `float_cpu`, the conv and dense layers the CPU runs compute in fp32 (their QConv then only
     gives shapes): int8 tensors are dequantized into them and their fp32 outputs quantized at
-    each tensor's exponent where an accelerator layer takes them."""
+    each tensor's exponent where an accelerator layer takes them. `zeros`: the tensors stored
+    with zero point -128 (see `zero_points`; the others have 0)."""
 
     net: Network
     exps: dict[str, int]
     convs: dict[str, QConv]
     calibration: str = ""  # where the exponents came from
     float_cpu: bool = False  # the CPU's conv and dense layers compute in fp32
+    zeros: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def zero(self, name: str) -> int:
+        return self.zeros.get(name, 0)
 
 
 def quantize_network(
@@ -370,6 +376,7 @@ def quantize_network(
     correct_bias: bool = True,
     float_cpu: bool = True,
     pre_shift: bool = False,
+    unsigned: bool = True,
 ) -> QNetwork:
     """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
     (an exponent a shift cannot reach is raised, as `quantize_conv` decides), with an exponent
@@ -382,19 +389,22 @@ def quantize_network(
     min/max's. `float_cpu`: see QNetwork; `pre_shift`: see
     `quant.quantize_conv` (off by default: on the seeded ResNet-18 the coarser weights of the
     residual convs cost about one point of output error and save an ALU op per output row, 37 k
-    cycles)."""
+    cycles); `unsigned`: tensors `zero_points` allows are stored with zero point -128."""
     acts = forward_f32(net, calibration)
-    exps = {k: Q.pow2_exponent(Q.magnitude(v, method)) for k, v in acts.items()}
-    qn = QNetwork(net, exps, {}, float_cpu=float_cpu)
+    qn = QNetwork(net, {}, {}, float_cpu=float_cpu)
+    if unsigned:
+        qn.zeros = zero_points(net, qn, acts[net.input], pre_shift)
+    exps = qn.exps
+    exps.update({k: Q.exponent(v, method, qn.zero(k)) for k, v in acts.items()})
     t = {net.input: _entry(qn, calibration)}
     for ly in net.layers:
         if ly.kind in ("maxpool", "flatten"):
             exps[ly.output] = exps[ly.inputs[0]]
         elif ly.kind in ("conv", "dwconv", "dense"):
-            q = _quantize_layer(ly, exps, ly.bias, pre_shift)
+            q = _quantize_layer(ly, qn, ly.bias, pre_shift)
             if correct_bias and not _is_float(ly, qn):
                 err = _preactivation(ly, q, t, qn) - _preactivation_f32(ly, acts)
-                q = _quantize_layer(ly, exps, ly.bias - err.mean(axis=(0, 2, 3)), pre_shift)
+                q = _quantize_layer(ly, qn, ly.bias - err.mean(axis=(0, 2, 3)), pre_shift)
             qn.convs[ly.name] = q
             exps[ly.output] = q.e_out
         if correct_bias:
@@ -402,20 +412,63 @@ def quantize_network(
     return qn
 
 
-def _quantize_layer(ly: Layer, exps: dict[str, int], bias: np.ndarray, pre_shift: bool) -> QConv:
+def zero_points(net: Network, qn: QNetwork, x: np.ndarray, pre_shift: bool) -> dict[str, int]:
+    """The tensors stored with zero point -128: never negative (a ReLU's output, a max pool or
+    flatten of one, the network input if no calibration input is negative) and read only where
+    the zero point folds into a bias exactly (a conv or dense without zero padding or pre-shift,
+    a residual or shortcut input) or where they are dequantized (fp32 layers, the output); a
+    max pool or flatten passes its input's zero point on."""
+    readers: dict[str, list[tuple[Layer, str]]] = {}
+    for ly in net.layers:
+        roles = [(ly.inputs[0], "input")] if ly.inputs else []
+        roles += [(ly.residual, "residual")] if ly.residual else []
+        roles += [(ly.shortcut.inputs[0], "residual")] if ly.shortcut else []
+        roles += [(t, "float") for t in ly.inputs[1:]]
+        for t, role in roles:
+            readers.setdefault(t, []).append((ly, role))
+    nonneg = {net.input} if x.min(initial=0.0) >= 0 else set()
+    for ly in net.layers:
+        if (ly.kind in ("conv", "dwconv", "dense") and ly.relu) or (
+            ly.kind in ("maxpool", "flatten") and ly.inputs[0] in nonneg
+        ):
+            nonneg.add(ly.output)
+    zeros: dict[str, int] = {}
+
+    def exact(ly: Layer, role: str) -> bool:
+        if role != "input" or ly.kind == "op" or _is_float(ly, qn):
+            return True
+        if ly.kind in ("maxpool", "flatten"):
+            return ly.output in zeros
+        pre = pre_shift and ly.residual is not None
+        return ly.kind in ("conv", "dwconv", "dense") and ly.pad == 0 and not pre
+
+    for t in reversed([net.input, *(ly.output for ly in net.layers)]):  # readers first
+        if t in nonneg and all(exact(ly, role) for ly, role in readers.get(t, [])):
+            zeros[t] = -128
+    return zeros
+
+
+def _quantize_layer(ly: Layer, qn: QNetwork, bias: np.ndarray, pre_shift: bool) -> QConv:
+    exps = qn.exps
     e_res = exps[ly.residual] if ly.residual else None
     sc = ly.shortcut
     shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
     per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
+    zeros = (qn.zero(ly.inputs[0]), qn.zero(ly.residual) if ly.residual else 0,
+             qn.zero(sc.inputs[0]) if sc else 0, qn.zero(ly.output))  # fmt: skip
+    zeros = (0, 0, 0, 0) if _is_float(ly, qn) else zeros  # its QConv only gives shapes
     return Q.quantize_conv(ly.weight, bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
                            ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
-                           per_channel=per_channel, pre_shift=pre_shift)  # fmt: skip
+                           per_channel=per_channel, pre_shift=pre_shift,
+                           zeros=zeros)  # fmt: skip
 
 
 def _entry(qn: QNetwork, x: np.ndarray) -> np.ndarray:
     """The network input as the first layer takes it (fp32 into an fp32 CPU layer)."""
     first = next(ly for ly in qn.net.layers if qn.net.input in _needs(ly))
-    return x.astype(np.float32) if _is_float(first, qn) else Q.quantize(x, qn.exps[qn.net.input])
+    if _is_float(first, qn):
+        return x.astype(np.float32)
+    return Q.quantize(x, qn.exps[qn.net.input], qn.zero(qn.net.input))
 
 
 def _is_float(ly: Layer, qn: QNetwork) -> bool:
@@ -431,13 +484,13 @@ def _is_float(ly: Layer, qn: QNetwork) -> bool:
 def _int8(qn: QNetwork, t: dict, name: str) -> np.ndarray:
     """Tensor `name` in int8 (quantized at its exponent if an fp32 layer made it)."""
     v = t[name]
-    return v if v.dtype == np.int8 else Q.quantize(v, qn.exps[name])
+    return v if v.dtype == np.int8 else Q.quantize(v, qn.exps[name], qn.zero(name))
 
 
 def dequantized(qn: QNetwork, t: dict, name: str) -> np.ndarray:
-    """Tensor `name` in fp32 (int8 tensors dequantized at their exponent)."""
+    """Tensor `name` in fp32 (int8 tensors dequantized at their exponent and zero point)."""
     v = t[name]
-    return Q.dequantize(v, qn.exps[name]) if v.dtype == np.int8 else v
+    return Q.dequantize(v, qn.exps[name], qn.zero(name)) if v.dtype == np.int8 else v
 
 
 def _preactivation(ly: Layer, q: QConv, t: dict, qn: QNetwork) -> np.ndarray:
@@ -448,13 +501,14 @@ def _preactivation(ly: Layer, q: QConv, t: dict, qn: QNetwork) -> np.ndarray:
     sc_in = _int8(qn, t, ly.shortcut.inputs[0]) if ly.shortcut else None
     acc = Q.accumulate(q, h, res, sc_in, dw=ly.kind == "dwconv")
     shift = np.asarray(q.shift).reshape(-1, 1, 1) if np.ndim(q.shift) else q.shift
-    return (acc - (1 << shift >> 1)) * 2.0 ** (q.e_out - shift)
+    offset = (1 << shift >> 1) + (qn.zero(ly.output) << shift)  # rounding, output zero point
+    return (acc - offset) * 2.0 ** (q.e_out - shift)
 
 
 def _clip(ly: Layer, qn: QNetwork, y: np.ndarray) -> np.ndarray:
     """A layer's int8 output with its Clip upper bound (if any) applied."""
-    hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu and y.dtype == np.int8 else None
-    return y if hi is None or hi >= 127 else np.minimum(y, np.int8(hi))
+    hi = _clip_max(ly, qn) if y.dtype == np.int8 else None
+    return y if hi is None else np.minimum(y, np.int8(hi))
 
 
 def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
@@ -477,10 +531,13 @@ def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
     return "cpu", why[ly.kind]
 
 
-def _clip_max(ly: Layer, e_out: int) -> int | None:
-    if ly.clip_max is None or not np.isfinite(ly.clip_max):
+def _clip_max(ly: Layer, qn: QNetwork) -> int | None:
+    """The int8 bound of the layer's Clip max (None: none, or the int8 range bounds it)."""
+    if not ly.relu or ly.clip_max is None or not np.isfinite(ly.clip_max):
         return None
-    return int(np.clip(np.floor(ly.clip_max * 2.0**-e_out), 0, 127))
+    zero = qn.zero(ly.output)
+    hi = int(np.clip(np.floor(ly.clip_max * 2.0 ** -qn.exps[ly.output]) + zero, zero, 127))
+    return hi if hi < 127 else None
 
 
 def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
@@ -625,8 +682,8 @@ def run(
             packed[ly.output] = out
             t[ly.output] = unpack_act(out, layer.out_channels)
             rows.append({**report_row(layer, st), "why": why})
-        hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
-        if hi is not None and hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
+        hi = _clip_max(ly, qn)
+        if hi is not None:  # Clip's upper bound: an int8 minimum on the CPU
             t[ly.output] = _clip(ly, qn, t[ly.output])
             packed.pop(ly.output, None)
             rows[-1]["why"] += f"; Clip max on the CPU (int8 min {hi})"
@@ -683,6 +740,7 @@ def save(c: Compiled, folder: str | Path) -> None:
         "exps": c.qn.exps,
         "calibration": c.qn.calibration,
         "float_cpu": c.qn.float_cpu,
+        "zeros": c.qn.zeros,
         "convs": convs,
         "knobs": {name: dataclasses.asdict(a.knobs) for name, a in c.accel.items()},
     }
@@ -724,7 +782,8 @@ def load(folder: str | Path) -> Compiled:
             convs[name] = QConv(arrays[f"{name}.weight"], arrays[f"{name}.bias"],
                                 sc_weight=arrays.get(f"{name}.sc_weight"), **scalars)  # fmt: skip
         net = Network(layers, m["input"], tuple(m["input_shape"]), m["output"])
-        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""), m.get("float_cpu", False))
+        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""), m.get("float_cpu", False),
+                      m.get("zeros", {}))  # fmt: skip
         cfg = VTAConfig.from_dict(m["config"], source=str(folder / "accel.json"))
         knobs = {name: Conv2DKnobs(**k) for name, k in m["knobs"].items()}
     except (OSError, ValueError, KeyError, TypeError) as e:
