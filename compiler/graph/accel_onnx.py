@@ -41,6 +41,7 @@ from .accel import (
     report_row,
     unpack_act,
 )
+from .accel_cpu import CpuKernel, compile_graph, layer_graph, load_kernels, save_kernels
 from .quant import QConv
 
 # after the graph passes (batch norms folded, copies removed)
@@ -540,17 +541,26 @@ def _clip_max(ly: Layer, qn: QNetwork) -> int | None:
     return hi if hi < 127 else None
 
 
-def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
-    """A layer in numpy (the reference's and the CPU partition's): integer arithmetic, or fp32
-    for an fp32 layer (`_is_float`) and for max pool and flatten of an fp32 tensor."""
+def _cpu_layer(ly: Layer, qn: QNetwork, t: dict, kernel: CpuKernel | None = None) -> np.ndarray:
+    """A layer on the CPU: integer arithmetic, or fp32 for an fp32 layer (`_is_float`) and for
+    max pool and flatten of an fp32 tensor; in numpy (the reference), or with its compiled
+    `kernel` (`accel_cpu`: exact on int8 layers)."""
     if ly.kind == "op":
-        return _run_op(ly, {n: dequantized(qn, t, n) for n in ly.inputs})
+        args = {n: dequantized(qn, t, n) for n in ly.inputs}
+        return kernel(*args.values()) if kernel else _run_op(ly, args)
     h = t[ly.inputs[0]]
     exact = ly.kind in ("maxpool", "flatten")  # the same on int8 and fp32
+    if exact and kernel:
+        y = kernel(h)
+        return y.astype(np.int8) if h.dtype == np.int8 else y
     if (exact and h.dtype != np.int8) or (ly.kind.startswith("avgpool") and _is_float(ly, qn)):
+        if kernel:
+            return kernel(dequantized(qn, t, ly.inputs[0]))
         one = Network([ly], ly.inputs[0], (), ly.output)
         return forward_f32(one, dequantized(qn, t, ly.inputs[0]))[ly.output]
     if _is_float(ly, qn):
+        if kernel:
+            return kernel(*(dequantized(qn, t, n) for n in _needs(ly)))
         y = _preactivation_f32(ly, {n: dequantized(qn, t, n) for n in _needs(ly)})
         if ly.relu:
             y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
@@ -571,24 +581,28 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
                                     ly.include_pad)  # fmt: skip
         return Q.quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
     q = qn.convs[ly.name]
-    if ly.kind == "dwconv":
-        out = Q.requantize(Q.accumulate(q, h, dw=True), q)
-    else:
-        x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
-        sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
-        out = Q.run_qconv(q, x, t[ly.residual] if ly.residual else None, sc_in)
-        out = out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
-    return out
+    x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+    products = kernel(h) if kernel else None
+    if products is not None and ly.kind == "dense":
+        products = products.reshape(*products.shape, 1, 1)
+    sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
+    res = t[ly.residual] if ly.residual else None
+    acc = Q.accumulate(q, x, res, sc_in, ly.kind == "dwconv", products)
+    out = Q.requantize(acc, q)
+    return out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
 
 
 @dataclasses.dataclass
 class Compiled:
-    """A quantized network with its offloaded layers compiled for one configuration."""
+    """A quantized network with its offloaded layers compiled for one configuration and its
+    CPU layers for the llvm target (`cpu`; `numpy`: why a CPU layer has no kernel)."""
 
     qn: QNetwork
     cfg: VTAConfig
     accel: dict[str, AccelConv]
     compile_seconds: float
+    cpu: dict[str, CpuKernel] = dataclasses.field(default_factory=dict)
+    numpy: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _out_channels(ly: Layer, qn: QNetwork) -> int:
@@ -632,12 +646,38 @@ def _offloaded(qn: QNetwork) -> list[tuple[Layer, QConv, tuple, tuple | None]]:
 def compile_network(
     qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
 ) -> Compiled:
+    """The offloaded layers' Programs (knobs from `db` or the best of `candidates`) and the
+    CPU layers' llvm kernels."""
     start = time.perf_counter()
     accel = {
         ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, candidates, db)
         for ly, q, shape, sc_shape in _offloaded(qn)
     }
-    return Compiled(qn, cfg, accel, time.perf_counter() - start)
+    cpu, numpy_why = compile_cpu(qn)
+    return Compiled(qn, cfg, accel, time.perf_counter() - start, cpu, numpy_why)
+
+
+def compile_cpu(qn: QNetwork) -> tuple[dict[str, CpuKernel], dict[str, str]]:
+    """Each CPU layer's llvm kernel (`accel_cpu`), and why a layer has none (it runs in numpy)."""
+    shapes = _shapes(qn)
+    kernels, why = {}, {}
+    for ly in qn.net.layers:
+        if _place(ly, qn.convs.get(ly.name))[0] != "cpu":
+            continue
+        floating = _is_float(ly, qn)
+        if ly.kind.startswith("avgpool") and not floating:
+            why[ly.name] = "int8 average pool: an fp32 mean would round differently"
+            continue
+        integer = ly.kind in ("conv", "dwconv", "dense") and not floating
+        graph = layer_graph(ly, shapes, qn.convs[ly.name] if integer else None)
+        if graph is None:
+            why[ly.name] = "int8 products not exact in fp32 (sums reach 2^24, or a shortcut)"
+            continue
+        try:
+            kernels[ly.name] = CpuKernel(compile_graph(graph), integer)
+        except OperatorError as e:
+            why[ly.name] = f"no llvm kernel ({e})"
+    return kernels, why
 
 
 def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
@@ -655,20 +695,34 @@ def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
 def run(
     c: Compiled | QNetwork, x: np.ndarray, device: str | None = None
 ) -> tuple[dict, list[dict], float]:
-    """(every tensor: int8, fp32 from fp32 CPU layers; per-layer rows; CPU seconds) on `device`;
-    with a QNetwork (or device None) everything runs in numpy: the bit-exact reference."""
-    qn = c.qn if isinstance(c, Compiled) else c
+    """(every tensor: int8, fp32 from fp32 CPU layers; per-layer rows; CPU seconds) on `device`.
+    A QNetwork runs in numpy: the quantized reference. A Compiled model runs its CPU layers
+    with their llvm kernels (each row has its `cpu_seconds` and `kernel`) and its offloaded
+    layers on `device`, or with device None in numpy: the bit-exact reference of every device
+    (int8 CPU layers are bit-identical to numpy's, fp32 ones equal to fp32 rounding)."""
+    compiled = isinstance(c, Compiled)
+    qn = c.qn if compiled else c
+    kernels = c.cpu if compiled else {}
+    if kernels and x.shape[0] != qn.net.input_shape[0]:
+        raise OperatorError(f"input batch {x.shape[0]}: the CPU layers were compiled for "
+                            f"batch {qn.net.input_shape[0]}")  # fmt: skip
     t = {qn.net.input: _entry(qn, x)}
     packed: dict[str, np.ndarray] = {}  # tensors also held in the accelerator's layout
     rows, cpu = [], 0.0
     for ly in qn.net.layers:
         where, why = _place(ly, qn.convs.get(ly.name))
-        if device is None or not isinstance(c, Compiled) or where == "cpu":
+        if device is None or not compiled or where == "cpu":
+            kernel = kernels.get(ly.name) if where == "cpu" else None
             start = time.perf_counter()
-            t[ly.output] = _cpu_layer(ly, qn, t)
-            cpu += time.perf_counter() - start
+            t[ly.output] = _cpu_layer(ly, qn, t, kernel)
+            took = time.perf_counter() - start
+            cpu += took
             fp32 = "; fp32" if t[ly.output].dtype != np.int8 else ""
-            rows.append({"name": ly.name, "where": "cpu", "why": why + fp32})
+            row = {"name": ly.name, "where": "cpu", "why": why + fp32}
+            if compiled and where == "cpu":
+                row.update(cpu_seconds=took, kernel="llvm" if kernel else "numpy")
+                row["why"] += f"; numpy: {c.numpy[ly.name]}" if ly.name in c.numpy else ""
+            rows.append(row)
         else:
             start = time.perf_counter()
             for name in _needs(ly):
@@ -704,9 +758,10 @@ _QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_s
 
 
 def save(c: Compiled, folder: str | Path) -> None:
-    """accel.json (layers, exponents, configuration, each offloaded layer's knobs) and
-    weights.npz (the quantized weights and biases): `load` rebuilds the Programs from them
-    without calibrating or searching again."""
+    """accel.json (layers, exponents, configuration, each offloaded layer's knobs),
+    weights.npz (the quantized weights and biases) and cpu/ (the CPU layers' compiled kernels):
+    `load` rebuilds the Programs from them without calibrating, searching or compiling for the
+    CPU again."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     net, arrays = c.qn.net, {}
@@ -743,9 +798,11 @@ def save(c: Compiled, folder: str | Path) -> None:
         "zeros": c.qn.zeros,
         "convs": convs,
         "knobs": {name: dataclasses.asdict(a.knobs) for name, a in c.accel.items()},
+        "numpy": c.numpy,
     }
     (folder / "accel.json").write_text(json.dumps(manifest, indent=1))
     np.savez(folder / "weights.npz", **arrays)
+    save_kernels(c.cpu, folder)
 
 
 def is_saved(folder: str | Path) -> bool:
@@ -793,4 +850,5 @@ def load(folder: str | Path) -> Compiled:
         ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, knobs=knobs[ly.name])
         for ly, q, shape, sc_shape in _offloaded(qn)
     }
-    return Compiled(qn, cfg, accel, time.perf_counter() - start)
+    cpu = load_kernels(folder)
+    return Compiled(qn, cfg, accel, time.perf_counter() - start, cpu, m.get("numpy", {}))

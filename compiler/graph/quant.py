@@ -220,9 +220,13 @@ def accumulate(
     residual: np.ndarray | None = None,
     sc_in: np.ndarray | None = None,
     dw: bool = False,
+    products: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The int64 NCHW accumulator of a quantized conv (depthwise if `dw`) before its shift."""
-    if dw:
+    """The int64 NCHW accumulator of a quantized conv (depthwise if `dw`) before its shift;
+    `products`: the main conv's, computed elsewhere (exactly)."""
+    if products is not None:
+        acc = products.astype(np.int64)
+    elif dw:
         zero = np.zeros(q.weight.shape[0], np.int64)
         acc = depthwise(x.astype(np.int64), q.weight.astype(np.int64), zero, q.stride, q.pad)
     else:
