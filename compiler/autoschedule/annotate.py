@@ -147,6 +147,13 @@ def parallel_limit(s: Schedule, st: Stage) -> int:
     return n
 
 
+def rfactor_options(st: Stage) -> list[int]:
+    """The factors an rfactor of `st` may take: divisors of its reduction's extent."""
+    (k,) = st.op.reduce_axis
+    extent = int(k.dom.extent.value)
+    return [d for d in range(2, min(extent, 1024) + 1) if extent % d == 0] or [1]
+
+
 def fill_tile_sizes(program: Program, rng: np.random.Generator) -> list[Step]:
     """The sketch's steps with every open split length sampled."""
     s = program.task.initial_schedule()
@@ -158,9 +165,7 @@ def fill_tile_sizes(program: Program, rng: np.random.Generator) -> list[Step]:
             extent = loop_extents(st)[iv]
             step = Split(step.stage, step.iter, sample_lengths(extent, len(step.lengths), rng))
         elif isinstance(step, Rfactor) and step.factor is None:
-            (k,) = stage_named(s, step.stage).op.reduce_axis
-            extent = int(k.dom.extent.value)
-            options = [d for d in range(2, min(extent, 1024) + 1) if extent % d == 0] or [1]
+            options = rfactor_options(stage_named(s, step.stage))
             step = Rfactor(step.stage, options[rng.integers(len(options))])
         _replay_into(s, steps, [step])
     return steps
@@ -258,6 +263,21 @@ def mutate_tile_size(program: Program, rng: np.random.Generator) -> Program | No
     return _replace(program, k, Split(step.stage, step.iter, tuple(levels[1:])))
 
 
+def mutate_rfactor(program: Program, rng: np.random.Generator) -> Program | None:
+    """Another factor for an rfactor (the steps on the factored stage replay with it: their
+    splits are of loops whose extents follow the factor)."""
+    rfs = [k for k, s in enumerate(program.steps) if isinstance(s, Rfactor)]
+    if not rfs:
+        return None
+    k = rfs[rng.integers(len(rfs))]
+    step = program.steps[k]
+    s = _schedule_before(program, k)
+    options = [f for f in rfactor_options(stage_named(s, step.stage)) if f != step.factor]
+    if not options:
+        return None
+    return _replace(program, k, Rfactor(step.stage, options[rng.integers(len(options))]))
+
+
 def mutate_parallel(program: Program, rng: np.random.Generator) -> Program | None:
     """Fuse one more or one fewer leading loop into a parallel loop."""
     fuses = [
@@ -315,19 +335,21 @@ def mutate_location(program: Program, rng: np.random.Generator) -> Program | Non
     return None if new == step else _replace(program, k, new)
 
 
+# mutation -> its probability
 MUTATIONS = {
-    "tile_size": mutate_tile_size,
-    "parallel": mutate_parallel,
-    "pragma": mutate_pragma,
-    "location": mutate_location,
+    mutate_tile_size: 0.65,
+    mutate_rfactor: 0.05,
+    mutate_parallel: 0.1,
+    mutate_pragma: 0.1,
+    mutate_location: 0.1,
 }
 
 
 def mutate(program: Program, rng: np.random.Generator) -> Program | None:
     """One random mutation (None if the chosen one does not apply)."""
-    names = list(MUTATIONS)
-    weights = np.array([0.7, 0.1, 0.1, 0.1])
-    return MUTATIONS[names[rng.choice(len(names), p=weights)]](program, rng)
+    funcs = list(MUTATIONS)
+    k = rng.choice(len(funcs), p=np.array(list(MUTATIONS.values())))
+    return funcs[k](program, rng)
 
 
 def crossover(a: Program, b: Program, rng: np.random.Generator) -> Program | None:
