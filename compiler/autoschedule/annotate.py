@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..codegen.nvptx_arch import is_cuda_target
 from ..schedule.schedule import Schedule, Stage
 from . import dag
 from .program import Program
@@ -168,6 +169,10 @@ def fill_tile_sizes(program: Program, rng: np.random.Generator) -> list[Step]:
 
 def annotate(sketch: Program, rng: np.random.Generator) -> Program:
     """A random complete program of a sketch."""
+    if is_cuda_target(sketch.task.target):
+        from .gpu import annotate_gpu
+
+        return annotate_gpu(sketch, rng)
     steps = fill_tile_sizes(sketch, rng)
     s = sketch.task.initial_schedule()
     for step in steps:
@@ -325,6 +330,10 @@ MUTATIONS = {
 
 def mutate(program: Program, rng: np.random.Generator) -> Program | None:
     """One random mutation (None if the chosen one does not apply)."""
+    if is_cuda_target(program.task.target):
+        from .gpu import mutate_gpu
+
+        return mutate_gpu(program, rng)
     names = list(MUTATIONS)
     weights = np.array([0.7, 0.1, 0.1, 0.1])
     return MUTATIONS[names[rng.choice(len(names), p=weights)]](program, rng)
