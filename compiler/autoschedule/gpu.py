@@ -46,6 +46,7 @@ from .steps import (
 )
 
 MAX_VTHREAD = 8  # virtual threads per block (each replicates the thread's registers)
+MAX_LOCAL = 128  # elements per thread of local stages (accumulators kept in registers)
 VECTOR_WIDTHS = (1, 2, 4)  # elements per shared-memory fetch (16 bytes at most)
 THREAD_COUNTS = (32, 64, 128, 256, 512)  # threads per block of an untiled stage
 SAMPLE_TRIES = 64
@@ -172,14 +173,24 @@ def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     return Program(task, steps, sketch.sketch)
 
 
+def _vthreads(st: Stage, info) -> int:
+    return math.prod(
+        info.leaf_ext[iv]
+        for iv, attr in st.iter_attrs.items()
+        if attr.thread is not None and attr.thread.thread_tag == "vthread"
+    )
+
+
 def resource_problems(program: Program) -> list[str]:
-    """Why a GPU program cannot run on its target's architecture (empty: it fits): threads
-    per block, virtual threads, shared memory per block, fetch vector width."""
+    """Why a GPU program cannot run well on its target's architecture (empty: it fits):
+    threads per block, virtual threads, shared memory per block, registers per thread (local
+    elements), fetch vector width."""
     arch = parse_cuda_target(program.task.target)
     s, _ = program.schedule()
     infos = infer_bounds(s, Analyzer())
     problems = []
     shared = 0
+    vthreads = {st: _vthreads(st, info) for st, info in infos.items()}
     for st, info in infos.items():
         ext = {"threadIdx": 1, "vthread": 1}
         for iv, attr in st.iter_attrs.items():
@@ -192,9 +203,13 @@ def resource_problems(program: Program) -> list[str]:
             problems.append(f"{st.op.name}: {ext['threadIdx']} threads per block")
         if ext["vthread"] > MAX_VTHREAD:
             problems.append(f"{st.op.name}: {ext['vthread']} virtual threads")
+        n = math.prod(info.root_ext[iv] for iv in st.op.axis)
         if st.scope == "shared":
-            n = math.prod(info.root_ext[iv] for iv in st.op.axis)
             shared += n * np.dtype(st.op.output(0).dtype).itemsize
+        if st.scope == "local" and st.attach_type == "scope":
+            n *= vthreads[st.attach_stage]  # each virtual thread has its own copy
+            if n > MAX_LOCAL:
+                problems.append(f"{st.op.name}: {n} local elements per thread")
     if shared > arch.max_shared_per_block:
         problems.append(f"{shared} bytes of shared memory per block")
     return problems
