@@ -4,8 +4,9 @@ with power-of-two scales, partitioning and execution.
 The importer reads the operators of convolutional networks (Conv with BatchNormalization folded,
 Relu, Clip, Add, MaxPool, AveragePool, GlobalAveragePool, Flatten, Gemm) into a list of layers.
 Convolutions (with groups 1) take their bias, requantization, ReLU and a following residual Add
-in one fused Program (`accel.compile_qconv`); the rest runs on the CPU in numpy, exactly as the
-quantized reference does, so every device gives outputs bit-identical to `run(..., device=None)`:
+in one fused Program (`accel.compile_qconv`); the rest runs on the CPU with llvm kernels
+(`accel_cpu`), and every device gives outputs bit-identical to `run(compiled, x)` (the same CPU
+kernels, the offloaded layers in numpy); `run(qnetwork, x)` is all numpy:
 
   conv with fewer than 4 input channels   CPU  (a network's first conv: the block of 16 input
                                                 channels would be mostly padding)
