@@ -15,6 +15,7 @@ from .dense import (
     matmul_pack,
     matmul_packed,
     pack_weight,
+    panel_width,
     schedule_dense,
     schedule_dense_pack,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "schedule_conv2d_NCHWc_knobs",
     "matmul_packed",
     "pack_weight",
+    "panel_width",
     "channel_block",
     "tile_columns",
     "tile_rows",
