@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from ..errors import TuningError
 from ..schedule.schedule import Schedule, Stage
 from . import dag
+from .gpu import is_gpu
+from .gpu import sketch_steps as gpu_sketch_steps
 from .program import Program, SearchTask
 from .steps import CacheWrite, ComputeAt, FollowSplit, Inline, Reorder, Split, Step, replay
 
@@ -72,7 +74,7 @@ class SketchRule:
 
 
 def tiling_structure(target: str) -> str:
-    return GPU_TILING if target.split()[0] == "cuda" else CPU_TILING
+    return GPU_TILING if is_gpu(target) else CPU_TILING
 
 
 def _tiled(steps: list[Step], name: str) -> bool:
@@ -85,8 +87,9 @@ def _cached(steps: list[Step], name: str) -> bool:
 
 def multi_level_tile(st: Stage, structure: str) -> tuple[list[Step], dict[int, int]]:
     """Steps tiling a stage as `structure` (S: a level of every space axis, R: of every
-    reduction axis); axes of extent 1 stay whole. Returns the steps and, per tiled space
-    axis (index into op.axis), the index of its Split step among them."""
+    reduction axis); axes of extent 1 stay whole (space ones outermost, reduction ones at the
+    first R level, so the innermost loop is a space loop to vectorize). Returns the steps and,
+    per tiled space axis (index into op.axis), the index of its Split step among them."""
     n_s, n_r = structure.count("S"), structure.count("R")
     name = st.op.name
     axes = [*st.op.axis, *st.op.reduce_axis]
@@ -111,11 +114,12 @@ def multi_level_tile(st: Stage, structure: str) -> tuple[list[Step], dict[int, i
     levels = {"S": 0, "R": 0}
     for ch in structure:
         red = ch == "R"
+        if red and not levels["R"]:  # unit reductions (a 1x1 kernel's) before the first R
+            order += [pos[0] for is_red, pos, n in layout if n == 1 and is_red]
         for is_red, pos, n in layout:
             if is_red == red and n > 1:
                 order.append(pos[levels[ch]])
         levels[ch] += 1
-    order += [pos[0] for red, pos, n in layout if n == 1 and red]
     steps.append(Reorder(name, tuple(order)))
     return steps, {k: v for k, v in split_of.items()}
 
@@ -157,12 +161,11 @@ def _inline_apply(d: DeriveState) -> list[DeriveState]:
 def _cache_cond(d: DeriveState) -> Cond:
     s = d.schedule()
     st = s.stages[d.index]
-    if d.task.target.split()[0] == "cuda" or st.scope != "global":
-        return Cond.PASS
-    if _cached(d.steps, st.op.name) or _tiled(d.steps, st.op.name):
+    if st.scope != "global" or _cached(d.steps, st.op.name) or _tiled(d.steps, st.op.name):
         return Cond.PASS
     if dag.has_data_reuse(st) and dag.fusible_consumer(s, st) is None:
-        return Cond.APPLY
+        # on a GPU the tiled stage always computes into registers
+        return Cond.APPLY_AND_SKIP_REST if is_gpu(d.task.target) else Cond.APPLY
     return Cond.PASS
 
 
@@ -188,7 +191,7 @@ def _fusion_apply(d: DeriveState) -> list[DeriveState]:
     base = len(d.steps)
     levels = structure.index("R")  # the space levels above the first reduction level
     steps = tile + _follow(consumer, st, base, split_of, levels)
-    return [d.derive(steps, d.index - 1)]
+    return [d.derive(steps + _gpu_steps(d, steps, st.op.name), d.index - 1)]
 
 
 def _tile_cond(d: DeriveState) -> Cond:
@@ -197,7 +200,14 @@ def _tile_cond(d: DeriveState) -> Cond:
 
 def _tile_apply(d: DeriveState) -> list[DeriveState]:
     steps, _ = multi_level_tile(d.stage, tiling_structure(d.task.target))
-    return [d.derive(steps, d.index - 1)]
+    return [d.derive(steps + _gpu_steps(d, steps, d.stage.op.name), d.index - 1)]
+
+
+def _gpu_steps(d: DeriveState, steps: list[Step], name: str) -> list[Step]:
+    """On a GPU, the shared-memory stages of a stage just tiled (`gpu.sketch_steps`)."""
+    if not is_gpu(d.task.target):
+        return []
+    return gpu_sketch_steps(d.derive(steps, d.index).schedule(), name)
 
 
 def _rfactor_cond(d: DeriveState) -> Cond:
