@@ -316,13 +316,25 @@ def build_graph(
         steps,
         [TensorSpec(t, tuple(shapes[t])) for t in inputs],
         [TensorSpec(t, tuple(shapes[t])) for t in outputs],
-        [np.ascontiguousarray(constants[p], dtype=np.float32) for p in params],
+        [aligned(constants[p]) for p in params],
         arena_bytes,
         target,
     )
     graph.manifest["untuned"] = list(untuned)
     graph.manifest["tuned_from"] = used
     return graph
+
+
+def aligned(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
+    """A C-contiguous float32 copy of `a` starting on an `align`-byte boundary: numpy promises
+    16 bytes, and a weight block read in 64-byte vectors from an unaligned start splits every
+    load across two cache lines (5-8% slower convolutions)."""
+    a = np.asarray(a, dtype=np.float32)
+    raw = np.empty(a.nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    out = raw[start : start + a.nbytes].view(np.float32).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def _signature(g: Group, shapes: dict) -> str:

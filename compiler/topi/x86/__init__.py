@@ -4,6 +4,7 @@ packed-layout computes they are built for."""
 from .conv2d import (
     PARALLEL,
     channel_block,
+    conv_tile,
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_NCHWc_knobs,
@@ -33,6 +34,7 @@ __all__ = [
     "channel_block",
     "tile_columns",
     "tile_rows",
+    "conv_tile",
     "schedule_depthwise_conv2d_NCHWc",
     "dense_pack",
     "matmul_pack",
