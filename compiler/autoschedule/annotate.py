@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..codegen.nvptx_arch import is_cuda_target
 from ..schedule.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp
 from . import dag
@@ -279,7 +280,11 @@ def unroll_choices(st: Stage, steps: list[Step], guided: bool) -> tuple[int, ...
 def annotate(sketch: Program, rng: np.random.Generator, guided: bool | None = None) -> Program:
     """A random complete program of a sketch; `guided` (default: with probability GUIDED)
     samples register tiles that fit the target's registers, whole vectors and unroll limits
-    covering the tiles, else every choice is uniform."""
+    covering the tiles, else every choice is uniform (a GPU sketch: `gpu.annotate_gpu`)."""
+    if is_cuda_target(sketch.task.target):
+        from .gpu import annotate_gpu
+
+        return annotate_gpu(sketch, rng)
     guided = bool(rng.random() < GUIDED) if guided is None else guided
     steps = fill_tile_sizes(sketch, rng, guided)
     s = sketch.task.initial_schedule()
@@ -515,7 +520,11 @@ def register_faults(program: Program) -> int:
 
 def mutate(program: Program, rng: np.random.Generator) -> Program | None:
     """One random mutation (None if the chosen one does not apply or breaks a register tile
-    rule the program kept)."""
+    rule the program kept; a GPU program: `gpu.mutate_gpu`)."""
+    if is_cuda_target(program.task.target):
+        from .gpu import mutate_gpu
+
+        return mutate_gpu(program, rng)
     funcs = list(MUTATIONS)
     k = rng.choice(len(funcs), p=np.array(list(MUTATIONS.values())))
     child = funcs[k](program, rng)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from ..errors import TuningError
 from ..schedule.schedule import Schedule, Stage
 from . import dag
+from .gpu import is_gpu
+from .gpu import sketch_steps as gpu_sketch_steps
 from .program import Program, SearchTask
 from .steps import CacheWrite, ComputeAt, FollowSplit, Inline, Reorder, Split, Step, replay
 
@@ -72,7 +74,7 @@ class SketchRule:
 
 
 def tiling_structure(target: str) -> str:
-    return GPU_TILING if target.split()[0] == "cuda" else CPU_TILING
+    return GPU_TILING if is_gpu(target) else CPU_TILING
 
 
 def _tiled(steps: list[Step], name: str) -> bool:
@@ -159,12 +161,11 @@ def _inline_apply(d: DeriveState) -> list[DeriveState]:
 def _cache_cond(d: DeriveState) -> Cond:
     s = d.schedule()
     st = s.stages[d.index]
-    if d.task.target.split()[0] == "cuda" or st.scope != "global":
-        return Cond.PASS
-    if _cached(d.steps, st.op.name) or _tiled(d.steps, st.op.name):
+    if st.scope != "global" or _cached(d.steps, st.op.name) or _tiled(d.steps, st.op.name):
         return Cond.PASS
     if dag.has_data_reuse(st) and dag.fusible_consumer(s, st) is None:
-        return Cond.APPLY
+        # on a GPU the tiled stage always computes into registers
+        return Cond.APPLY_AND_SKIP_REST if is_gpu(d.task.target) else Cond.APPLY
     return Cond.PASS
 
 
@@ -190,7 +191,7 @@ def _fusion_apply(d: DeriveState) -> list[DeriveState]:
     base = len(d.steps)
     levels = structure.index("R")  # the space levels above the first reduction level
     steps = tile + _follow(consumer, st, base, split_of, levels)
-    return [d.derive(steps, d.index - 1)]
+    return [d.derive(steps + _gpu_steps(d, steps, st.op.name), d.index - 1)]
 
 
 def _tile_cond(d: DeriveState) -> Cond:
@@ -199,7 +200,14 @@ def _tile_cond(d: DeriveState) -> Cond:
 
 def _tile_apply(d: DeriveState) -> list[DeriveState]:
     steps, _ = multi_level_tile(d.stage, tiling_structure(d.task.target))
-    return [d.derive(steps, d.index - 1)]
+    return [d.derive(steps + _gpu_steps(d, steps, d.stage.op.name), d.index - 1)]
+
+
+def _gpu_steps(d: DeriveState, steps: list[Step], name: str) -> list[Step]:
+    """On a GPU, the shared-memory stages of a stage just tiled (`gpu.sketch_steps`)."""
+    if not is_gpu(d.task.target):
+        return []
+    return gpu_sketch_steps(d.derive(steps, d.index).schedule(), name)
 
 
 def _rfactor_cond(d: DeriveState) -> Cond:

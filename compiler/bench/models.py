@@ -5,7 +5,8 @@ same thread count (2). Per model: compile time, the largest error against onnxru
 latency of each (ours and onnxruntime's calls interleaved, so a slow spell of the shared
 machine hits both), their ratio (ours / onnxruntime: below 1, ours is faster), the arena
 against its lower bound, the executor's own overhead, and a per-layer table (each kernel timed
-alone: ms, GFLOPS, share of the machine's peak). With `load`, a process spinning on one core
+alone: ms, onnxruntime's ms on the same subgraph of the model, GFLOPS, share of the machine's
+peak). With `load`, a process spinning on one core
 runs during a second measurement and the ratio's change is reported.
 """
 
@@ -159,13 +160,61 @@ def compare(graph: Any, model: bytes, inputs: dict, reps: int, min_time: float) 
     }
 
 
-def layer_table(graph: Any, inputs: dict, peak: float) -> list[dict]:
-    """Each kernel alone: ms, GFLOPS and share of peak (convolutions and dense layers)."""
+def layer_table(graph: Any, inputs: dict, peak: float, peer: dict[str, float]) -> list[dict]:
+    """Each kernel alone: ms, GFLOPS and share of peak (convolutions and dense layers), and
+    onnxruntime's ms for the same layer where `peer` (`ort_layer_ms`) has it."""
     rows = graph.profile(inputs, reps=10)
     for r in rows:
         r["gflops"] = r["flops"] / (r["ms"] * 1e6) if r["flops"] else None
         r["share_of_peak"] = r["gflops"] / peak if r["gflops"] else None
+        r["onnxruntime_ms"] = peer.get(r["label"])
     return rows
+
+
+def ort_layer_ms(path: Any, reps: int = 10) -> dict[str, float]:
+    """onnxruntime's median ms for each of our fused kernels whose inputs and output are
+    tensors of the ONNX model (the packed copies our layout makes are named `<tensor>_nchwc`),
+    run alone as the subgraph between them (`onnx.utils.Extractor`) with its input and output
+    bound once, as our kernels' are (no per-call copy or allocation), keyed by the kernel's
+    label; kernels without such a subgraph (packing, or tensors a pass made) are left out."""
+    import onnx
+    from onnx.utils import Extractor
+    from onnxruntime import OrtValue
+
+    from ..codegen.target import target_scope
+    from ..graph.build_onnx import import_groups
+
+    with target_scope("llvm"):
+        groups, _, params, _, _ = import_groups(path, None, False)
+    model = onnx.shape_inference.infer_shapes(onnx.load(path))
+    known = {i.name for i in model.graph.input} | {o for n in model.graph.node for o in n.output}
+    extractor = Extractor(model)
+    rng = np.random.default_rng(0)
+    out = {}
+    for g in groups:
+        ins = [t.removesuffix("_nchwc") for t in g.inputs if t not in params]
+        dst = g.output.removesuffix("_nchwc")
+        if not ins or not {*ins, dst} <= known or dst in ins:
+            continue
+        sub = extractor.extract_model(ins, [dst])
+        feed = {
+            i.name: rng.standard_normal(
+                [d.dim_value for d in i.type.tensor_type.shape.dim], np.float32
+            )
+            for i in sub.graph.input
+        }
+        sess = ort_session(sub.SerializeToString(), THREADS)
+        io = sess.io_binding()  # inputs and the output bound once: no copies or allocations
+        for name, value in feed.items():
+            io.bind_cpu_input(name, value)
+        io.bind_ortvalue_output(dst, OrtValue.ortvalue_from_numpy(sess.run(None, feed)[0]))
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            sess.run_with_iobinding(io)
+            ts.append(time.perf_counter() - t)
+        out[g.name] = float(np.median(ts)) * 1e3
+    return out
 
 
 def bench_model(
@@ -187,6 +236,7 @@ def bench_model(
         t = time.perf_counter()
         graph = compile_model(path, target="llvm", db=db)
         compile_s = time.perf_counter() - t
+        peer_layers = ort_layer_ms(path)
     out = {
         "compile_s": compile_s,
         "quiet": compare(graph, model, inputs, reps, min_time),
@@ -195,7 +245,7 @@ def bench_model(
         "kernels": len({s["kernel"] for s in graph.manifest["steps"]}),
         "steps": len(graph.manifest["steps"]),
         "executor_overhead_us": graph.overhead_us(inputs),
-        "layers": layer_table(graph, inputs, peak_gflops()),
+        "layers": layer_table(graph, inputs, peak_gflops(), peer_layers),
         "untuned": graph.manifest.get("untuned", []),
         "tuned_from": graph.manifest.get("tuned_from", {}),
     }
@@ -284,7 +334,12 @@ def print_tables(res: dict, layers: bool = True) -> None:
     if not layers:
         return
     for name, r in res.items():
-        print(f"\n{name}: per kernel (alone, median ms), GFLOPS, share of peak")
+        print(f"\n{name}: each kernel alone (median ms), onnxruntime on the same subgraph")
+        print(
+            f"  {'kernel':>28} {'ours ms':>8} {'ORT ms':>8} {'ratio':>6} {'GFLOPS':>8} {'peak':>6}"
+        )
         for row in r["layers"]:
+            peer = row["onnxruntime_ms"]
+            vs = f"{peer:8.3f} {row['ms'] / peer:6.2f}" if peer else f"{'':8} {'':6}"
             g = f"{row['gflops']:8.1f} {row['share_of_peak']:6.1%}" if row["gflops"] else ""
-            print(f"  {row['label']:>28} {row['ms']:8.3f} {g}")
+            print(f"  {row['label']:>28} {row['ms']:8.3f} {vs} {g}")

@@ -200,6 +200,10 @@ class _Translator:
         a, n = E.as_int(s.min), E.as_int(s.extent)
         if a is not None and n is not None:
             self.ana.bind(s.loop_var, a, a + n - 1)
+        if n == 1:  # runs once: no block (Python compiles at most 20 nested blocks)
+            self.emit(f"{name} = {lo.code}")
+            self.stmt(s.body)
+            return
         self.emit(f"for {name} in range({lo.code}, ({lo.code}) + ({ext.code})):")
         self.indent += 1
         self.emit("pass")
@@ -268,7 +272,7 @@ class _Translator:
         """Flat element addresses, one row per lane, into a global or shared buffer's array (a
         shared array holds every block of the chunk: the block's base is added)."""
         base = f"{self.bufs[buf.data][0]}_base" if buf.scope == "shared" else None
-        ramp, lanes_first = "", False
+        ramp, lanes_first = "", dt.lanes(index.dtype) > 1  # a vector: lanes, then elements
         if isinstance(index, E.Ramp):
             ramp = f" + ({self.expr(index.stride).code}) * env.iota({index.lanes})"
             index, lanes_first = index.base, True
@@ -276,9 +280,10 @@ class _Translator:
             parts = self._split(index, base, lanes_first)
         else:
             v = self.expr(index)
-            code = v.code if base is None else f"{base} + ({v.code})"
+            code = f"env.lanes_first({v.code})" if lanes_first and v.varying else v.code
+            if base is not None:
+                code = f"{f'env.lanes_first({base})' if lanes_first else base} + ({code})"
             varying = v.varying or base is not None
-            code = f"env.lanes_first({code})" if lanes_first and varying else code
             parts = [code if varying else f"env.per_lane({code})"]
         return f"({' + '.join(parts)}){ramp}"
 

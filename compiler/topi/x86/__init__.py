@@ -8,12 +8,14 @@ from .conv2d import (
     schedule_conv2d_NCHWc,
     schedule_conv2d_NCHWc_knobs,
     tile_columns,
+    tile_rows,
 )
 from .dense import (
     dense_pack,
     matmul_pack,
     matmul_packed,
     pack_weight,
+    panel_width,
     schedule_dense,
     schedule_dense_pack,
 )
@@ -27,8 +29,10 @@ __all__ = [
     "schedule_conv2d_NCHWc_knobs",
     "matmul_packed",
     "pack_weight",
+    "panel_width",
     "channel_block",
     "tile_columns",
+    "tile_rows",
     "schedule_depthwise_conv2d_NCHWc",
     "dense_pack",
     "matmul_pack",
