@@ -46,7 +46,8 @@ from .steps import (
 )
 
 MAX_VTHREAD = 8  # virtual threads per block (each replicates the thread's registers)
-MAX_LOCAL = 128  # elements per thread of local stages (accumulators kept in registers)
+MAX_LOCAL = 64  # elements per thread of local stages (accumulators kept in registers)
+REGISTER_OVERHEAD = 32  # registers a thread needs besides its local elements (addresses, operands)
 VECTOR_WIDTHS = (1, 2, 4)  # elements per shared-memory fetch (16 bytes at most)
 THREAD_COUNTS = (32, 64, 128, 256, 512)  # threads per block of an untiled stage
 SAMPLE_TRIES = 64
@@ -173,30 +174,30 @@ def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     return Program(task, steps, sketch.sketch)
 
 
-def _vthreads(st: Stage, info) -> int:
-    return math.prod(
-        info.leaf_ext[iv]
-        for iv, attr in st.iter_attrs.items()
-        if attr.thread is not None and attr.thread.thread_tag == "vthread"
-    )
+def _thread_extents(st: Stage, info) -> dict[str, int]:
+    """Threads and virtual threads a stage's loops are bound to."""
+    ext = {"threadIdx": 1, "vthread": 1}
+    for iv, attr in st.iter_attrs.items():
+        tag = attr.thread.thread_tag.split(".")[0] if attr.thread is not None else None
+        if tag in ext:
+            ext[tag] *= info.leaf_ext[iv]
+    return ext
 
 
 def resource_problems(program: Program) -> list[str]:
     """Why a GPU program cannot run well on its target's architecture (empty: it fits):
-    threads per block, virtual threads, shared memory per block, registers per thread (local
-    elements), fetch vector width."""
+    threads per block, virtual threads, shared memory per block, registers per thread (a
+    local stage's elements, all virtual threads' copies, plus REGISTER_OVERHEAD within what
+    the block's threads leave each), fetch vector width."""
     arch = parse_cuda_target(program.task.target)
     s, _ = program.schedule()
     infos = infer_bounds(s, Analyzer())
     problems = []
     shared = 0
-    vthreads = {st: _vthreads(st, info) for st, info in infos.items()}
+    bound = {st: _thread_extents(st, info) for st, info in infos.items()}
     for st, info in infos.items():
-        ext = {"threadIdx": 1, "vthread": 1}
+        ext = bound[st]
         for iv, attr in st.iter_attrs.items():
-            tag = attr.thread.thread_tag.split(".")[0] if attr.thread is not None else None
-            if tag in ext:
-                ext[tag] *= info.leaf_ext[iv]
             if attr.kind == "vectorized" and info.leaf_ext[iv] not in VECTOR_WIDTHS:
                 problems.append(f"{st.op.name}: vector of {info.leaf_ext[iv]} elements")
         if ext["threadIdx"] > arch.max_threads_per_block:
@@ -207,9 +208,15 @@ def resource_problems(program: Program) -> list[str]:
         if st.scope == "shared":
             shared += n * np.dtype(st.op.output(0).dtype).itemsize
         if st.scope == "local" and st.attach_type == "scope":
-            n *= vthreads[st.attach_stage]  # each virtual thread has its own copy
-            if n > MAX_LOCAL:
-                problems.append(f"{st.op.name}: {n} local elements per thread")
+            owner = bound[st.attach_stage]
+            n *= owner["vthread"]  # each virtual thread has its own copy
+            regs = min(
+                arch.max_registers_per_thread, arch.registers_per_block // owner["threadIdx"]
+            )
+            if n > min(MAX_LOCAL, regs - REGISTER_OVERHEAD):
+                problems.append(
+                    f"{st.op.name}: {n} local elements per thread ({regs} registers each)"
+                )
     if shared > arch.max_shared_per_block:
         problems.append(f"{shared} bytes of shared memory per block")
     return problems
