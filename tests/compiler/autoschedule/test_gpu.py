@@ -302,3 +302,31 @@ def test_auto_schedule_measures_on_a_gpu(tmp_path):
     finally:
         option.close()
     assert history.best_throughput > 0
+
+
+def test_vta_build_compiles_the_auto_schedulers_gpu_record_without_a_gpu(tmp_path, capsys):
+    from compiler.tune.database import Database
+    from compiler.tune.record import Record
+    from vta.cli import main
+
+    program = Program(SearchTask("matmul", (64, 64, 64), "cuda"), _hand_program().steps)
+    db = tmp_path / "r.db"
+    with Database(db) as d:  # the record a tuning run on a GPU stores (its time made up here)
+        d.add_batch([Record.of(MeasureInput(program.task, program), [1e-5])])
+    out = tmp_path / "k.ptx"
+    argv = ["build", "matmul:64,64,64", "--target", "cuda", "--db", str(db), "-o", str(out)]
+    assert main([*argv, "--check"]) == 0
+    text = capsys.readouterr().out
+    assert "auto-scheduler record" in text and "check against numpy: ok" in text
+    assert ".entry main_kernel0" in out.read_text()
+
+
+def test_tuning_for_a_gpu_needs_one(capsys):
+    from vta.cli import main
+
+    argv = ["tune", "matmul:64,64,64", "--tuner", "ansor", "--target", "cuda"]
+    if gpu_available():
+        pytest.skip("a GPU exists: tuning would run")
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot tune for cuda" in err and "vta build" in err
