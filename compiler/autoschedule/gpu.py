@@ -26,10 +26,18 @@ import math
 import numpy as np
 
 from ..arith import Analyzer
-from ..codegen.nvptx_arch import is_cuda_target, parse_cuda_target
+from ..codegen.nvptx_arch import GPUArch, is_cuda_target, parse_cuda_target
 from ..schedule.bound import infer_bounds
 from ..schedule.schedule import Schedule, Stage
-from .annotate import UNROLL_CHOICES, fill_tile_sizes, mutate_pragma, mutate_tile_size, tiled_stages
+from .annotate import (
+    MAX_INNERMOST,
+    UNROLL_CHOICES,
+    factorizations,
+    fill_tile_sizes,
+    mutate_pragma,
+    mutate_tile_size,
+    tiled_stages,
+)
 from .gpu_steps import Bind, CacheRead, FollowFusedSplit, SetScope
 from .program import Program
 from .steps import (
@@ -51,6 +59,7 @@ REGISTER_OVERHEAD = 32  # registers a thread needs besides its local elements (a
 VECTOR_WIDTHS = (1, 2, 4)  # elements per shared-memory fetch (16 bytes at most)
 THREAD_COUNTS = (32, 64, 128, 256, 512)  # threads per block of an untiled stage
 SAMPLE_TRIES = 64
+GPU_SPACE_LEVELS = 5  # the S levels of SSSRRSRS: block, vthread, thread, inner, inner
 
 
 def is_gpu(target: str) -> bool:
@@ -108,9 +117,45 @@ def _add(s: Schedule, steps: list[Step], new: list[Step]) -> None:
         step.apply(s, steps)
 
 
+def _thread_tiles(
+    sketch: Program, steps: list[Step], arch: GPUArch, rng: np.random.Generator
+) -> list[Step]:
+    """The space splits of a GPU tiling (vthread, thread, inner, inner lengths) resampled,
+    axis by axis, among the factorizations that keep the block's threads, virtual threads
+    and a thread's local elements (registers) within the architecture's limits."""
+    s = sketch.task.initial_schedule()
+    replay(s, steps)
+    left = {"threads": arch.max_threads_per_block, "vthreads": MAX_VTHREAD, "local": MAX_LOCAL}
+    out = list(steps)
+    for k, step in enumerate(sketch.steps):
+        if not (isinstance(step, Split) and len(step.lengths) == GPU_SPACE_LEVELS - 1):
+            continue
+        if None not in step.lengths:
+            continue
+        extent = int(stage_named(s, step.stage).op.axis[step.iter].dom.extent.value)
+        options = [
+            f
+            for f in factorizations(extent, GPU_SPACE_LEVELS)
+            if f[-1] <= MAX_INNERMOST
+            and f[1] <= left["vthreads"]
+            and f[2] <= left["threads"]
+            and f[1] * f[3] * f[4] <= left["local"]
+        ]
+        if not options:  # no fit: keep the unconstrained draw (the resource check rejects it)
+            continue
+        f = options[rng.integers(len(options))]
+        left["vthreads"] //= f[1]
+        left["threads"] //= f[2]
+        left["local"] //= f[1] * f[3] * f[4]
+        out[k] = Split(step.stage, step.iter, tuple(f[1:]))
+    return out
+
+
 def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     task = sketch.task
-    filled = fill_tile_sizes(sketch, rng)
+    filled = _thread_tiles(
+        sketch, fill_tile_sizes(sketch, rng), parse_cuda_target(task.target), rng
+    )
     s = task.initial_schedule()
     replay(s, filled)
     tiled = tiled_stages(filled)
