@@ -152,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"vta {args.command}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError as err:  # the input asks for more memory than this machine has
+        if args.debug:
+            raise
+        print(_summary(f"vta {args.command}: error: out of memory: {err}"), file=sys.stderr)
+        return EXIT_INPUT
     except Exception as err:  # noqa: BLE001 - every other exception is a bug of ours
         if args.debug:
             raise

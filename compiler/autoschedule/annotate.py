@@ -1,13 +1,16 @@
 """Random annotation of sketches into complete programs, and the evolutionary operators.
 
 Annotation fills every open tile size (a random factorization of the loop's extent, innermost
-at most MAX_INNERMOST), then per stage: a vector split of an untiled stage's innermost space
-loop, the parallel loop of every root stage (its leading space loops fused, how many is the
-granularity), the compute location of every untiled stage with one consumer (root or one of
-the consumer's space loops), vectorization of the innermost space loop, and an unroll pragma.
+at most MAX_INNERMOST; guided, a multi-level tiled stage's innermost tiles form a register
+tile that fits the target's vector registers, `register_tile.py`), then per stage: a vector
+split of an untiled stage's innermost space loop, the parallel loop of every root stage (its
+leading space loops fused, how many is the granularity), the compute location of every
+untiled stage with one consumer (root or one of the consumer's space loops), vectorization of
+the innermost space loop, and an unroll pragma.
 The annotation steps come in that order and always exist (a granularity of 1, a location at
 root, an unroll limit of 0), so mutations change values, never the step list's shape, and
-crossover can mix the stages of two programs of one sketch.
+crossover can mix the stages of two programs of one sketch. A mutation that breaks a register
+tile rule its parent kept is dropped, so the rules hold through the evolution too.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from ..codegen.nvptx_arch import is_cuda_target
 from ..schedule.schedule import Schedule, Stage
 from . import dag
+from . import register_tile as rt
 from .program import Program
 from .rfactor import Rfactor
 from .steps import (
@@ -39,6 +43,7 @@ from .steps import (
 
 MAX_INNERMOST = 64
 UNROLL_CHOICES = (0, 16, 64, 512)
+GUIDED = 0.9  # share of annotations that follow the register-file rules
 
 
 @lru_cache(maxsize=4096)
@@ -148,32 +153,114 @@ def parallel_limit(s: Schedule, st: Stage) -> int:
     return n
 
 
-def fill_tile_sizes(program: Program, rng: np.random.Generator) -> list[Step]:
-    """The sketch's steps with every open split length sampled."""
+def rfactor_options(st: Stage) -> list[int]:
+    """The factors an rfactor of `st` may take: divisors of its reduction's extent."""
+    (k,) = st.op.reduce_axis
+    extent = int(k.dom.extent.value)
+    return [d for d in range(2, min(extent, 1024) + 1) if extent % d == 0] or [1]
+
+
+def register_tile(steps: list[Step], name: str) -> dict[int, int]:
+    """The innermost lengths of a stage's multi-level space splits (its register tile), by
+    axis position; empty for a stage that is not multi-level tiled."""
+    return {
+        s.iter: s.lengths[-1]
+        for s in steps
+        if isinstance(s, Split) and s.stage == name and len(s.lengths) >= 2
+    }
+
+
+def _register_file(task, st: Stage) -> rt.RegisterFile | None:
+    return rt.register_file(task.target, st.op.output(0).dtype)
+
+
+def sample_tiles(
+    st: Stage, splits: dict[int, int], rng: np.random.Generator, rf: rt.RegisterFile | None
+) -> dict[int, tuple[int, ...]]:
+    """Inner lengths of a stage's open splits (axis position -> number of lengths), each
+    uniform over its factorizations; with a register file, the innermost space lengths first
+    form a register tile that fits it (`register_tile.fits`): the vectorized axis' length a
+    lane multiple (else at least half a vector), then the other axes in random order, each
+    length uniform among those that
+    still fit, the outer levels uniform given it."""
+    axes = [*st.op.axis, *st.op.reduce_axis]
+    extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
+    out = {pos: sample_lengths(extent[pos], n, rng) for pos, n in splits.items()}
+    space = [p for p, n in splits.items() if p < len(st.op.axis) and n >= 2]
+    vec = rt.vector_axis(st.op)
+    if rf is None or vec not in space:
+        return out
+    others = [p for p in space if p != vec]
+    inner: dict[int, int] = {}
+    for pos in [vec, *(others[k] for k in rng.permutation(len(others)))]:
+        options = factorizations(extent[pos], splits[pos] + 1)
+        options = tuple(f for f in options if f[-1] <= MAX_INNERMOST)
+        lasts = sorted({f[-1] for f in options})
+        if pos == vec:  # whole vectors, else at least half a vector where possible
+            wide = [d for d in lasts if 2 * d >= rf.lanes]
+            lasts = rt.lane_multiples(extent[pos], rf.lanes, MAX_INNERMOST) or wide or lasts
+        lasts = [d for d in lasts if rt.fits(st.op, {**inner, pos: d}, rf)]
+        if not lasts:
+            return out
+        inner[pos] = lasts[rng.integers(len(lasts))]
+        chosen = [f for f in options if f[-1] == inner[pos]]
+        out[pos] = chosen[rng.integers(len(chosen))][1:]
+    return out
+
+
+def fill_tile_sizes(program: Program, rng: np.random.Generator, guided: bool) -> list[Step]:
+    """The sketch's steps with every open split length sampled (`sample_tiles`, with the
+    target's register file if `guided`)."""
     s = program.task.initial_schedule()
     steps: list[Step] = []
+    lengths: dict[tuple[str, int], tuple[int, ...]] = {}
     for step in program.steps:
         if isinstance(step, Split) and None in step.lengths:
             st = stage_named(s, step.stage)
-            iv = st.leaf_iter_vars[step.iter]
-            extent = loop_extents(st)[iv]
-            step = Split(step.stage, step.iter, sample_lengths(extent, len(step.lengths), rng))
+            if (step.stage, step.iter) not in lengths and not st.relations:
+                # the stage's first split: all of them at once, if they split its root axes
+                # from the last back (as multi-level tiling does), so positions are axes
+                opened = [
+                    x
+                    for x in program.steps
+                    if isinstance(x, Split) and x.stage == step.stage and None in x.lengths
+                ]
+                positions = [x.iter for x in opened]
+                if positions == sorted(set(positions), reverse=True):
+                    rf = _register_file(program.task, st) if guided else None
+                    splits = {x.iter: len(x.lengths) for x in opened}
+                    for pos, lens in sample_tiles(st, splits, rng, rf).items():
+                        lengths[step.stage, pos] = lens
+            lens = lengths.get((step.stage, step.iter))
+            if lens is None:
+                extent = loop_extents(st)[st.leaf_iter_vars[step.iter]]
+                lens = sample_lengths(extent, len(step.lengths), rng)
+            step = Split(step.stage, step.iter, lens)
         elif isinstance(step, Rfactor) and step.factor is None:
-            (k,) = stage_named(s, step.stage).op.reduce_axis
-            extent = int(k.dom.extent.value)
-            options = [d for d in range(2, min(extent, 1024) + 1) if extent % d == 0] or [1]
+            options = rfactor_options(stage_named(s, step.stage))
             step = Rfactor(step.stage, options[rng.integers(len(options))])
         _replay_into(s, steps, [step])
     return steps
 
 
-def annotate(sketch: Program, rng: np.random.Generator) -> Program:
-    """A random complete program of a sketch."""
+def unroll_choices(st: Stage, steps: list[Step], guided: bool) -> tuple[int, ...]:
+    """Unroll limits to sample for a stage: guided, those that unroll its whole register tile
+    (the accumulators are registers only when every access to them is at a constant index)."""
+    points = math.prod(register_tile(steps, st.op.name).values())
+    covering = tuple(v for v in UNROLL_CHOICES if v >= points)
+    return covering if guided and points > 1 and covering else UNROLL_CHOICES
+
+
+def annotate(sketch: Program, rng: np.random.Generator, guided: bool | None = None) -> Program:
+    """A random complete program of a sketch; `guided` (default: with probability GUIDED)
+    samples register tiles that fit the target's registers, whole vectors and unroll limits
+    covering the tiles, else every choice is uniform (a GPU sketch: `gpu.annotate_gpu`)."""
     if is_cuda_target(sketch.task.target):
         from .gpu import annotate_gpu
 
         return annotate_gpu(sketch, rng)
-    steps = fill_tile_sizes(sketch, rng)
+    guided = bool(rng.random() < GUIDED) if guided is None else guided
+    steps = fill_tile_sizes(sketch, rng, guided)
     s = sketch.task.initial_schedule()
     for step in steps:
         step.apply(s, steps)
@@ -186,6 +273,8 @@ def annotate(sketch: Program, rng: np.random.Generator) -> Program:
         extent = loop_extents(st)[leaves[-1]]
         if extent > 1:
             options = [d for d in range(1, min(extent, MAX_INNERMOST) + 1) if extent % d == 0]
+            rf = _register_file(sketch.task, st) if guided else None
+            options = (rf and rt.lane_multiples(extent, rf.lanes, MAX_INNERMOST)) or options
             vec = options[rng.integers(len(options))]
             _replay_into(s, steps, [Split(st.op.name, len(leaves) - 1, (vec,))])
     flexible = [
@@ -222,7 +311,8 @@ def annotate(sketch: Program, rng: np.random.Generator) -> Program:
         _replay_into(s, steps, [Annotate(st.op.name, -1, "vectorize")])
     for st in live:  # unroll pragma of computing stages
         if st.op.reduce_axis or st.op.name in tiled:
-            value = UNROLL_CHOICES[rng.integers(len(UNROLL_CHOICES))]
+            choices = unroll_choices(st, steps, guided)
+            value = choices[rng.integers(len(choices))]
             _replay_into(s, steps, [Pragma(st.op.name, 0, UNROLL_KEY, int(value))])
     return Program(sketch.task, steps, sketch.sketch)
 
@@ -261,6 +351,57 @@ def mutate_tile_size(program: Program, rng: np.random.Generator) -> Program | No
     if levels[-1] > MAX_INNERMOST:
         return None
     return _replace(program, k, Split(step.stage, step.iter, tuple(levels[1:])))
+
+
+def mutate_register_tile(program: Program, rng: np.random.Generator) -> Program | None:
+    """Reshape a register tile: move a factor from the innermost tile of one space axis (to its
+    outer loop) into the innermost tile of another (from one of its outer levels), e.g. a
+    conv's tile from output rows to output columns."""
+    by_stage: dict[str, list[int]] = {}
+    for k, s in enumerate(program.steps):
+        if isinstance(s, Split) and len(s.lengths) >= 2:
+            by_stage.setdefault(s.stage, []).append(k)
+    stages = [ks for ks in by_stage.values() if len(ks) >= 2]
+    if not stages:
+        return None
+    ks = stages[rng.integers(len(stages))]
+    ka, kb = (ks[k] for k in rng.choice(len(ks), size=2, replace=False))
+    a, b = program.steps[ka], program.steps[kb]
+    factors = [d for d in range(2, a.lengths[-1] + 1) if a.lengths[-1] % d == 0]
+    if not factors:
+        return None
+    d = factors[rng.integers(len(factors))]
+    lb = list(b.lengths)
+    levels = [lv for lv in range(len(lb) - 1) if lb[lv] % d == 0]
+    st = stage_named(_schedule_before(program, kb), b.stage)
+    if loop_extents(st)[st.leaf_iter_vars[b.iter]] // math.prod(lb) % d == 0:
+        levels.append(-1)  # b's outer loop gives the factor
+    if not levels:
+        return None
+    lv = levels[rng.integers(len(levels))]
+    if lv >= 0:
+        lb[lv] //= d
+    lb[-1] *= d
+    if lb[-1] > MAX_INNERMOST:
+        return None
+    la = (*a.lengths[:-1], a.lengths[-1] // d)
+    child = _replace(program, ka, Split(a.stage, a.iter, la))
+    return _replace(child, kb, Split(b.stage, b.iter, tuple(lb)))
+
+
+def mutate_rfactor(program: Program, rng: np.random.Generator) -> Program | None:
+    """Another factor for an rfactor (the steps on the factored stage replay with it: their
+    splits are of loops whose extents follow the factor)."""
+    rfs = [k for k, s in enumerate(program.steps) if isinstance(s, Rfactor)]
+    if not rfs:
+        return None
+    k = rfs[rng.integers(len(rfs))]
+    step = program.steps[k]
+    s = _schedule_before(program, k)
+    options = [f for f in rfactor_options(stage_named(s, step.stage)) if f != step.factor]
+    if not options:
+        return None
+    return _replace(program, k, Rfactor(step.stage, options[rng.integers(len(options))]))
 
 
 def mutate_parallel(program: Program, rng: np.random.Generator) -> Program | None:
@@ -320,23 +461,50 @@ def mutate_location(program: Program, rng: np.random.Generator) -> Program | Non
     return None if new == step else _replace(program, k, new)
 
 
+# mutation -> its probability
 MUTATIONS = {
-    "tile_size": mutate_tile_size,
-    "parallel": mutate_parallel,
-    "pragma": mutate_pragma,
-    "location": mutate_location,
+    mutate_tile_size: 0.5,
+    mutate_register_tile: 0.15,
+    mutate_rfactor: 0.05,
+    mutate_parallel: 0.1,
+    mutate_pragma: 0.1,
+    mutate_location: 0.1,
 }
 
 
+def register_faults(program: Program) -> int:
+    """How many of a program's register tiles do not fit the target's registers or are not
+    covered by their stage's unroll limit (0 on a target without a register file)."""
+    tiles = {s.stage for s in program.steps if isinstance(s, Split) and len(s.lengths) >= 2}
+    if not tiles:
+        return 0
+    s, _ = program.schedule()
+    unroll = {p.stage: p.value for p in program.steps if isinstance(p, Pragma)}
+    faults = 0
+    for name in tiles:
+        st = stage_named(s, name)
+        rf = _register_file(program.task, st)
+        if rf is None:
+            continue
+        inner = register_tile(program.steps, name)
+        faults += not rt.fits(st.op, inner, rf)
+        faults += unroll.get(name, 0) < math.prod(inner.values())
+    return faults
+
+
 def mutate(program: Program, rng: np.random.Generator) -> Program | None:
-    """One random mutation (None if the chosen one does not apply)."""
+    """One random mutation (None if the chosen one does not apply or breaks a register tile
+    rule the program kept; a GPU program: `gpu.mutate_gpu`)."""
     if is_cuda_target(program.task.target):
         from .gpu import mutate_gpu
 
         return mutate_gpu(program, rng)
-    names = list(MUTATIONS)
-    weights = np.array([0.7, 0.1, 0.1, 0.1])
-    return MUTATIONS[names[rng.choice(len(names), p=weights)]](program, rng)
+    funcs = list(MUTATIONS)
+    k = rng.choice(len(funcs), p=np.array(list(MUTATIONS.values())))
+    child = funcs[k](program, rng)
+    if child is None or register_faults(child) > register_faults(program):
+        return None
+    return child
 
 
 def crossover(a: Program, b: Program, rng: np.random.Generator) -> Program | None:

@@ -4,7 +4,8 @@ auto-scheduler from the command line (the `tune` subcommand hands these over).
 Targets: llvm, and cuda [--arch sm_XX] where a GPU exists to time the programs. Named
 workloads (OP:ARGS of a registered compute definition, or a ResNet-18 layer C1..C12,
 as NCHW16c conv2d) are searched one after another for --n-trial measurements each; a model's
-conv tasks share a budget of --n-trial per task, allocated by the gradient task scheduler.
+fused convolution groups (`groups.py`) share a budget of --n-trial per task, allocated by the
+gradient task scheduler.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..tune.callbacks import format_throughput
 from ..tune.database import Database
 from ..tune.measure import CPURunner, CUDARunner, LocalBuilder, Runner, measure_option
 from . import auto_schedule
+from .groups import describe, group_tasks
 from .program import SearchTask
 from .task_scheduler import TaskScheduler, network_tasks
 
@@ -79,18 +81,15 @@ def tune_ansor(args: argparse.Namespace) -> int:
 
 
 def _tune_model(path: str, args: argparse.Namespace, option, db) -> int:
-    from ..graph.cli import model_tasks
-
     if db is None:
         raise TuningError("tuning a model needs --db FILE (its records make the compiled model)")
-    pairs = [(("conv2d_NCHWc", a), w) for a, w in model_tasks(path, args.target)]
-    tasks, weights = network_tasks(pairs, args.target)
+    tasks, weights = network_tasks(group_tasks(path, args.target), args.target)
     print(f"{path}: {len(tasks)} tasks, {args.n_trial * len(tasks)} trials (gradient scheduler)")
     start = time.perf_counter()
     sched = TaskScheduler(tasks, weights, option, database=db, unit=8, seed=args.seed)
     result = sched.tune(args.n_trial * len(tasks))
     for task, w, cost in zip(tasks, weights, result.best_costs, strict=True):
-        print(f"  {task.workload_key} x{w:g}: {cost * 1e3:.3f} ms")
+        print(f"  {describe(task.args[0])} x{w:g}: {cost * 1e3:.3f} ms")
     print(
         f"estimated latency of the tuned tasks {result.latency[-1] * 1e3:.2f} ms after "
         f"{result.trials[-1]} trials in {time.perf_counter() - start:.0f} s; records in {args.db}"

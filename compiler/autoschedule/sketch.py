@@ -90,8 +90,9 @@ def _cached(steps: list[Step], name: str) -> bool:
 
 def multi_level_tile(st: Stage, structure: str) -> tuple[list[Step], dict[int, int]]:
     """Steps tiling a stage as `structure` (S: a level of every space axis, R: of every
-    reduction axis); axes of extent 1 stay whole. Returns the steps and, per tiled space
-    axis (index into op.axis), the index of its Split step among them."""
+    reduction axis); axes of extent 1 stay whole (space ones outermost, reduction ones at the
+    first R level, so the innermost loop is a space loop to vectorize). Returns the steps and,
+    per tiled space axis (index into op.axis), the index of its Split step among them."""
     n_s, n_r = structure.count("S"), structure.count("R")
     name = st.op.name
     axes = [*st.op.axis, *st.op.reduce_axis]
@@ -116,11 +117,12 @@ def multi_level_tile(st: Stage, structure: str) -> tuple[list[Step], dict[int, i
     levels = {"S": 0, "R": 0}
     for ch in structure:
         red = ch == "R"
+        if red and not levels["R"]:  # unit reductions (a 1x1 kernel's) before the first R
+            order += [pos[0] for is_red, pos, n in layout if n == 1 and is_red]
         for is_red, pos, n in layout:
             if is_red == red and n > 1:
                 order.append(pos[levels[ch]])
         levels[ch] += 1
-    order += [pos[0] for red, pos, n in layout if n == 1 and red]
     steps.append(Reorder(name, tuple(order)))
     return steps, {k: v for k, v in split_of.items()}
 

@@ -1,7 +1,8 @@
 """`vta run MODEL.onnx --target vta`: quantize, partition, compile and run an ONNX model with its
-convolutions on an accelerator device (`accel_onnx`), check the outputs bit for bit against the
-quantized numpy reference, and report per layer (where it ran and why, cycles, GEMM utilization,
-DRAM bytes, roofline side) with the totals."""
+convolutions on an accelerator device and the rest on the CPU's llvm kernels (`accel_onnx`),
+check the outputs bit for bit against the reference (the same CPU kernels, the offloaded layers
+in numpy), and report per layer (where it ran and why, cycles, GEMM utilization, DRAM bytes,
+roofline side; a CPU layer's time and kernel) with the totals."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def run_vta(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
     start = time.perf_counter()
     acts, rows, cpu = A.run(compiled, x, args.device)
     wall = time.perf_counter() - start
-    ref = A.run(qn, x)[0]
+    ref = A.run(compiled, x)[0]  # the same CPU kernels, the offloaded layers in numpy
     exact = np.array_equal(acts[net.output], ref[net.output])
     out = A.dequantized_output(qn, acts)
     error = None
@@ -106,10 +107,12 @@ def run_vta(args: argparse.Namespace, inputs: dict[str, np.ndarray]) -> int:
 
 def _print(report: dict, cfg: VTAConfig) -> None:
     w = max(len(r["name"]) for r in report["layers"])
-    print(f"{'layer':{w}} {'where':5} {'cycles':>9} {'util':>6} {'KB':>7} {'bound':8}  why")
+    print(f"{'layer':{w}} {'where':5} {'cycles':>9} {'util':>6} {'KB':>7} {'bound':8}  why "
+          "(cpu rows: time, kernel)")  # fmt: skip
     for r in report["layers"]:
         if r["where"] == "cpu":
-            print(f"{r['name']:{w}} cpu   {'':>9} {'':>6} {'':>7} {'':8}  {r['why']}")
+            ms = f"{r['cpu_seconds'] * 1e3:.2f} ms"
+            print(f"{r['name']:{w}} cpu   {ms:>9} {'':>6} {'':>7} {r['kernel']:8}  {r['why']}")
             continue
         cycles, util = r["cycles"] or 0, r["gemm_utilization"] or 0.0
         print(f"{r['name']:{w}} vta   {cycles:9d} {util:6.3f} {r['dram_bytes'] / 1e3:7.0f} "
@@ -117,7 +120,7 @@ def _print(report: dict, cfg: VTAConfig) -> None:
     total = "no" if report["cycles"] is None else f"{report['cycles']:,}"
     print(f"total: {total} accelerator cycles on {report['device']} ({cfg.name}), CPU parts "
           f"{report['cpu_seconds']:.2f} s, compile {report['compile_seconds']:.1f} s")  # fmt: skip
-    print(f"outputs bit-identical to the numpy quantized reference: {report['bit_exact']}")
+    print(f"outputs bit-identical to the quantized reference: {report['bit_exact']}")
     if report["output_error"] is not None:
         print(f"vs fp32: max output error {report['output_error']:.3f} of max|fp32| "
               f"(calibration: {report['calibration']})")  # fmt: skip

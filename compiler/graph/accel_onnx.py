@@ -15,8 +15,9 @@ quantized reference does, so every device gives outputs bit-identical to `run(..
   pools, flatten                          CPU
 
 Activations are packed into the accelerator's layout at each CPU -> accelerator boundary and
-stay packed between offloaded layers. Calibration: min/max (or a percentile) of each tensor over
-the calibration inputs (seeded random ones unless given: no data sets exist offline).
+stay packed between offloaded layers. Calibration: each tensor's exponent from its values over
+the calibration inputs (seeded random ones unless given: no data sets exist offline); ReLU outputs
+that no reader zero-pads are stored with zero point -128 (`zero_points`), one bit finer.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .accel import (
     report_row,
     unpack_act,
 )
+from .accel_cpu import CpuKernel, compile_graph, layer_graph, load_kernels, save_kernels
 from .quant import QConv
 
 # after the graph passes (batch norms folded, copies removed)
@@ -354,13 +356,18 @@ class QNetwork:
     """The quantized network: each tensor's exponent and each conv/dense layer's QConv; with
     `float_cpu`, the conv and dense layers the CPU runs compute in fp32 (their QConv then only
     gives shapes): int8 tensors are dequantized into them and their fp32 outputs quantized at
-    each tensor's exponent where an accelerator layer takes them."""
+    each tensor's exponent where an accelerator layer takes them. `zeros`: the tensors stored
+    with zero point -128 (see `zero_points`; the others have 0)."""
 
     net: Network
     exps: dict[str, int]
     convs: dict[str, QConv]
     calibration: str = ""  # where the exponents came from
     float_cpu: bool = False  # the CPU's conv and dense layers compute in fp32
+    zeros: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def zero(self, name: str) -> int:
+        return self.zeros.get(name, 0)
 
 
 def quantize_network(
@@ -370,6 +377,7 @@ def quantize_network(
     correct_bias: bool = True,
     float_cpu: bool = True,
     pre_shift: bool = False,
+    unsigned: bool = True,
 ) -> QNetwork:
     """Exponents from the fp32 tensors on the calibration inputs; convs quantized with them
     (an exponent a shift cannot reach is raised, as `quantize_conv` decides), with an exponent
@@ -382,19 +390,22 @@ def quantize_network(
     min/max's. `float_cpu`: see QNetwork; `pre_shift`: see
     `quant.quantize_conv` (off by default: on the seeded ResNet-18 the coarser weights of the
     residual convs cost about one point of output error and save an ALU op per output row, 37 k
-    cycles)."""
+    cycles); `unsigned`: tensors `zero_points` allows are stored with zero point -128."""
     acts = forward_f32(net, calibration)
-    exps = {k: Q.pow2_exponent(Q.magnitude(v, method)) for k, v in acts.items()}
-    qn = QNetwork(net, exps, {}, float_cpu=float_cpu)
+    qn = QNetwork(net, {}, {}, float_cpu=float_cpu)
+    if unsigned:
+        qn.zeros = zero_points(net, qn, acts[net.input], pre_shift)
+    exps = qn.exps
+    exps.update({k: Q.exponent(v, method, qn.zero(k)) for k, v in acts.items()})
     t = {net.input: _entry(qn, calibration)}
     for ly in net.layers:
         if ly.kind in ("maxpool", "flatten"):
             exps[ly.output] = exps[ly.inputs[0]]
         elif ly.kind in ("conv", "dwconv", "dense"):
-            q = _quantize_layer(ly, exps, ly.bias, pre_shift)
+            q = _quantize_layer(ly, qn, ly.bias, pre_shift)
             if correct_bias and not _is_float(ly, qn):
                 err = _preactivation(ly, q, t, qn) - _preactivation_f32(ly, acts)
-                q = _quantize_layer(ly, exps, ly.bias - err.mean(axis=(0, 2, 3)), pre_shift)
+                q = _quantize_layer(ly, qn, ly.bias - err.mean(axis=(0, 2, 3)), pre_shift)
             qn.convs[ly.name] = q
             exps[ly.output] = q.e_out
         if correct_bias:
@@ -402,20 +413,63 @@ def quantize_network(
     return qn
 
 
-def _quantize_layer(ly: Layer, exps: dict[str, int], bias: np.ndarray, pre_shift: bool) -> QConv:
+def zero_points(net: Network, qn: QNetwork, x: np.ndarray, pre_shift: bool) -> dict[str, int]:
+    """The tensors stored with zero point -128: never negative (a ReLU's output, a max pool or
+    flatten of one, the network input if no calibration input is negative) and read only where
+    the zero point folds into a bias exactly (a conv or dense without zero padding or pre-shift,
+    a residual or shortcut input) or where they are dequantized (fp32 layers, the output); a
+    max pool or flatten passes its input's zero point on."""
+    readers: dict[str, list[tuple[Layer, str]]] = {}
+    for ly in net.layers:
+        roles = [(ly.inputs[0], "input")] if ly.inputs else []
+        roles += [(ly.residual, "residual")] if ly.residual else []
+        roles += [(ly.shortcut.inputs[0], "residual")] if ly.shortcut else []
+        roles += [(t, "float") for t in ly.inputs[1:]]
+        for t, role in roles:
+            readers.setdefault(t, []).append((ly, role))
+    nonneg = {net.input} if x.min(initial=0.0) >= 0 else set()
+    for ly in net.layers:
+        if (ly.kind in ("conv", "dwconv", "dense") and ly.relu) or (
+            ly.kind in ("maxpool", "flatten") and ly.inputs[0] in nonneg
+        ):
+            nonneg.add(ly.output)
+    zeros: dict[str, int] = {}
+
+    def exact(ly: Layer, role: str) -> bool:
+        if role != "input" or ly.kind == "op" or _is_float(ly, qn):
+            return True
+        if ly.kind in ("maxpool", "flatten"):
+            return ly.output in zeros
+        pre = pre_shift and ly.residual is not None
+        return ly.kind in ("conv", "dwconv", "dense") and ly.pad == 0 and not pre
+
+    for t in reversed([net.input, *(ly.output for ly in net.layers)]):  # readers first
+        if t in nonneg and all(exact(ly, role) for ly, role in readers.get(t, [])):
+            zeros[t] = -128
+    return zeros
+
+
+def _quantize_layer(ly: Layer, qn: QNetwork, bias: np.ndarray, pre_shift: bool) -> QConv:
+    exps = qn.exps
     e_res = exps[ly.residual] if ly.residual else None
     sc = ly.shortcut
     shortcut = (sc.weight, sc.bias, exps[sc.inputs[0]], sc.stride) if sc else None
     per_channel = _place(ly)[0] == "cpu" and not (ly.residual or sc)
+    zeros = (qn.zero(ly.inputs[0]), qn.zero(ly.residual) if ly.residual else 0,
+             qn.zero(sc.inputs[0]) if sc else 0, qn.zero(ly.output))  # fmt: skip
+    zeros = (0, 0, 0, 0) if _is_float(ly, qn) else zeros  # its QConv only gives shapes
     return Q.quantize_conv(ly.weight, bias, exps[ly.inputs[0]], exps[ly.output], ly.relu,
                            ly.stride, ly.pad, e_residual=e_res, shortcut=shortcut,
-                           per_channel=per_channel, pre_shift=pre_shift)  # fmt: skip
+                           per_channel=per_channel, pre_shift=pre_shift,
+                           zeros=zeros)  # fmt: skip
 
 
 def _entry(qn: QNetwork, x: np.ndarray) -> np.ndarray:
     """The network input as the first layer takes it (fp32 into an fp32 CPU layer)."""
     first = next(ly for ly in qn.net.layers if qn.net.input in _needs(ly))
-    return x.astype(np.float32) if _is_float(first, qn) else Q.quantize(x, qn.exps[qn.net.input])
+    if _is_float(first, qn):
+        return x.astype(np.float32)
+    return Q.quantize(x, qn.exps[qn.net.input], qn.zero(qn.net.input))
 
 
 def _is_float(ly: Layer, qn: QNetwork) -> bool:
@@ -431,13 +485,13 @@ def _is_float(ly: Layer, qn: QNetwork) -> bool:
 def _int8(qn: QNetwork, t: dict, name: str) -> np.ndarray:
     """Tensor `name` in int8 (quantized at its exponent if an fp32 layer made it)."""
     v = t[name]
-    return v if v.dtype == np.int8 else Q.quantize(v, qn.exps[name])
+    return v if v.dtype == np.int8 else Q.quantize(v, qn.exps[name], qn.zero(name))
 
 
 def dequantized(qn: QNetwork, t: dict, name: str) -> np.ndarray:
-    """Tensor `name` in fp32 (int8 tensors dequantized at their exponent)."""
+    """Tensor `name` in fp32 (int8 tensors dequantized at their exponent and zero point)."""
     v = t[name]
-    return Q.dequantize(v, qn.exps[name]) if v.dtype == np.int8 else v
+    return Q.dequantize(v, qn.exps[name], qn.zero(name)) if v.dtype == np.int8 else v
 
 
 def _preactivation(ly: Layer, q: QConv, t: dict, qn: QNetwork) -> np.ndarray:
@@ -448,13 +502,14 @@ def _preactivation(ly: Layer, q: QConv, t: dict, qn: QNetwork) -> np.ndarray:
     sc_in = _int8(qn, t, ly.shortcut.inputs[0]) if ly.shortcut else None
     acc = Q.accumulate(q, h, res, sc_in, dw=ly.kind == "dwconv")
     shift = np.asarray(q.shift).reshape(-1, 1, 1) if np.ndim(q.shift) else q.shift
-    return (acc - (1 << shift >> 1)) * 2.0 ** (q.e_out - shift)
+    offset = (1 << shift >> 1) + (qn.zero(ly.output) << shift)  # rounding, output zero point
+    return (acc - offset) * 2.0 ** (q.e_out - shift)
 
 
 def _clip(ly: Layer, qn: QNetwork, y: np.ndarray) -> np.ndarray:
     """A layer's int8 output with its Clip upper bound (if any) applied."""
-    hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu and y.dtype == np.int8 else None
-    return y if hi is None or hi >= 127 else np.minimum(y, np.int8(hi))
+    hi = _clip_max(ly, qn) if y.dtype == np.int8 else None
+    return y if hi is None else np.minimum(y, np.int8(hi))
 
 
 def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
@@ -477,23 +532,35 @@ def _place(ly: Layer, q: QConv | None = None) -> tuple[str, str]:
     return "cpu", why[ly.kind]
 
 
-def _clip_max(ly: Layer, e_out: int) -> int | None:
-    if ly.clip_max is None or not np.isfinite(ly.clip_max):
+def _clip_max(ly: Layer, qn: QNetwork) -> int | None:
+    """The int8 bound of the layer's Clip max (None: none, or the int8 range bounds it)."""
+    if not ly.relu or ly.clip_max is None or not np.isfinite(ly.clip_max):
         return None
-    return int(np.clip(np.floor(ly.clip_max * 2.0**-e_out), 0, 127))
+    zero = qn.zero(ly.output)
+    hi = int(np.clip(np.floor(ly.clip_max * 2.0 ** -qn.exps[ly.output]) + zero, zero, 127))
+    return hi if hi < 127 else None
 
 
-def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
-    """A layer in numpy (the reference's and the CPU partition's): integer arithmetic, or fp32
-    for an fp32 layer (`_is_float`) and for max pool and flatten of an fp32 tensor."""
+def _cpu_layer(ly: Layer, qn: QNetwork, t: dict, kernel: CpuKernel | None = None) -> np.ndarray:
+    """A layer on the CPU: integer arithmetic, or fp32 for an fp32 layer (`_is_float`) and for
+    max pool and flatten of an fp32 tensor; in numpy (the reference), or with its compiled
+    `kernel` (`accel_cpu`: exact on int8 layers)."""
     if ly.kind == "op":
-        return _run_op(ly, {n: dequantized(qn, t, n) for n in ly.inputs})
+        args = {n: dequantized(qn, t, n) for n in ly.inputs}
+        return kernel(*args.values()) if kernel else _run_op(ly, args)
     h = t[ly.inputs[0]]
     exact = ly.kind in ("maxpool", "flatten")  # the same on int8 and fp32
+    if exact and kernel:
+        y = kernel(h)
+        return y.astype(np.int8) if h.dtype == np.int8 else y
     if (exact and h.dtype != np.int8) or (ly.kind.startswith("avgpool") and _is_float(ly, qn)):
+        if kernel:
+            return kernel(dequantized(qn, t, ly.inputs[0]))
         one = Network([ly], ly.inputs[0], (), ly.output)
         return forward_f32(one, dequantized(qn, t, ly.inputs[0]))[ly.output]
     if _is_float(ly, qn):
+        if kernel:
+            return kernel(*(dequantized(qn, t, n) for n in _needs(ly)))
         y = _preactivation_f32(ly, {n: dequantized(qn, t, n) for n in _needs(ly)})
         if ly.relu:
             y = np.clip(y, 0, ly.clip_max if ly.clip_max is not None else np.inf)
@@ -514,24 +581,28 @@ def _cpu_layer(ly: Layer, qn: QNetwork, t: dict) -> np.ndarray:
                                     ly.include_pad)  # fmt: skip
         return Q.quantize(sums * 2.0 ** qn.exps[ly.inputs[0]] / counts, qn.exps[ly.output])
     q = qn.convs[ly.name]
-    if ly.kind == "dwconv":
-        out = Q.requantize(Q.accumulate(q, h, dw=True), q)
-    else:
-        x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
-        sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
-        out = Q.run_qconv(q, x, t[ly.residual] if ly.residual else None, sc_in)
-        out = out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
-    return out
+    x = h.reshape(h.shape[0], -1, 1, 1) if ly.kind == "dense" else h
+    products = kernel(h) if kernel else None
+    if products is not None and ly.kind == "dense":
+        products = products.reshape(*products.shape, 1, 1)
+    sc_in = t[ly.shortcut.inputs[0]] if ly.shortcut else None
+    res = t[ly.residual] if ly.residual else None
+    acc = Q.accumulate(q, x, res, sc_in, ly.kind == "dwconv", products)
+    out = Q.requantize(acc, q)
+    return out.reshape(out.shape[0], -1) if ly.kind == "dense" else out
 
 
 @dataclasses.dataclass
 class Compiled:
-    """A quantized network with its offloaded layers compiled for one configuration."""
+    """A quantized network with its offloaded layers compiled for one configuration and its
+    CPU layers for the llvm target (`cpu`; `numpy`: why a CPU layer has no kernel)."""
 
     qn: QNetwork
     cfg: VTAConfig
     accel: dict[str, AccelConv]
     compile_seconds: float
+    cpu: dict[str, CpuKernel] = dataclasses.field(default_factory=dict)
+    numpy: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _out_channels(ly: Layer, qn: QNetwork) -> int:
@@ -575,12 +646,38 @@ def _offloaded(qn: QNetwork) -> list[tuple[Layer, QConv, tuple, tuple | None]]:
 def compile_network(
     qn: QNetwork, cfg: VTAConfig, candidates: int = 8, db: str | None = None
 ) -> Compiled:
+    """The offloaded layers' Programs (knobs from `db` or the best of `candidates`) and the
+    CPU layers' llvm kernels."""
     start = time.perf_counter()
     accel = {
         ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, candidates, db)
         for ly, q, shape, sc_shape in _offloaded(qn)
     }
-    return Compiled(qn, cfg, accel, time.perf_counter() - start)
+    cpu, numpy_why = compile_cpu(qn)
+    return Compiled(qn, cfg, accel, time.perf_counter() - start, cpu, numpy_why)
+
+
+def compile_cpu(qn: QNetwork) -> tuple[dict[str, CpuKernel], dict[str, str]]:
+    """Each CPU layer's llvm kernel (`accel_cpu`), and why a layer has none (it runs in numpy)."""
+    shapes = _shapes(qn)
+    kernels, why = {}, {}
+    for ly in qn.net.layers:
+        if _place(ly, qn.convs.get(ly.name))[0] != "cpu":
+            continue
+        floating = _is_float(ly, qn)
+        if ly.kind.startswith("avgpool") and not floating:
+            why[ly.name] = "int8 average pool: an fp32 mean would round differently"
+            continue
+        integer = ly.kind in ("conv", "dwconv", "dense") and not floating
+        graph = layer_graph(ly, shapes, qn.convs[ly.name] if integer else None)
+        if graph is None:
+            why[ly.name] = "int8 products not exact in fp32 (sums reach 2^24, or a shortcut)"
+            continue
+        try:
+            kernels[ly.name] = CpuKernel(compile_graph(graph), integer)
+        except OperatorError as e:
+            why[ly.name] = f"no llvm kernel ({e})"
+    return kernels, why
 
 
 def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
@@ -598,20 +695,34 @@ def tuning_tasks(qn: QNetwork, cfg: VTAConfig) -> list[tuple[tuple, int]]:
 def run(
     c: Compiled | QNetwork, x: np.ndarray, device: str | None = None
 ) -> tuple[dict, list[dict], float]:
-    """(every tensor: int8, fp32 from fp32 CPU layers; per-layer rows; CPU seconds) on `device`;
-    with a QNetwork (or device None) everything runs in numpy: the bit-exact reference."""
-    qn = c.qn if isinstance(c, Compiled) else c
+    """(every tensor: int8, fp32 from fp32 CPU layers; per-layer rows; CPU seconds) on `device`.
+    A QNetwork runs in numpy: the quantized reference. A Compiled model runs its CPU layers
+    with their llvm kernels (each row has its `cpu_seconds` and `kernel`) and its offloaded
+    layers on `device`, or with device None in numpy: the bit-exact reference of every device
+    (int8 CPU layers are bit-identical to numpy's, fp32 ones equal to fp32 rounding)."""
+    compiled = isinstance(c, Compiled)
+    qn = c.qn if compiled else c
+    kernels = c.cpu if compiled else {}
+    if kernels and x.shape[0] != qn.net.input_shape[0]:
+        raise OperatorError(f"input batch {x.shape[0]}: the CPU layers were compiled for "
+                            f"batch {qn.net.input_shape[0]}")  # fmt: skip
     t = {qn.net.input: _entry(qn, x)}
     packed: dict[str, np.ndarray] = {}  # tensors also held in the accelerator's layout
     rows, cpu = [], 0.0
     for ly in qn.net.layers:
         where, why = _place(ly, qn.convs.get(ly.name))
-        if device is None or not isinstance(c, Compiled) or where == "cpu":
+        if device is None or not compiled or where == "cpu":
+            kernel = kernels.get(ly.name) if where == "cpu" else None
             start = time.perf_counter()
-            t[ly.output] = _cpu_layer(ly, qn, t)
-            cpu += time.perf_counter() - start
+            t[ly.output] = _cpu_layer(ly, qn, t, kernel)
+            took = time.perf_counter() - start
+            cpu += took
             fp32 = "; fp32" if t[ly.output].dtype != np.int8 else ""
-            rows.append({"name": ly.name, "where": "cpu", "why": why + fp32})
+            row = {"name": ly.name, "where": "cpu", "why": why + fp32}
+            if compiled and where == "cpu":
+                row.update(cpu_seconds=took, kernel="llvm" if kernel else "numpy")
+                row["why"] += f"; numpy: {c.numpy[ly.name]}" if ly.name in c.numpy else ""
+            rows.append(row)
         else:
             start = time.perf_counter()
             for name in _needs(ly):
@@ -625,8 +736,8 @@ def run(
             packed[ly.output] = out
             t[ly.output] = unpack_act(out, layer.out_channels)
             rows.append({**report_row(layer, st), "why": why})
-        hi = _clip_max(ly, qn.exps[ly.output]) if ly.relu else None
-        if hi is not None and hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
+        hi = _clip_max(ly, qn)
+        if hi is not None:  # Clip's upper bound: an int8 minimum on the CPU
             t[ly.output] = _clip(ly, qn, t[ly.output])
             packed.pop(ly.output, None)
             rows[-1]["why"] += f"; Clip max on the CPU (int8 min {hi})"
@@ -647,9 +758,10 @@ _QCONV_SCALARS = ("shift", "relu", "stride", "pad", "e_in", "e_out", "residual_s
 
 
 def save(c: Compiled, folder: str | Path) -> None:
-    """accel.json (layers, exponents, configuration, each offloaded layer's knobs) and
-    weights.npz (the quantized weights and biases): `load` rebuilds the Programs from them
-    without calibrating or searching again."""
+    """accel.json (layers, exponents, configuration, each offloaded layer's knobs),
+    weights.npz (the quantized weights and biases) and cpu/ (the CPU layers' compiled kernels):
+    `load` rebuilds the Programs from them without calibrating, searching or compiling for the
+    CPU again."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     net, arrays = c.qn.net, {}
@@ -683,11 +795,14 @@ def save(c: Compiled, folder: str | Path) -> None:
         "exps": c.qn.exps,
         "calibration": c.qn.calibration,
         "float_cpu": c.qn.float_cpu,
+        "zeros": c.qn.zeros,
         "convs": convs,
         "knobs": {name: dataclasses.asdict(a.knobs) for name, a in c.accel.items()},
+        "numpy": c.numpy,
     }
     (folder / "accel.json").write_text(json.dumps(manifest, indent=1))
     np.savez(folder / "weights.npz", **arrays)
+    save_kernels(c.cpu, folder)
 
 
 def is_saved(folder: str | Path) -> bool:
@@ -724,7 +839,8 @@ def load(folder: str | Path) -> Compiled:
             convs[name] = QConv(arrays[f"{name}.weight"], arrays[f"{name}.bias"],
                                 sc_weight=arrays.get(f"{name}.sc_weight"), **scalars)  # fmt: skip
         net = Network(layers, m["input"], tuple(m["input_shape"]), m["output"])
-        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""), m.get("float_cpu", False))
+        qn = QNetwork(net, m["exps"], convs, m.get("calibration", ""), m.get("float_cpu", False),
+                      m.get("zeros", {}))  # fmt: skip
         cfg = VTAConfig.from_dict(m["config"], source=str(folder / "accel.json"))
         knobs = {name: Conv2DKnobs(**k) for name, k in m["knobs"].items()}
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -734,4 +850,5 @@ def load(folder: str | Path) -> Compiled:
         ly.name: compile_qconv(ly.name, q, shape, cfg, sc_shape, knobs=knobs[ly.name])
         for ly, q, shape, sc_shape in _offloaded(qn)
     }
-    return Compiled(qn, cfg, accel, time.perf_counter() - start)
+    cpu = load_kernels(folder)
+    return Compiled(qn, cfg, accel, time.perf_counter() - start, cpu, m.get("numpy", {}))

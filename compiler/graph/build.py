@@ -62,7 +62,7 @@ class Group:
         return list(seen)
 
 
-def _schedule(outs: Tensor, knobs: dict | None = None) -> Schedule:
+def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
     """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, else the default."""
     found: dict[str, Any] = {}
 
@@ -91,13 +91,9 @@ def _schedule(outs: Tensor, knobs: dict | None = None) -> Schedule:
     return x86.schedule_injective(outs)
 
 
-def group_kernel(
-    group: Group,
-    shapes: dict[str, tuple[int, ...]],
-    name: str | None = None,
-    knobs: dict | None = None,
-) -> tuple[S.PrimFunc, list[str]]:
-    """The group's lowered kernel and the tensor names of its parameters (inputs, output)."""
+def group_tensors(group: Group, shapes: dict[str, tuple[int, ...]]) -> list[Tensor]:
+    """The group's compute definition: a placeholder per input (in `group.inputs` order),
+    then the output tensor."""
     tensors: dict[str, Tensor] = {t: placeholder(t, shapes[t]) for t in group.inputs}
     args = list(tensors.values())
     for node in group.nodes:
@@ -110,8 +106,25 @@ def group_kernel(
             f"group {group.name}: computes {out.shape} for '{group.output}', "
             f"the graph says {tuple(shapes[group.output])}"
         )
-    func = lower(_schedule(out, knobs), [*args, out], name or group.name)
-    return func, [*group.inputs, group.output]
+    return [*args, out]
+
+
+def group_kernel(
+    group: Group,
+    shapes: dict[str, tuple[int, ...]],
+    name: str | None = None,
+    knobs: dict | None = None,
+    program: Any = None,
+) -> tuple[S.PrimFunc, list[str]]:
+    """The group's lowered kernel and the tensor names of its parameters (inputs, output):
+    scheduled by an auto-scheduler `program` of the group's workload when given, else by
+    `schedule_group`."""
+    if program is not None:
+        s, tensors = program.schedule()
+    else:
+        tensors = group_tensors(group, shapes)
+        s = schedule_group(tensors[-1], knobs)
+    return lower(s, tensors, name or group.name), [*group.inputs, group.output]
 
 
 class ConvTask(NamedTuple):
@@ -154,9 +167,10 @@ def conv_task(group: Group, shapes: dict) -> ConvTask | None:
     return None
 
 
-def tuned_knobs(db: Any, task: ConvTask) -> dict | None:
+def tuned_knobs(db: Any, task: ConvTask) -> tuple[dict, float] | None:
     """The fastest record of the conv2d_NCHWc task with the graph's channel blocks (tuned with
-    them fixed, or freely with these blocks among the configs tried), or None."""
+    them fixed, or freely with these blocks among the configs tried): its knobs and cost
+    (seconds), or None."""
     from ..tune.record import MeasureErrorNo
     from ..tune.task import create_task
 
@@ -174,13 +188,33 @@ def tuned_knobs(db: Any, task: ConvTask) -> dict | None:
                 best, best_cost = cfg, min(r.costs)
     if best is None:
         return None
-    return {
+    knobs = {
         "tile_oh": best["tile_oh"].size[1],
         "tile_ow": best["tile_ow"].size[1],
         "unroll_kw": best["unroll_kw"].val,
         "parallel": best["parallel"].val,
         "pad": best["pad"].val,
     }
+    return knobs, best_cost
+
+
+AUTO_SCHEDULED = "auto-scheduler records"
+
+
+def faster_program(db: Any, group: Group, shapes: dict, template: tuple | None) -> Any:
+    """The auto-scheduler's best program of the group's workload (the whole group, its fused
+    epilogue included) in `db` when it measured faster than the template's record `template`
+    (knobs, cost) of the bare convolution or there is none; else None."""
+    from ..autoschedule.dispatch import best_program
+    from ..autoschedule.groups import WORKLOAD, group_spec, tunable
+
+    if not tunable(group):
+        return None
+    found = best_program(WORKLOAD, (group_spec(group, shapes),), "llvm", db)
+    if found is None:
+        return None
+    program, cost = found
+    return program if template is None or cost < template[1] else None
 
 
 def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
@@ -223,7 +257,9 @@ def build_graph(
     """Compile every group (kernels shared by groups of one structure) into a GraphModule;
     `offsets` places every intermediate tensor in the arena (bytes, multiples of 64). With a
     records database `db`, convolutions with a record of their channel blocks take its
-    schedule; the manifest lists the tasks without one (`untuned`)."""
+    schedule, and a group whose auto-scheduler record in `db` measured faster takes that
+    program; the manifest lists the tasks without a record (`untuned`) and counts the kernels
+    by where their schedules came from (`tuned_from`)."""
     t0 = time.perf_counter()
     constants = dict(constants)
     pack_dense_weights(groups, constants)
@@ -243,15 +279,22 @@ def build_graph(
             key = _signature(g, shapes)
             if key not in kernels:
                 task = conv_task(g, shapes)
-                knobs = None
+                found, origin = None, None
                 for source, records in sources.items() if task else ():
-                    knobs = tuned_knobs(records, task)
-                    if knobs:
-                        used[source] += 1
+                    found = tuned_knobs(records, task)
+                    if found:
+                        origin = source
                         break
-                if task and not knobs:
+                program = faster_program(sources["records"], g, shapes, found) if db else None
+                if program is not None:
+                    origin = AUTO_SCHEDULED
+                elif task and not found:
                     untuned[f"conv2d_NCHWc{task.task_args()}"] = None
-                kernels[key], _ = group_kernel(g, shapes, f"k{len(kernels)}_{g.name}", knobs)
+                if origin:
+                    used[origin] = used.get(origin, 0) + 1
+                kernels[key], _ = group_kernel(
+                    g, shapes, f"k{len(kernels)}_{g.name}", found and found[0], program
+                )
             func = kernels[key]
             names = [*g.inputs, g.output]
             slots = [_slot(t, inputs, outputs, params, offsets) for t in names]

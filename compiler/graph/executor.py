@@ -13,6 +13,7 @@ without compiling.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import subprocess
@@ -36,7 +37,8 @@ from ..tir import stmt as S
 ENTRY = "graph_run"
 NOP = "graph_nop"  # the entry's signature, no work: times the executor's own overhead
 ALIGN = 64  # bytes: every arena offset and the arena itself
-FORMAT = 1  # the saved folder's version
+FORMAT = 2  # the saved folder's version
+SEALED = ("graph.so", "params.npz")  # their digests are in graph.json
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class GraphModule:
         self._nop = kernels[NOP]
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
         self._table = (ctypes.c_void_p * n)()
+        _check_memory(manifest["arena_bytes"])
         raw = np.empty(manifest["arena_bytes"] + ALIGN, np.uint8)
         start = (-raw.ctypes.data) % ALIGN
         self._arena = raw[start : start + manifest["arena_bytes"]]
@@ -281,8 +284,13 @@ class GraphModule:
             )
             if r.returncode:
                 raise CodegenError(f"linking {folder / 'graph.so'} failed: {r.stderr.strip()}")
-        (folder / "graph.json").write_text(json.dumps(self.manifest, indent=1))
         np.savez(folder / "params.npz", *self.params)
+        sealed = {f: _sha256((folder / f).read_bytes()) for f in SEALED}
+        manifest = {
+            **self.manifest,
+            "sha256": {**sealed, "manifest": _manifest_sha256(self.manifest)},
+        }
+        (folder / "graph.json").write_text(json.dumps(manifest, indent=1))
 
     @classmethod
     def load(cls, folder: str | Path) -> GraphModule:
@@ -292,12 +300,27 @@ class GraphModule:
             manifest = json.loads((folder / "graph.json").read_text())
         except (OSError, ValueError) as e:
             raise CodegenError(f"{folder} is not a compiled model folder: {e}") from e
+        if not isinstance(manifest, dict):
+            raise CodegenError(f"{folder} is not a compiled model folder: graph.json is no object")
         if manifest.get("format") != FORMAT:
             raise CodegenError(
                 f"{folder}: compiled model format {manifest.get('format')!r}, expected {FORMAT}"
             )
-        if manifest["triple"] != llvm.get_process_triple():
-            raise CodegenError(f"{folder} was compiled for {manifest['triple']}, not this host")
+        if manifest.get("triple") != llvm.get_process_triple():
+            raise CodegenError(f"{folder} was compiled for {manifest.get('triple')}, not this host")
+        # the kernels trust every address and shape: run nothing but what `save` wrote
+        digests = manifest.pop("sha256", {})
+        for name in SEALED:
+            path = folder / name
+            if not path.is_file() or _sha256(path.read_bytes()) != digests.get(name):
+                raise CodegenError(
+                    f"{path} is missing or not the one graph.json was saved with "
+                    "(changed after `vta compile`?): compile the model again"
+                )
+        if _manifest_sha256(manifest) != digests.get("manifest"):
+            raise CodegenError(
+                f"{folder / 'graph.json'} was changed after `vta compile`: compile the model again"
+            )
         with np.load(folder / "params.npz") as z:
             params = [z[f"arr_{k}"] for k in range(len(manifest["params"]))]
         parallel.load_runtime()
@@ -310,6 +333,37 @@ class GraphModule:
             return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
         return cls(manifest, params, *_bind(address, manifest), keep=lib)
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel can give without swapping (MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _check_memory(arena_bytes: int) -> None:
+    """Refuse an arena the machine cannot hold: memory is committed lazily, so allocating it
+    would succeed and the process be killed when the kernels touch it."""
+    free = available_memory()
+    if free is not None and arena_bytes > free:
+        raise CodegenError(
+            f"the model's intermediate tensors need an arena of {arena_bytes / 2**30:.1f} GiB; "
+            f"this machine has {free / 2**30:.1f} GiB available"
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest_sha256(manifest: dict) -> str:
+    return _sha256(json.dumps(manifest, sort_keys=True).encode())
 
 
 def _unique_funcs(steps: list[Step]) -> list[S.PrimFunc]:

@@ -4,7 +4,11 @@ folded into the bias.
 
 A tensor's exponent comes from its calibrated magnitude: the largest |x| ("minmax") or a high
 percentile of |x| ("percentile", clipping rare outliers) or, of the minmax exponent and the two
-finer ones, the one with the least mean-square quantization error ("mse"). A convolution with
+finer ones, the one with the least mean-square quantization error ("mse"). A tensor that is never
+negative (a ReLU's output) can be stored with zero point -128 (value = (q + 128) * 2^e): its
+256 levels all hold values, one bit finer than symmetric int8; the convolutions that produce and
+read it fold the zero point into their int32 bias (exact where the reader does not pad its input
+with zeros). A convolution with
 input exponent e_x, weight exponent e_w and output exponent e_y accumulates at e_x + e_w and
 shifts right by e_y - e_x - e_w. A residual added inside the kernel enters through an int8
 identity weight 2^k (k = e_r - e_x - e_w); where k > 6 the products are first shifted right by
@@ -30,13 +34,25 @@ PERCENTILE = 99.99
 MAX_RESIDUAL_SHIFT = 6
 
 
-def pow2_exponent(absmax: float) -> int:
-    """The smallest e with absmax <= 127 * 2^e (a zero tensor gets e = 0)."""
+def pow2_exponent(absmax: float, qmax: int = QMAX) -> int:
+    """The smallest e with absmax <= qmax * 2^e (a zero tensor gets e = 0)."""
     if not math.isfinite(absmax) or absmax < 0:
         raise LoweringError(f"quantization: magnitude {absmax} is not a finite non-negative number")
     if absmax == 0:
         return 0
-    return math.ceil(math.log2(absmax / QMAX))
+    return math.ceil(math.log2(absmax / qmax))
+
+
+def exponent(x: np.ndarray, method: str = "minmax", zero: int = 0) -> int:
+    """The calibrated exponent of a tensor stored with zero point `zero` (0, or -128 for a
+    tensor that is never negative: then 255 levels above zero)."""
+    qmax = QMAX - zero
+    if method == "mse":
+        top = pow2_exponent(float(np.abs(x).max(initial=0.0)), qmax)
+        errs = [(float(np.square(dequantize(quantize(x, e, zero), e, zero) - x).mean()), -e)
+                for e in (top, top - 1, top - 2)]  # fmt: skip
+        return -min(errs)[1]
+    return pow2_exponent(magnitude(x, method), qmax)
 
 
 def magnitude(x: np.ndarray, method: str = "minmax") -> float:
@@ -45,22 +61,20 @@ def magnitude(x: np.ndarray, method: str = "minmax") -> float:
     if method == "minmax":
         return float(np.abs(x).max(initial=0.0))
     if method == "mse":
-        top = pow2_exponent(float(np.abs(x).max(initial=0.0)))
-        errs = [(float(np.square(dequantize(quantize(x, e), e) - x).mean()), -e) for e in
-                (top, top - 1, top - 2)]  # fmt: skip
-        return QMAX * 2.0 ** -min(errs)[1]
+        return QMAX * 2.0 ** exponent(x, "mse")
     if method == "percentile":
         return float(np.percentile(np.abs(x), PERCENTILE))
     raise LoweringError(f"calibration {method!r} is unknown (valid: {', '.join(CALIBRATIONS)})")
 
 
-def quantize(x: np.ndarray, e: int) -> np.ndarray:
-    """int8 q = clip(round(x / 2^e))."""
-    return np.clip(np.rint(np.asarray(x, np.float64) * 2.0**-e), -128, QMAX).astype(np.int8)
+def quantize(x: np.ndarray, e: int, zero: int = 0) -> np.ndarray:
+    """int8 q = clip(round(x / 2^e) + zero)."""
+    q = np.rint(np.asarray(x, np.float64) * 2.0**-e) + zero
+    return np.clip(q, -128, QMAX).astype(np.int8)
 
 
-def dequantize(q: np.ndarray, e: int) -> np.ndarray:
-    return q.astype(np.float32) * np.float32(2.0**e)
+def dequantize(q: np.ndarray, e: int, zero: int = 0) -> np.ndarray:
+    return (q.astype(np.float32) - np.float32(zero)) * np.float32(2.0**e)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,17 +112,26 @@ def quantize_conv(
     shortcut: tuple[np.ndarray, np.ndarray, int, int] | None = None,
     per_channel: bool = False,
     pre_shift: bool = True,
+    zeros: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> QConv:
     """Quantize a float conv (+ bias) whose input has exponent e_in and output e_out; with
     `e_residual`, a residual at that exponent is added before the shift; `shortcut` =
     (weight, bias, input exponent, stride) of a conv accumulated into the same rows;
     `per_channel`: each output channel's weights get their own exponent (and the shift, then
     one per channel, brings them to e_out: for layers the CPU runs); `pre_shift` False: a
-    residual more than 2^6 coarser than the products gets weights that much coarser instead."""
+    residual more than 2^6 coarser than the products gets weights that much coarser instead;
+    `zeros`: the zero points of (input, residual, shortcut input, output), folded into the bias
+    (an output zero point -128 takes the ReLU's place: the int8 clip cuts at value 0)."""
+    z_in, z_res, z_sc, z_out = zeros
+    if z_in and pad:
+        raise LoweringError("quantization: an input with a zero point must not be zero-padded")
+    if z_out and not relu:
+        raise LoweringError("quantization: only a ReLU's output takes a zero point")
+    relu = relu and not z_out
     if per_channel:
         if e_residual is not None or shortcut is not None:
             raise LoweringError("quantization: per-channel weights take no residual or shortcut")
-        return _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad)
+        return _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad, z_in, z_out)
     e_acc = e_in + pow2_exponent(float(np.abs(weight).max(initial=0.0)))
     sc_bias, sc_shift = np.zeros_like(bias), 0
     if shortcut is not None:
@@ -136,18 +159,28 @@ def quantize_conv(
     if shift > 31:
         raise LoweringError(f"quantization: requantizing shift {shift} exceeds 31")
     w_q = quantize(weight, e_w)
-    b = np.asarray(bias, np.float64) + np.asarray(sc_bias, np.float64)
-    b_q = np.rint(b * 2.0**-e_acc) + (1 << shift >> 1)  # round to nearest on the shift
-    b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     sc_q, sc_stride = None, 1
     if shortcut is not None:
         e_sc_w = e_prod + sc_shift - shortcut[2]
         sc_q, sc_stride = quantize(shortcut[0], e_sc_w), shortcut[3]
+    if pre and (z_in or z_sc):
+        raise LoweringError("quantization: a pre-shifted conv's inputs take no zero point")
+    b = np.asarray(bias, np.float64) + np.asarray(sc_bias, np.float64)
+    b_q = np.rint(b * 2.0**-e_acc) + (1 << shift >> 1)  # round to nearest on the shift
+    b_q += (z_out << shift) - z_in * _sums(w_q) - (z_res << (k or 0))
+    if sc_q is not None:
+        b_q -= z_sc * _sums(sc_q) * 2**sc_shift
+    b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre,
                  sc_shift)  # fmt: skip
 
 
-def _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad) -> QConv:
+def _sums(w: np.ndarray) -> np.ndarray:
+    """Each output channel's weight sum (what an input zero point adds to its products)."""
+    return w.reshape(w.shape[0], -1).astype(np.float64).sum(axis=1)
+
+
+def _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad, z_in, z_out) -> QConv:
     e_w = np.array([pow2_exponent(float(np.abs(w).max(initial=0.0))) for w in weight])
     e_acc = e_in + e_w
     e_out = max(e_out, int(e_acc.max()))
@@ -156,6 +189,7 @@ def _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad) -> QConv
         raise LoweringError(f"quantization: requantizing shift {shift.max()} exceeds 31")
     w_q = quantize(weight * 2.0 ** -e_w.reshape(-1, *[1] * (weight.ndim - 1)), 0)
     b_q = np.rint(np.asarray(bias, np.float64) * 2.0**-e_acc) + (1 << shift >> 1)
+    b_q += (z_out << shift) - z_in * _sums(w_q)
     b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     return QConv(w_q, b_q, shift.astype(np.int64), relu, stride, pad, e_in, e_out)
 
@@ -186,9 +220,13 @@ def accumulate(
     residual: np.ndarray | None = None,
     sc_in: np.ndarray | None = None,
     dw: bool = False,
+    products: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The int64 NCHW accumulator of a quantized conv (depthwise if `dw`) before its shift."""
-    if dw:
+    """The int64 NCHW accumulator of a quantized conv (depthwise if `dw`) before its shift;
+    `products`: the main conv's, computed elsewhere (exactly)."""
+    if products is not None:
+        acc = products.astype(np.int64)
+    elif dw:
         zero = np.zeros(q.weight.shape[0], np.int64)
         acc = depthwise(x.astype(np.int64), q.weight.astype(np.int64), zero, q.stride, q.pad)
     else:

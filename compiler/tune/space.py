@@ -114,7 +114,8 @@ def divisors(n: int) -> list[int]:
 
 
 class SplitKnob(Knob):
-    """Split one loop of `extent` into `num_outputs` factors (policy: factors or power2)."""
+    """Split one loop of `extent` into `num_outputs` factors (policy: factors, power2, or any:
+    every inner size up to max_factor, the last outer part partial where it does not divide)."""
 
     tag = "sp"
 
@@ -137,8 +138,15 @@ class SplitKnob(Knob):
         elif policy == "power2":
             bound = 2 ** math.ceil(math.log2(max(extent, 1)))
             choices = [2**p for p in range(bound.bit_length())]
+        elif policy == "any":
+            if max_factor is None:
+                raise TuningError(f"split {name!r}: policy 'any' needs a max_factor")
+            bound = extent
+            choices = list(range(1, min(extent, max_factor) + 1))
         else:
-            raise TuningError(f"split {name!r}: policy {policy!r} is not 'factors' or 'power2'")
+            raise TuningError(
+                f"split {name!r}: policy {policy!r} is not 'factors', 'power2' or 'any'"
+            )
         if max_factor is not None:
             choices = [c for c in choices if c <= max_factor]
         self.extent = extent

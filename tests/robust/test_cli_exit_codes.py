@@ -99,3 +99,15 @@ def test_disasm_raw_reads_a_bounded_prefix():
     empty stream ("0 instructions")."""
     run = _vta("disasm", "--raw", "/dev/zero")
     assert run.returncode == EXIT_INPUT and "larger than the limit" in run.stderr, run.stderr
+
+
+def test_running_out_of_memory_is_bad_input(monkeypatch, capsys):
+    """An input that needs more memory than the machine has is the input's problem (exit 1),
+    not a bug."""
+
+    def hungry(args):
+        raise MemoryError("Unable to allocate 74.5 GiB for an array")
+
+    monkeypatch.setattr(cli, "_cmd_hw_config", hungry)
+    assert main(["hw-config"]) == EXIT_INPUT
+    assert capsys.readouterr().err.startswith("vta hw-config: error: out of memory: Unable")

@@ -8,6 +8,7 @@ from .conv2d import (
     schedule_conv2d_NCHWc,
     schedule_conv2d_NCHWc_knobs,
     tile_columns,
+    tile_rows,
 )
 from .dense import (
     dense_pack,
@@ -29,6 +30,7 @@ __all__ = [
     "pack_weight",
     "channel_block",
     "tile_columns",
+    "tile_rows",
     "schedule_depthwise_conv2d_NCHWc",
     "dense_pack",
     "matmul_pack",

@@ -31,6 +31,18 @@ def tile_columns(ow: int, vectors: int) -> int:
     return best if 2 * best >= limit else largest_divisor(ow, 2 * limit)
 
 
+def tile_rows(oh: int, cols: int, vectors: int) -> int:
+    """Output rows of a register tile of `cols` columns x `vectors` vectors: as many as the
+    target's registers hold beside the weight vectors and a broadcast, so each weight vector
+    loaded serves rows x cols outputs (the weights stream from L2 and bound a tile of one
+    7-wide row); of the row counts giving the fewest row tiles, the smallest (OH 7 with room
+    for 2 rows: tiles of 2, 2, 2, 1)."""
+    regs = cpu_facts().vector_registers
+    rows = max(1, min(oh, (regs - vectors - 1) // vectors // cols))
+    tiles = -(-oh // rows)
+    return -(-oh // tiles)
+
+
 def channel_block(channels: int, dtype: str = "float32") -> int:
     """The default channel block of the NCHW[x]c layout: two vectors when they divide the
     channels, else one, else the largest divisor under one vector (3 for an RGB input)."""
@@ -41,11 +53,13 @@ def channel_block(channels: int, dtype: str = "float32") -> int:
     return largest_divisor(channels, lanes)
 
 
-def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None) -> Schedule:
+def schedule_conv2d_NCHWc(
+    outs: Tensor | list[Tensor], reg_n: int | None = None, reg_rows: int | None = None
+) -> Schedule:
     """conv2d_NCHWc (and injective ops after it of the same shape, e.g. bias, residual add,
-    relu, clip): a register tile of reg_n output columns (default `tile_columns`) x oc_bn
-    channels accumulates over all input channels and taps; parallel over (batch, channel
-    block, output row)."""
+    relu, clip): a register tile of reg_rows output rows (default `tile_rows`) x reg_n
+    columns (default `tile_columns`) x oc_bn channels accumulates over all input channels and
+    taps; parallel over (batch, channel block, row tile)."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -57,13 +71,18 @@ def schedule_conv2d_NCHWc(outs: Tensor | list[Tensor], reg_n: int | None = None)
         acc = accumulator(s, op.output(0), out)
         n, oc, oh, ow, ob = s[out].op.axis
         vectors = max(1, out.shape[4] // vector_lanes(out.dtype))
-        owo, owi = s[out].split(ow, factor=reg_n or tile_columns(out.shape[3], vectors))
+        cols = reg_n or tile_columns(out.shape[3], vectors)
+        rows = reg_rows or tile_rows(out.shape[2], cols, vectors)
+        oho, ohi = s[out].split(oh, factor=rows)
+        owo, owi = s[out].split(ow, factor=cols)
+        s[out].reorder(n, oc, oho, owo, ohi, owi, ob)
         s[out].vectorize(ob)
-        s[out].parallel(s[out].fuse(n, oc, oh))
+        s[out].parallel(s[out].fuse(n, oc, oho))
         s[acc].compute_at(s[out], owo)
         n, oc, oh, ow, ob = s[acc].op.axis
         icc, ry, rx, icb = s[acc].op.reduce_axis
-        s[acc].reorder(n, oc, oh, icc, ry, rx, icb, ow, ob)
+        s[acc].reorder(n, oc, icc, ry, rx, icb, oh, ow, ob)
+        s[acc].unroll(oh)
         s[acc].unroll(ow)
         s[acc].vectorize(ob)
 

@@ -6,10 +6,12 @@ conv2d_NCHWc templates: each returns (schedule, args) for compiler.build.
   and row-tile loops, parallel or not.
 * `conv2d_NCHWc`: topi.nn.conv2d_NCHWc on packed data [1, C/ic_bn, H, W, ic_bn] and kernel
   [F/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]; knobs: the channel blocks ic_bn (tile_ic) and oc_bn
-  (tile_oc), the register tile's output rows (tile_oh) and columns (tile_ow), unrolling the
-  kernel width, the parallel loop (channel blocks and/or row bands: fine tasks, or coarse ones
-  that keep a weight block or an input band in one core's cache) and where the zero padding
-  is made (a condition in the kernel, a padded copy at root, or per task).
+  (tile_oc), the register tile's output rows (tile_oh: 1-4, the last row tile partial where
+  they do not divide, so a 7-row output can take tiles of 2 rows as the default schedule does)
+  and columns (tile_ow), unrolling the kernel width, the parallel loop (channel blocks and/or
+  row bands: fine tasks, or coarse ones that keep a weight block or an input band in one
+  core's cache) and where the zero padding is made (a condition in the kernel, a padded copy
+  at root, or per task).
 
 Both spaces hold the fast hand-written schedules (scripts/bench_cpu.py) and poor ones (half
 vectors, register tiles that spill, scalar reductions), so the search has something to learn.
@@ -148,7 +150,7 @@ def conv2d_NCHWc(
         filter=lambda e: e.size[1] == oc_bn if oc_bn else e.size[1] in VECTOR_BLOCKS,
     )
     cfg.define_split("tile_ow", ow, num_outputs=2, max_factor=32)
-    cfg.define_split("tile_oh", oh, num_outputs=2, max_factor=4)
+    cfg.define_split("tile_oh", oh, num_outputs=2, policy="any", max_factor=4)
     cfg.define_knob("unroll_kw", [True, False])
     cfg.define_knob("parallel", list(x86.PARALLEL))
     cfg.define_knob("pad", ["inline", "root", "task"] if pad else ["none"])

@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from compiler.autoschedule.annotate import annotate, crossover, factorizations, mutate
+from compiler.autoschedule.annotate import (
+    annotate,
+    crossover,
+    factorizations,
+    mutate,
+    mutate_rfactor,
+)
 from compiler.autoschedule.program import Program, SearchTask, run_program
+from compiler.autoschedule.rfactor import Rfactor
 from compiler.autoschedule.sketch import generate_sketches
 from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Inline, step_from_json
 from compiler.errors import TuningError
@@ -117,3 +124,24 @@ def test_softmax_exp_location_is_sampled_and_every_choice_is_correct():
 
 def _is_location(step):
     return isinstance(step, ComputeAt | ComputeRoot | Inline)
+
+
+def test_rfactor_mutation_changes_the_factor_and_stays_correct():
+    task = SearchTask("row_norm", (4, 1024))
+    (factored,) = [sk for sk in generate_sketches(task) if "rfactor" in str(sk)]
+    rng = np.random.default_rng(2)
+    program = annotate(factored, rng)
+    (rf,) = [s for s in program.steps if isinstance(s, Rfactor)]
+    inputs = _inputs(task)
+    (want,) = task.reference(inputs)
+    factors = set()
+    for _ in range(4):
+        child = mutate_rfactor(program, rng)
+        assert child is not None
+        (new,) = [s for s in child.steps if isinstance(s, Rfactor)]
+        assert new.factor != rf.factor and 1024 % new.factor == 0
+        factors.add(new.factor)
+        (got,) = run_program(child, inputs)
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert len(factors) > 1
+    assert mutate_rfactor(annotate(generate_sketches(task)[0], rng), rng) is None  # no rfactor

@@ -77,3 +77,10 @@ def test_user_rule_is_tried_before_skip():
     finally:
         sketch.unregister_sketch_rule("parallel-norm")
     assert _printed("softmax", (64, 64)) == [""]
+
+
+def test_unit_reductions_of_a_1x1_conv_leave_a_space_loop_innermost():
+    for p in _printed("conv2d_NCHWc", (32, 8, 8, 32, 1, 1)):
+        reorder = [line for line in p.splitlines() if "reorder" in line][0]  # the tiled stage
+        assert reorder.endswith("ob.1, ry, rx, ic_chunk.0, ic_block.0, oc.2, y.2, x.2, ob.2, "
+                                "ic_chunk.1, ic_block.1, oc.3, y.3, x.3, ob.3")  # fmt: skip

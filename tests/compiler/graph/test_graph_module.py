@@ -77,3 +77,49 @@ def test_overhead_is_measured(graph):
 def test_load_of_a_non_model_is_named(tmp_path):
     with pytest.raises(Exception, match="not a compiled model folder"):
         GraphModule.load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        # a smaller arena than the kernels' offsets assume would be written past its end
+        (
+            lambda m: m.joinpath("graph.json").write_text(
+                m.joinpath("graph.json")
+                .read_text()
+                .replace('"arena_bytes": 8192', '"arena_bytes": 64')
+            ),
+            "graph.json was changed after `vta compile`",
+        ),
+        # a shorter weight would be read past its end
+        (
+            lambda m: np.savez(m / "params.npz", np.zeros(10, np.float32)),
+            "params.npz is missing or not",
+        ),
+        (lambda m: m.joinpath("graph.so").unlink(), "graph.so is missing or not"),
+        (lambda m: m.joinpath("graph.json").write_text("[]"), "graph.json is no object"),
+    ],
+)
+def test_load_refuses_a_changed_folder(graph, tmp_path, change, message):
+    """The kernels trust the manifest's offsets and the parameters' shapes: a folder changed
+    after saving is refused with a one-line error, not run into a segfault."""
+    from compiler.errors import CodegenError
+
+    g, _ = graph
+    g.save(tmp_path / "m")
+    change(tmp_path / "m")
+    with pytest.raises(CodegenError, match=message):
+        GraphModule.load(tmp_path / "m")
+
+
+def test_an_arena_larger_than_the_machine_is_refused(graph, tmp_path, monkeypatch):
+    """Memory is committed lazily: an arena the machine cannot hold would be allocated and the
+    process killed when a kernel touched it, so it is refused first."""
+    from compiler.errors import CodegenError
+    from compiler.graph import executor
+
+    g, _ = graph
+    g.save(tmp_path / "m")
+    monkeypatch.setattr(executor, "available_memory", lambda: 4096)
+    with pytest.raises(CodegenError, match="need an arena of 0.0 GiB; this machine has 0.0 GiB"):
+        GraphModule.load(tmp_path / "m")

@@ -97,14 +97,17 @@ def test_depthwise_conv2d_NCHWc_fused_bias_clip(run, rng, c, size, k, stride, pa
     np.testing.assert_allclose(got, np.clip(ref, 0, 6), rtol=1e-4, atol=1e-4)
 
 
-def test_conv2d_NCHWc_fused_residual_add_relu(run, rng):
-    """ResNet's block end: conv, bias, the shortcut added, ReLU, in one kernel."""
+@pytest.mark.parametrize("rows,cols", [(None, None), (2, 7), (3, 4)])
+def test_conv2d_NCHWc_fused_residual_add_relu(run, rng, rows, cols):
+    """ResNet's block end: conv, bias, the shortcut added, ReLU, in one kernel; register tiles
+    of several rows, also with a partial last row or column tile."""
     a, w, r = rand(rng, (1, 16, 7, 7)), rand(rng, (64, 16, 3, 3)), rand(rng, (1, 64, 7, 7))
     ap, wp, rp = testing.nchw_pack(a, 16), testing.oihw_pack(w, 16, 64), testing.nchw_pack(r, 64)
     A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
     R = te.placeholder(rp.shape, name="R")
     Y = topi.nn.relu(topi.add(topi.nn.conv2d_NCHWc(A, W, 1, 1), R))
-    got = testing.nchwc_unpack(run(x86.schedule_conv2d_NCHWc(Y), [A, W, R], Y, ap, wp, rp))
+    s = x86.schedule_conv2d_NCHWc(Y, reg_n=cols, reg_rows=rows)
+    got = testing.nchwc_unpack(run(s, [A, W, R], Y, ap, wp, rp))
     ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1) + r, 0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
@@ -113,6 +116,26 @@ def test_conv2d_NCHWc_fused_residual_add_relu(run, rng):
 def test_tile_columns_avx512(ow, vectors, want):
     with target_scope("llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma"):
         assert x86.tile_columns(ow, vectors) == want
+
+
+@pytest.mark.parametrize(
+    "isa,oh,cols,vectors,want",
+    [
+        ("avx512", 7, 7, 2, 2),
+        ("avx512", 14, 14, 2, 1),
+        ("avx512", 7, 4, 1, 7),
+        ("avx2", 7, 7, 2, 1),
+    ],
+)
+def test_tile_rows(isa, oh, cols, vectors, want):
+    """Rows x columns x vectors accumulators fill the registers left beside the weights and a
+    broadcast (32 on AVX-512, 16 on AVX2), in row tiles as even as their count allows."""
+    target = {
+        "avx512": "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma",
+        "avx2": "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f",
+    }[isa]
+    with target_scope(target):
+        assert x86.tile_rows(oh, cols, vectors) == want
 
 
 def test_channel_block():

@@ -42,6 +42,13 @@ def test_split_power2_filter_and_max_factor():
         SplitKnob("w", 7, 2, filter=lambda e: e.size[1] == 2)
 
 
+def test_split_any_sizes_up_to_max_factor():
+    knob = SplitKnob("rows", 7, 2, policy="any", max_factor=4)
+    assert knob.candidates == [(7, 1), (4, 2), (3, 3), (2, 4)]  # partial last tiles allowed
+    with pytest.raises(TuningError, match="needs a max_factor"):
+        SplitKnob("rows", 7, 2, policy="any")
+
+
 def test_space_sizes_and_first_knob_least_significant():
     s = make_space()
     assert list(s.dims) == [18, 5, 6, 9, 3]

@@ -1,0 +1,102 @@
+"""A network's fused groups as auto-scheduler workloads: tuned from `vta tune MODEL.onnx
+--tuner ansor`, then compiled into the model by `vta compile/run --db`."""
+
+import numpy as np
+import pytest
+
+from compiler.autoschedule.groups import WORKLOAD, describe, graph_group, group_spec, group_tasks
+from compiler.autoschedule.program import SearchTask
+from compiler.bench.networks import _Builder
+from compiler.errors import TuningError
+from compiler.graph.build import Group, Node
+from compiler.graph.build_onnx import compile_model
+from compiler.tune.database import Database
+from vta.cli import main
+
+
+def residual_block(tmp_path):
+    """conv-bn-relu, conv-bn, + the first's output, relu: two groups, one with a residual."""
+    b = _Builder(seed=3)
+    x1 = b.node("Relu", [b.bn(b.conv("x", 16, 32, 3), 32)])
+    y = b.node("Relu", [b.node("Add", [b.bn(b.conv(x1, 32, 32, 3), 32), x1])])
+    path = tmp_path / "block.onnx"
+    path.write_bytes(b.model("x", (1, 16, 8, 8), y, (1, 32, 8, 8)))
+    return path
+
+
+def test_group_spec_names_tensors_locally_and_rebuilds_the_compute():
+    g = Group(
+        "conv_7",
+        [Node("Conv", ["a", "w", "b"], "c", {"kernel_shape": [3, 3]}), Node("Relu", ["c"], "r")],
+    )
+    shapes = {"a": (1, 1, 6, 6, 16), "w": (2, 1, 3, 3, 16, 16), "b": (2, 1, 1, 16)}
+    spec = group_spec(g, {**shapes, "r": (1, 2, 4, 4, 16)})
+    assert '["Relu",["n0"],{}]' in spec and '"inputs":[[1,1,6,6,16]' in spec
+    renamed = Group(
+        "other",
+        [Node("Conv", ["p", "q", "r"], "s", {"kernel_shape": [3, 3]}), Node("Relu", ["s"], "t")],
+    )
+    assert (
+        group_spec(
+            renamed, {"p": shapes["a"], "q": shapes["w"], "r": shapes["b"], "t": (1, 2, 4, 4, 16)}
+        )
+        == spec
+    )
+    tensors = graph_group(spec)
+    assert [t.shape for t in tensors[:3]] == list(shapes.values())
+    assert describe(spec) == "Conv(3x3/1)+Relu on [1, 1, 6, 6, 16]"
+    with pytest.raises(TuningError, match="not a group spec"):
+        graph_group("{not json")
+
+
+def test_group_tasks_count_repeated_groups(tmp_path):
+    tasks = group_tasks(residual_block(tmp_path))
+    assert [n for _, n in tasks] == [1, 1]
+    assert [describe(spec) for (w, (spec,)), _ in tasks] == [
+        "Conv(3x3/1)+Relu on [1, 1, 8, 8, 16]",
+        "Conv(3x3/1)+Add+Relu on [1, 1, 8, 8, 32]",
+    ]
+    assert all(w == WORKLOAD for (w, _), _ in tasks)
+
+
+def test_tuned_groups_compile_into_the_model(tmp_path):
+    """Records of the groups' workloads make the compiled model's kernels (and it computes
+    what the default schedules compute)."""
+    from compiler.autoschedule import auto_schedule
+    from compiler.tune.measure import CPURunner, LocalBuilder, measure_option
+
+    path = residual_block(tmp_path)
+    db = tmp_path / "r.db"
+    option = measure_option(LocalBuilder(), CPURunner(threads=1, pool=None))
+    with Database(db) as d:
+        for (name, args), _ in group_tasks(path):
+            history = auto_schedule(SearchTask(name, args), 2, option, d, progress=False)
+            assert history.best_throughput > 0
+    option.close()
+    plain = compile_model(path, target="llvm")
+    tuned = compile_model(path, target="llvm", db=str(db))
+    assert tuned.manifest["tuned_from"]["auto-scheduler records"] == 2
+    assert "auto-scheduler records" not in plain.manifest["tuned_from"]
+    x = {"x": np.random.default_rng(0).standard_normal((1, 16, 8, 8), np.float32)}
+    name = plain.outputs[0].name
+    np.testing.assert_allclose(tuned.run(x)[name], plain.run(x)[name], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_vta_tune_model_with_ansor_then_run_with_its_records(tmp_path, capsys):
+    path = residual_block(tmp_path)
+    db = tmp_path / "r.db"
+    argv = ["tune", str(path), "--tuner", "ansor", "--n-trial", "8", "--db", str(db)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 tasks" in out and "Conv(3x3/1)+Add+Relu on [1, 1, 8, 8, 32] x1:" in out
+    compiled = tmp_path / "block"
+    assert main(["compile", str(path), "-o", str(compiled), "--db", str(db)]) == 0
+    assert "2 convolutions from auto-scheduler records" in capsys.readouterr().err
+    x = np.random.default_rng(0).standard_normal((1, 16, 8, 8), np.float32)
+    np.savez(tmp_path / "x.npz", x=x)
+    for model, out in ((compiled, "tuned.npz"), (path, "plain.npz")):
+        argv = ["run", str(model), "--inputs", str(tmp_path / "x.npz")]
+        assert main([*argv, "--output", str(tmp_path / out)]) == 0
+    tuned, plain = np.load(tmp_path / "tuned.npz"), np.load(tmp_path / "plain.npz")
+    np.testing.assert_allclose(tuned["relu_17"], plain["relu_17"], rtol=1e-5, atol=1e-5)
