@@ -154,7 +154,7 @@ def _thread_tiles(
 def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     task = sketch.task
     filled = _thread_tiles(
-        sketch, fill_tile_sizes(sketch, rng), parse_cuda_target(task.target), rng
+        sketch, fill_tile_sizes(sketch, rng, False), parse_cuda_target(task.target), rng
     )
     s = task.initial_schedule()
     replay(s, filled)
