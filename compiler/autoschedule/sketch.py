@@ -14,6 +14,9 @@ index is below 0 is a sketch. Rules, in the order they are tried (CPU):
   add-rfactor       a reduction with little space parallelism is factored (rfactor.py)
   skip              anything else is left for the annotation
 
+On a GPU (target cuda) add-cache-write is not optional, and tiling a stage also stages its
+inputs in shared memory (`gpu.sketch_steps`).
+
 Tile sizes are left open (`None`); `annotate.py` fills them. `register_sketch_rule` adds a
 user rule (optionally before an existing one).
 """
