@@ -122,7 +122,7 @@ class GraphModule:
         self.outputs = [
             TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["outputs"]
         ]
-        self.params = [np.ascontiguousarray(p) for p in params]
+        self.params = [aligned(p) for p in params]  # as built, and as np.load gives them
         self._entry, self._kernels, self._keep = entry, kernels, keep
         self._nop = kernels[NOP]
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
@@ -342,6 +342,18 @@ class GraphModule:
             return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
         return cls(manifest, params, *_bind(address, manifest), keep=lib)
+
+
+def aligned(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
+    """A C-contiguous copy of `a` starting on an `align`-byte boundary: numpy promises 16
+    bytes, and a weight block read in 64-byte vectors from an unaligned start splits every
+    load across two cache lines (5-8% slower convolutions)."""
+    a = np.asarray(a)
+    raw = np.empty(a.nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    out = raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def available_memory() -> int | None:
