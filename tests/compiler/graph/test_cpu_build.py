@@ -3,7 +3,7 @@
 import numpy as np
 
 from compiler.graph.build import Group, Node, build_graph, conv_task, plan_offsets
-from compiler.graph.executor import aligned
+from compiler.runtime.module import aligned
 from compiler.topi import testing
 
 
