@@ -278,13 +278,17 @@ def annotate_gpu(sketch: Program, rng: np.random.Generator) -> Program:
     return program
 
 
+def if_fits(program: Program | None) -> Program | None:
+    """The program if it replays and fits the architecture (`resource_problems`), else None."""
+    if program is None:
+        return None
+    try:
+        return None if resource_problems(program) else program
+    except Exception:  # noqa: BLE001 - a child that does not replay is no child
+        return None
+
+
 def mutate_gpu(program: Program, rng: np.random.Generator) -> Program | None:
     """A tile-size (p 0.8) or unroll-pragma mutation whose result still fits (else None)."""
     op = mutate_tile_size if rng.random() < 0.8 else mutate_pragma
-    child = op(program, rng)
-    if child is None:
-        return None
-    try:
-        return None if resource_problems(child) else child
-    except Exception:  # noqa: BLE001 - a child that does not replay is no child
-        return None
+    return if_fits(op(program, rng))

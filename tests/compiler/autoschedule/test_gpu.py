@@ -4,7 +4,7 @@ and the emulator (no GPU needed; measuring needs one)."""
 import numpy as np
 import pytest
 
-from compiler.autoschedule import SearchTask, annotate, generate_sketches, mutate
+from compiler.autoschedule import SearchTask, annotate, crossover, generate_sketches, mutate
 from compiler.autoschedule.gpu import resource_problems
 from compiler.autoschedule.gpu_steps import Bind, CacheRead, FollowFusedSplit, SetScope
 from compiler.autoschedule.program import Program
@@ -254,6 +254,16 @@ def test_mutations_keep_the_step_list_shape_and_stay_valid():
         assert len({c.key for c in children}) >= 5
         for child in children[:2]:
             _check(child)
+
+
+def test_crossover_children_of_gpu_programs_fit():
+    sketch = _sketch("matmul", (64, 64, 64))
+    rng = np.random.default_rng(2)
+    parents = [annotate(sketch, rng) for _ in range(6)]
+    children = [crossover(a, b, rng) for a in parents for b in parents if a is not b]
+    kept = [c for c in children if c is not None]
+    assert kept and all(resource_problems(c) == [] for c in kept)
+    _check(kept[0])
 
 
 def test_search_proposes_gpu_programs():
