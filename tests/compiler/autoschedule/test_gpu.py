@@ -1,6 +1,8 @@
 """The auto-scheduler's GPU target: sketches, annotation, the new steps, building through ptxas
 and the emulator (no GPU needed; measuring needs one)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -165,6 +167,43 @@ def test_annotated_program_prints_bindings_and_cooperative_fetching():
     assert kernel.grid == (4, 1, 1) and kernel.block == (64, 1, 1)  # 64 threads: 8 x 8
     assert module.stats[kernel.name].shared_bytes == 2 * 32 * 8 * 4  # A and B tiles of k.1*k.2
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def _shape(lines: list[str]) -> list[str]:
+    """Printed steps with their sampled values hidden."""
+    lines = [re.sub(r"by \[[^\]]*\]", "by [?]", line) for line in lines]
+    return [re.sub(r"=\d+ at (\S+) \(.*\)$", r"=? at \1", line) for line in lines]
+
+
+def test_annotated_conv2d_program():
+    sketch = _sketch(*CONV)
+    program = annotate(sketch, np.random.default_rng(0))
+    head = [line for line in str(sketch).splitlines() if not line.startswith("compute_at(conv2d")]
+    lines = _shape(str(program).splitlines())
+    assert lines[: len(head)] == _shape(head)
+    fetch = "ax0.ax1.fused.ax2.fused.ax3.fused"
+    assert lines[len(head) :] == [
+        "conv2d_nchw: fuse b, f.0, y.0, x.0 -> b.f.0.fused.y.0.fused.x.0.fused",
+        "conv2d_nchw: bind b.f.0.fused.y.0.fused.x.0.fused -> blockIdx.x",
+        "conv2d_nchw: fuse f.1, y.1, x.1 -> f.1.y.1.fused.x.1.fused",
+        "conv2d_nchw: bind f.1.y.1.fused.x.1.fused -> vthread",
+        "conv2d_nchw: fuse f.2, y.2, x.2 -> f.2.y.2.fused.x.2.fused",
+        "conv2d_nchw: bind f.2.y.2.fused.x.2.fused -> threadIdx.x",
+        "compute_at(conv2d_nchw.local, conv2d_nchw.f.2.y.2.fused.x.2.fused)",
+        *[
+            line
+            for stage in ("data_pad.shared", "weight.shared")
+            for line in (
+                f"{stage}: fuse ax0, ax1, ax2, ax3 -> {fetch}",
+                f"{stage}: split {fetch} -> {fetch}.0, {fetch}.1 by [?]",
+                f"{stage}: split {fetch}.0 -> {fetch}.0.0, {fetch}.0.1 by [?]",
+                f"{stage}: bind {fetch}.0.1 -> threadIdx.x",
+                f"{stage}: vectorize {fetch}.1",
+            )
+        ],
+        "conv2d_nchw.local: auto_unroll_max_step=? at rc.1",  # inside the shared stages' loop
+        "conv2d_nchw: auto_unroll_max_step=? at b.f.0.fused.y.0.fused.x.0.fused",
+    ]
 
 
 def test_new_steps_round_trip_json_and_replay_deterministically():
