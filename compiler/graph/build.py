@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..codegen import parallel
 from ..codegen.target import target_scope
 from ..driver import lower
 from ..errors import OperatorError
@@ -231,15 +232,17 @@ def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
     return flops
 
 
-def pack_dense_weights(groups: list[Group], constants: dict[str, np.ndarray]) -> None:
-    """Dense nodes' [N, K] constant weights replaced by their packed form (in place), the
-    node told its N (`units`)."""
+def pack_dense_weights(groups: list[Group], shapes: dict, constants: dict[str, np.ndarray]) -> None:
+    """Dense nodes' [N, K] constant weights replaced by their packed form (in place, panels
+    as wide as `x86.panel_width` chooses for the layer's rows), the node told its N (`units`)."""
+    threads = parallel.get_num_threads()
     for g in groups:
         for n in g.nodes:
             if n.op == "Dense" and "units" not in n.attrs:
                 w = constants[n.inputs[1]]
                 n.attrs["units"] = w.shape[0]
-                constants[n.inputs[1]] = x86.pack_weight(w)
+                bn = x86.panel_width(shapes[n.inputs[0]][0], w.shape[0], threads)
+                constants[n.inputs[1]] = x86.pack_weight(w, bn)
 
 
 def build_graph(
@@ -262,7 +265,7 @@ def build_graph(
     by where their schedules came from (`tuned_from`)."""
     t0 = time.perf_counter()
     constants = dict(constants)
-    pack_dense_weights(groups, constants)
+    pack_dense_weights(groups, shapes, constants)
     shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
     params = list(constants)
     steps = []
@@ -313,13 +316,25 @@ def build_graph(
         steps,
         [TensorSpec(t, tuple(shapes[t])) for t in inputs],
         [TensorSpec(t, tuple(shapes[t])) for t in outputs],
-        [np.ascontiguousarray(constants[p], dtype=np.float32) for p in params],
+        [aligned(constants[p]) for p in params],
         arena_bytes,
         target,
     )
     graph.manifest["untuned"] = list(untuned)
     graph.manifest["tuned_from"] = used
     return graph
+
+
+def aligned(a: np.ndarray, align: int = ALIGN) -> np.ndarray:
+    """A C-contiguous float32 copy of `a` starting on an `align`-byte boundary: numpy promises
+    16 bytes, and a weight block read in 64-byte vectors from an unaligned start splits every
+    load across two cache lines (5-8% slower convolutions)."""
+    a = np.asarray(a, dtype=np.float32)
+    raw = np.empty(a.nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    out = raw[start : start + a.nbytes].view(np.float32).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def _signature(g: Group, shapes: dict) -> str:

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from compiler.graph.build import Group, Node, build_graph, conv_task, plan_offsets
+from compiler.graph.build import Group, Node, aligned, build_graph, conv_task, plan_offsets
 from compiler.topi import testing
 
 
@@ -63,8 +63,18 @@ def test_small_cnn_matches_numpy(tmp_path):
     d = np.clip(testing.depthwise_conv2d_python_nchw(p, wd, 1, 1), 0, 6)
     ref = d.mean(axis=(2, 3)) @ fc.T + fcb
     np.testing.assert_allclose(g.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    # weights start on cache lines, so the kernels' vector loads of them never straddle two
+    assert all(p.ctypes.data % 64 == 0 for p in g.params)
     g.save(tmp_path / "cnn")
     assert (tmp_path / "cnn" / "graph.so").exists()
+
+
+def test_aligned_copies_keep_values_and_shape():
+    a = np.arange(10, dtype=np.float64)[1:].reshape(3, 3)  # float64, unaligned view
+    b = aligned(a)
+    assert b.ctypes.data % 64 == 0 and b.dtype == np.float32 and b.flags.c_contiguous
+    np.testing.assert_array_equal(b, a)
+    assert aligned(np.zeros((0, 4))).shape == (0, 4)
 
 
 def conv_graph():
