@@ -390,3 +390,16 @@ def test_tuning_for_a_gpu_needs_one(capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cannot tune for cuda" in err and "vta build" in err
+
+
+def test_resnet_layers_take_the_gpu_templates_arguments():
+    from compiler.tune.cli import parse_workload
+
+    rng = np.random.default_rng(0)
+    for layer in ("C1", "C12"):
+        op, args = parse_workload(layer, "cuda")  # conv2d_nchw (c, h, w, f, kh, kw, stride, pad)
+        program = annotate(_sketch(op, args), rng)
+        s, tensors = program.schedule()
+        assert build(s, tensors, target=TARGET).problems() == [], layer
+    # an explicit padding (here none) reaches the compute and the reference
+    _check(annotate(_sketch("conv2d_nchw", (4, 6, 6, 8, 3, 3, 1, 0)), rng))
