@@ -17,8 +17,9 @@ the same shape (so mutations change values only):
     (vectorized), then by the block's threads (`FollowFusedSplit`: whatever the tile sizes,
     exactly the threads of the block) and bound to threadIdx.x
   * an `auto_unroll_max_step` pragma per computing stage (inside the shared stages' loop)
-Tile sizes are resampled until the threads per block, virtual threads, fetch vector width and
-shared memory fit the architecture (`resource_problems`, from bound inference).
+Thread tiles are sampled within the threads per block, virtual threads and a thread's
+registers; a draw whose shared memory does not fit is redrawn (`resource_problems`, from bound
+inference), and mutation (tile size, pragma) and crossover keep only children that fit.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import math
 import numpy as np
 
 from ..arith import Analyzer
-from ..codegen.nvptx_arch import GPUArch, is_cuda_target, parse_cuda_target
+from ..codegen.nvptx_arch import GPUArch, parse_cuda_target
 from ..schedule.bound import infer_bounds
 from ..schedule.schedule import Schedule, Stage
 from . import dag
@@ -64,10 +65,6 @@ VECTOR_WIDTHS = (1, 2, 4)  # elements per shared-memory fetch (16 bytes at most)
 THREAD_COUNTS = (32, 64, 128, 256, 512)  # threads per block of an untiled stage
 SAMPLE_TRIES = 64
 GPU_SPACE_LEVELS = 5  # the S levels of SSSRRSRS: block, vthread, thread, inner, inner
-
-
-def is_gpu(target: str) -> bool:
-    return is_cuda_target(target)
 
 
 # -------------------------------------------------------------------------------- sketch
