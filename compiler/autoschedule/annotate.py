@@ -467,8 +467,11 @@ def mutate_pragma(program: Program, rng: np.random.Generator) -> Program | None:
 def mutate_location(program: Program, rng: np.random.Generator) -> Program | None:
     """Move an untiled stage to another valid compute location."""
     tiled = tiled_stages(program.steps)
+    gpu = is_cuda_target(program.task.target)
     always_inlined = {  # by the sketch's always-inline rule: not a location choice
-        st.op.name for st in program.task.initial_schedule().stages if dag.is_strict_inlinable(st)
+        st.op.name
+        for st in program.task.initial_schedule().stages
+        if dag.is_strict_inlinable(st, gpu)
     }
     locs = [
         k

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -126,7 +127,7 @@ class GraphModule:
         self._nop = kernels[NOP]
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
         self._table = (ctypes.c_void_p * n)()
-        _check_memory(manifest["arena_bytes"])
+        _check_memory(manifest["arena_bytes"], self.inputs + self.outputs)
         raw = np.empty(manifest["arena_bytes"] + ALIGN, np.uint8)
         start = (-raw.ctypes.data) % ALIGN
         self._arena = raw[start : start + manifest["arena_bytes"]]
@@ -355,14 +356,17 @@ def available_memory() -> int | None:
     return None
 
 
-def _check_memory(arena_bytes: int) -> None:
-    """Refuse an arena the machine cannot hold: memory is committed lazily, so allocating it
-    would succeed and the process be killed when the kernels touch it."""
+def _check_memory(arena_bytes: int, tensors: list[TensorSpec]) -> None:
+    """Refuse a model whose arena, inputs and outputs the machine cannot hold: memory is
+    committed lazily, so allocating them would succeed and the process be killed when the
+    kernels touch them."""
     free = available_memory()
-    if free is not None and arena_bytes > free:
+    io_bytes = sum(math.prod(t.shape) * np.dtype(t.dtype).itemsize for t in tensors)
+    if free is not None and arena_bytes + io_bytes > free:
         raise CodegenError(
-            f"the model's intermediate tensors need an arena of {arena_bytes / 2**30:.1f} GiB; "
-            f"this machine has {free / 2**30:.1f} GiB available"
+            f"the model's intermediate tensors ({arena_bytes / 2**30:.1f} GiB), inputs and "
+            f"outputs ({io_bytes / 2**30:.1f} GiB) need more than the "
+            f"{free / 2**30:.1f} GiB this machine has available"
         )
 
 
