@@ -7,8 +7,8 @@ of the outermost reduction tile, and the `local` scope of a tiled stage computed
 
 Annotation (`annotate_gpu`) fills the tile sizes, then, in this order and always as steps of
 the same shape (so mutations change values only):
-  * each untiled elementwise stage: inlined (always when it computes no math function, so
-    padding is computed inside the shared-memory fetch), else inlined or at root at random
+  * each untiled elementwise stage the sketch left (padding it inlines): inlined, or at root
+    at random when it computes a math function
   * each tiled root stage: its first space tile level fused and bound to blockIdx.x, the
     second to vthread, the third to threadIdx.x; the tiled producer computed at the thread loop
   * each untiled root stage: its space loops fused, split by a thread count, bound to
@@ -174,7 +174,7 @@ def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     steps = _without(filled, set(moved))
     s = task.initial_schedule()
     replay(s, steps)
-    for st in s.stages:  # untiled elementwise stages: inlined (padding: into the fetch) or not
+    for st in s.stages:  # untiled elementwise stages: inlined, or not if they compute exp, ...
         if st.attach_type == "root" and st.op.name not in tiled and dag.is_inlinable(st):
             inline = not dag.has_expensive_op(st) or rng.random() < 0.5
             _add(s, steps, [location_step(st.op.name, "inline" if inline else None)])
