@@ -122,32 +122,39 @@ def _thread_tiles(
     sketch: Program, steps: list[Step], arch: GPUArch, rng: np.random.Generator
 ) -> list[Step]:
     """The space splits of a GPU tiling (vthread, thread, inner, inner lengths) resampled,
-    axis by axis, among the factorizations that keep the block's threads, virtual threads
-    and a thread's local elements (registers) within the architecture's limits."""
+    axis by axis in random order, among the factorizations that keep each tiled stage's
+    threads per block, virtual threads and a thread's local elements (registers) within the
+    architecture's limits."""
     s = sketch.task.initial_schedule()
     replay(s, steps)
-    left = {"threads": arch.max_threads_per_block, "vthreads": MAX_VTHREAD, "local": MAX_LOCAL}
+    limits = {"threads": arch.max_threads_per_block, "vthreads": MAX_VTHREAD, "local": MAX_LOCAL}
+    left: dict[str, dict[str, int]] = {}
     out = list(steps)
-    for k, step in enumerate(sketch.steps):
-        if not (isinstance(step, Split) and len(step.lengths) == GPU_SPACE_LEVELS - 1):
-            continue
-        if None not in step.lengths:
-            continue
+    opened = [
+        k
+        for k, step in enumerate(sketch.steps)
+        if isinstance(step, Split)
+        and len(step.lengths) == GPU_SPACE_LEVELS - 1
+        and None in step.lengths
+    ]
+    for k in (opened[j] for j in rng.permutation(len(opened))):
+        step = sketch.steps[k]
+        budget = left.setdefault(step.stage, dict(limits))
         extent = int(stage_named(s, step.stage).op.axis[step.iter].dom.extent.value)
         options = [
             f
             for f in factorizations(extent, GPU_SPACE_LEVELS)
             if f[-1] <= MAX_INNERMOST
-            and f[1] <= left["vthreads"]
-            and f[2] <= left["threads"]
-            and f[1] * f[3] * f[4] <= left["local"]
+            and f[1] <= budget["vthreads"]
+            and f[2] <= budget["threads"]
+            and f[1] * f[3] * f[4] <= budget["local"]
         ]
         if not options:  # no fit: keep the unconstrained draw (the resource check rejects it)
             continue
         f = options[rng.integers(len(options))]
-        left["vthreads"] //= f[1]
-        left["threads"] //= f[2]
-        left["local"] //= f[1] * f[3] * f[4]
+        budget["vthreads"] //= f[1]
+        budget["threads"] //= f[2]
+        budget["local"] //= f[1] * f[3] * f[4]
         out[k] = Split(step.stage, step.iter, tuple(f[1:]))
     return out
 
