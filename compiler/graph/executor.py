@@ -32,7 +32,7 @@ from ..codegen import parallel
 from ..codegen.llvm import PTR, codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
 from ..errors import CodegenError
-from ..runtime.module import ArgumentError
+from ..runtime.module import ArgumentError, aligned
 from ..tir import stmt as S
 
 ENTRY = "graph_run"
@@ -122,7 +122,7 @@ class GraphModule:
         self.outputs = [
             TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["outputs"]
         ]
-        self.params = [np.ascontiguousarray(p) for p in params]
+        self.params = [aligned(p) for p in params]  # as built, and as np.load gives them
         self._entry, self._kernels, self._keep = entry, kernels, keep
         self._nop = kernels[NOP]
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)

@@ -24,8 +24,10 @@ from .depthwise_conv2d import schedule_depthwise_conv2d_nchw, schedule_depthwise
 from .injective import schedule_injective, schedule_injective_from_existing
 from .pooling import schedule_pool
 from .softmax import schedule_softmax
+from .winograd import schedule_conv2d_winograd_NCHWc
 
 __all__ = [
+    "schedule_conv2d_winograd_NCHWc",
     "PARALLEL",
     "schedule_conv2d_NCHWc_knobs",
     "matmul_packed",
