@@ -548,4 +548,9 @@ def crossover(a: Program, b: Program, rng: np.random.Generator) -> Program | Non
     stages = sorted({s.stage for s in a.steps})
     pick = {name: (a if rng.random() < 0.5 else b) for name in stages}
     steps = [pick[x.stage].steps[k] for k, x in enumerate(a.steps)]
-    return Program(a.task, steps, a.sketch)
+    child = Program(a.task, steps, a.sketch)
+    if is_cuda_target(a.task.target):
+        from .gpu import if_fits
+
+        return if_fits(child)
+    return child

@@ -27,10 +27,10 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..codegen.nvptx_arch import is_cuda_target as is_gpu
 from ..errors import TuningError
 from ..schedule.schedule import Schedule, Stage
 from . import dag
-from .gpu import is_gpu
 from .gpu import sketch_steps as gpu_sketch_steps
 from .program import Program, SearchTask
 from .steps import CacheWrite, ComputeAt, FollowSplit, Inline, Reorder, Split, Step, replay

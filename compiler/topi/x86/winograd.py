@@ -44,19 +44,20 @@ def schedule_conv2d_winograd_NCHWc(outs: Tensor | list[Tensor]) -> Schedule:
     return s
 
 
-def block_rows(v_shape: tuple, m_shape: tuple, u_bytes: int, threads: int) -> int | None:
-    """Tile rows per block (None: no blocks): the most whose V and M fit in half the L2,
-    leaving at least two blocks per thread, when the blocks reading the filter again cost less
-    than V and M going through memory."""
-    a, _, tiles, cb, ic_bn = v_shape
-    _, _, kb, _, oc_bn = m_shape
-    vm_bytes = a * a * tiles * (cb * ic_bn + kb * oc_bn) * 4
-    for rows in range(tiles, 0, -1):
-        if tiles % rows or vm_bytes * rows // tiles > cpu_facts().l2_bytes // 2:
+def block_rows(
+    tile_rows: int, row_bytes: int, u_bytes: int, threads: int, l2_bytes: int
+) -> int | None:
+    """Tile rows per block (None: no blocks), given the bytes of V and M per tile row and of
+    the transformed filter: the most rows whose V and M fit in half the L2, leaving at least
+    two blocks per thread, when the blocks reading the filter again cost less than V and M
+    going through memory."""
+    if tile_rows * row_bytes <= l2_bytes // 2:
+        return None  # all of V and M fits anyway
+    for rows in range(tile_rows, 0, -1):
+        blocks = tile_rows // rows
+        if tile_rows % rows or rows * row_bytes > l2_bytes // 2 or blocks < 2 * threads:
             continue
-        blocks = tiles // rows
-        if blocks >= 2 * threads and blocks * u_bytes < vm_bytes:
-            return rows
+        return rows if blocks * u_bytes < tile_rows * row_bytes else None
     return None
 
 
@@ -70,10 +71,12 @@ def _output(s: Schedule, out: Tensor, v, mm):
     b, k, y, x, ob = s[out].op.axis
     yo, yi = s[out].split(y, factor=m)
     xo, xi = s[out].split(x, factor=m)
+    a, _, tiles, cb, ic_bn = v_shape
     tile_rows = -(-int(y.dom.extent.value) // m)
-    u_bytes = 4 * v_shape[0] ** 2 * m_shape[2] * m_shape[4] * int(u.shape[3])
-    rows = block_rows((*v_shape[:2], tile_rows, *v_shape[3:]), m_shape, u_bytes,
-                      parallel.get_num_threads())  # fmt: skip
+    row_bytes = 4 * a * a * tiles // tile_rows * (cb * ic_bn + m_shape[2] * m_shape[4])
+    u_bytes = 4 * a * a * m_shape[2] * m_shape[4] * int(u.shape[3])
+    threads = parallel.get_num_threads()
+    rows = block_rows(tile_rows, row_bytes, u_bytes, threads, cpu_facts().l2_bytes)
     s[out].unroll(yi)
     s[out].unroll(xi)
     s[out].vectorize(ob)

@@ -1,10 +1,12 @@
 """The auto-scheduler's GPU target: sketches, annotation, the new steps, building through ptxas
 and the emulator (no GPU needed; measuring needs one)."""
 
+import re
+
 import numpy as np
 import pytest
 
-from compiler.autoschedule import SearchTask, annotate, generate_sketches, mutate
+from compiler.autoschedule import SearchTask, annotate, crossover, generate_sketches, mutate
 from compiler.autoschedule.gpu import resource_problems
 from compiler.autoschedule.gpu_steps import Bind, CacheRead, FollowFusedSplit, SetScope
 from compiler.autoschedule.program import Program
@@ -90,7 +92,7 @@ def test_conv2d_gpu_sketch():
         # the last loop of the outermost reduction tile
         "compute_at(data_pad.shared, conv2d_nchw.local.rx.0)",
         "compute_at(weight.shared, conv2d_nchw.local.rx.0)",
-        "compute_inline(data_pad)",
+        "compute_inline(data_pad)",  # the padding is computed in the shared-memory fetch
     ]
 
 
@@ -165,6 +167,43 @@ def test_annotated_program_prints_bindings_and_cooperative_fetching():
     assert kernel.grid == (4, 1, 1) and kernel.block == (64, 1, 1)  # 64 threads: 8 x 8
     assert module.stats[kernel.name].shared_bytes == 2 * 32 * 8 * 4  # A and B tiles of k.1*k.2
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def _shape(lines: list[str]) -> list[str]:
+    """Printed steps with their sampled values hidden."""
+    lines = [re.sub(r"by \[[^\]]*\]", "by [?]", line) for line in lines]
+    return [re.sub(r"=\d+ at (\S+) \(.*\)$", r"=? at \1", line) for line in lines]
+
+
+def test_annotated_conv2d_program():
+    sketch = _sketch(*CONV)
+    program = annotate(sketch, np.random.default_rng(0))
+    head = [line for line in str(sketch).splitlines() if not line.startswith("compute_at(conv2d")]
+    lines = _shape(str(program).splitlines())
+    assert lines[: len(head)] == _shape(head)
+    fetch = "ax0.ax1.fused.ax2.fused.ax3.fused"
+    assert lines[len(head) :] == [
+        "conv2d_nchw: fuse b, f.0, y.0, x.0 -> b.f.0.fused.y.0.fused.x.0.fused",
+        "conv2d_nchw: bind b.f.0.fused.y.0.fused.x.0.fused -> blockIdx.x",
+        "conv2d_nchw: fuse f.1, y.1, x.1 -> f.1.y.1.fused.x.1.fused",
+        "conv2d_nchw: bind f.1.y.1.fused.x.1.fused -> vthread",
+        "conv2d_nchw: fuse f.2, y.2, x.2 -> f.2.y.2.fused.x.2.fused",
+        "conv2d_nchw: bind f.2.y.2.fused.x.2.fused -> threadIdx.x",
+        "compute_at(conv2d_nchw.local, conv2d_nchw.f.2.y.2.fused.x.2.fused)",
+        *[
+            line
+            for stage in ("data_pad.shared", "weight.shared")
+            for line in (
+                f"{stage}: fuse ax0, ax1, ax2, ax3 -> {fetch}",
+                f"{stage}: split {fetch} -> {fetch}.0, {fetch}.1 by [?]",
+                f"{stage}: split {fetch}.0 -> {fetch}.0.0, {fetch}.0.1 by [?]",
+                f"{stage}: bind {fetch}.0.1 -> threadIdx.x",
+                f"{stage}: vectorize {fetch}.1",
+            )
+        ],
+        "conv2d_nchw.local: auto_unroll_max_step=? at rc.1",  # inside the shared stages' loop
+        "conv2d_nchw: auto_unroll_max_step=? at b.f.0.fused.y.0.fused.x.0.fused",
+    ]
 
 
 def test_new_steps_round_trip_json_and_replay_deterministically():
@@ -256,6 +295,16 @@ def test_mutations_keep_the_step_list_shape_and_stay_valid():
             _check(child)
 
 
+def test_crossover_children_of_gpu_programs_fit():
+    sketch = _sketch("matmul", (64, 64, 64))
+    rng = np.random.default_rng(2)
+    parents = [annotate(sketch, rng) for _ in range(6)]
+    children = [crossover(a, b, rng) for a in parents for b in parents if a is not b]
+    kept = [c for c in children if c is not None]
+    assert kept and all(resource_problems(c) == [] for c in kept)
+    _check(kept[0])
+
+
 def test_search_proposes_gpu_programs():
     from compiler.autoschedule.search import AnsorTuner
 
@@ -341,3 +390,17 @@ def test_tuning_for_a_gpu_needs_one(capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cannot tune for cuda" in err and "vta build" in err
+
+
+def test_resnet_layers_take_the_gpu_templates_arguments():
+    from compiler.tune.cli import parse_workload
+
+    rng = np.random.default_rng(0)
+    for layer in ("C1", "C12"):
+        op, args = parse_workload(layer, "cuda")  # conv2d_nchw (c, h, w, f, kh, kw, stride, pad)
+        program = annotate(_sketch(op, args), rng)
+        s, tensors = program.schedule()
+        (kernel,) = build(s, tensors, target=TARGET).kernels
+        assert 1 < np.prod(kernel.grid) and np.prod(kernel.block) <= 1024, layer
+    # an explicit padding (here none) reaches the compute and the reference
+    _check(annotate(_sketch("conv2d_nchw", (4, 6, 6, 8, 3, 3, 1, 0)), rng))

@@ -25,6 +25,7 @@ def test_matrices_compute_a_1d_correlation(m):
         (2, 32, 32, 9, 1, 16),  # odd output: the last tiles overhang
         (2, 16, 48, 8, 0, 16),  # no padding: 6x6 output
         (2, 64, 64, 14, 1, 32),
+        (2, 32, 32, 56, 1, 16),  # 3.2 MB of V and M: computed per block of tile rows
     ],
 )
 def test_winograd_matches_the_direct_convolution(run, m, c, k, size, pad, bn):
@@ -72,3 +73,20 @@ def test_bad_arguments_are_named():
     x = te.placeholder((1, 2, 8, 8, 16))
     with pytest.raises(OperatorError, match="do not match"):
         nn.conv2d_winograd_NCHWc(x, te.placeholder((4, 4, 1, 16, 16)), 1, 2)
+
+
+@pytest.mark.parametrize(
+    "tile_rows, row_bytes, u_bytes, threads, rows",
+    [
+        (28, 229_376, 262_144, 2, 4),  # 64x56x56: 6.1 MB of V and M, a 0.25 MB filter
+        (14, 229_376, 1 << 20, 2, None),  # 128x28x28: 7 blocks would read 7 MB of filter
+        (4, 100_000, 1000, 2, None),  # all of V and M fits in the L2
+        (28, 229_376, 262_144, 4, 2),  # two blocks per thread
+    ],
+)
+def test_block_rows_keep_v_and_m_in_l2_when_the_filter_is_small(
+    tile_rows, row_bytes, u_bytes, threads, rows
+):
+    from compiler.topi.x86.winograd import block_rows
+
+    assert block_rows(tile_rows, row_bytes, u_bytes, threads, 2 << 20) == rows
