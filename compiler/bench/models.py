@@ -249,6 +249,7 @@ def bench_model(
         "layers": layer_table(graph, inputs, peak_gflops(), peer_layers),
         "untuned": graph.manifest.get("untuned", []),
         "tuned_from": graph.manifest.get("tuned_from", {}),
+        "winograd": graph.manifest.get("winograd", 0),
     }
     if load:
         with spinning_process():
@@ -319,6 +320,7 @@ def print_tables(res: dict, layers: bool = True) -> None:
             f"{(bound / 2**20 if bound else float('nan')):8.2f} "
             f"{r['executor_overhead_us']:7.1f} {q['foreign_cores']:7.2f}  "
             + (", ".join(f"{n} from {src}" for src, n in r["tuned_from"].items()) or "none")
+            + (f"; {r['winograd']} by Winograd" if r["winograd"] else "")
         )
     if any("loaded" in r for r in res.values()):
         print("\nunder load (one core spinning in another process)")
