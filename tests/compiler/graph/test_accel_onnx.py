@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.errors import OperatorError
+from compiler.errors import CompilerError, OperatorError
 from compiler.graph import accel_onnx as A
 from vta.cli import main
 from vta.config import VTAConfig
@@ -269,6 +269,9 @@ def test_compile_saves_a_folder_that_runs_without_compiling(small, tmp_path, cap
         r.get("kernel") for r in reports[1]["layers"]
     ]
     assert reports[1]["output_error"] is None  # the folder keeps no fp32 weights
+    (folder / "cpu" / "kernels.json").write_text('{"out": {}}')
+    with pytest.raises(CompilerError, match="not the CPU kernels of a compiled model"):
+        A.load(folder)
     (folder / "accel.json").write_text("{}")
     with pytest.raises(OperatorError, match="not a compiled accelerator model|format"):
         A.load(folder)
