@@ -468,7 +468,9 @@ def mutate_location(program: Program, rng: np.random.Generator) -> Program | Non
     """Move an untiled stage to another valid compute location."""
     tiled = tiled_stages(program.steps)
     always_inlined = {  # by the sketch's always-inline rule: not a location choice
-        st.op.name for st in program.task.initial_schedule().stages if dag.is_strict_inlinable(st)
+        st.op.name
+        for st in program.task.initial_schedule().stages
+        if dag.is_strict_inlinable(st, is_cuda_target(program.task.target))
     }
     locs = [
         k

@@ -51,10 +51,11 @@ def has_condition(st: Stage) -> bool:
     return bool(calls) or bool(collect(st.op.body, lambda e: isinstance(e, E.Select)))
 
 
-def is_strict_inlinable(st: Stage) -> bool:
-    """An inlinable stage with no expensive operation and no condition (bias, relu, ...):
-    inlining it into its consumers costs nothing but index arithmetic, so it always is."""
-    return is_inlinable(st) and not has_expensive_op(st) and not has_condition(st)
+def is_strict_inlinable(st: Stage, gpu: bool = False) -> bool:
+    """An inlinable stage with no expensive operation and, on a CPU, no condition (bias,
+    relu, ...): inlining it into its consumers costs nothing but index arithmetic, so it
+    always is. (A GPU kernel inlines padding too: a padded copy would be a kernel of its own.)"""
+    return is_inlinable(st) and not has_expensive_op(st) and (gpu or not has_condition(st))
 
 
 def has_data_reuse(st: Stage) -> bool:

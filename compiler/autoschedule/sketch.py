@@ -151,7 +151,8 @@ def _follow(consumer: Stage, producer: Stage, base: int, split_of: dict[int, int
 
 # ------------------------------------------------------------------------------------ rules
 def _inline_cond(d: DeriveState) -> Cond:
-    return Cond.APPLY_AND_SKIP_REST if dag.is_strict_inlinable(d.stage) else Cond.PASS
+    strict = dag.is_strict_inlinable(d.stage, is_gpu(d.task.target))
+    return Cond.APPLY_AND_SKIP_REST if strict else Cond.PASS
 
 
 def _inline_apply(d: DeriveState) -> list[DeriveState]:
