@@ -309,6 +309,15 @@ def _fold(e: E.BinaryOp) -> E.Expr | None:
     return None
 
 
+def _branches(node: Any) -> tuple | None:
+    """(condition, then, else) of a Select or an if_then_else call, else None."""
+    if isinstance(node, E.Select):
+        return node.cond, node.t, node.f
+    if isinstance(node, E.Call) and node.op == "tir.if_then_else":
+        return tuple(node.args)
+    return None
+
+
 _CMP = {
     E.LT: lambda lo, hi: (hi < 0, lo >= 0),
     E.LE: lambda lo, hi: (hi <= 0, lo > 0),
@@ -328,6 +337,11 @@ class _Simplifier(Mutator):
             if isinstance(node, (E.Var, E.IntImm)):
                 return node
             return self.ana.from_lin(self.ana.to_lin(node), node.dtype)
+        branches = _branches(node)
+        if branches:  # a choice the condition settles: the other branch is never visited
+            cond = self.visit(branches[0])
+            if E.is_const(cond):
+                return self.visit(branches[1] if cond.value else branches[2])
         return super().visit(node)
 
     def generic(self, node: Any) -> Any:

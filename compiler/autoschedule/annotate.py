@@ -467,10 +467,11 @@ def mutate_pragma(program: Program, rng: np.random.Generator) -> Program | None:
 def mutate_location(program: Program, rng: np.random.Generator) -> Program | None:
     """Move an untiled stage to another valid compute location."""
     tiled = tiled_stages(program.steps)
+    gpu = is_cuda_target(program.task.target)
     always_inlined = {  # by the sketch's always-inline rule: not a location choice
         st.op.name
         for st in program.task.initial_schedule().stages
-        if dag.is_strict_inlinable(st, is_cuda_target(program.task.target))
+        if dag.is_strict_inlinable(st, gpu)
     }
     locs = [
         k
@@ -547,4 +548,9 @@ def crossover(a: Program, b: Program, rng: np.random.Generator) -> Program | Non
     stages = sorted({s.stage for s in a.steps})
     pick = {name: (a if rng.random() < 0.5 else b) for name in stages}
     steps = [pick[x.stage].steps[k] for k, x in enumerate(a.steps)]
-    return Program(a.task, steps, a.sketch)
+    child = Program(a.task, steps, a.sketch)
+    if is_cuda_target(a.task.target):
+        from .gpu import if_fits
+
+        return if_fits(child)
+    return child

@@ -46,7 +46,7 @@ def tune_ansor(args: argparse.Namespace) -> int:
                 "`vta build WORKLOAD --target cuda --db F --check` builds a recorded program"
             )
         runner: Runner = CUDARunner()
-    elif args.target.split()[0] == "llvm":
+    elif args.target.split()[:1] == ["llvm"]:
         runner = CPURunner(threads=1, pool=None)
     else:
         raise TuningError(f"--tuner ansor supports --target llvm or cuda, not {args.target!r}")

@@ -52,10 +52,13 @@ def has_condition(st: Stage) -> bool:
 
 
 def is_strict_inlinable(st: Stage, gpu: bool = False) -> bool:
-    """An inlinable stage with no expensive operation and, on a CPU, no condition (bias,
-    relu, ...): inlining it into its consumers costs nothing but index arithmetic, so it
-    always is. (A GPU kernel inlines padding too: a padded copy would be a kernel of its own.)"""
-    return is_inlinable(st) and not has_expensive_op(st) and (gpu or not has_condition(st))
+    """An inlinable stage with no expensive operation and no condition (bias, relu, ...):
+    inlining it into its consumers costs nothing but index arithmetic, so it always is. On a
+    GPU a condition is inlined too: the tiled stage's inputs are fetched into shared memory,
+    so padding's condition runs once per fetched element, not at every multiply-add."""
+    if not is_inlinable(st) or has_expensive_op(st):
+        return False
+    return gpu or not has_condition(st)
 
 
 def has_data_reuse(st: Stage) -> bool:

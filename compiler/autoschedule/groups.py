@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TuningError
-from ..graph.build import Group, Node, group_tensors, schedule_group
+from ..graph.build import Group, Node, group_tensors, schedule_group, winograd_convs
 from ..schedule.schedule import create_schedule
 from ..te.tensor import Tensor
 from .workload import register_workload
@@ -58,7 +58,9 @@ def describe(spec: str) -> str:
             kh, kw = n.attrs.get("kernel_shape", ["?", "?"])
             stride = (n.attrs.get("strides") or [1])[0]
             groups = n.attrs.get("group", 1)
-            ops.append(f"Conv({kh}x{kw}/{stride}" + (f", {groups} groups)" if groups > 1 else ")"))
+            how = f", {groups} groups" if groups > 1 else ""
+            how += ", Winograd" if n.attrs.get("winograd") else ""
+            ops.append(f"Conv({kh}x{kw}/{stride}{how})")
         else:
             ops.append(n.op)
     return f"{'+'.join(ops)} on {list(shapes['in0'])}"
@@ -112,6 +114,8 @@ def group_tasks(path: str | Path, target: str = "llvm") -> list[tuple[tuple[str,
 
     with target_scope(target):
         groups, shapes, params, _, _ = import_groups(path, None, False)
+    params = dict(params)
+    winograd_convs(groups, shapes, params)  # as the graph build will compute them
     shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
     counts = Counter(group_spec(g, shapes) for g in groups if tunable(g))
     return [((WORKLOAD, (spec,)), n) for spec, n in counts.items()]

@@ -78,20 +78,25 @@ def matmul_relu(n: int, m: int, k: int) -> list[Tensor]:
     return [a, b, d]
 
 
-def _conv2d_nchw_ref(inputs, c, h, w, f, kh, kw, stride=1):
+def _conv2d_nchw_ref(inputs, c, h, w, f, kh, kw, stride=1, pad=None):
     data, weight = inputs
+    pad = kh // 2 if pad is None else pad
     out = testing.conv2d_nchw_python(
-        data.astype(np.float64), weight.astype(np.float64), stride, kh // 2
+        data.astype(np.float64), weight.astype(np.float64), stride, pad
     )
     return [out.astype(np.float32)]
 
 
 @register_workload("conv2d_nchw", _conv2d_nchw_ref)
-def conv2d_nchw(c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1):
-    """Batch-1 float32 conv2d NCHW with padding kh // 2."""
+def conv2d_nchw(
+    c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1, pad: int | None = None
+):
+    """Batch-1 float32 conv2d NCHW with padding `pad` (default kh // 2); the arguments of the
+    GPU template `conv2d_nchw` (and of `vta tune C1..C12 --target cuda`)."""
     data = te.placeholder((1, c, h, w), "float32", "data")
     weight = te.placeholder((f, c, kh, kw), "float32", "weight")
-    return [data, weight, nn.conv2d_nchw(data, weight, stride, kh // 2)]
+    pad = kh // 2 if pad is None else pad
+    return [data, weight, nn.conv2d_nchw(data, weight, stride, pad)]
 
 
 def _conv2d_NCHWc_ref(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=16, oc_bn=16):

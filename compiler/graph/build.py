@@ -23,7 +23,7 @@ from ..errors import OperatorError
 from ..schedule.schedule import Schedule
 from ..te.tensor import Tensor
 from ..tir import stmt as S
-from ..topi import tag, x86
+from ..topi import nn, tag, x86
 from ..tune.database import Database
 from ..tune.shipped import shipped_name, shipped_records
 from .build_ops import OPS, placeholder
@@ -77,6 +77,8 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
 
     visit(outs)
     tags = set(found.values())
+    if tag.CONV2D_WINOGRAD in tags:
+        return x86.schedule_conv2d_winograd_NCHWc(outs)
     if tag.CONV2D_NCHWC in tags:
         if knobs:
             return x86.schedule_conv2d_NCHWc_knobs(outs, **knobs)
@@ -148,7 +150,7 @@ def conv_task(group: Group, shapes: dict) -> ConvTask | None:
     """The group's tuning task for a batch-1, group-1, undilated convolution with a square
     kernel, equal strides and the same zero padding on every side, else None."""
     for n in group.nodes:
-        if n.op != "Conv":
+        if n.op != "Conv" or n.attrs.get("winograd"):
             continue
         data, w = shapes[n.inputs[0]], shapes[n.inputs[1]]
         kh, kw = w[2], w[3]
@@ -224,12 +226,49 @@ def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
     flops = 0
     for n in group.nodes:
         out = int(np.prod(shapes[n.output]))
-        if n.op == "Conv":
+        if n.op == "Conv" and n.attrs.get("winograd"):  # the direct convolution's count
+            data = shapes[n.inputs[0]]
+            flops += 2 * out * data[1] * data[4] * 9
+        elif n.op == "Conv":
             w = shapes[n.inputs[1]]  # packed [OC/ob, C/ib, KH, KW, ib, ob]
             flops += 2 * out * w[1] * w[4] * w[2] * w[3]
         elif n.op == "Dense":
             flops += 2 * out * shapes[n.inputs[0]][1]
     return flops
+
+
+WINOGRAD_TILE = 2  # F(2x2, 3x3): 2.25x fewer multiplications; F(4x4) was slower here
+WINOGRAD_MIN_OUTPUT = 14  # 7x7 outputs gain nothing (16 tiles cover 8x8 outputs)
+
+
+def winograd_convs(groups: list[Group], shapes: dict, constants: dict[str, np.ndarray]) -> int:
+    """Convolutions computed by Winograd's F(2x2, 3x3) (3x3, stride 1, undilated, ungrouped,
+    equal padding, outputs at least WINOGRAD_MIN_OUTPUT wide and high): the node marked, its
+    packed weight replaced by the transformed one (in place). Returns how many."""
+    count = 0
+    for g in groups:
+        for n in g.nodes:
+            a = n.attrs
+            if n.op != "Conv" or a.get("winograd") or n.inputs[1] not in constants:
+                continue
+            out = shapes[n.output]
+            if (
+                tuple(a.get("kernel_shape", ())) != (3, 3)
+                or any(v != 1 for v in (a.get("strides") or [1, 1]))
+                or any(v != 1 for v in (a.get("dilations") or [1, 1]))
+                or a.get("group", 1) != 1
+                or len(set(a.get("pads") or [0])) != 1
+                or out[0] != 1
+                or min(out[2], out[3]) < WINOGRAD_MIN_OUTPUT
+            ):
+                continue
+            packed = constants[n.inputs[1]]  # [OC/ob, C/ib, 3, 3, ib, ob]
+            k, c = packed.shape[0] * packed.shape[5], packed.shape[1] * packed.shape[4]
+            weight = packed.transpose(0, 5, 1, 4, 2, 3).reshape(k, c, 3, 3)
+            constants[n.inputs[1]] = nn.winograd_weight(weight, WINOGRAD_TILE, packed.shape[5])
+            a["winograd"] = WINOGRAD_TILE
+            count += 1
+    return count
 
 
 def pack_dense_weights(groups: list[Group], shapes: dict, constants: dict[str, np.ndarray]) -> None:
@@ -266,6 +305,7 @@ def build_graph(
     t0 = time.perf_counter()
     constants = dict(constants)
     pack_dense_weights(groups, shapes, constants)
+    winograd = winograd_convs(groups, shapes, constants)
     shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
     params = list(constants)
     steps = []
@@ -306,6 +346,7 @@ def build_graph(
         records.close()
     if log:
         origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
+        origin += f"; {winograd} convolutions by Winograd F(2x2, 3x3)" if winograd else ""
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "
             f"in {time.perf_counter() - t0:.2f} s{origin}"
@@ -316,12 +357,13 @@ def build_graph(
         steps,
         [TensorSpec(t, tuple(shapes[t])) for t in inputs],
         [TensorSpec(t, tuple(shapes[t])) for t in outputs],
-        [np.ascontiguousarray(constants[p], dtype=np.float32) for p in params],
+        [np.asarray(constants[p], np.float32) for p in params],
         arena_bytes,
         target,
     )
     graph.manifest["untuned"] = list(untuned)
     graph.manifest["tuned_from"] = used
+    graph.manifest["winograd"] = winograd
     return graph
 
 

@@ -38,11 +38,14 @@ def _window(attrs: dict) -> dict:
 def conv2d_nchwc(ins: list[Tensor], attrs: dict) -> Tensor:
     """Packed conv: data [N, C/ib, H, W, ib], weight [OC/ob, C/ib, KH, KW, ib, ob] (+ bias
     [OC/ob, 1, 1, ob]); depthwise when `group` equals the channels (weight [C/b, 1, KH, KW, 1,
-    b])."""
+    b]); by Winograd's F(m x m, 3 x 3) when the node says `winograd` = m (weight [a, a, OC/ob,
+    C, ob])."""
     data, weight, *rest = ins
     w = _window(attrs)
     channels = data.shape[1] * data.shape[4]
-    if attrs.get("group", 1) == channels and channels > 1:
+    if attrs.get("winograd"):  # weight transformed by nn.winograd_weight (graph.build)
+        out = nn.conv2d_winograd_NCHWc(data, weight, attrs["pads"][0], attrs["winograd"])
+    elif attrs.get("group", 1) == channels and channels > 1:
         out = nn.depthwise_conv2d_NCHWc(data, weight, w["stride"], w["padding"], w["dilation"])
     elif attrs.get("group", 1) == 1:
         out = nn.conv2d_NCHWc(data, weight, w["stride"], w["padding"], w["dilation"])

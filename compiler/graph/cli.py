@@ -120,10 +120,11 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
     """The model's distinct conv2d_NCHWc tuning tasks (template args with the graph's channel
-    blocks) and how many kernels of the graph each one makes; `log` gets the table of all
-    the fused graph's distinct kernels first."""
+    blocks; convolutions the build computes by Winograd have none) and how many kernels of the
+    graph each one makes; `log` gets the table of all the fused graph's distinct kernels
+    first."""
     from ..codegen.target import target_scope
-    from .build import conv_task
+    from .build import conv_task, winograd_convs
     from .build_onnx import fused_graph, lower_groups
     from .passes import extract_tasks, format_tasks
 
@@ -131,6 +132,8 @@ def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
     log(format_tasks(graph, extract_tasks(graph)))
     with target_scope(target):
         groups, shapes, params, _, _ = lower_groups(graph)
+    params = dict(params)
+    winograd_convs(groups, shapes, params)  # these have no template task
     shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
     weights: dict[tuple, int] = {}
     for g in groups:

@@ -47,6 +47,7 @@ def parse(dtype: str) -> DType:
     )
 
 
+@cache
 def with_lanes(dtype: str, lanes: int) -> str:
     return str(parse(dtype)._replace(lanes=lanes))
 

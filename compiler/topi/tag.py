@@ -12,6 +12,9 @@ DEPTHWISE_CONV2D_NCHW = "depthwise_conv2d_nchw"
 DEPTHWISE_CONV2D_NCHWC = "depthwise_conv2d_NCHWc"
 POOL = "pool"
 SOFTMAX = "softmax_output"
+WINOGRAD_TRANSFORM = "winograd_transform"  # the input tiles' B^T d B
+WINOGRAD_GEMM = "winograd_gemm"
+CONV2D_WINOGRAD = "conv2d_winograd"  # the output tiles' A^T M A
 
 _INJECTIVE = (ELEMWISE, BROADCAST, INJECTIVE)
 

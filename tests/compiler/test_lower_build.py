@@ -109,6 +109,28 @@ def test_argument_checks_name_the_parameter():
         mod(good)
 
 
+def test_simplifier_takes_the_branch_a_constant_condition_chooses(monkeypatch):
+    """Only that branch is simplified (unrolled position-selected sums, as the Winograd
+    transforms are, would otherwise simplify every position's sum in every copy)."""
+    from compiler.arith import simplify
+    from compiler.tir.functor import substitute
+
+    i, x, dead = E.Var("i"), E.Var("x", "float32"), E.Var("dead", "float32")
+    ana = Analyzer({i: (0, 3)})
+    chain = te.if_then_else(i == 0, x + te.const(0.0, "float32"), x * te.const(2.0, "float32"))
+    assert str(ana.simplify(substitute(chain, {i: E.const(0)}))) == "x"
+    assert str(ana.simplify(substitute(chain, {i: E.const(2)}))) == "x * 2.0"
+    assert str(ana.simplify(chain)).startswith("tir.if_then_else")  # not settled: both kept
+    seen = []
+    generic = simplify._Simplifier.generic
+    monkeypatch.setattr(
+        simplify._Simplifier, "generic", lambda self, n: seen.append(n) or generic(self, n)
+    )
+    choice = E.Select(i < 8, x * te.const(1.0, "float32"), dead + dead)
+    assert str(ana.simplify(choice)) == "x"
+    assert not [n for n in seen if isinstance(n, E.Add)]  # the other branch was never visited
+
+
 def test_simplifier_collapses_split_and_fuse_indices():
     i, j, f = E.Var("i"), E.Var("j"), E.Var("f")
     ana = Analyzer({i: (0, 63), j: (0, 15), f: (0, 1023)})

@@ -18,8 +18,11 @@ from .transform import (
     unpack_nchwc,
 )
 from .utils import get_pad_tuple
+from .winograd import conv2d_winograd_NCHWc, winograd_weight
 
 __all__ = [
+    "conv2d_winograd_NCHWc",
+    "winograd_weight",
     "clip",
     "concatenate",
     "pack_nchwc",

@@ -4,6 +4,7 @@ packed-layout computes they are built for."""
 from .conv2d import (
     PARALLEL,
     channel_block,
+    conv_tile,
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_NCHWc_knobs,
@@ -23,8 +24,10 @@ from .depthwise_conv2d import schedule_depthwise_conv2d_nchw, schedule_depthwise
 from .injective import schedule_injective, schedule_injective_from_existing
 from .pooling import schedule_pool
 from .softmax import schedule_softmax
+from .winograd import schedule_conv2d_winograd_NCHWc
 
 __all__ = [
+    "schedule_conv2d_winograd_NCHWc",
     "PARALLEL",
     "schedule_conv2d_NCHWc_knobs",
     "matmul_packed",
@@ -33,6 +36,7 @@ __all__ = [
     "channel_block",
     "tile_columns",
     "tile_rows",
+    "conv_tile",
     "schedule_depthwise_conv2d_NCHWc",
     "dense_pack",
     "matmul_pack",

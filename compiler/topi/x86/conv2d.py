@@ -33,14 +33,37 @@ def tile_columns(ow: int, vectors: int) -> int:
 
 def tile_rows(oh: int, cols: int, vectors: int) -> int:
     """Output rows of a register tile of `cols` columns x `vectors` vectors: as many as the
-    target's registers hold beside the weight vectors and a broadcast, so each weight vector
-    loaded serves rows x cols outputs (the weights stream from L2 and bound a tile of one
-    7-wide row); of the row counts giving the fewest row tiles, the smallest (OH 7 with room
-    for 2 rows: tiles of 2, 2, 2, 1)."""
-    regs = cpu_facts().vector_registers
-    rows = max(1, min(oh, (regs - vectors - 1) // vectors // cols))
+    target's registers hold beside the weight vectors and a broadcast; of the row counts
+    giving the fewest row tiles, the smallest (OH 7 with room for 2 rows: tiles of 2, 2, 2,
+    1)."""
+    rows = max(1, min(oh, positions(vectors) // cols))
     tiles = -(-oh // rows)
     return -(-oh // tiles)
+
+
+def positions(vectors: int) -> int:
+    """Output positions a conv register tile of `vectors` vectors each can hold: the target's
+    vector registers less the weight vectors and one broadcast, divided by `vectors` (14 for
+    two vectors on AVX-512's 32 registers, 6 on AVX2's 16)."""
+    return max(1, (cpu_facts().vector_registers - vectors - 1) // vectors)
+
+
+def conv_tile(oh: int, ow: int, vectors: int) -> tuple[int, int]:
+    """(rows, columns) of conv2d_NCHWc's register tile: every tile streams all the weights
+    of its channel block, so the fewest tiles (columns a divisor of OW, at most `positions`
+    and MAX_COLUMNS; rows by `tile_rows`), the widest of equals. 2 x 7 for a 7x7 output and
+    1 x 14 for 14x14 on AVX-512 (two vectors); 3 x 2 for 14x14 on AVX2, where 7 columns of
+    two vectors would spill an accumulator in every step of the reduction."""
+    best: tuple[int, int, int] | None = None
+    for cols in range(min(ow, positions(vectors), MAX_COLUMNS), 0, -1):
+        if ow % cols:
+            continue
+        rows = tile_rows(oh, cols, vectors)
+        tiles = -(-oh // rows) * (ow // cols)
+        if best is None or tiles < best[0]:
+            best = (tiles, rows, cols)
+    assert best is not None  # cols = 1 always divides
+    return best[1], best[2]
 
 
 def channel_block(channels: int, dtype: str = "float32") -> int:
@@ -57,9 +80,9 @@ def schedule_conv2d_NCHWc(
     outs: Tensor | list[Tensor], reg_n: int | None = None, reg_rows: int | None = None
 ) -> Schedule:
     """conv2d_NCHWc (and injective ops after it of the same shape, e.g. bias, residual add,
-    relu, clip): a register tile of reg_rows output rows (default `tile_rows`) x reg_n
-    columns (default `tile_columns`) x oc_bn channels accumulates over all input channels and
-    taps; parallel over (batch, channel block, row tile)."""
+    relu, clip): a register tile of reg_rows output rows x reg_n columns (default
+    `conv_tile`) x oc_bn channels accumulates over all input channels and taps; parallel
+    over (batch, channel block, row tile)."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -71,8 +94,10 @@ def schedule_conv2d_NCHWc(
         acc = accumulator(s, op.output(0), out)
         n, oc, oh, ow, ob = s[out].op.axis
         vectors = max(1, out.shape[4] // vector_lanes(out.dtype))
-        cols = reg_n or tile_columns(out.shape[3], vectors)
-        rows = reg_rows or tile_rows(out.shape[2], cols, vectors)
+        rows, cols = conv_tile(out.shape[2], out.shape[3], vectors)
+        if reg_n:
+            cols, rows = reg_n, tile_rows(out.shape[2], reg_n, vectors)
+        rows = reg_rows or rows
         oho, ohi = s[out].split(oh, factor=rows)
         owo, owi = s[out].split(ow, factor=cols)
         s[out].reorder(n, oc, oho, owo, ohi, owi, ob)

@@ -132,6 +132,41 @@ def test_emulator_reports_out_of_bounds_reads():
         m.emulate(np.ones(64, np.float32), np.zeros(64, np.float32))
 
 
+def test_emulator_runs_a_vectorized_fetch_whose_vectors_cross_rows():
+    # the shared tile is [4, 4, 3] of a [4, 4, 6] tensor: a 2-wide vector of the fused copy
+    # spans two rows, so its shared and global indices are vectors that are not ramps
+    a = te.placeholder((4, 4, 6), "float32", "A")
+    b = te.compute((4, 4, 3), lambda i, j, k: a[i, j, k] * 2.0, "B")
+    s = te.create_schedule(b.op)
+    aa = s.cache_read(a, "shared", [b])
+    bx, tx = s[b].split(s[b].fuse(*s[b].op.axis), factor=24)
+    s[b].bind(bx, te.thread_axis("blockIdx.x"))
+    s[b].bind(tx, te.thread_axis("threadIdx.x"))
+    s[aa].compute_at(s[b], bx)
+    rest, vec = s[aa].split(s[aa].fuse(*s[aa].op.axis), factor=2)
+    _, t = s[aa].split(rest, factor=12)
+    s[aa].bind(t, te.thread_axis("threadIdx.x"))
+    s[aa].vectorize(vec)
+    m = compiler.build(s, [a, b], target="cuda")
+    x, y = np.random.default_rng(0).random((4, 4, 6), np.float32), np.zeros((4, 4, 3), np.float32)
+    m.emulate(x, y)
+    np.testing.assert_array_equal(y, 2 * x[:, :, :3])
+
+
+def test_emulator_runs_loops_nested_deeper_than_python_blocks():
+    # 24 nested loops that run once each (Python compiles at most 20 nested blocks)
+    shape = (1,) * 24 + (32,)
+    x = te.placeholder(shape, "float32", "x")
+    y = te.compute(shape, lambda *i: x(*i) + 1.0, "y")
+    s = te.create_schedule(y.op)
+    s[y].bind(y.op.axis[-1], te.thread_axis("threadIdx.x"))
+    s[y].reorder(y.op.axis[-1], *y.op.axis[:-1])
+    m = compiler.build(s, [x, y], target="cuda")
+    out = np.zeros(shape, np.float32)
+    m.emulate(np.ones(shape, np.float32), out)
+    assert (out == 2).all()
+
+
 def test_vthread_fetch_runs_once_and_result_is_right():
     a = te.placeholder((64, 32), "float32", "A")
     b = te.placeholder((32, 64), "float32", "B")

@@ -3,6 +3,7 @@
 import numpy as np
 
 from compiler.graph.build import Group, Node, build_graph, conv_task, plan_offsets
+from compiler.runtime.module import aligned
 from compiler.topi import testing
 
 
@@ -63,8 +64,18 @@ def test_small_cnn_matches_numpy(tmp_path):
     d = np.clip(testing.depthwise_conv2d_python_nchw(p, wd, 1, 1), 0, 6)
     ref = d.mean(axis=(2, 3)) @ fc.T + fcb
     np.testing.assert_allclose(g.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
+    # weights start on cache lines, so the kernels' vector loads of them never straddle two
+    assert all(p.ctypes.data % 64 == 0 for p in g.params)
     g.save(tmp_path / "cnn")
     assert (tmp_path / "cnn" / "graph.so").exists()
+
+
+def test_aligned_copies_keep_values_and_shape():
+    a = np.arange(10, dtype=np.float32)[1:].reshape(3, 3)  # an unaligned view
+    b = aligned(a)
+    assert b.ctypes.data % 64 == 0 and b.dtype == np.float32 and b.flags.c_contiguous
+    np.testing.assert_array_equal(b, a)
+    assert aligned(np.zeros((0, 4))).shape == (0, 4)
 
 
 def conv_graph():
@@ -173,3 +184,26 @@ def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, mon
     assert avx2.manifest["untuned"] and avx2.manifest["tuned_from"] == {}
     monkeypatch.setenv("VTA_SHIPPED_RECORDS", "0")
     assert build(avx512).manifest["untuned"]
+
+
+def test_winograd_convolutions_match_onnxruntime(tmp_path):
+    """3x3 stride-1 convolutions with outputs of at least 14x14 run by Winograd's F(2x2, 3x3)
+    (a residual block at 16x16: both convs); a strided one stays direct."""
+    import pytest
+
+    ort = pytest.importorskip("onnxruntime")
+    from compiler.bench.networks import _Builder
+    from compiler.graph.build_onnx import compile_model
+
+    b = _Builder(seed=5)
+    x1 = b.node("Relu", [b.bn(b.conv("x", 16, 32, 3), 32)])
+    y = b.node("Relu", [b.node("Add", [b.bn(b.conv(x1, 32, 32, 3), 32), x1])])
+    y = b.node("Relu", [b.conv(y, 32, 32, 3, stride=2)])
+    path = tmp_path / "block.onnx"
+    path.write_bytes(b.model("x", (1, 16, 16, 16), y, (1, 32, 8, 8)))
+    graph = compile_model(path, target="llvm")
+    assert graph.manifest["winograd"] == 2
+    x = {"x": np.random.default_rng(0).standard_normal((1, 16, 16, 16), np.float32)}
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    got = graph.run(x)[y]
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * np.abs(want).max())

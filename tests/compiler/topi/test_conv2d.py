@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from compiler import te, topi
-from compiler.codegen.target import target_scope
+from compiler.codegen.target import cpu_facts, target_scope
 from compiler.topi import testing, x86
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
@@ -15,6 +15,12 @@ CASES = [
     (1, 8, 10, 16, 3, 1, "SAME", 2),
     (1, 8, 12, 16, 5, 2, (2, 1), 1),
 ]
+
+
+TARGETS = {
+    "avx512": "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma",
+    "avx2": "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f",
+}
 
 
 def rand(rng, shape):
@@ -130,12 +136,26 @@ def test_tile_columns_avx512(ow, vectors, want):
 def test_tile_rows(isa, oh, cols, vectors, want):
     """Rows x columns x vectors accumulators fill the registers left beside the weights and a
     broadcast (32 on AVX-512, 16 on AVX2), in row tiles as even as their count allows."""
-    target = {
-        "avx512": "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma",
-        "avx2": "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f",
-    }[isa]
-    with target_scope(target):
+    with target_scope(TARGETS[isa]):
         assert x86.tile_rows(oh, cols, vectors) == want
+
+
+@pytest.mark.parametrize(
+    "isa,size,vectors,want",
+    [
+        ("avx512", 56, 2, (1, 14)),
+        ("avx512", 7, 2, (2, 7)),
+        ("avx512", 112, 1, (2, 14)),
+        ("avx2", 14, 2, (3, 2)),  # 7 columns x 2 vectors would spill an accumulator
+        ("avx2", 7, 2, (4, 1)),
+        ("avx2", 56, 1, (1, 14)),
+    ],
+)
+def test_conv_tile_fewest_tiles_within_the_registers(isa, size, vectors, want):
+    with target_scope(TARGETS[isa]):
+        rows, cols = x86.conv_tile(size, size, vectors)
+        assert (rows, cols) == want
+        assert rows * cols * vectors + vectors + 1 <= cpu_facts().vector_registers
 
 
 def test_channel_block():
