@@ -46,6 +46,11 @@ def test_padding_and_softmax_exp_are_left_to_the_annotation():
         # inlined, the padding's condition runs in the innermost loop: a location choice
         assert "data_pad" not in p
         assert "ic_chunk.0, ry.0, rx.0, ic_block.0" in p  # SSRSRS with reduction levels
+    for p in [
+        str(sk)
+        for sk in generate_sketches(SearchTask("conv2d_NCHWc", (32, 8, 8, 32, 3, 3), "cuda"))
+    ]:
+        assert p.endswith("\ncompute_inline(data_pad)")  # a padded copy: a kernel of its own
     # a condition-free elementwise stage is always inlined
     printed = _printed("shifted_matmul", (8,))
     assert len(printed) == 2 and all(p.endswith("\ncompute_inline(A1)") for p in printed)
