@@ -22,6 +22,7 @@ import numpy as np
 
 from ..codegen.nvptx_arch import is_cuda_target
 from ..schedule.schedule import Schedule, Stage
+from ..te.tensor import ComputeOp
 from . import dag
 from . import register_tile as rt
 from .program import Program
@@ -44,6 +45,7 @@ from .steps import (
 MAX_INNERMOST = 64
 UNROLL_CHOICES = (0, 16, 64, 512)
 GUIDED = 0.9  # share of annotations that follow the register-file rules
+MIN_FILL, FILL_TRIES = 0.5, 8  # register tiles using under half the registers are redrawn
 
 
 @lru_cache(maxsize=4096)
@@ -174,36 +176,60 @@ def _register_file(task, st: Stage) -> rt.RegisterFile | None:
     return rt.register_file(task.target, st.op.output(0).dtype)
 
 
+def _innermost_options(extent: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(f for f in factorizations(extent, parts) if f[-1] <= MAX_INNERMOST)
+
+
+def sample_register_tile(
+    op: ComputeOp,
+    splits: dict[int, int],
+    extent: dict[int, int],
+    rng: np.random.Generator,
+    rf: rt.RegisterFile,
+) -> dict[int, int] | None:
+    """Innermost lengths of the split space axes forming a register tile that fits `rf`: the
+    vectorized axis' a lane multiple (else at least half a vector), then the other axes in
+    random order, each uniform among the lengths that still fit. A tile using under MIN_FILL
+    of the registers is drawn again (up to FILL_TRIES times, the fullest kept): a small tile
+    leaves the FMA latency uncovered and loads an operand every few FMAs. None if nothing
+    fits."""
+    vec = rt.vector_axis(op)
+    others = [p for p in splits if p < len(op.axis) and splits[p] >= 2 and p != vec]
+    best: dict[int, int] | None = None
+    for _ in range(FILL_TRIES):
+        inner: dict[int, int] = {}
+        for pos in [vec, *(others[k] for k in rng.permutation(len(others)))]:
+            lasts = sorted({f[-1] for f in _innermost_options(extent[pos], splits[pos] + 1)})
+            if pos == vec:
+                wide = [d for d in lasts if 2 * d >= rf.lanes]
+                lasts = rt.lane_multiples(extent[pos], rf.lanes, MAX_INNERMOST) or wide or lasts
+            lasts = [d for d in lasts if rt.fits(op, {**inner, pos: d}, rf)]
+            if not lasts:
+                return best
+            inner[pos] = lasts[rng.integers(len(lasts))]
+        used = rt.registers_needed(op, inner, rf.lanes)
+        if best is None or used > rt.registers_needed(op, best, rf.lanes):
+            best = inner
+        if used >= MIN_FILL * rf.registers:
+            break
+    return best
+
+
 def sample_tiles(
     st: Stage, splits: dict[int, int], rng: np.random.Generator, rf: rt.RegisterFile | None
 ) -> dict[int, tuple[int, ...]]:
     """Inner lengths of a stage's open splits (axis position -> number of lengths), each
-    uniform over its factorizations; with a register file, the innermost space lengths first
-    form a register tile that fits it (`register_tile.fits`): the vectorized axis' length a
-    lane multiple (else at least half a vector), then the other axes in random order, each
-    length uniform among those that
-    still fit, the outer levels uniform given it."""
+    uniform over its factorizations; with a register file, those of a multi-level tiled
+    stage's space axes uniform given innermost lengths that form a register tile
+    (`sample_register_tile`)."""
     axes = [*st.op.axis, *st.op.reduce_axis]
     extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
     out = {pos: sample_lengths(extent[pos], n, rng) for pos, n in splits.items()}
-    space = [p for p, n in splits.items() if p < len(st.op.axis) and n >= 2]
     vec = rt.vector_axis(st.op)
-    if rf is None or vec not in space:
+    if rf is None or vec not in splits or splits[vec] < 2:
         return out
-    others = [p for p in space if p != vec]
-    inner: dict[int, int] = {}
-    for pos in [vec, *(others[k] for k in rng.permutation(len(others)))]:
-        options = factorizations(extent[pos], splits[pos] + 1)
-        options = tuple(f for f in options if f[-1] <= MAX_INNERMOST)
-        lasts = sorted({f[-1] for f in options})
-        if pos == vec:  # whole vectors, else at least half a vector where possible
-            wide = [d for d in lasts if 2 * d >= rf.lanes]
-            lasts = rt.lane_multiples(extent[pos], rf.lanes, MAX_INNERMOST) or wide or lasts
-        lasts = [d for d in lasts if rt.fits(st.op, {**inner, pos: d}, rf)]
-        if not lasts:
-            return out
-        inner[pos] = lasts[rng.integers(len(lasts))]
-        chosen = [f for f in options if f[-1] == inner[pos]]
+    for pos, last in (sample_register_tile(st.op, splits, extent, rng, rf) or {}).items():
+        chosen = [f for f in _innermost_options(extent[pos], splits[pos] + 1) if f[-1] == last]
         out[pos] = chosen[rng.integers(len(chosen))][1:]
     return out
 
@@ -441,8 +467,11 @@ def mutate_pragma(program: Program, rng: np.random.Generator) -> Program | None:
 def mutate_location(program: Program, rng: np.random.Generator) -> Program | None:
     """Move an untiled stage to another valid compute location."""
     tiled = tiled_stages(program.steps)
+    gpu = is_cuda_target(program.task.target)
     always_inlined = {  # by the sketch's always-inline rule: not a location choice
-        st.op.name for st in program.task.initial_schedule().stages if dag.is_strict_inlinable(st)
+        st.op.name
+        for st in program.task.initial_schedule().stages
+        if dag.is_strict_inlinable(st, gpu)
     }
     locs = [
         k

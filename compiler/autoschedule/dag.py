@@ -44,10 +44,21 @@ def has_expensive_op(st: Stage) -> bool:
     return any(c.op not in CHEAP_CALLS for c in calls)
 
 
-def is_strict_inlinable(st: Stage) -> bool:
-    """An inlinable stage with no expensive operation (padding, bias, relu, ...): inlining it
-    into its consumers costs nothing but index arithmetic, so it always is."""
-    return is_inlinable(st) and not has_expensive_op(st)
+def has_condition(st: Stage) -> bool:
+    """Does the body choose by a condition (padding's if_then_else, a select)? Inlined into a
+    reduction, the condition is evaluated at every step of its innermost loop."""
+    calls = collect(st.op.body, lambda e: isinstance(e, E.Call) and e.op == "tir.if_then_else")
+    return bool(calls) or bool(collect(st.op.body, lambda e: isinstance(e, E.Select)))
+
+
+def is_strict_inlinable(st: Stage, gpu: bool = False) -> bool:
+    """An inlinable stage with no expensive operation and no condition (bias, relu, ...):
+    inlining it into its consumers costs nothing but index arithmetic, so it always is. On a
+    GPU a condition is inlined too: the tiled stage's inputs are fetched into shared memory,
+    so padding's condition runs once per fetched element, not at every multiply-add."""
+    if not is_inlinable(st) or has_expensive_op(st):
+        return False
+    return gpu or not has_condition(st)
 
 
 def has_data_reuse(st: Stage) -> bool:

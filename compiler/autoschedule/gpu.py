@@ -26,10 +26,18 @@ import math
 import numpy as np
 
 from ..arith import Analyzer
-from ..codegen.nvptx_arch import is_cuda_target, parse_cuda_target
+from ..codegen.nvptx_arch import GPUArch, is_cuda_target, parse_cuda_target
 from ..schedule.bound import infer_bounds
 from ..schedule.schedule import Schedule, Stage
-from .annotate import UNROLL_CHOICES, fill_tile_sizes, mutate_pragma, mutate_tile_size, tiled_stages
+from .annotate import (
+    MAX_INNERMOST,
+    UNROLL_CHOICES,
+    factorizations,
+    fill_tile_sizes,
+    mutate_pragma,
+    mutate_tile_size,
+    tiled_stages,
+)
 from .gpu_steps import Bind, CacheRead, FollowFusedSplit, SetScope
 from .program import Program
 from .steps import (
@@ -46,10 +54,12 @@ from .steps import (
 )
 
 MAX_VTHREAD = 8  # virtual threads per block (each replicates the thread's registers)
-MAX_LOCAL = 128  # elements per thread of local stages (accumulators kept in registers)
+MAX_LOCAL = 64  # elements per thread of local stages (accumulators kept in registers)
+REGISTER_OVERHEAD = 32  # registers a thread needs besides its local elements (addresses, operands)
 VECTOR_WIDTHS = (1, 2, 4)  # elements per shared-memory fetch (16 bytes at most)
 THREAD_COUNTS = (32, 64, 128, 256, 512)  # threads per block of an untiled stage
 SAMPLE_TRIES = 64
+GPU_SPACE_LEVELS = 5  # the S levels of SSSRRSRS: block, vthread, thread, inner, inner
 
 
 def is_gpu(target: str) -> bool:
@@ -107,9 +117,45 @@ def _add(s: Schedule, steps: list[Step], new: list[Step]) -> None:
         step.apply(s, steps)
 
 
+def _thread_tiles(
+    sketch: Program, steps: list[Step], arch: GPUArch, rng: np.random.Generator
+) -> list[Step]:
+    """The space splits of a GPU tiling (vthread, thread, inner, inner lengths) resampled,
+    axis by axis, among the factorizations that keep the block's threads, virtual threads
+    and a thread's local elements (registers) within the architecture's limits."""
+    s = sketch.task.initial_schedule()
+    replay(s, steps)
+    left = {"threads": arch.max_threads_per_block, "vthreads": MAX_VTHREAD, "local": MAX_LOCAL}
+    out = list(steps)
+    for k, step in enumerate(sketch.steps):
+        if not (isinstance(step, Split) and len(step.lengths) == GPU_SPACE_LEVELS - 1):
+            continue
+        if None not in step.lengths:
+            continue
+        extent = int(stage_named(s, step.stage).op.axis[step.iter].dom.extent.value)
+        options = [
+            f
+            for f in factorizations(extent, GPU_SPACE_LEVELS)
+            if f[-1] <= MAX_INNERMOST
+            and f[1] <= left["vthreads"]
+            and f[2] <= left["threads"]
+            and f[1] * f[3] * f[4] <= left["local"]
+        ]
+        if not options:  # no fit: keep the unconstrained draw (the resource check rejects it)
+            continue
+        f = options[rng.integers(len(options))]
+        left["vthreads"] //= f[1]
+        left["threads"] //= f[2]
+        left["local"] //= f[1] * f[3] * f[4]
+        out[k] = Split(step.stage, step.iter, tuple(f[1:]))
+    return out
+
+
 def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     task = sketch.task
-    filled = fill_tile_sizes(sketch, rng)
+    filled = _thread_tiles(
+        sketch, fill_tile_sizes(sketch, rng, False), parse_cuda_target(task.target), rng
+    )
     s = task.initial_schedule()
     replay(s, filled)
     tiled = tiled_stages(filled)
@@ -173,30 +219,30 @@ def _annotate_once(sketch: Program, rng: np.random.Generator) -> Program:
     return Program(task, steps, sketch.sketch)
 
 
-def _vthreads(st: Stage, info) -> int:
-    return math.prod(
-        info.leaf_ext[iv]
-        for iv, attr in st.iter_attrs.items()
-        if attr.thread is not None and attr.thread.thread_tag == "vthread"
-    )
+def _thread_extents(st: Stage, info) -> dict[str, int]:
+    """Threads and virtual threads a stage's loops are bound to."""
+    ext = {"threadIdx": 1, "vthread": 1}
+    for iv, attr in st.iter_attrs.items():
+        tag = attr.thread.thread_tag.split(".")[0] if attr.thread is not None else None
+        if tag in ext:
+            ext[tag] *= info.leaf_ext[iv]
+    return ext
 
 
 def resource_problems(program: Program) -> list[str]:
     """Why a GPU program cannot run well on its target's architecture (empty: it fits):
-    threads per block, virtual threads, shared memory per block, registers per thread (local
-    elements), fetch vector width."""
+    threads per block, virtual threads, shared memory per block, registers per thread (a
+    local stage's elements, all virtual threads' copies, plus REGISTER_OVERHEAD within what
+    the block's threads leave each), fetch vector width."""
     arch = parse_cuda_target(program.task.target)
     s, _ = program.schedule()
     infos = infer_bounds(s, Analyzer())
     problems = []
     shared = 0
-    vthreads = {st: _vthreads(st, info) for st, info in infos.items()}
+    bound = {st: _thread_extents(st, info) for st, info in infos.items()}
     for st, info in infos.items():
-        ext = {"threadIdx": 1, "vthread": 1}
+        ext = bound[st]
         for iv, attr in st.iter_attrs.items():
-            tag = attr.thread.thread_tag.split(".")[0] if attr.thread is not None else None
-            if tag in ext:
-                ext[tag] *= info.leaf_ext[iv]
             if attr.kind == "vectorized" and info.leaf_ext[iv] not in VECTOR_WIDTHS:
                 problems.append(f"{st.op.name}: vector of {info.leaf_ext[iv]} elements")
         if ext["threadIdx"] > arch.max_threads_per_block:
@@ -207,9 +253,15 @@ def resource_problems(program: Program) -> list[str]:
         if st.scope == "shared":
             shared += n * np.dtype(st.op.output(0).dtype).itemsize
         if st.scope == "local" and st.attach_type == "scope":
-            n *= vthreads[st.attach_stage]  # each virtual thread has its own copy
-            if n > MAX_LOCAL:
-                problems.append(f"{st.op.name}: {n} local elements per thread")
+            owner = bound[st.attach_stage]
+            n *= owner["vthread"]  # each virtual thread has its own copy
+            regs = min(
+                arch.max_registers_per_thread, arch.registers_per_block // owner["threadIdx"]
+            )
+            if n > min(MAX_LOCAL, regs - REGISTER_OVERHEAD):
+                problems.append(
+                    f"{st.op.name}: {n} local elements per thread ({regs} registers each)"
+                )
     if shared > arch.max_shared_per_block:
         problems.append(f"{shared} bytes of shared memory per block")
     return problems

@@ -14,6 +14,9 @@ index is below 0 is a sketch. Rules, in the order they are tried (CPU):
   add-rfactor       a reduction with little space parallelism is factored (rfactor.py)
   skip              anything else is left for the annotation
 
+On a GPU (target cuda) add-cache-write is not optional, and tiling a stage also stages its
+inputs in shared memory (`gpu.sketch_steps`).
+
 Tile sizes are left open (`None`); `annotate.py` fills them. `register_sketch_rule` adds a
 user rule (optionally before an existing one).
 """
@@ -151,7 +154,8 @@ def _follow(consumer: Stage, producer: Stage, base: int, split_of: dict[int, int
 
 # ------------------------------------------------------------------------------------ rules
 def _inline_cond(d: DeriveState) -> Cond:
-    return Cond.APPLY_AND_SKIP_REST if dag.is_strict_inlinable(d.stage) else Cond.PASS
+    gpu = is_gpu(d.task.target)
+    return Cond.APPLY_AND_SKIP_REST if dag.is_strict_inlinable(d.stage, gpu) else Cond.PASS
 
 
 def _inline_apply(d: DeriveState) -> list[DeriveState]:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..codegen import parallel
 from ..codegen.target import target_scope
 from ..driver import lower
 from ..errors import OperatorError
@@ -231,15 +232,17 @@ def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
     return flops
 
 
-def pack_dense_weights(groups: list[Group], constants: dict[str, np.ndarray]) -> None:
-    """Dense nodes' [N, K] constant weights replaced by their packed form (in place), the
-    node told its N (`units`)."""
+def pack_dense_weights(groups: list[Group], shapes: dict, constants: dict[str, np.ndarray]) -> None:
+    """Dense nodes' [N, K] constant weights replaced by their packed form (in place, panels
+    as wide as `x86.panel_width` chooses for the layer's rows), the node told its N (`units`)."""
+    threads = parallel.get_num_threads()
     for g in groups:
         for n in g.nodes:
             if n.op == "Dense" and "units" not in n.attrs:
                 w = constants[n.inputs[1]]
                 n.attrs["units"] = w.shape[0]
-                constants[n.inputs[1]] = x86.pack_weight(w)
+                bn = x86.panel_width(shapes[n.inputs[0]][0], w.shape[0], threads)
+                constants[n.inputs[1]] = x86.pack_weight(w, bn)
 
 
 def build_graph(
@@ -262,7 +265,7 @@ def build_graph(
     by where their schedules came from (`tuned_from`)."""
     t0 = time.perf_counter()
     constants = dict(constants)
-    pack_dense_weights(groups, constants)
+    pack_dense_weights(groups, shapes, constants)
     shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
     params = list(constants)
     steps = []

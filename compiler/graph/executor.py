@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -126,7 +127,7 @@ class GraphModule:
         self._nop = kernels[NOP]
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
         self._table = (ctypes.c_void_p * n)()
-        _check_memory(manifest["arena_bytes"])
+        _check_memory(manifest["arena_bytes"], self.inputs + self.outputs)
         raw = np.empty(manifest["arena_bytes"] + ALIGN, np.uint8)
         start = (-raw.ctypes.data) % ALIGN
         self._arena = raw[start : start + manifest["arena_bytes"]]
@@ -239,34 +240,42 @@ class GraphModule:
         return float(np.median(ts)) * 1e6
 
     def profile(self, inputs: dict[str, np.ndarray], reps: int = 10) -> list[dict]:
-        """Each step's kernel timed alone (median of `reps` calls, after one run for the
-        arena's contents): [{"kernel", "label", "flops", "ms"}] in order."""
+        """Each step's kernel timed alone (`ms`: the median of `reps` calls in a row, its data
+        and weights warm in the caches) and in the network (`in_network_ms`: the median over
+        `reps` inferences of its call in order, after the kernels before it, as an inference
+        runs it): [{"kernel", "label", "flops", "ms", "in_network_ms"}] in order."""
         keep = self._prepare(inputs)
         self._entry(self._table)
-        rows = []
         n_in, n_out = len(self.inputs), len(self.outputs)
+        calls = []
         for step in self.manifest["steps"]:
-            fn = self._kernels[step["kernel"]]
-            ptrs = []
-            for a in step["args"]:
-                slot = Slot(**a)
-                ptrs.append(self._table[_table_index(slot, n_in, n_out)] + slot.offset)
+            slots = [Slot(**a) for a in step["args"]]
+            ptrs = [self._table[_table_index(a, n_in, n_out)] + a.offset for a in slots]
+            calls.append((self._kernels[step["kernel"]], ptrs))
+        alone: list[list[float]] = [[] for _ in calls]
+        in_network: list[list[float]] = [[] for _ in calls]
+        for times, (fn, ptrs) in zip(alone, calls, strict=True):
             fn(*ptrs)
-            ts = []
             for _ in range(reps):
                 t = time.perf_counter()
                 fn(*ptrs)
-                ts.append(time.perf_counter() - t)
-            rows.append(
-                {
-                    "kernel": step["kernel"],
-                    "label": step["label"],
-                    "flops": step["flops"],
-                    "ms": float(np.median(ts)) * 1e3,
-                }
-            )
+                times.append(time.perf_counter() - t)
+        for _ in range(reps):
+            for times, (fn, ptrs) in zip(in_network, calls, strict=True):
+                t = time.perf_counter()
+                fn(*ptrs)
+                times.append(time.perf_counter() - t)
         del keep
-        return rows
+        return [
+            {
+                "kernel": step["kernel"],
+                "label": step["label"],
+                "flops": step["flops"],
+                "ms": float(np.median(a)) * 1e3,
+                "in_network_ms": float(np.median(b)) * 1e3,
+            }
+            for step, a, b in zip(self.manifest["steps"], alone, in_network, strict=True)
+        ]
 
     # ---- saving ----------------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:
@@ -347,14 +356,17 @@ def available_memory() -> int | None:
     return None
 
 
-def _check_memory(arena_bytes: int) -> None:
-    """Refuse an arena the machine cannot hold: memory is committed lazily, so allocating it
-    would succeed and the process be killed when the kernels touch it."""
+def _check_memory(arena_bytes: int, tensors: list[TensorSpec]) -> None:
+    """Refuse a model whose arena, inputs and outputs the machine cannot hold: memory is
+    committed lazily, so allocating them would succeed and the process be killed when the
+    kernels touch them."""
     free = available_memory()
-    if free is not None and arena_bytes > free:
+    io_bytes = sum(math.prod(t.shape) * np.dtype(t.dtype).itemsize for t in tensors)
+    if free is not None and arena_bytes + io_bytes > free:
         raise CodegenError(
-            f"the model's intermediate tensors need an arena of {arena_bytes / 2**30:.1f} GiB; "
-            f"this machine has {free / 2**30:.1f} GiB available"
+            f"the model's intermediate tensors ({arena_bytes / 2**30:.1f} GiB), inputs and "
+            f"outputs ({io_bytes / 2**30:.1f} GiB) need more than the "
+            f"{free / 2**30:.1f} GiB this machine has available"
         )
 
 

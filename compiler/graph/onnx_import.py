@@ -70,6 +70,12 @@ def _input_shape(inp, given: dict | None) -> tuple[int, ...]:
     """The graph input's static shape: the model's, or `given[name]` where it is symbolic."""
     dims = inp.type.tensor_type.shape.dim
     model = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+    empty = [k for k, m in enumerate(model) if isinstance(m, int) and m < 1]
+    if empty:
+        raise OperatorError(
+            f"input {inp.name} has the shape {model}: dimension {empty[0]} is {model[empty[0]]}, "
+            "every dimension must be >= 1"
+        )
     if given and inp.name in given:
         shape = tuple(int(v) for v in given[inp.name])
         fixed = [(m, v) for m, v in zip(model, shape, strict=False) if isinstance(m, int)]

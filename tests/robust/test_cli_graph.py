@@ -120,6 +120,14 @@ def test_symbolic_input_needs_shape(files, capsys, shape, code, message):
     assert message in err
 
 
+def test_an_input_with_an_empty_dimension_is_named(files, capsys):
+    root, _ = files
+    _gemm_model(root / "empty.onnx", [1, 0])
+    got, err = _run(capsys, "compile", root / "empty.onnx", "-o", root / "empty")
+    assert got == 1
+    assert "input x has the shape [1, 0]: dimension 1 is 0, every dimension must be >= 1" in err
+
+
 def test_every_unsupported_node_is_listed_at_once(files, capsys):
     root, _ = files
     nodes = [

@@ -69,6 +69,8 @@ def _pool(ins: list[Shape], a: dict) -> list[Shape]:
     n, c, h, w = ins[0]
     k, s, p = a["kernel_shape"], a["strides"], a["pads"]
     d = a.get("dilations", [1, 1])
+    if any(p[i] >= k[i % 2] for i in range(4)):  # a window could lie wholly in the padding
+        raise OperatorError(f"pads {list(p)} must be smaller than the {k[0]}x{k[1]} window")
     oh, ow = (
         pool_out_size(size, k[i], s[i], d[i], p[i], p[i + 2], a["ceil_mode"])
         for i, size in enumerate((h, w))

@@ -16,6 +16,7 @@ from .dense import (
     matmul_pack,
     matmul_packed,
     pack_weight,
+    panel_width,
     schedule_dense,
     schedule_dense_pack,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "schedule_conv2d_NCHWc_knobs",
     "matmul_packed",
     "pack_weight",
+    "panel_width",
     "channel_block",
     "tile_columns",
     "tile_rows",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import te
+from ...codegen.target import cpu_facts
 from ...errors import OperatorError
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
@@ -106,6 +107,30 @@ def dense_pack(
 def default_bn(dtype: str = "float32") -> int:
     """The packed panel width of the target's register tile."""
     return register_block()[1] * vector_lanes(dtype)
+
+
+MAX_PANEL_VECTORS = 16
+
+
+def panel_width(rows: int, n: int, threads: int, dtype: str = "float32") -> int:
+    """The packed panel width of a GEMM with `rows` output rows and n columns on `threads`
+    threads: the register tile's (`default_bn`) when the rows fill it. With fewer rows (a
+    batch-1 dense layer uses each weight once and streams its weights from memory), wider
+    panels: more independent accumulators keep more weight loads in flight (batch 1 on
+    AVX-512: 16 vectors, 256 floats, against 4), as many vectors as fit the registers beside
+    a broadcast (weights are FMA memory operands), halved while that leaves a thread without
+    a panel."""
+    tile_rows, _ = register_block()
+    lanes = vector_lanes(dtype)
+    if rows >= tile_rows:
+        return default_bn(dtype)
+    regs = cpu_facts().vector_registers
+    vectors = 1
+    while 2 * vectors <= MAX_PANEL_VECTORS and rows * 2 * vectors + 1 <= regs:
+        vectors *= 2
+    while vectors > 1 and -(-n // (vectors * lanes)) < threads:
+        vectors //= 2
+    return vectors * lanes
 
 
 def schedule_dense_pack(outs: Tensor | list[Tensor], tile_m: int | None = None) -> Schedule:

@@ -2,10 +2,12 @@
 
 import pytest
 
+from compiler import te
 from compiler.autoschedule import sketch
 from compiler.autoschedule.program import SearchTask
 from compiler.autoschedule.sketch import Cond, SketchRule, generate_sketches
 from compiler.autoschedule.steps import Annotate
+from compiler.autoschedule.workload import register_workload
 from compiler.errors import TuningError
 
 
@@ -39,10 +41,22 @@ def test_elementwise_consumer_is_fused_into_the_tiles():
     assert all("cache_write" not in p for p in _printed("matmul_relu", (64, 64, 64)))
 
 
-def test_padding_is_always_inlined_and_softmax_is_left_to_the_annotation():
+def test_padding_and_softmax_exp_are_left_to_the_annotation():
     for p in _printed("conv2d_NCHWc", (32, 8, 8, 32, 3, 3)):
-        assert p.splitlines()[-1] == "compute_inline(data_pad)"
+        # inlined, the padding's condition runs in the innermost loop: a location choice
+        assert "data_pad" not in p
         assert "ic_chunk.0, ry.0, rx.0, ic_block.0" in p  # SSRSRS with reduction levels
+    # a condition-free elementwise stage is always inlined
+    printed = _printed("shifted_matmul", (8,))
+    assert len(printed) == 2 and all(p.endswith("\ncompute_inline(A1)") for p in printed)
+
+
+@register_workload("shifted_matmul")
+def _shifted_matmul(n):
+    a = te.placeholder((n, n), "float32", "A")
+    a1 = te.compute((n, n), lambda i, j: a[i, j] + 1.0, "A1")
+    k = te.reduce_axis((0, n), "k")
+    return [a, te.compute((n, n), lambda i, j: te.sum(a1[i, k] * a1[k, j], axis=k), "C")]
     # the exp has two consumers: inlining it is a location choice, not a rule (no recompute)
     assert _printed("softmax", (64, 64)) == [""]
 

@@ -23,7 +23,7 @@ def test_bench_model_dqn(capsys):
     assert len(convs) == 5 and all(row["gflops"] > 0 for row in convs)  # 3 convs, 2 dense
     # every conv and dense layer is a subgraph of the ONNX model onnxruntime runs alone; the
     # frames' packing into our layout is not
-    assert all(row["onnxruntime_ms"] > 0 for row in convs)
+    assert all(row["onnxruntime_ms"] > 0 and row["in_network_ms"] > 0 for row in convs)
     assert r["layers"][0]["label"] == "pack_frames" and r["layers"][0]["onnxruntime_ms"] is None
     models.print_tables({"dqn": r})
     out = capsys.readouterr().out

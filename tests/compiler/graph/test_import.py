@@ -175,6 +175,10 @@ BAD = {
         [helper.make_node("Unsqueeze", ["x", "a"], ["y"])],
         [2], {"a": np.array([0, -3])}, "repeat an axis",
     ),
+    "window in the padding": (  # onnxruntime refuses it too
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[2, 0, 0, 0])],
+        [1, 1, 4, 4], {}, "pads [2, 0, 0, 0] must be smaller than the 2x2 window",
+    ),
     "resize to nothing": (
         [helper.make_node("Resize", ["x", "", "sc"], ["y"])],
         [1, 1, 2, 2], {"sc": np.array([1, 1, 0, 1], f)}, "not positive",

@@ -62,12 +62,37 @@ def test_reduction_mismatch_is_named():
         topi.nn.matmul(te.placeholder((2, 3)), te.placeholder((4, 5)))
 
 
-def test_dense_with_weight_packed_ahead_of_time(run):
-    """A network's dense layer: the constant weight packed once in numpy, bias and relu fused."""
+@pytest.mark.parametrize("bn", [None, 256, 16])
+def test_dense_with_weight_packed_ahead_of_time(run, bn):
+    """A network's dense layer: the constant weight packed once in numpy (panels of the
+    register tile's width, or of a batch-1 layer's wider ones), bias and relu fused."""
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((1, 300), (1000, 300), (1000,)))
-    wp = x86.pack_weight(w)
+    wp = x86.pack_weight(w, bn)
     X, W, B = (te.placeholder(a.shape, name=n) for a, n in ((x, "X"), (wp, "W"), (b, "B")))
     Y = topi.nn.relu(x86.matmul_packed(X, W, 1000, bias=B))
     got = run(x86.schedule_dense_pack(Y), [X, W, B], Y, x, wp, b)
     np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
+AVX2 = "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"
+AVX512 = "llvm -mcpu=skylake-avx512"
+
+
+@pytest.mark.parametrize(
+    "target, rows, n, threads, width",
+    [
+        (AVX512, 1, 512, 2, 256),  # batch 1: 16 accumulators + a broadcast of 32 registers
+        (AVX512, 1, 4096, 2, 256),
+        (AVX512, 1, 18, 2, 16),  # narrower, so both threads have a panel
+        (AVX512, 2, 512, 2, 128),
+        (AVX512, 6, 512, 2, 64),  # the rows fill the register tile: its width
+        (AVX2, 1, 512, 2, 64),  # 16 registers: 8 accumulators
+        (AVX2, 6, 512, 2, 16),
+    ],
+)
+def test_panel_width_adapts_to_rows_registers_and_threads(target, rows, n, threads, width):
+    from compiler.codegen.target import target_scope
+
+    with target_scope(target):
+        assert x86.panel_width(rows, n, threads) == width
