@@ -66,7 +66,7 @@ def gemm_tiles(tiles: int, limit: int, vectors: int) -> int:
     `limit` tiles): the largest divisor of `tiles` that fits, unless its register tile does
     under 3/4 of the FMAs per load (one weight vector or broadcast) of a full one; then `limit`,
     the last register tile partial. 49 tiles (a 14x14 output) on AVX2's 6 x 2 vectors: 6, not
-    the divisor 1 (2 FMAs per 3 loads); on AVX-512's 30 x 1 the divisor 7 (7 per 8) stays."""
+    the divisor 1 (2 FMAs per 3 loads); on AVX-512's 14 x 2 the divisor 7 (14 per 9) stays."""
 
     def fmas_per_load(t: int) -> float:
         return t * vectors / (t + vectors)

@@ -70,8 +70,8 @@ def test_winograd_matches_the_direct_convolution(run, m, c, k, size, pad, bn):
     [
         (49, 6, 2, 6),  # AVX2, 14x14 output: the divisor 1 would load 3 vectors per 2 FMAs
         (196, 6, 2, 4),  # AVX2, 28x28: the divisor 4 does 8 FMAs per 6 loads
-        (49, 30, 1, 7),  # AVX-512, 14x14: the divisor 7 stays
-        (784, 30, 1, 28),
+        (49, 14, 2, 7),  # AVX-512 (32-channel blocks), 14x14: the divisor 7 stays
+        (784, 14, 2, 14),
         (4, 6, 2, 4),  # fewer tiles than the limit
     ],
 )
