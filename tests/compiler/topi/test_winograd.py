@@ -120,3 +120,11 @@ def test_block_rows_keep_v_and_m_in_l2_when_the_filter_is_small(
     from compiler.topi.x86.winograd import block_rows
 
     assert block_rows(tile_rows, row_bytes, u_bytes, threads, 2 << 20) == rows
+
+
+def test_block_rows_on_a_small_l2():
+    """64x56x56 on a 512 KB L2: blocks of one tile row (28 reads of the 0.25 MB filter cost
+    less than 6.4 MB of V and M written to memory and read back)."""
+    from compiler.topi.x86.winograd import block_rows
+
+    assert block_rows(28, 229_376, 262_144, 2, 512 << 10) == 1
