@@ -61,6 +61,20 @@ def block_rows(
     return None
 
 
+def gemm_tiles(tiles: int, limit: int, vectors: int) -> int:
+    """Tiles per register tile of a GEMM (each tile `vectors` accumulator vectors, at most
+    `limit` tiles): the largest divisor of `tiles` that fits, unless its register tile does
+    under 3/4 of the FMAs per load (one weight vector or broadcast) of a full one; then `limit`,
+    the last register tile partial. 49 tiles (a 14x14 output) on AVX2's 6 x 2 vectors: 6, not
+    the divisor 1 (2 FMAs per 3 loads); on AVX-512's 30 x 1 the divisor 7 (7 per 8) stays."""
+
+    def fmas_per_load(t: int) -> float:
+        return t * vectors / (t + vectors)
+
+    best = largest_divisor(tiles, limit)
+    return best if fmas_per_load(best) >= 0.75 * fmas_per_load(limit) else min(tiles, limit)
+
+
 def _output(s: Schedule, out: Tensor, v, mm):
     """The output's loops: (blocks of tile rows,) channel blocks, tiles, the m x m positions
     (unrolled) and the channel vector; returns the block loop (None: no blocks)."""
@@ -112,7 +126,7 @@ def _gemm(s: Schedule, op, out: Tensor, block) -> None:
         cpu_facts().vector_registers - 1
     ) // vectors - 1  # accumulators + weights + a broadcast
     if block is None:
-        to, ti = s[op].split(t, factor=largest_divisor(int(t.dom.extent.value), limit))
+        to, ti = s[op].split(t, factor=gemm_tiles(int(t.dom.extent.value), limit, vectors))
         s[op].parallel(s[op].fuse(e, n, k))
     else:
         s[op].compute_at(s[out], block)

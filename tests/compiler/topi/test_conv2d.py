@@ -103,16 +103,19 @@ def test_depthwise_conv2d_NCHWc_fused_bias_clip(run, rng, c, size, k, stride, pa
     np.testing.assert_allclose(got, np.clip(ref, 0, 6), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("rows,cols", [(None, None), (2, 7), (3, 4)])
-def test_conv2d_NCHWc_fused_residual_add_relu(run, rng, rows, cols):
+@pytest.mark.parametrize(
+    "rows,cols,outside", [(None, None, None), (2, 7, None), (3, 4, None), (4, 1, True)]
+)
+def test_conv2d_NCHWc_fused_residual_add_relu(run, rng, rows, cols, outside):
     """ResNet's block end: conv, bias, the shortcut added, ReLU, in one kernel; register tiles
-    of several rows, also with a partial last row or column tile."""
-    a, w, r = rand(rng, (1, 16, 7, 7)), rand(rng, (64, 16, 3, 3)), rand(rng, (1, 64, 7, 7))
+    of several rows, also with a partial last row or column tile, and with the input-channel
+    blocks outside the tiles."""
+    a, w, r = rand(rng, (1, 32, 7, 7)), rand(rng, (64, 32, 3, 3)), rand(rng, (1, 64, 7, 7))
     ap, wp, rp = testing.nchw_pack(a, 16), testing.oihw_pack(w, 16, 64), testing.nchw_pack(r, 64)
     A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
     R = te.placeholder(rp.shape, name="R")
     Y = topi.nn.relu(topi.add(topi.nn.conv2d_NCHWc(A, W, 1, 1), R))
-    s = x86.schedule_conv2d_NCHWc(Y, reg_n=cols, reg_rows=rows)
+    s = x86.schedule_conv2d_NCHWc(Y, reg_n=cols, reg_rows=rows, outside=outside)
     got = testing.nchwc_unpack(run(s, [A, W, R], Y, ap, wp, rp))
     ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1) + r, 0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
@@ -156,6 +159,18 @@ def test_conv_tile_fewest_tiles_within_the_registers(isa, size, vectors, want):
         rows, cols = x86.conv_tile(size, size, vectors)
         assert (rows, cols) == want
         assert rows * cols * vectors + vectors + 1 <= cpu_facts().vector_registers
+
+
+@pytest.mark.parametrize(
+    "weight_bytes, tiles, want",
+    [
+        (512 * 9 * 16 * 4, 14, True),  # 512 channels to a 7x7 output on AVX2 (4 x 1 tiles)
+        (512 * 9 * 32 * 4, 4, False),  # the same on AVX-512: 2 x 7 tiles, 4 per block
+        (128 * 9 * 16 * 4, 35, False),  # 128 channels to 14x14 on AVX2: 73 KB of weights
+    ],
+)
+def test_chunks_outside_when_many_tiles_stream_large_weights(weight_bytes, tiles, want):
+    assert x86.conv2d.chunks_outside(weight_bytes, tiles, 512 << 10) is want
 
 
 def test_channel_block():

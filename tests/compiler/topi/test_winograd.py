@@ -65,6 +65,36 @@ def test_winograd_matches_the_direct_convolution(run, m, c, k, size, pad, bn):
     )
 
 
+@pytest.mark.parametrize(
+    "tiles, limit, vectors, want",
+    [
+        (49, 6, 2, 6),  # AVX2, 14x14 output: the divisor 1 would load 3 vectors per 2 FMAs
+        (196, 6, 2, 4),  # AVX2, 28x28: the divisor 4 does 8 FMAs per 6 loads
+        (49, 30, 1, 7),  # AVX-512, 14x14: the divisor 7 stays
+        (784, 30, 1, 28),
+        (4, 6, 2, 4),  # fewer tiles than the limit
+    ],
+)
+def test_gemm_tiles_take_a_partial_tile_over_a_poor_divisor(tiles, limit, vectors, want):
+    assert x86.winograd.gemm_tiles(tiles, limit, vectors) == want
+
+
+def test_winograd_with_a_partial_gemm_tile_on_avx2(run):
+    """14x14 output on AVX2 (49 tiles: register tiles of 6, the last of 1)."""
+    from compiler.codegen.target import target_scope
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 32, 14, 14)).astype(np.float32)
+    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    u = nn.winograd_weight(w, 2, 16)
+    X, U = te.placeholder((1, 2, 14, 14, 16), name="X"), te.placeholder(u.shape, name="U")
+    with target_scope("llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"):
+        Y = nn.conv2d_winograd_NCHWc(X, U, 1, 2)
+        got = run(x86.schedule_conv2d_winograd_NCHWc(Y), [X, U], Y, testing.nchw_pack(x, 16), u)
+    want = testing.conv2d_nchw_python(x.astype(np.float64), w.astype(np.float64), 1, 1)
+    np.testing.assert_allclose(testing.nchwc_unpack(got), want, rtol=1e-4, atol=1e-4 * 30)
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(OperatorError, match=r"output tiles of 4x4; supported are \[2\]"):
         nn.winograd_weight(np.zeros((4, 4, 3, 3), np.float32), 4, 4)
