@@ -50,11 +50,12 @@ def matmul_pack(
     out_dtype: str | None = None,
     transpose_b: bool = False,
     bn: int | None = None,
-    streams: int | None = None,
+    streams: int = 1,
 ) -> Tensor:
     """A [M, K] @ B (+ bias [N]) reading B through its packed copy; schedule with
     schedule_dense_pack. bn should be a power of two times the vector lanes (default: the
-    target's register tile width); streams as matmul_packed's."""
+    target's register tile width); streams as matmul_packed's, one unless asked (the
+    tuning template schedules the single reduction)."""
     out_dtype = out_dtype or a.dtype
     bn = bn or default_bn(out_dtype)
     ka = a.shape[1]
