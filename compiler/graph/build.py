@@ -282,7 +282,7 @@ def pack_dense_weights(groups: list[Group], shapes: dict, constants: dict[str, n
             if n.op == "Dense" and "units" not in n.attrs:
                 w = constants[n.inputs[1]]
                 n.attrs["units"] = w.shape[0]
-                bn = x86.panel_width(shapes[n.inputs[0]][0], w.shape[0], threads)
+                bn = x86.panel_width(shapes[n.inputs[0]][0], *w.shape, threads)
                 constants[n.inputs[1]] = x86.pack_weight(w, bn)
 
 
