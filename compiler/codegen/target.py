@@ -68,7 +68,33 @@ def _parse(spec: str) -> Target:
         cpu, feats = next(
             (v for k, v in _DEFAULT_CPU.items() if arch.startswith(k)), ("generic", "")
         )
-    return Target(triple, opts.get("-mcpu", cpu), opts.get("-mattr", feats))
+    if "-mcpu" in opts and opts["-mcpu"] != cpu:
+        # another CPU than the host's: its own features, not the host's (an AVX2 host
+        # compiling for skylake-avx512 must not switch AVX-512 off)
+        cpu, feats = opts["-mcpu"], implied_features(opts["-mcpu"])
+    return Target(triple, cpu, opts.get("-mattr", feats))
+
+
+# x86 CPU names (LLVM's) by the vector instruction set their code may use
+_AVX512_CPUS = (
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+    "graniterapids", "znver4", "znver5", "x86-64-v4",
+)  # fmt: skip
+_AVX2_CPUS = (
+    "haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake", "arrowlake",
+    "lunarlake", "znver1", "znver2", "znver3", "x86-64-v3",
+)  # fmt: skip
+
+
+def implied_features(cpu: str) -> str:
+    """The vector features an x86 CPU name implies ("" for other names: LLVM's defaults for
+    the CPU, which `CPUFacts` cannot see)."""
+    if cpu in _AVX512_CPUS:
+        return "+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma,+avx"
+    if cpu in _AVX2_CPUS:
+        return "+avx2,+fma,+avx"
+    return ""
 
 
 TARGET_ENV = "VTA_LLVM_TARGET"

@@ -9,6 +9,7 @@ written by the kernel. Dense layers' constant weights are packed once here (`pac
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..codegen import parallel
-from ..codegen.target import target_scope
+from ..codegen.target import Target, target_scope
 from ..driver import lower
 from ..errors import OperatorError
 from ..schedule.schedule import Schedule
@@ -28,6 +29,7 @@ from ..tune.database import Database
 from ..tune.shipped import shipped_name, shipped_records
 from .build_ops import OPS, placeholder
 from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
+from .objects import Kernel
 
 
 @dataclass
@@ -280,7 +282,7 @@ def pack_dense_weights(groups: list[Group], shapes: dict, constants: dict[str, n
             if n.op == "Dense" and "units" not in n.attrs:
                 w = constants[n.inputs[1]]
                 n.attrs["units"] = w.shape[0]
-                bn = x86.panel_width(shapes[n.inputs[0]][0], w.shape[0], threads)
+                bn = x86.panel_width(shapes[n.inputs[0]][0], *w.shape, threads)
                 constants[n.inputs[1]] = x86.pack_weight(w, bn)
 
 
@@ -309,7 +311,7 @@ def build_graph(
     shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
     params = list(constants)
     steps = []
-    kernels: dict[str, S.PrimFunc] = {}
+    kernels: dict[str, Kernel] = {}
     untuned: dict[str, None] = {}
     with target_scope(target) as tgt:
         # the user's records first, then the ones shipped for this instruction set
@@ -335,8 +337,10 @@ def build_graph(
                     untuned[f"conv2d_NCHWc{task.task_args()}"] = None
                 if origin:
                     used[origin] = used.get(origin, 0) + 1
-                kernels[key], _ = group_kernel(
-                    g, shapes, f"k{len(kernels)}_{g.name}", found and found[0], program
+                name = f"k{len(kernels)}_{g.name}"
+                knobs = found and found[0]
+                kernels[key] = Kernel(
+                    name, functools.partial(_lowered, tgt, g, shapes, name, knobs, program)
                 )
             func = kernels[key]
             names = [*g.inputs, g.output]
@@ -344,6 +348,14 @@ def build_graph(
             steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
     for records in sources.values():
         records.close()
+    graph = GraphModule.build(
+        steps,
+        [TensorSpec(t, tuple(shapes[t])) for t in inputs],
+        [TensorSpec(t, tuple(shapes[t])) for t in outputs],
+        [np.asarray(constants[p], np.float32) for p in params],
+        arena_bytes,
+        target,
+    )
     if log:
         origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
         origin += f"; {winograd} convolutions by Winograd F(2x2, 3x3)" if winograd else ""
@@ -353,18 +365,17 @@ def build_graph(
         )
         for name in untuned:
             log(f"untuned (default schedule): {name}")
-    graph = GraphModule.build(
-        steps,
-        [TensorSpec(t, tuple(shapes[t])) for t in inputs],
-        [TensorSpec(t, tuple(shapes[t])) for t in outputs],
-        [np.asarray(constants[p], np.float32) for p in params],
-        arena_bytes,
-        target,
-    )
     graph.manifest["untuned"] = list(untuned)
     graph.manifest["tuned_from"] = used
     graph.manifest["winograd"] = winograd
     return graph
+
+
+def _lowered(target: Target, *args: Any) -> S.PrimFunc:
+    """`group_kernel`'s kernel for `target` (a `Kernel` lowers it when the executor compiles
+    it)."""
+    with target_scope(target):
+        return group_kernel(*args)[0]
 
 
 def _signature(g: Group, shapes: dict) -> str:

@@ -16,8 +16,7 @@ import ctypes
 import hashlib
 import json
 import math
-import os
-import subprocess
+import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -29,11 +28,12 @@ import numpy as np
 from llvmlite import ir
 
 from ..codegen import parallel
-from ..codegen.llvm import PTR, codegen
-from ..codegen.target import Target, optimize, parse_ir, target_machine
+from ..codegen.llvm import PTR
+from ..codegen.target import Target, parse_ir, target_machine
 from ..errors import CodegenError
 from ..runtime.module import ArgumentError, aligned
 from ..tir import stmt as S
+from .objects import Kernel, compile_objects, default_processes, kernel_of, link
 
 ENTRY = "graph_run"
 NOP = "graph_nop"  # the entry's signature, no work: times the executor's own overhead
@@ -69,7 +69,7 @@ class Slot:
 class Step:
     """One kernel call of the graph."""
 
-    func: S.PrimFunc
+    func: S.PrimFunc | Kernel
     args: list[Slot]
     label: str = ""  # the graph's name for it (a fused group)
     flops: int = 0  # for GFLOPS in profiles
@@ -98,6 +98,8 @@ def _entry(module: ir.Module, calls: list[tuple[str, list[tuple[int, int]]]]) ->
             if offset:
                 ptr = b.gep(ptr, [ir.Constant(i64, offset)], source_etype=i8)
             values.append(ptr)
+        if name not in module.globals:
+            ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * len(values)), name)
         b.call(module.globals[name], values)
     b.ret_void()
     nop = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), NOP)
@@ -146,18 +148,19 @@ class GraphModule:
         params: list[np.ndarray],
         arena_bytes: int,
         target: str = "llvm",
+        processes: int | None = None,
     ) -> GraphModule:
-        """Compile every step's kernel and the entry into one module, JIT-compiled."""
+        """Compile every step's kernel (a PrimFunc, or a `Kernel` lowered on demand) and the
+        entry into one shared library and load it; `processes` share the kernels out
+        (default: one per core, `objects.default_processes`)."""
         tgt = Target.parse(target)
-        irmod = codegen(_unique_funcs(steps), "graph", tgt.triple)
+        if not tgt.is_host:
+            raise CodegenError(f"graph executor: {tgt.triple} is not this host; nothing to run")
+        kernels = _unique_kernels(steps)
         calls = [
             (s.func.name, [(_table_index(a, len(inputs), len(outputs)), a.offset) for a in s.args])
             for s in steps
         ]
-        _entry(irmod, calls)
-        tm = target_machine(tgt, pic=False)
-        mod = parse_ir(str(irmod), tm, tgt.triple)
-        optimize(mod, tm)
         manifest = {
             "format": FORMAT,
             "target": target,
@@ -176,14 +179,18 @@ class GraphModule:
                 for s in steps
             ],
         }
-        if not tgt.is_host:
-            raise CodegenError(f"graph executor: {tgt.triple} is not this host; nothing to run")
-        parallel.load_runtime()
-        engine = llvm.create_mcjit_compiler(llvm.parse_bitcode(mod.as_bitcode()), tm)
-        engine.finalize_object()
-        graph = cls(manifest, params, *_bind(engine.get_function_address, manifest), keep=engine)
-        graph._llvm = mod
-        graph._target = tgt
+        tmp = tempfile.TemporaryDirectory(prefix="vta-graph-")
+        folder = Path(tmp.name)
+        n = processes or default_processes(len(kernels))
+        objects = compile_objects(kernels, tgt, folder, n)
+        irmod = ir.Module("graph_entry")
+        irmod.triple = tgt.triple
+        _entry(irmod, calls)
+        tm = target_machine(tgt, pic=True)
+        (folder / "entry.o").write_bytes(tm.emit_object(parse_ir(str(irmod), tm, tgt.triple)))
+        library = link([*objects, folder / "entry.o"], folder / "graph.so")
+        graph = cls._open(manifest, params, library)
+        graph._tmp = tmp  # the library's folder lives as long as the graph
         return graph
 
     # ---- running ---------------------------------------------------------------------------
@@ -282,17 +289,7 @@ class GraphModule:
         """graph.so (the kernels and the entry), graph.json (the manifest), params.npz."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            obj = os.path.join(tmp, "graph.o")
-            with open(obj, "wb") as f:
-                f.write(target_machine(self._target, pic=True).emit_object(self._llvm))
-            r = subprocess.run(
-                ["ld", "-shared", "-o", str(folder / "graph.so"), obj],
-                capture_output=True,
-                text=True,
-            )
-            if r.returncode:
-                raise CodegenError(f"linking {folder / 'graph.so'} failed: {r.stderr.strip()}")
+        shutil.copyfile(self._library, folder / "graph.so")
         np.savez(folder / "params.npz", *self.params)
         sealed = {f: _sha256((folder / f).read_bytes()) for f in SEALED}
         manifest = {
@@ -332,16 +329,23 @@ class GraphModule:
             )
         with np.load(folder / "params.npz") as z:
             params = [z[f"arr_{k}"] for k in range(len(manifest["params"]))]
+        return cls._open(manifest, params, folder / "graph.so")
+
+    @classmethod
+    def _open(cls, manifest: dict, params: list[np.ndarray], library: Path) -> GraphModule:
+        """The graph of `manifest` on the kernels of the shared library `library`."""
         parallel.load_runtime()
         try:
-            lib = ctypes.CDLL(str((folder / "graph.so").resolve()))
+            lib = ctypes.CDLL(str(library.resolve()))
         except OSError as e:
-            raise CodegenError(f"cannot load {folder / 'graph.so'}: {e}") from e
+            raise CodegenError(f"cannot load {library}: {e}") from e
 
         def address(name: str) -> int:
             return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
-        return cls(manifest, params, *_bind(address, manifest), keep=lib)
+        graph = cls(manifest, params, *_bind(address, manifest), keep=lib)
+        graph._library = library
+        return graph
 
 
 def available_memory() -> int | None:
@@ -378,13 +382,13 @@ def _manifest_sha256(manifest: dict) -> str:
     return _sha256(json.dumps(manifest, sort_keys=True).encode())
 
 
-def _unique_funcs(steps: list[Step]) -> list[S.PrimFunc]:
+def _unique_kernels(steps: list[Step]) -> list[Kernel]:
     """Each kernel once (a kernel may run at several steps); one name, one kernel."""
-    funcs: dict[str, S.PrimFunc] = {}
+    funcs: dict[str, S.PrimFunc | Kernel] = {}
     for s in steps:
         if funcs.setdefault(s.func.name, s.func) is not s.func:
             raise CodegenError(f"graph executor: two different kernels named '{s.func.name}'")
-    return list(funcs.values())
+    return [kernel_of(f) for f in funcs.values()]
 
 
 def _bind(address, manifest: dict) -> tuple[Any, dict[str, Any]]:

@@ -17,6 +17,7 @@ from .dense import (
     matmul_packed,
     pack_weight,
     panel_width,
+    reduction_streams,
     schedule_dense,
     schedule_dense_pack,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "matmul_packed",
     "pack_weight",
     "panel_width",
+    "reduction_streams",
     "channel_block",
     "tile_columns",
     "tile_rows",

@@ -50,7 +50,7 @@ def test_group_spec_names_tensors_locally_and_rebuilds_the_compute():
 
 
 def test_group_tasks_count_repeated_groups(tmp_path):
-    tasks = group_tasks(residual_block(tmp_path))
+    tasks = group_tasks(residual_block(tmp_path), "llvm -mcpu=skylake-avx512")
     assert [n for _, n in tasks] == [1, 1]
     assert [describe(spec) for (w, (spec,)), _ in tasks] == [
         "Conv(3x3/1)+Relu on [1, 1, 8, 8, 16]",

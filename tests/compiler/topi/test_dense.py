@@ -80,19 +80,68 @@ AVX512 = "llvm -mcpu=skylake-avx512"
 
 
 @pytest.mark.parametrize(
-    "target, rows, n, threads, width",
+    "target, rows, n, k, threads, width",
     [
-        (AVX512, 1, 512, 2, 256),  # batch 1: 16 accumulators + a broadcast of 32 registers
-        (AVX512, 1, 4096, 2, 256),
-        (AVX512, 1, 18, 2, 16),  # narrower, so both threads have a panel
-        (AVX512, 2, 512, 2, 128),
-        (AVX512, 6, 512, 2, 64),  # the rows fill the register tile: its width
-        (AVX2, 1, 512, 2, 64),  # 16 registers: 8 accumulators
-        (AVX2, 6, 512, 2, 16),
+        # batch 1: 16 accumulators (+ a broadcast of 32 registers) as 4 K streams x 4 vectors
+        (AVX512, 1, 512, 3136, 2, 64),
+        (AVX512, 1, 4096, 1024, 2, 64),
+        (AVX512, 1, 18, 512, 2, 16),  # narrower, so both threads have a panel
+        (AVX512, 1, 512, 3135, 2, 256),  # an odd K is one stream: 16 vectors
+        (AVX512, 2, 512, 3136, 2, 32),  # 8 accumulators per row: 4 streams x 2 vectors
+        (AVX512, 6, 512, 3136, 2, 64),  # the rows fill the register tile: its width
+        (AVX2, 1, 512, 3136, 2, 16),  # 16 registers: 8 accumulators, 4 streams x 2 vectors
+        (AVX2, 1, 512, 1022, 2, 32),  # K splits in 2: 2 streams x 4 vectors
+        (AVX2, 1, 512, 3135, 2, 64),
+        (AVX2, 6, 512, 3136, 2, 16),
     ],
 )
-def test_panel_width_adapts_to_rows_registers_and_threads(target, rows, n, threads, width):
+def test_panel_width_adapts_to_rows_registers_reduction_and_threads(
+    target, rows, n, k, threads, width
+):
     from compiler.codegen.target import target_scope
 
     with target_scope(target):
-        assert x86.panel_width(rows, n, threads) == width
+        assert x86.panel_width(rows, n, k, threads) == width
+
+
+@pytest.mark.parametrize(
+    "target, rows, k, bn, streams",
+    [
+        (AVX512, 1, 3136, 64, 4),  # the panel_width choice: 4 x 4 vectors
+        (AVX512, 1, 3136, 256, 1),  # 16 vectors already fill the row's accumulators
+        (AVX512, 1, 3136, 16, 4),  # at most MAX_STREAMS
+        (AVX512, 6, 3136, 64, 1),  # a full register tile reuses its weights from cache
+        (AVX2, 1, 3136, 16, 4),
+        (AVX2, 1, 3136, 32, 2),
+        (AVX2, 1, 1022, 16, 2),  # as many as split K evenly
+        (AVX2, 1, 3135, 16, 1),
+    ],
+)
+def test_reduction_streams_fill_the_rows_accumulators(target, rows, k, bn, streams):
+    from compiler.codegen.target import target_scope
+
+    with target_scope(target):
+        assert x86.reduction_streams(rows, k, bn) == streams
+
+
+@pytest.mark.parametrize("m", [1, 3])
+@pytest.mark.parametrize("streams", [1, 2, 3, 4])
+def test_matmul_packed_in_streams(run, rng, m, streams):
+    """K split in `streams` parts, each summed apart, then added; the parts' stage stays in
+    registers at the panel; a tail panel (N = 40 in 32-wide panels) and the bias fused."""
+    a, w, bias, ref = operands(rng, m, 40, 60, True)
+    wp = x86.pack_weight(w, 32)
+    X, W, B = (te.placeholder(x.shape, name=nm) for x, nm in ((a, "X"), (wp, "W"), (bias, "B")))
+    Y = x86.matmul_packed(X, W, 40, bias=B, streams=streams)
+    s = x86.schedule_dense_pack(Y)
+    gemm = next(st for st in s.stages if st.op.tag == topi.tag.DENSE_PACK)
+    assert gemm.op.output(0).shape == ((m, streams, 64) if streams > 1 else (m, 64))
+    assert gemm.scope == "local" and gemm.attach_type == "scope"
+    got = run(s, [X, W, B], Y, a, wp, bias)
+    np.testing.assert_allclose(got, ref + bias, rtol=1e-4, atol=1e-4)
+
+
+def test_streams_must_split_k():
+    X, W = te.placeholder((1, 60), name="X"), te.placeholder((2, 60, 32), name="W")
+    with pytest.raises(ValueError, match="7 streams do not split K = 60 evenly"):
+        x86.matmul_packed(X, W, 40, streams=7)

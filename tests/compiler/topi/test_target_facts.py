@@ -25,6 +25,15 @@ def test_facts_and_register_block(spec, isa, width, regs, block):
     assert register_block(facts) == block
 
 
+@pytest.mark.parametrize(
+    "cpu,isa", [("skylake-avx512", "avx512"), ("znver4", "avx512"), ("haswell", "avx2")]
+)
+def test_a_cpu_name_alone_implies_its_features_on_any_host(cpu, isa):
+    """-mcpu without -mattr: the named CPU's vector features, whatever the host has."""
+    target = Target.parse(f"llvm -mcpu={cpu}")
+    assert target.cpu == cpu and cpu_facts(target).isa == isa
+
+
 def test_arm_target_has_neon_facts():
     facts = cpu_facts(Target.parse("llvm -mtriple=aarch64-linux-gnu"))
     assert (facts.isa, facts.vector_bytes, facts.vector_registers) == ("neon", 16, 32)

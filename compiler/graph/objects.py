@@ -1,0 +1,166 @@
+"""A graph's kernels lowered and compiled to object files by several processes.
+
+Lowering (Python) and LLVM's -O3 and code generation are single-threaded and each kernel is
+independent, so a graph's kernels are shared out between this process and forked children:
+every process claims the next kernel from a shared counter, lowers what it claimed, and
+compiles its kernels as one LLVM module into a position-independent object; the objects are
+linked into one shared library. A child that dies or does not finish within a deadline is
+not trusted: this process then compiles the kernels it did not claim itself. An error of the
+compiler in a child (a kernel that cannot be lowered) is raised here as it was raised there.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..codegen.llvm import codegen
+from ..codegen.target import Target, optimize, parse_ir, target_machine
+from ..errors import CodegenError
+from ..tir import stmt as S
+
+CHILD_DEADLINE_S = 30.0  # a child's grace after this process has finished its own share
+DEADLINE_FACTOR = 4.0  # ... or this many times as long as this process took, if longer
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel lowered on demand (`lower()` -> PrimFunc named `name`)."""
+
+    name: str
+    lower: Callable[[], S.PrimFunc]
+
+
+def kernel_of(func: S.PrimFunc | Kernel) -> Kernel:
+    """A Kernel for a lowered PrimFunc or a Kernel."""
+    return func if isinstance(func, Kernel) else Kernel(func.name, lambda: func)
+
+
+def default_processes(n_kernels: int) -> int:
+    """One process per core this process may run on, no more than there are kernels."""
+    return max(1, min(n_kernels, len(os.sched_getaffinity(0))))
+
+
+def compile_objects(
+    kernels: Sequence[Kernel], target: Target, folder: Path, processes: int
+) -> list[Path]:
+    """Object files (PIC, in `folder`) holding every kernel, compiled by `processes`
+    processes (this one and forked children)."""
+    counter = mp.get_context("fork").Value("i", 0)
+
+    def claim() -> int | None:
+        with counter.get_lock():
+            k = counter.value
+            counter.value += 1
+        return k if k < len(kernels) else None
+
+    children = {}
+    for rank in range(1, max(1, processes)):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's exit code and files report it
+            _child(rank, kernels, claim, target, folder)
+        children[rank] = pid
+    try:
+        start = time.perf_counter()
+        mine, funcs = _lower_claimed(kernels, claim)
+        objects = [_emit(funcs, target, folder / "k0.o")]
+        grace = max(CHILD_DEADLINE_S, DEADLINE_FACTOR * (time.perf_counter() - start))
+        done = set(mine)
+        for rank, pid in children.items():
+            status = _wait(pid, time.monotonic() + grace)
+            err = folder / f"k{rank}.err"
+            if err.exists():
+                raise pickle.loads(err.read_bytes())
+            claimed = folder / f"k{rank}.claimed"
+            if status == 0 and claimed.exists():
+                objects.append(folder / f"k{rank}.o")
+                done.update(int(k) for k in claimed.read_text().split())
+        children = {}
+        rest = [k for k in range(len(kernels)) if k not in done]
+        if rest:  # a child died or hung: its share is compiled here
+            objects.append(_emit([kernels[k].lower() for k in rest], target, folder / "rest.o"))
+        return objects
+    finally:
+        for pid in children.values():  # this process failed: stop the children
+            _kill(pid)
+
+
+def _lower_claimed(
+    kernels: Sequence[Kernel], claim: Callable[[], int | None]
+) -> tuple[list[int], list[S.PrimFunc]]:
+    """Claim and lower one kernel at a time until none is left: (claimed, lowered)."""
+    mine, funcs = [], []
+    while (k := claim()) is not None:
+        mine.append(k)
+        funcs.append(kernels[k].lower())
+    return mine, funcs
+
+
+def _child(
+    rank: int,
+    kernels: Sequence[Kernel],
+    claim: Callable[[], int | None],
+    target: Target,
+    folder: Path,
+) -> None:  # pragma: no cover - runs in the forked child
+    code = 1
+    try:
+        mine, funcs = _lower_claimed(kernels, claim)
+        _emit(funcs, target, folder / f"k{rank}.o")
+        (folder / f"k{rank}.claimed").write_text(" ".join(map(str, mine)))
+        code = 0
+    except Exception as e:  # the compiler's error, for the parent to raise
+        try:
+            (folder / f"k{rank}.err").write_bytes(pickle.dumps(e))
+        except Exception:
+            pass
+    finally:
+        os._exit(code)
+
+
+def _emit(funcs: list[S.PrimFunc], target: Target, path: Path) -> Path:
+    """One PIC object of `funcs` after -O3."""
+    tm = target_machine(target, pic=True)
+    mod = parse_ir(str(codegen(funcs, path.stem, target.triple)), tm, target.triple)
+    optimize(mod, tm)
+    path.write_bytes(tm.emit_object(mod))
+    return path
+
+
+def _wait(pid: int, deadline: float) -> int | None:
+    """The child's exit status (0: success), None when it was killed at the deadline."""
+    delay = 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            _kill(pid)
+            return None
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def link(objects: list[Path], out: Path) -> Path:
+    """The objects linked into the shared library `out`."""
+    r = subprocess.run(
+        ["ld", "-shared", "-o", str(out), *map(str, objects)], capture_output=True, text=True
+    )
+    if r.returncode:
+        raise CodegenError(f"linking {out} failed: {r.stderr.strip()}")
+    return out
