@@ -70,8 +70,8 @@ def test_winograd_matches_the_direct_convolution(run, m, c, k, size, pad, bn):
     [
         (49, 6, 2, 6),  # AVX2, 14x14 output: the divisor 1 would load 3 vectors per 2 FMAs
         (196, 6, 2, 4),  # AVX2, 28x28: the divisor 4 does 8 FMAs per 6 loads
-        (49, 30, 1, 7),  # AVX-512, 14x14: the divisor 7 stays
-        (784, 30, 1, 28),
+        (49, 14, 2, 7),  # AVX-512 (32-channel blocks), 14x14: the divisor 7 stays
+        (784, 14, 2, 14),
         (4, 6, 2, 4),  # fewer tiles than the limit
     ],
 )
@@ -120,3 +120,11 @@ def test_block_rows_keep_v_and_m_in_l2_when_the_filter_is_small(
     from compiler.topi.x86.winograd import block_rows
 
     assert block_rows(tile_rows, row_bytes, u_bytes, threads, 2 << 20) == rows
+
+
+def test_block_rows_on_a_small_l2():
+    """64x56x56 on a 512 KB L2: blocks of one tile row (28 reads of the 0.25 MB filter cost
+    less than 6.4 MB of V and M written to memory and read back)."""
+    from compiler.topi.x86.winograd import block_rows
+
+    assert block_rows(28, 229_376, 262_144, 2, 512 << 10) == 1
