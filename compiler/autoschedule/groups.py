@@ -114,8 +114,8 @@ def group_tasks(path: str | Path, target: str = "llvm") -> list[tuple[tuple[str,
 
     with target_scope(target):
         groups, shapes, params, _, _ = import_groups(path, None, False)
-    params = dict(params)
-    winograd_convs(groups, shapes, params)  # as the graph build will compute them
+        params = dict(params)
+        winograd_convs(groups, shapes, params)  # as the graph build will compute them
     shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
     counts = Counter(group_spec(g, shapes) for g in groups if tunable(g))
     return [((WORKLOAD, (spec,)), n) for spec, n in counts.items()]

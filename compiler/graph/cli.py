@@ -132,8 +132,8 @@ def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
     log(format_tasks(graph, extract_tasks(graph)))
     with target_scope(target):
         groups, shapes, params, _, _ = lower_groups(graph)
-    params = dict(params)
-    winograd_convs(groups, shapes, params)  # these have no template task
+        params = dict(params)
+        winograd_convs(groups, shapes, params)  # these have no template task
     shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
     weights: dict[tuple, int] = {}
     for g in groups:

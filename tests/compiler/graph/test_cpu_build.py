@@ -79,15 +79,16 @@ def test_aligned_copies_keep_values_and_shape():
 
 
 def conv_graph():
+    """pack, 3x3 conv (6x6 outputs: direct on every target, below Winograd's reach), unpack."""
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
+    x = rng.standard_normal((1, 16, 6, 6)).astype(np.float32)
     w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
     groups = [
         Group("pack", [Node("PackNCHWc", ["x"], "xp", {"block": 16})]),
         Group("conv", [Node("Conv", ["xp", "w"], "c", {"kernel_shape": [3, 3], "pads": [1] * 4})]),
         Group("unpack", [Node("UnpackNCHWc", ["c"], "y")]),
     ]
-    shapes = {"x": x.shape, "xp": (1, 1, 8, 8, 16), "c": (1, 2, 8, 8, 16), "y": (1, 32, 8, 8)}
+    shapes = {"x": x.shape, "xp": (1, 1, 6, 6, 16), "c": (1, 2, 6, 6, 16), "y": (1, 32, 6, 6)}
     offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     consts = {"w": testing.oihw_pack(w, 16, 16)}
     ref = testing.conv2d_nchw_python(x, w, 1, 1)
@@ -101,9 +102,9 @@ def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
 
     groups, shapes, consts, offsets, arena, x, ref = conv_graph()
     untuned = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
-    assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 8, 8, 32, 3, 3, 1, 16, 16)"]
+    assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 6, 6, 32, 3, 3, 1, 16, 16)"]
 
-    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1), "llvm")
+    task = create_task("conv2d_NCHWc", (16, 6, 6, 32, 3, 3, 1), "llvm")
     space = task.config_space
     index = next(
         i
@@ -130,11 +131,11 @@ def test_an_unpadded_strided_convolution_is_a_task_and_takes_its_record(tmp_path
     w = np.random.default_rng(2).standard_normal((32, 16, 4, 4)).astype(np.float32)
     attrs = {"kernel_shape": [4, 4], "pads": [0] * 4, "strides": [2, 2]}
     groups[1] = Group("conv", [Node("Conv", ["xp", "w"], "c", attrs)])
-    shapes = {**shapes, "c": (1, 2, 3, 3, 16), "y": (1, 32, 3, 3)}
+    shapes = {**shapes, "c": (1, 2, 2, 2, 16), "y": (1, 32, 2, 2)}
     consts = {"w": testing.oihw_pack(w, 16, 16)}
     offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     task = conv_task(groups[1], {**shapes, "w": consts["w"].shape})
-    assert task.task_args() == (16, 8, 8, 32, 4, 4, 2, 16, 16, 0)
+    assert task.task_args() == (16, 6, 6, 32, 4, 4, 2, 16, 16, 0)
 
     tuning = create_task("conv2d_NCHWc", task.task_args(), "llvm")
     cfg = tuning.config_space.get(0)
@@ -165,7 +166,7 @@ def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, mon
 
     monkeypatch.setattr(shipped, "RECORDS_DIR", tmp_path)
     groups, shapes, consts, offsets, arena, x, ref = conv_graph()
-    task = create_task("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1, 16, 16), "llvm")
+    task = create_task("conv2d_NCHWc", (16, 6, 6, 32, 3, 3, 1, 16, 16), "llvm")
     avx512 = "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma"
     with Database() as db:
         db.add_batch([Record.of(MeasureInput(task, task.config_space.get(0)), [1e-4])])
@@ -184,6 +185,16 @@ def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, mon
     assert avx2.manifest["untuned"] and avx2.manifest["tuned_from"] == {}
     monkeypatch.setenv("VTA_SHIPPED_RECORDS", "0")
     assert build(avx512).manifest["untuned"]
+
+
+def test_winograd_reaches_7x7_outputs_only_with_16_vector_registers():
+    from compiler.codegen.target import target_scope
+    from compiler.graph.build import winograd_min_output
+
+    with target_scope("llvm -mcpu=haswell"):
+        assert winograd_min_output() == 7
+    with target_scope("llvm -mcpu=skylake-avx512"):
+        assert winograd_min_output() == 14
 
 
 def test_winograd_convolutions_match_onnxruntime(tmp_path):

@@ -57,14 +57,17 @@ def tiny_conv_model() -> bytes:
 
     w = np.random.default_rng(0).standard_normal((16, 16, 3, 3)).astype(np.float32)
     nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+        # strided: a template task on every target (Winograd takes stride-1 3x3 convs)
+        helper.make_node(
+            "Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4, strides=[2, 2]
+        ),
         helper.make_node("Relu", ["c"], ["y"]),
     ]
     graph = helper.make_graph(
         nodes,
         "tiny",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])],
         [numpy_helper.from_array(w, "w")],
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
@@ -77,7 +80,7 @@ def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
     args = ["tune", str(tmp_path / "m.onnx"), "--n-trial", "2", "--batch-size", "2"]
     assert main([*args, "--db", db]) == 0
     out = capsys.readouterr().out
-    assert "1 tasks" in out and "conv2d_NCHWc(16, 8, 8, 16, 3, 3, 1," in out
+    assert "1 tasks" in out and "conv2d_NCHWc(16, 8, 8, 16, 3, 3, 2," in out
     assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"), "--db", db]) == 0
     assert "1 convolutions from records" in capsys.readouterr().err
 
@@ -87,7 +90,9 @@ def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
     from compiler.graph.cli import model_tasks
 
     (tmp_path / "dqn.onnx").write_bytes(dqn())
-    tasks = dict(model_tasks(str(tmp_path / "dqn.onnx"), "llvm", log=lambda m: None))
+    # AVX-512: its 3x3 conv's 7x7 output stays direct (AVX2 runs it by Winograd)
+    avx512 = "llvm -mcpu=skylake-avx512"
+    tasks = dict(model_tasks(str(tmp_path / "dqn.onnx"), avx512, log=lambda m: None))
     # three unpadded convolutions (8x8 stride 4, 4x4 stride 2, 3x3): padding 0 ends the args
     assert len(tasks) == 3 and all(args[-1] == 0 and args[4:7] for args in tasks)
     assert {args[4:7] for args in tasks} == {(8, 8, 4), (4, 4, 2), (3, 3, 1)}
