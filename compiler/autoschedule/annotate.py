@@ -105,10 +105,13 @@ Location = tuple[str, int] | str | None  # (stage, loop position), "inline", or 
 
 
 def location_options(s: Schedule, st: Stage) -> list[Location]:
-    """Where an untiled stage may be computed: at root (None), inlined (no reduction), or at a
-    leading space loop of the output stage that runs all its consumers, outside every loop
-    that a consumer is computed in (so each consumer sees the whole region it reads)."""
+    """Where an untiled stage may be computed: at root (None; a packed copy only there),
+    inlined (no reduction), or at a leading space loop of the output stage that runs all its
+    consumers, outside every loop that a consumer is computed in (so each consumer sees the
+    whole region it reads)."""
     opts: list[Location] = [None]
+    if st.op.tag == dag.PACKED:  # packed once (layout.py)
+        return opts
     if dag.is_inlinable(st):
         opts.append("inline")
     cons = effective_consumers(s, st)
