@@ -45,7 +45,7 @@ from .steps import (
 MAX_INNERMOST = 64
 UNROLL_CHOICES = (0, 16, 64, 512)
 GUIDED = 0.9  # share of annotations that follow the register-file rules
-MIN_FILL, FILL_TRIES = 0.5, 8  # register tiles using under half the registers are redrawn
+MIN_FILL, FILL_TRIES = 0.5, 32  # tiles using under half the registers or load-bound: redrawn
 
 
 @lru_cache(maxsize=4096)
@@ -193,9 +193,9 @@ def sample_register_tile(
     """Innermost lengths of the split space axes forming a register tile that fits `rf`: the
     vectorized axis' a lane multiple (else at least half a vector), then the other axes in
     random order, each uniform among the lengths that still fit. A tile using under MIN_FILL
-    of the registers is drawn again (up to FILL_TRIES times, the fullest kept): a small tile
-    leaves the FMA latency uncovered and loads an operand every few FMAs. None if nothing
-    fits."""
+    of the registers (it leaves the FMA latency uncovered) or issuing more loads than FMAs
+    (`register_tile.load_bound`) is drawn again, up to FILL_TRIES times, the best kept
+    (`_tile_rank`). None if nothing fits."""
     vec = rt.vector_axis(op)
     others = [p for p in splits if p < len(op.axis) and splits[p] >= 2 and p != vec]
     best: dict[int, int] | None = None
@@ -210,12 +210,18 @@ def sample_register_tile(
             if not lasts:
                 return best
             inner[pos] = lasts[rng.integers(len(lasts))]
-        used = rt.registers_needed(op, inner, rf.lanes)
-        if best is None or used > rt.registers_needed(op, best, rf.lanes):
+        if best is None or _tile_rank(op, inner, rf) > _tile_rank(op, best, rf):
             best = inner
-        if used >= MIN_FILL * rf.registers:
+        if _tile_rank(op, inner, rf)[:2] == (True, True):
             break
     return best
+
+
+def _tile_rank(op: ComputeOp, inner: dict[int, int], rf: rt.RegisterFile) -> tuple:
+    """How good a register tile draw is: not load-bound, at least MIN_FILL of the
+    registers used, then the registers used."""
+    used = rt.registers_needed(op, inner, rf.lanes)
+    return (not rt.load_bound(op, inner, rf.lanes), used >= MIN_FILL * rf.registers, used)
 
 
 def sample_tiles(
