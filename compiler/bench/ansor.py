@@ -7,9 +7,9 @@ tuner runs `max(trials)` measurements; a tuner's figure at N trials is its best 
 among its first N. Every kernel runs on one thread (robust on a shared machine: a foreign
 process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
 
-The network part tunes ResNet-18's extracted conv tasks with a budget of 20 trials per task,
-once with the gradient task scheduler and once round robin; the figure is the estimated
-latency sum(weight x best task latency).
+The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
+--tuner ansor`) with a budget of 20 trials per task, once with the gradient task scheduler and
+once round robin; the figure is the estimated latency sum(weight x best task latency).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..autoschedule import AnsorTuner, SearchTask
+from ..autoschedule.groups import group_similarity, group_tasks
 from ..autoschedule.task_scheduler import TaskScheduler, network_tasks
 from ..topi import x86
 from ..tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
@@ -104,25 +105,33 @@ def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, 
 
 
 def resnet18_pairs() -> list[tuple[tuple[str, tuple], float]]:
-    """ResNet-18's conv tasks ((workload, args), weight) from the graph's task extraction."""
-    from ..graph.cli import model_tasks
+    """ResNet-18's auto-scheduler tasks ((workload, args), weight): its fused convolution
+    groups (`autoschedule.groups.group_tasks`, what `vta tune MODEL --tuner ansor` tunes)."""
     from .networks import resnet18
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "resnet18.onnx")
         Path(path).write_bytes(resnet18())
-        return [(("conv2d_NCHWc", args), w) for args, w in model_tasks(path, "llvm")]
+        return [(w, float(n)) for w, n in group_tasks(path, "llvm")]
 
 
 def bench_scheduler(per_task: int = 20, unit: int = 4, seed: int = 0) -> dict[str, Any]:
-    """Gradient against round-robin task scheduling on ResNet-18's tasks."""
+    """Gradient against round-robin task scheduling on ResNet-18's group tasks."""
     pairs = resnet18_pairs()
     out: dict[str, Any] = {"tasks": len(pairs), "budget": per_task * len(pairs), "unit": unit}
     for strategy in ("gradient", "round-robin"):
         tasks, weights = network_tasks(pairs)
         option = _option()
         try:
-            sched = TaskScheduler(tasks, weights, option, strategy=strategy, unit=unit, seed=seed)
+            sched = TaskScheduler(
+                tasks,
+                weights,
+                option,
+                strategy=strategy,
+                unit=unit,
+                seed=seed,
+                similarity=[group_similarity(t.args[0]) for t in tasks],
+            )
             res = sched.tune(per_task * len(pairs))
         finally:
             option.close()
@@ -273,7 +282,7 @@ def plot_scheduler(result: dict[str, Any], path: str) -> None:
     for strategy in ("gradient", "round-robin"):
         ax.plot(sc[strategy]["trials"], sc[strategy]["latency_ms"], label=strategy)
     ax.set_xlabel("trials")
-    ax.set_ylabel("estimated latency of the conv layers (ms)")
+    ax.set_ylabel("estimated latency of the conv groups (ms)")
     ax.set_title(f"ResNet-18 task scheduling ({sc['tasks']} tasks)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)

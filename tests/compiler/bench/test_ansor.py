@@ -65,3 +65,14 @@ def test_metaschedule_without_tvm_is_an_error_entry_not_a_crash():
 
 def test_hand_written_schedule_peer_is_measured():
     assert ansor.default_schedule_gflops("softmax", (4, 64)) > 0
+
+
+def test_scheduler_tasks_are_the_networks_fused_groups():
+    from compiler.autoschedule.groups import WORKLOAD, group_similarity
+
+    pairs = ansor.resnet18_pairs()
+    assert {name for (name, _), _ in pairs} == {WORKLOAD}
+    assert sum(w for _, w in pairs) == 20  # ResNet-18's convolutions: stem, 16 3x3, 3 1x1
+    keys = [group_similarity(args[0]) for (_, args), _ in pairs]
+    assert "Conv(3x3/1, Winograd)+Add+Relu" in keys and "Conv(1x1/2)" in keys
+    assert len(set(keys)) < len(keys)  # groups that compute alike share a key across shapes
