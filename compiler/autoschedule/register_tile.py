@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..codegen.target import Target, cpu_facts
 from ..te.tensor import ComputeOp
@@ -67,14 +68,16 @@ def _tile(op: ComputeOp, inner: dict[int, int], lanes: int) -> list[int]:
     return size
 
 
-def _operands(op: ComputeOp) -> list[set[int]]:
-    """Per load of the body, the space axes (positions) its indices use."""
+@lru_cache(maxsize=1024)
+def _operands(op: ComputeOp) -> tuple[frozenset[int], ...]:
+    """Per load of the body, the space axes (positions) its indices use (cached: annotation
+    asks for every candidate tile)."""
     axis_vars = [iv.var for iv in op.axis]
     out = []
     for load in collect(op.body, lambda n: isinstance(n, E.ProducerLoad)):
         used_vars = set().union(*(free_vars(i) for i in load.indices)) if load.indices else set()
-        out.append({p for p, v in enumerate(axis_vars) if v in used_vars})
-    return out
+        out.append(frozenset(p for p, v in enumerate(axis_vars) if v in used_vars))
+    return tuple(out)
 
 
 def registers_needed(op: ComputeOp, inner: dict[int, int], lanes: int) -> int:
