@@ -452,9 +452,8 @@ def mutate_parallel(program: Program, rng: np.random.Generator) -> Program | Non
         return None
     k = fuses[rng.integers(len(fuses))]
     step = program.steps[k]
-    limit = parallel_limit(
-        _schedule_before(program, k), stage_named(_schedule_before(program, k), step.stage)
-    )
+    s = _schedule_before(program, k)  # one schedule: the attach points are its stages'
+    limit = parallel_limit(s, stage_named(s, step.stage))
     count = step.count + (1 if rng.random() < 0.5 else -1)
     if not 1 <= count <= limit:
         return None

@@ -8,13 +8,14 @@ from compiler.autoschedule.annotate import (
     crossover,
     factorizations,
     mutate,
+    mutate_parallel,
     mutate_rfactor,
 )
 from compiler.autoschedule.layout import Pack
 from compiler.autoschedule.program import Program, SearchTask, run_program
 from compiler.autoschedule.rfactor import Rfactor
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Inline, step_from_json
+from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Fuse, Inline, step_from_json
 from compiler.errors import TuningError
 from compiler.tune.measure import random_arrays
 
@@ -177,3 +178,17 @@ def test_packed_panels_follow_the_register_tile_and_replay():
                 (got,) = run_program(p, inputs)
                 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert len(widths) > 1
+
+
+def test_parallel_mutation_never_fuses_past_an_attach_point():
+    task = SearchTask("matmul", (16, 128, 8))
+    cached = [sk for sk in generate_sketches(task) if "cache_write" in str(sk)]
+    rng = np.random.default_rng(0)
+    for sk in cached:
+        for _ in range(20):
+            program = annotate(sk, rng)
+            child = mutate_parallel(program, rng)
+            if child is not None:  # C.local is computed at C.j.1: at most i.0, j.0, i.1 fused
+                (fuse,) = [s for s in child.steps if isinstance(s, Fuse) and s.stage == "C"]
+                assert fuse.count <= 3
+                run_program(child, _inputs(task))
