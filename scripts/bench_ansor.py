@@ -16,15 +16,34 @@ from compiler.bench.ansor import OPERATORS, plot_scheduler, print_result, run
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ops", nargs="+", default=list(OPERATORS), choices=list(OPERATORS))
+    p.add_argument(
+        "--ops",
+        nargs="*",
+        default=list(OPERATORS),
+        choices=list(OPERATORS),
+        help="none: only the task scheduler",
+    )
     p.add_argument("--trials", type=int, nargs="+", default=[64, 200])
     p.add_argument("--no-scheduler", action="store_true", help="skip the ResNet-18 part")
+    p.add_argument(
+        "--no-winograd",
+        action="store_true",
+        help="schedule ResNet-18's groups without the Winograd ones (their programs lower"
+        " slowly: minutes of search a unit)",
+    )
     p.add_argument("--tvm-python", help="a Python with apache-tvm, for MetaSchedule")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the figures as JSON to this file")
     p.add_argument("--plot", help="write the task-scheduler curves to this PNG")
     args = p.parse_args()
-    result = run(args.ops, sorted(args.trials), not args.no_scheduler, args.tvm_python, args.seed)
+    result = run(
+        args.ops,
+        sorted(args.trials),
+        not args.no_scheduler,
+        args.tvm_python,
+        args.seed,
+        not args.no_winograd,
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(result))
     print_result(result)

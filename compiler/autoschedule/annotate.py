@@ -45,7 +45,7 @@ from .steps import (
 MAX_INNERMOST = 64
 UNROLL_CHOICES = (0, 16, 64, 512)
 GUIDED = 0.9  # share of annotations that follow the register-file rules
-MIN_FILL, FILL_TRIES = 0.5, 8  # register tiles using under half the registers are redrawn
+MIN_FILL, FILL_TRIES = 0.5, 32  # tiles using under half the registers or load-bound: redrawn
 
 
 @lru_cache(maxsize=4096)
@@ -105,10 +105,13 @@ Location = tuple[str, int] | str | None  # (stage, loop position), "inline", or 
 
 
 def location_options(s: Schedule, st: Stage) -> list[Location]:
-    """Where an untiled stage may be computed: at root (None), inlined (no reduction), or at a
-    leading space loop of the output stage that runs all its consumers, outside every loop
-    that a consumer is computed in (so each consumer sees the whole region it reads)."""
+    """Where an untiled stage may be computed: at root (None; a packed copy only there),
+    inlined (no reduction), or at a leading space loop of the output stage that runs all its
+    consumers, outside every loop that a consumer is computed in (so each consumer sees the
+    whole region it reads)."""
     opts: list[Location] = [None]
+    if st.op.tag == dag.PACKED:  # packed once (layout.py)
+        return opts
     if dag.is_inlinable(st):
         opts.append("inline")
     cons = effective_consumers(s, st)
@@ -190,9 +193,9 @@ def sample_register_tile(
     """Innermost lengths of the split space axes forming a register tile that fits `rf`: the
     vectorized axis' a lane multiple (else at least half a vector), then the other axes in
     random order, each uniform among the lengths that still fit. A tile using under MIN_FILL
-    of the registers is drawn again (up to FILL_TRIES times, the fullest kept): a small tile
-    leaves the FMA latency uncovered and loads an operand every few FMAs. None if nothing
-    fits."""
+    of the registers (it leaves the FMA latency uncovered) or issuing more loads than FMAs
+    (`register_tile.load_bound`) is drawn again, up to FILL_TRIES times, the best kept
+    (`_tile_rank`). None if nothing fits."""
     vec = rt.vector_axis(op)
     others = [p for p in splits if p < len(op.axis) and splits[p] >= 2 and p != vec]
     best: dict[int, int] | None = None
@@ -207,12 +210,18 @@ def sample_register_tile(
             if not lasts:
                 return best
             inner[pos] = lasts[rng.integers(len(lasts))]
-        used = rt.registers_needed(op, inner, rf.lanes)
-        if best is None or used > rt.registers_needed(op, best, rf.lanes):
+        if best is None or _tile_rank(op, inner, rf) > _tile_rank(op, best, rf):
             best = inner
-        if used >= MIN_FILL * rf.registers:
+        if _tile_rank(op, inner, rf)[:2] == (True, True):
             break
     return best
+
+
+def _tile_rank(op: ComputeOp, inner: dict[int, int], rf: rt.RegisterFile) -> tuple:
+    """How good a register tile draw is: not load-bound, at least MIN_FILL of the
+    registers used, then the registers used."""
+    used = rt.registers_needed(op, inner, rf.lanes)
+    return (not rt.load_bound(op, inner, rf.lanes), used >= MIN_FILL * rf.registers, used)
 
 
 def sample_tiles(
@@ -443,9 +452,8 @@ def mutate_parallel(program: Program, rng: np.random.Generator) -> Program | Non
         return None
     k = fuses[rng.integers(len(fuses))]
     step = program.steps[k]
-    limit = parallel_limit(
-        _schedule_before(program, k), stage_named(_schedule_before(program, k), step.stage)
-    )
+    s = _schedule_before(program, k)  # one schedule: the attach points are its stages'
+    limit = parallel_limit(s, stage_named(s, step.stage))
     count = step.count + (1 if rng.random() < 0.5 else -1)
     if not 1 <= count <= limit:
         return None

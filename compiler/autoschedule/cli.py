@@ -20,7 +20,7 @@ from ..tune.callbacks import format_throughput
 from ..tune.database import Database
 from ..tune.measure import CPURunner, CUDARunner, LocalBuilder, Runner, measure_option
 from . import auto_schedule
-from .groups import describe, group_tasks
+from .groups import describe, group_similarity, group_tasks
 from .program import SearchTask
 from .task_scheduler import TaskScheduler, network_tasks
 
@@ -86,7 +86,10 @@ def _tune_model(path: str, args: argparse.Namespace, option, db) -> int:
     tasks, weights = network_tasks(group_tasks(path, args.target), args.target)
     print(f"{path}: {len(tasks)} tasks, {args.n_trial * len(tasks)} trials (gradient scheduler)")
     start = time.perf_counter()
-    sched = TaskScheduler(tasks, weights, option, database=db, unit=8, seed=args.seed)
+    similar = [group_similarity(t.args[0]) for t in tasks]
+    sched = TaskScheduler(
+        tasks, weights, option, database=db, unit=8, seed=args.seed, similarity=similar
+    )
     result = sched.tune(args.n_trial * len(tasks))
     for task, w, cost in zip(tasks, weights, result.best_costs, strict=True):
         print(f"  {describe(task.args[0])} x{w:g}: {cost * 1e3:.3f} ms")

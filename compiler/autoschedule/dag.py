@@ -32,9 +32,13 @@ def loads(st: Stage) -> list[E.ProducerLoad]:
 CHEAP_CALLS = ("tir.if_then_else", "fabs")
 
 
+PACKED = "layout_packed"  # the tag of a packed copy of an input (layout.py)
+
+
 def is_inlinable(st: Stage) -> bool:
-    """A stage without reduction that is not an output: it can be inlined."""
-    return not st.op.reduce_axis and not st.is_output
+    """A stage without reduction that is not an output nor a packed copy (inlined, a copy is
+    undone): it can be inlined."""
+    return not st.op.reduce_axis and not st.is_output and st.op.tag != PACKED
 
 
 def has_expensive_op(st: Stage) -> bool:

@@ -106,6 +106,13 @@ def graph_group(spec: str) -> list[Tensor]:
     return tensors
 
 
+def group_similarity(spec: str) -> str:
+    """The task scheduler's similarity key of a group: its operators with a convolution's
+    kernel, stride and algorithm, without shapes (`Conv(3x3/1, Winograd)+Add+Relu`), so the
+    gradient rule compares a group's throughput with groups that compute alike."""
+    return describe(spec).split(" on ")[0]
+
+
 def group_tasks(path: str | Path, target: str = "llvm") -> list[tuple[tuple[str, tuple], int]]:
     """The model's distinct tunable groups as ((WORKLOAD, (spec,)), how many kernels of the
     graph each one makes), in the graph's order."""

@@ -11,15 +11,17 @@ all of them. That pays when
   axis but not along every tiled space axis (matmul's B, a conv's weights) is reused across
   the tile, so its distinct vectors in the tile stay in registers too
 
-(the rule the hand-written x86 schedules follow, `topi.x86.conv2d.tile_columns`). Guided
-annotation (`annotate.py`) samples tile sizes under these constraints and unroll limits that
-cover the tile.
+(the rule the hand-written x86 schedules follow, `topi.x86.conv2d.tile_columns`), and best
+when a reduction step issues no more loads (operand vectors and broadcasts) than FMAs
+(`load_bound`). Guided annotation (`annotate.py`) samples tile sizes under these constraints
+(the last a preference: a load-bound draw is redrawn) and unroll limits that cover the tile.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..codegen.target import Target, cpu_facts
 from ..te.tensor import ComputeOp
@@ -57,23 +59,51 @@ def lane_multiples(extent: int, lanes: int, limit: int) -> list[int]:
     return [d for d in range(lanes, min(extent, limit) + 1, lanes) if extent % d == 0]
 
 
+def _tile(op: ComputeOp, inner: dict[int, int], lanes: int) -> list[int]:
+    """The tile's extent along every space axis, the vectorized one in whole vectors."""
+    vec = vector_axis(op)
+    size = [inner.get(p, 1) for p in range(len(op.axis))]
+    if vec is not None:
+        size[vec] = math.ceil(size[vec] / lanes)
+    return size
+
+
+@lru_cache(maxsize=1024)
+def _operands(op: ComputeOp) -> tuple[frozenset[int], ...]:
+    """Per load of the body, the space axes (positions) its indices use (cached: annotation
+    asks for every candidate tile)."""
+    axis_vars = [iv.var for iv in op.axis]
+    out = []
+    for load in collect(op.body, lambda n: isinstance(n, E.ProducerLoad)):
+        used_vars = set().union(*(free_vars(i) for i in load.indices)) if load.indices else set()
+        out.append(frozenset(p for p, v in enumerate(axis_vars) if v in used_vars))
+    return tuple(out)
+
+
 def registers_needed(op: ComputeOp, inner: dict[int, int], lanes: int) -> int:
     """Vector registers a register tile of `inner[pos]` points along space axis `pos` (1 where
     absent) keeps live: accumulators, held operand vectors and a broadcast."""
     vec = vector_axis(op)
     if vec is None:
         return 1
-    size = [inner.get(p, 1) for p in range(len(op.axis))]
-    size[vec] = math.ceil(size[vec] / lanes)  # in whole vectors
+    size = _tile(op, inner, lanes)
     tiled = {p for p, n in enumerate(size) if n > 1}
-    held = 0
-    axis_vars = [iv.var for iv in op.axis]
-    for load in collect(op.body, lambda n: isinstance(n, E.ProducerLoad)):
-        used_vars = set().union(*(free_vars(i) for i in load.indices)) if load.indices else set()
-        used = {p for p, v in enumerate(axis_vars) if v in used_vars}
-        if vec in used and not tiled <= used:
-            held += math.prod(size[p] for p in used)
+    held = sum(
+        math.prod(size[p] for p in used)
+        for used in _operands(op)
+        if vec in used and not tiled <= used
+    )
     return math.prod(size) + held + 1
+
+
+def load_bound(op: ComputeOp, inner: dict[int, int], lanes: int) -> bool:
+    """Does a reduction step of the tile issue more loads (per operand, its distinct vectors
+    or broadcasts in the tile) than FMAs? A one-row matmul tile of 8 vectors issues 8 + 1
+    loads for 8 FMAs (B streams through the cache once per row), an 8-row tile of one vector
+    1 + 8, a 4-row tile of 2 vectors 2 + 4."""
+    size = _tile(op, inner, lanes)
+    loads = sum(math.prod(size[p] for p in used) for used in _operands(op))
+    return loads > math.prod(size)
 
 
 def fits(op: ComputeOp, inner: dict[int, int], rf: RegisterFile) -> bool:

@@ -11,6 +11,9 @@ index is below 0 is a sketch. Rules, in the order they are tried (CPU):
   tile-with-fusion  a stage with data reuse and a fusible consumer is tiled (SSRSRS) and the
                     consumer follows its outer tiles and computes it at its second level
   multi-level-tile  a stage with data reuse is tiled (SSRSRS)
+                    (both tiling rules pack the inputs whose long rows the register tile
+                    walks across into panels, `layout.py`: always for inputs read many
+                    times over, else in a second state)
   add-rfactor       a reduction with little space parallelism is factored (rfactor.py)
   skip              anything else is left for the annotation
 
@@ -32,6 +35,7 @@ from ..errors import TuningError
 from ..schedule.schedule import Schedule, Stage
 from . import dag
 from .gpu import sketch_steps as gpu_sketch_steps
+from .layout import pack_steps
 from .program import Program, SearchTask
 from .steps import CacheWrite, ComputeAt, FollowSplit, Inline, Reorder, Split, Step, replay
 
@@ -195,7 +199,7 @@ def _fusion_apply(d: DeriveState) -> list[DeriveState]:
     base = len(d.steps)
     levels = structure.index("R")  # the space levels above the first reduction level
     steps = tile + _follow(consumer, st, base, split_of, levels)
-    return [d.derive(steps + _gpu_steps(d, steps, st.op.name), d.index - 1)]
+    return _with_packs(d, steps + _gpu_steps(d, steps, st.op.name), st, base, split_of)
 
 
 def _tile_cond(d: DeriveState) -> Cond:
@@ -203,8 +207,21 @@ def _tile_cond(d: DeriveState) -> Cond:
 
 
 def _tile_apply(d: DeriveState) -> list[DeriveState]:
-    steps, _ = multi_level_tile(d.stage, tiling_structure(d.task.target))
-    return [d.derive(steps + _gpu_steps(d, steps, d.stage.op.name), d.index - 1)]
+    st = d.stage
+    steps, split_of = multi_level_tile(st, tiling_structure(d.task.target))
+    return _with_packs(d, steps + _gpu_steps(d, steps, st.op.name), st, len(d.steps), split_of)
+
+
+def _with_packs(
+    d: DeriveState, steps: list[Step], st: Stage, base: int, split_of: dict[int, int]
+) -> list[DeriveState]:
+    """The tiled state; on the CPU, if the stage reads inputs worth packing into panels of
+    its register tile's width (`layout.packable`), the state with them packed instead (inputs
+    read many times over) or as well (the packed copies go before the stage, so the working
+    index passes them by)."""
+    packs, only = ([], False) if is_gpu(d.task.target) else pack_steps(st, base, split_of)
+    plain = [] if only else [d.derive(steps, d.index - 1)]
+    return plain + ([d.derive(steps + packs, d.index - 1)] if packs else [])
 
 
 def _gpu_steps(d: DeriveState, steps: list[Step], name: str) -> list[Step]:

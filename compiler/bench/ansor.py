@@ -7,9 +7,9 @@ tuner runs `max(trials)` measurements; a tuner's figure at N trials is its best 
 among its first N. Every kernel runs on one thread (robust on a shared machine: a foreign
 process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
 
-The network part tunes ResNet-18's extracted conv tasks with a budget of 20 trials per task,
-once with the gradient task scheduler and once round robin; the figure is the estimated
-latency sum(weight x best task latency).
+The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
+--tuner ansor`) with a budget of 20 trials per task, once with the gradient task scheduler and
+once round robin; the figure is the estimated latency sum(weight x best task latency).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..autoschedule import AnsorTuner, SearchTask
+from ..autoschedule.groups import group_similarity, group_tasks
 from ..autoschedule.task_scheduler import TaskScheduler, network_tasks
 from ..topi import x86
 from ..tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
@@ -103,26 +104,44 @@ def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, 
     return row
 
 
-def resnet18_pairs() -> list[tuple[tuple[str, tuple], float]]:
-    """ResNet-18's conv tasks ((workload, args), weight) from the graph's task extraction."""
-    from ..graph.cli import model_tasks
+def resnet18_pairs(winograd: bool = True) -> list[tuple[tuple[str, tuple], float]]:
+    """ResNet-18's auto-scheduler tasks ((workload, args), weight): its fused convolution
+    groups (`autoschedule.groups.group_tasks`, what `vta tune MODEL --tuner ansor` tunes);
+    without the Winograd ones unless `winograd`."""
     from .networks import resnet18
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "resnet18.onnx")
         Path(path).write_bytes(resnet18())
-        return [(("conv2d_NCHWc", args), w) for args, w in model_tasks(path, "llvm")]
+        pairs = [(w, float(n)) for w, n in group_tasks(path, "llvm")]
+    return [p for p in pairs if winograd or "Winograd" not in group_similarity(p[0][1][0])]
 
 
-def bench_scheduler(per_task: int = 20, unit: int = 4, seed: int = 0) -> dict[str, Any]:
-    """Gradient against round-robin task scheduling on ResNet-18's tasks."""
-    pairs = resnet18_pairs()
-    out: dict[str, Any] = {"tasks": len(pairs), "budget": per_task * len(pairs), "unit": unit}
+def bench_scheduler(
+    per_task: int = 20, unit: int = 4, seed: int = 0, winograd: bool = True
+) -> dict[str, Any]:
+    """Gradient against round-robin task scheduling on ResNet-18's group tasks (`winograd`:
+    with the Winograd groups, whose programs lower slowly: the search takes minutes a unit)."""
+    pairs = resnet18_pairs(winograd)
+    out: dict[str, Any] = {
+        "tasks": len(pairs),
+        "budget": per_task * len(pairs),
+        "unit": unit,
+        "winograd_groups": winograd,
+    }
     for strategy in ("gradient", "round-robin"):
         tasks, weights = network_tasks(pairs)
         option = _option()
         try:
-            sched = TaskScheduler(tasks, weights, option, strategy=strategy, unit=unit, seed=seed)
+            sched = TaskScheduler(
+                tasks,
+                weights,
+                option,
+                strategy=strategy,
+                unit=unit,
+                seed=seed,
+                similarity=[group_similarity(t.args[0]) for t in tasks],
+            )
             res = sched.tune(per_task * len(pairs))
         finally:
             option.close()
@@ -196,6 +215,7 @@ def run(
     scheduler: bool,
     tvm_python: str | None,
     seed: int = 0,
+    winograd: bool = True,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "source": source_version(),
@@ -214,7 +234,7 @@ def run(
             "ours_64": ours["ansor"].get(64),
         }
     if scheduler:
-        result["scheduler"] = bench_scheduler(seed=seed)
+        result["scheduler"] = bench_scheduler(seed=seed, winograd=winograd)
     return result
 
 
@@ -223,6 +243,8 @@ def print_result(result: dict[str, Any]) -> None:
     head = " ".join(f"{'ansor@' + str(t):>10} {'peer@' + str(t):>10} {'ratio':>6}" for t in trials)
     print(f"{'operator':<11} {head} {'numpy':>7} {'/numpy':>7}  peer")
     wins = 0
+    if not result["operators"]:
+        print("(no operators)")
     for r in result["operators"]:
         cells = []
         for t in trials:
@@ -232,10 +254,11 @@ def print_result(result: dict[str, Any]) -> None:
         npy = r.get("numpy")
         tail = f"{npy:>7.1f} {r['ansor'][trials[-1]] / npy:>7.2f}" if npy else f"{'':>7} {'':>7}"
         print(f"{r['op']:<11} {' '.join(cells)} {tail}  {r['peer']}")
-    print(
-        f"(GFLOPS, one thread) ansor >= peer at {trials[-1]} trials on {wins} of "
-        f"{len(result['operators'])}"
-    )
+    if result["operators"]:
+        print(
+            f"(GFLOPS, one thread) ansor >= peer at {trials[-1]} trials on {wins} of "
+            f"{len(result['operators'])}"
+        )
     for r in result["operators"]:
         print(
             f"{r['op']:<11} search {r['search_s_per_batch']:.2f} s/batch of {BATCH}, "
@@ -254,8 +277,9 @@ def print_result(result: dict[str, Any]) -> None:
     if "scheduler" in result:
         sc = result["scheduler"]
         g, rr = sc["gradient"], sc["round-robin"]
+        which = "" if sc.get("winograd_groups", True) else " (no Winograd groups)"
         print(
-            f"ResNet-18, {sc['tasks']} tasks, {sc['budget']} trials: estimated latency "
+            f"ResNet-18{which}, {sc['tasks']} tasks, {sc['budget']} trials: estimated latency "
             f"gradient {g['latency_ms'][-1]:.2f} ms, round robin {rr['latency_ms'][-1]:.2f} ms; "
             f"gradient reaches round robin's final after {sc['gradient_trials_to_rr_final']} "
             f"trials ({(sc['gradient_trials_to_rr_final'] or 0) / sc['budget']:.0%})"
@@ -273,7 +297,7 @@ def plot_scheduler(result: dict[str, Any], path: str) -> None:
     for strategy in ("gradient", "round-robin"):
         ax.plot(sc[strategy]["trials"], sc[strategy]["latency_ms"], label=strategy)
     ax.set_xlabel("trials")
-    ax.set_ylabel("estimated latency of the conv layers (ms)")
+    ax.set_ylabel("estimated latency of the conv groups (ms)")
     ax.set_title(f"ResNet-18 task scheduling ({sc['tasks']} tasks)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)

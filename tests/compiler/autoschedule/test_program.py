@@ -8,12 +8,14 @@ from compiler.autoschedule.annotate import (
     crossover,
     factorizations,
     mutate,
+    mutate_parallel,
     mutate_rfactor,
 )
+from compiler.autoschedule.layout import Pack
 from compiler.autoschedule.program import Program, SearchTask, run_program
 from compiler.autoschedule.rfactor import Rfactor
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Inline, step_from_json
+from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Fuse, Inline, step_from_json
 from compiler.errors import TuningError
 from compiler.tune.measure import random_arrays
 
@@ -145,3 +147,48 @@ def test_rfactor_mutation_changes_the_factor_and_stays_correct():
         np.testing.assert_allclose(got, want, rtol=1e-4)
     assert len(factors) > 1
     assert mutate_rfactor(annotate(generate_sketches(task)[0], rng), rng) is None  # no rfactor
+
+
+def test_packed_panels_follow_the_register_tile_and_replay():
+    task = SearchTask("matmul", (16, 128, 8))
+    sketches = [sk for sk in generate_sketches(task) if "pack(" in str(sk)]
+    assert len(sketches) == 2
+    inputs = _inputs(task)
+    (want,) = task.reference(inputs)
+    rng = np.random.default_rng(4)
+    widths = set()
+    for sk in sketches:
+        for _ in range(3):
+            program = annotate(sk, rng)
+            (pack,) = [s for s in program.steps if isinstance(s, Pack)]
+            j_split = program.steps[pack.src]
+            assert j_split.stage == pack.reader and j_split.iter == 1  # C's (or C.local's) j
+            bn = j_split.lengths[-1]
+            widths.add(bn)
+            assert f"B.packed = pack(B, panels of {bn}, for {pack.reader})" in str(program)
+            (loc,) = [s for s in program.steps if s.stage == "B.packed" and _is_location(s)]
+            assert isinstance(loc, ComputeRoot)  # packed once, never inlined nor repacked
+            again = Program.from_json(task, program.to_json())
+            assert str(again) == str(program) and again.index == program.index
+            s, _ = again.schedule()
+            assert [st.op.name for st in s.stages if st.attach_type != "inline"][0] == "B.packed"
+            assert s.stages[0].op.shape == (128 // bn, 8, bn)
+            children = [c for c in (mutate(program, rng) for _ in range(8)) if c is not None]
+            for p in [program, *children[:2]]:
+                (got,) = run_program(p, inputs)
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert len(widths) > 1
+
+
+def test_parallel_mutation_never_fuses_past_an_attach_point():
+    task = SearchTask("matmul", (16, 128, 8))
+    cached = [sk for sk in generate_sketches(task) if "cache_write" in str(sk)]
+    rng = np.random.default_rng(0)
+    for sk in cached:
+        for _ in range(20):
+            program = annotate(sk, rng)
+            child = mutate_parallel(program, rng)
+            if child is not None:  # C.local is computed at C.j.1: at most i.0, j.0, i.1 fused
+                (fuse,) = [s for s in child.steps if isinstance(s, Fuse) and s.stage == "C"]
+                assert fuse.count <= 3
+                run_program(child, _inputs(task))

@@ -103,3 +103,17 @@ def test_unit_reductions_of_a_1x1_conv_leave_a_space_loop_innermost():
         reorder = [line for line in p.splitlines() if "reorder" in line][0]  # the tiled stage
         assert reorder.endswith("ob.1, ry, rx, ic_chunk.0, ic_block.0, oc.2, y.2, x.2, ob.2, "
                                 "ic_chunk.1, ic_block.1, oc.3, y.3, x.3, ob.3")  # fmt: skip
+
+
+def test_long_rows_of_a_tiled_input_are_packed_into_panels():
+    plain, packed, cached, cached_packed = _printed("matmul", (32, 128, 16))
+    assert packed == plain + "\nB.packed = pack(B, panels of ?, for C)"
+    assert cached_packed == cached + "\nB.packed = pack(B, panels of ?, for C.local)"
+    # B read by 64 rows or more: packing is not a choice
+    assert _printed("matmul", (64, 128, 16)) == [packed, cached_packed]
+    # rows a register tile covers (<= 64 floats), A (not read along the vectorized axis) and
+    # a conv's kernel (its oc block is short) are left as they are
+    assert all("pack" not in p for p in _printed("matmul", (32, 64, 16)))
+    assert all("pack" not in p for p in _printed("conv2d_NCHWc", (32, 8, 8, 128, 3, 3, 1, 16, 16)))
+    gpu = generate_sketches(SearchTask("matmul", (32, 128, 16), "cuda"))
+    assert all("pack" not in str(p) for p in gpu)  # the GPU stages inputs in shared memory

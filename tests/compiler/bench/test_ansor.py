@@ -65,3 +65,29 @@ def test_metaschedule_without_tvm_is_an_error_entry_not_a_crash():
 
 def test_hand_written_schedule_peer_is_measured():
     assert ansor.default_schedule_gflops("softmax", (4, 64)) > 0
+
+
+def test_scheduler_tasks_are_the_networks_fused_groups():
+    from compiler.autoschedule.groups import WORKLOAD, group_similarity
+
+    pairs = ansor.resnet18_pairs()
+    assert {name for (name, _), _ in pairs} == {WORKLOAD}
+    assert sum(w for _, w in pairs) == 20  # ResNet-18's convolutions: stem, 16 3x3, 3 1x1
+    keys = [group_similarity(args[0]) for (_, args), _ in pairs]
+    assert "Conv(3x3/1, Winograd)+Add+Relu" in keys and "Conv(1x1/2)" in keys
+    assert len(set(keys)) < len(keys)  # groups that compute alike share a key across shapes
+    direct = ansor.resnet18_pairs(winograd=False)
+    assert sum(w for _, w in direct) == 10 and all(
+        "Winograd" not in group_similarity(args[0]) for (_, args), _ in direct
+    )
+
+
+def test_scheduler_only_result_prints(capsys):
+    sched = {"tasks": 2, "budget": 40, "winograd_groups": False}
+    sched["gradient"] = {"trials": [4, 40], "latency_ms": [3.0, 1.0]}
+    sched["round-robin"] = {"trials": [4, 40], "latency_ms": [3.0, 1.2]}
+    sched["gradient_trials_to_rr_final"] = None
+    ansor.print_result({"trials": [64], "operators": [], "scheduler": sched})
+    out = capsys.readouterr().out
+    assert "(no operators)" in out and "ansor >= peer" not in out
+    assert "ResNet-18 (no Winograd groups), 2 tasks, 40 trials" in out
