@@ -1,7 +1,8 @@
 """The graph executor: every kernel of a planned graph in one native module.
 
-`GraphModule.build` compiles the kernels (lowered PrimFuncs) into one LLVM module together with
-an entry `graph_run(ptr table)` that calls them in order, each argument a base pointer from the
+`GraphModule.build` compiles the kernels (PrimFuncs, or `objects.Kernel`s lowered on demand, by
+one process per core) into one shared library together with an entry `graph_run(ptr table)`
+that calls them in order, each argument a base pointer from the
 table plus a constant byte offset (intermediate tensors live at planned offsets of one arena).
 An inference is then one native call: no per-node Python work. The table holds the arena, the
 graph's inputs, its outputs and its parameters (weights), in that order.
