@@ -18,6 +18,7 @@ from vta.config import VTAConfig
 from ..errors import CompilerError
 from ..tune.cli import int_at_least, plot_path
 from . import accel_onnx as A
+from . import accel_store
 from .accel import plot_roofline, roofline_side
 
 CALIBRATION_INPUTS = 4
@@ -47,8 +48,8 @@ def compile_vta(args: argparse.Namespace) -> A.Compiled:
     compiled for the accelerator; its fp32 network is `None` for a folder."""
     from .cli import parse_shapes
 
-    if A.is_saved(args.model):
-        return A.load(args.model)
+    if accel_store.is_saved(args.model):
+        return accel_store.load(args.model)
     net = A.import_network(args.model, parse_shapes(args.shape))
     calib, calib_text = _calibration(args, net)
     qn = A.quantize_network(net, calib)

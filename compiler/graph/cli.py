@@ -57,7 +57,7 @@ def _read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .accel_onnx import is_saved
+    from .accel_store import is_saved
 
     if args.target.split()[0] == "vta" or is_saved(args.model):
         from .accel_cli import run_vta
@@ -99,10 +99,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
     t = time.perf_counter()
     if args.target.split()[0] == "vta":
-        from . import accel_onnx
+        from . import accel_store
         from .accel_cli import compile_vta
 
-        accel_onnx.save(compile_vta(args), args.output)
+        accel_store.save(compile_vta(args), args.output)
         print(f"compiled {args.model} in {time.perf_counter() - t:.2f} s -> {args.output}")
         return 0
     graph = compile_model(
