@@ -2,6 +2,8 @@
 thread count, the loop size, concurrent callers or a fork."""
 
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -97,3 +99,37 @@ def test_runtime_object_for_arm():
 def test_unsupported_architecture_is_named():
     with pytest.raises(compiler.errors.CodegenError, match="riscv64"):
         parallel.runtime_ir("riscv64-unknown-linux-gnu")
+
+
+@pytest.mark.parametrize("us", [0, 5, 1000])
+def test_worker_spin_setting_keeps_results(threads, us):
+    """Workers that sleep at once (0) or spin between loops run every iteration once."""
+    threads(2)
+    mod = counting_kernel(100_000)
+    a = np.arange(100_000, dtype=np.float32)
+    try:
+        parallel.set_worker_spin_us(us)
+        for _ in range(20):
+            b = np.zeros_like(a)
+            mod(a, b)
+            np.testing.assert_array_equal(b, a + 1)
+    finally:
+        parallel.set_worker_spin_us(parallel.WORKER_SPIN_NS / 1000)
+
+
+@pytest.mark.parametrize("bad", [-1, 2e6, "soon"])
+def test_bad_worker_spin_is_named(bad):
+    with pytest.raises(compiler.errors.CodegenError, match="microseconds"):
+        parallel.set_worker_spin_us(bad)
+
+
+def test_worker_spin_from_the_environment():
+    """VTA_WORKER_SPIN_US is read when the runtime loads; a bad value is a one-line error."""
+    code = (
+        "from compiler.codegen import parallel\n"
+        "try:\n    parallel.load_runtime()\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
+    env = {**os.environ, "VTA_WORKER_SPIN_US": "soon"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.startswith("CodegenError VTA_WORKER_SPIN_US must be a number")
