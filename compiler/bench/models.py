@@ -55,22 +55,33 @@ def interleaved(
     min_time: float,
     block: int = 5,
     settle: float = 0.05,
-) -> tuple[list[float], list[float]]:
-    """Seconds per call of each, in alternating blocks of `block` timed calls, each block after
-    `settle` seconds idle and one untimed call: onnxruntime's threads spin for a while after a
-    run and slowed the calls of ours that followed (MobileNet-v1: 7.8 ms interleaved, 5.0 ms
-    alone); at least `reps` calls each, and more until both add up to `min_time` seconds."""
+    block_time: float = 0.02,
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Seconds per call of each, in alternating blocks of timed calls (at least `block`, and
+    more until the block has run `block_time` seconds), each block after `settle` seconds idle
+    and one untimed call: onnxruntime's threads spin for ~40 ms after a run and slowed the calls
+    of ours that followed (MobileNet-v1: 7.8 ms interleaved, 5.0 ms alone). On this project's
+    virtual machines both runtimes' calls after an idle spell run slow for a few milliseconds
+    (DQN's: 2-3x for the first five), so short networks' blocks run by time, not by count, to
+    measure steady inference; the untimed first calls after idle are returned too. At least
+    `reps` timed calls each, and more until both add up to `min_time` seconds. Returns (ours,
+    peer, ours' first calls, peer's first calls)."""
     a: list[float] = []
     b: list[float] = []
+    first: tuple[list[float], list[float]] = ([], [])
     while len(a) < reps or sum(a) + sum(b) < min_time:
-        for fn, ts in ((ours, a), (peer, b)):
+        for fn, ts, cold in ((ours, a, first[0]), (peer, b, first[1])):
             time.sleep(settle)
+            t = start = time.perf_counter()
             fn()
-            for _ in range(block):
+            cold.append(time.perf_counter() - t)
+            n = 0
+            while n < block or time.perf_counter() - start < block_time:
                 t = time.perf_counter()
                 fn()
                 ts.append(time.perf_counter() - t)
-    return a, b
+                n += 1
+    return a, b, first[0], first[1]
 
 
 def latency(times: list[float]) -> dict:
@@ -148,15 +159,17 @@ def compare(graph: Any, model: bytes, inputs: dict, reps: int, min_time: float) 
         for o, r in zip(ours_out.values(), ref, strict=True)
     )
     with ForeignLoad() as load:
-        a, b = interleaved(
+        a, b, a_first, b_first = interleaved(
             lambda: graph.run(inputs), lambda: sess.run(None, inputs), reps, min_time
         )
     ours, peer = latency(a), latency(b)
+    first = latency(a_first)["median"] / latency(b_first)["median"]
     return {
         "max_rel_err": err,
         "ours_ms": ours,
         "onnxruntime_ms": peer,
         "ratio": ours["median"] / peer["median"],
+        "first_call_ratio": first,
         "foreign_cores": load.cores,
     }
 
@@ -301,10 +314,11 @@ def run(names: list[str], reps: int, min_time: float, load: bool, db: str | None
 
 
 def print_tables(res: dict, layers: bool = True) -> None:
-    """The ratio table (with the goals' verdicts), then each model's per-layer table."""
+    """The ratio table (with the goals' verdicts; `cold`: the ratio of the first calls after
+    idle), then each model's per-layer table."""
     print(f"whole networks, batch 1, float32, {THREADS} threads; ratio = ours / onnxruntime")
     print(
-        f"{'model':>13} {'ours ms':>17} {'ORT ms':>17} {'ratio':>6} {'goal':>5} "
+        f"{'model':>13} {'ours ms':>17} {'ORT ms':>17} {'ratio':>6} {'goal':>5} {'cold':>5} "
         f"{'err':>8} {'compile s':>9} {'arena MB':>8} {'bound MB':>8} {'exec us':>7} {'foreign':>7}"
         "  tuned kernels"
     )
@@ -315,7 +329,8 @@ def print_tables(res: dict, layers: bool = True) -> None:
         print(
             f"{name:>13} {q['ours_ms']['median']:8.2f}/{q['ours_ms']['min']:8.2f} "
             f"{q['onnxruntime_ms']['median']:8.2f}/{q['onnxruntime_ms']['min']:8.2f} "
-            f"{q['ratio']:6.2f} {verdict:>5} {q['max_rel_err']:8.1e} {r['compile_s']:9.2f} "
+            f"{q['ratio']:6.2f} {verdict:>5} {q['first_call_ratio']:5.2f} "
+            f"{q['max_rel_err']:8.1e} {r['compile_s']:9.2f} "
             f"{r['arena_bytes'] / 2**20:8.2f} "
             f"{(bound / 2**20 if bound else float('nan')):8.2f} "
             f"{r['executor_overhead_us']:7.1f} {q['foreign_cores']:7.2f}  "

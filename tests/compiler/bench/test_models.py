@@ -1,5 +1,7 @@
 """bench_models' logic on the small DQN network: every figure present and sane, tables print."""
 
+import time
+
 import pytest
 
 from compiler.bench import models
@@ -9,9 +11,17 @@ pytest.importorskip("onnxruntime")
 
 def test_interleaved_times_both_in_blocks():
     calls = []
-    a, b = models.interleaved(lambda: calls.append("a"), lambda: calls.append("b"), 6, 0.0, 3, 0)
-    assert len(a) == len(b) == 6
+    a, b, a1, b1 = models.interleaved(
+        lambda: calls.append("a"), lambda: calls.append("b"), 6, 0.0, 3, 0, 0.0
+    )
+    assert len(a) == len(b) == 6 and len(a1) == len(b1) == 2
     assert calls[:8] == ["a"] * 4 + ["b"] * 4  # an untimed call, then the block
+
+
+def test_interleaved_blocks_run_by_time():
+    """A block of fast calls goes on until it has run block_time seconds."""
+    a, b, _, _ = models.interleaved(lambda: time.sleep(0.001), lambda: None, 1, 0.0, 2, 0, 0.03)
+    assert len(a) >= 15 and len(b) >= 100
 
 
 def test_bench_model_dqn(capsys):
