@@ -173,11 +173,14 @@ a = te.placeholder((n, n), "float32", "A"); b = te.placeholder((n, n), "float32"
 k = te.reduce_axis((0, n), "k")
 c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), "C")
 mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
-target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+mcpu = tvm.target.codegen.llvm_get_system_cpu()  # without it, LLVM emits SSE2 code
+target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 1})
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as work:
+    # builds time out at 30 s by default, which a loaded 2-core machine can exceed
     db = ms.tir_integration.tune_tir(mod, target, work, max_trials_global=trials,
-                                     num_trials_per_iter=32)
+                                     num_trials_per_iter=32, seed=0,
+                                     builder=ms.builder.LocalBuilder(timeout_sec=300))
     sch = ms.tir_integration.compile_tir(db, mod, target)
 tuning = time.perf_counter() - start
 f = tvm.compile(sch.mod, target=target)
