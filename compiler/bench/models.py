@@ -54,16 +54,17 @@ def interleaved(
     reps: int,
     min_time: float,
     block: int = 5,
-    settle: float = 0.05,
+    settle: float = 0.12,
     block_time: float = 0.02,
 ) -> tuple[list[float], list[float], list[float], list[float]]:
     """Seconds per call of each, in alternating blocks of timed calls (at least `block`, and
     more until the block has run `block_time` seconds), each block after `settle` seconds idle
-    and one untimed call: onnxruntime's threads spin for ~40 ms after a run and slowed the calls
-    of ours that followed (MobileNet-v1: 7.8 ms interleaved, 5.0 ms alone). On this project's
-    virtual machines both runtimes' calls after an idle spell run slow for a few milliseconds
-    (DQN's: 2-3x for the first five), so short networks' blocks run by time, not by count, to
-    measure steady inference; the untimed first calls after idle are returned too. At least
+    and one untimed call. onnxruntime's threads spin for 50-60 ms after a run and slow the calls
+    of ours that follow (MobileNet-v1: 7.8 ms interleaved, 5.0 ms alone; after 50 ms of
+    settling our first call still ran 1.4-1.5x onnxruntime's, 1.04-1.06x after 120 ms). On this
+    project's virtual machines both runtimes' calls after an idle spell run slow for a few
+    milliseconds (DQN's first five 2-3x), so short networks' blocks run by time, not by count,
+    to measure steady inference; the untimed first calls after idle are returned too. At least
     `reps` timed calls each, and more until both add up to `min_time` seconds. Returns (ours,
     peer, ours' first calls, peer's first calls)."""
     a: list[float] = []
