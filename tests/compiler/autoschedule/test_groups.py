@@ -67,7 +67,9 @@ def test_tuned_groups_compile_into_the_model(tmp_path):
 
     path = residual_block(tmp_path)
     db = tmp_path / "r.db"
-    option = measure_option(LocalBuilder(), CPURunner(threads=1, pool=None))
+    # a fused group's program takes seconds to lower and compile: the default 10 s build
+    # timeout failed both trials once while the suite and tuning runs loaded the 2 cores
+    option = measure_option(LocalBuilder(timeout=120), CPURunner(threads=1, pool=None))
     with Database(db) as d:
         for (name, args), _ in group_tasks(path):
             history = auto_schedule(SearchTask(name, args), 2, option, d, progress=False)
