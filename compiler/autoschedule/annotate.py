@@ -23,7 +23,7 @@ import numpy as np
 from ..codegen.nvptx_arch import is_cuda_target
 from ..schedule.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp
-from . import dag
+from . import blocking, dag
 from . import register_tile as rt
 from .program import Program
 from .rfactor import Rfactor
@@ -36,6 +36,7 @@ from .steps import (
     Fuse,
     Inline,
     Pragma,
+    Reorder,
     Split,
     Step,
     loop_extents,
@@ -46,6 +47,7 @@ MAX_INNERMOST = 64
 UNROLL_CHOICES = (0, 16, 64, 512)
 GUIDED = 0.9  # share of annotations that follow the register-file rules
 MIN_FILL, FILL_TRIES = 0.5, 32  # tiles using under half the registers or load-bound: redrawn
+PANEL, PANEL_TRIES = 0.5, 32  # guided draws of a matmul-like stage that are panel tilings
 
 
 @lru_cache(maxsize=4096)
@@ -225,22 +227,61 @@ def _tile_rank(op: ComputeOp, inner: dict[int, int], rf: rt.RegisterFile) -> tup
 
 
 def sample_tiles(
-    st: Stage, splits: dict[int, int], rng: np.random.Generator, rf: rt.RegisterFile | None
+    st: Stage,
+    splits: dict[int, int],
+    rng: np.random.Generator,
+    rf: rt.RegisterFile | None,
+    order: tuple[int, ...] | None = None,
+    cache: int | None = None,
 ) -> dict[int, tuple[int, ...]]:
     """Inner lengths of a stage's open splits (axis position -> number of lengths), each
     uniform over its factorizations; with a register file, those of a multi-level tiled
     stage's space axes uniform given innermost lengths that form a register tile
-    (`sample_register_tile`)."""
+    (`sample_register_tile`); with the loop order the splits are reordered by and the L2
+    size as well, in PANEL of the draws of a stage that holds an operand (matmul's B), a panel
+    tiling (`blocking.panel_faults`): no space loop between the reduction loops, and up to
+    PANEL_TRIES draws for one whose held panel stays in L2 across row tiles."""
     axes = [*st.op.axis, *st.op.reduce_axis]
     extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
-    out = {pos: sample_lengths(extent[pos], n, rng) for pos, n in splits.items()}
     vec = rt.vector_axis(st.op)
-    if rf is None or vec not in splits or splits[vec] < 2:
-        return out
-    for pos, last in (sample_register_tile(st.op, splits, extent, rng, rf) or {}).items():
-        chosen = [f for f in _innermost_options(extent[pos], splits[pos] + 1) if f[-1] == last]
-        out[pos] = chosen[rng.integers(len(chosen))][1:]
-    return out
+    tiled = rf is not None and vec in splits and splits[vec] >= 2
+    tile = (sample_register_tile(st.op, splits, extent, rng, rf) if tiled else None) or {}
+    held = tiled and order is not None and cache is not None and blocking.held_operands(st.op)
+    panel = bool(held) and rng.random() < PANEL
+    loop_order, l2 = order or (), cache or 0
+    ones = blocking.between_reductions(st.op, splits, loop_order) if panel else set()
+    options = {}
+    for pos, n in splits.items():
+        opts = [f for f in _innermost_options(extent[pos], n + 1) if f[-1] == tile.get(pos, f[-1])]
+        options[pos] = [f for f in opts if all(f[lv] == 1 for p, lv in ones if p == pos)] or opts
+
+    def draw() -> dict[int, tuple[int, ...]]:
+        return {pos: opts[rng.integers(len(opts))][1:] for pos, opts in options.items()}
+
+    best = draw()
+    fewest = _panel_faults(st.op, best, loop_order, l2) if panel else 0
+    for _ in range(PANEL_TRIES - 1):
+        if not fewest:
+            break
+        lengths = draw()
+        faults = _panel_faults(st.op, lengths, loop_order, l2)
+        if faults < fewest:
+            best, fewest = lengths, faults
+    return best
+
+
+def _panel_faults(
+    op: ComputeOp, lengths: dict[int, tuple[int, ...]], order: tuple[int, ...], cache: int
+) -> int:
+    """`blocking.panel_faults` of a stage split by `lengths` and reordered by `order` (0
+    where the model does not apply)."""
+    loops = blocking.nest(op, lengths, order)
+    return (blocking.panel_faults(op, loops, cache) if loops else None) or 0
+
+
+def _reorder_of(steps: list[Step], name: str) -> tuple[int, ...] | None:
+    """The loop order of a stage's (first) Reorder step."""
+    return next((x.order for x in steps if isinstance(x, Reorder) and x.stage == name), None)
 
 
 def fill_tile_sizes(program: Program, rng: np.random.Generator, guided: bool) -> list[Step]:
@@ -263,8 +304,10 @@ def fill_tile_sizes(program: Program, rng: np.random.Generator, guided: bool) ->
                 positions = [x.iter for x in opened]
                 if positions == sorted(set(positions), reverse=True):
                     rf = _register_file(program.task, st) if guided else None
+                    cache = blocking.l2_bytes(program.task.target) if guided else None
                     splits = {x.iter: len(x.lengths) for x in opened}
-                    for pos, lens in sample_tiles(st, splits, rng, rf).items():
+                    order = _reorder_of(program.steps, step.stage)
+                    for pos, lens in sample_tiles(st, splits, rng, rf, order, cache).items():
                         lengths[step.stage, pos] = lens
             lens = lengths.get((step.stage, step.iter))
             if lens is None:
@@ -509,13 +552,19 @@ MUTATIONS = {
 }
 
 
-def register_faults(program: Program) -> int:
+def _tiled_stages(program: Program) -> list[str]:
+    """The multi-level tiled stages of a program."""
+    return sorted({s.stage for s in program.steps if isinstance(s, Split) and len(s.lengths) >= 2})
+
+
+def register_faults(program: Program, s: Schedule | None = None) -> int:
     """How many of a program's register tiles do not fit the target's registers or are not
-    covered by their stage's unroll limit (0 on a target without a register file)."""
-    tiles = {s.stage for s in program.steps if isinstance(s, Split) and len(s.lengths) >= 2}
+    covered by their stage's unroll limit (0 on a target without a register file); `s`: the
+    program's schedule, if replayed already."""
+    tiles = _tiled_stages(program)
     if not tiles:
         return 0
-    s, _ = program.schedule()
+    s = s or program.schedule()[0]
     unroll = {p.stage: p.value for p in program.steps if isinstance(p, Pragma)}
     faults = 0
     for name in tiles:
@@ -529,9 +578,30 @@ def register_faults(program: Program) -> int:
     return faults
 
 
+def panel_faults(program: Program, s: Schedule | None = None) -> int:
+    """How many panel properties (`blocking.panel_faults`) a program's multi-level tiled
+    stages miss, counted where the model applies (0 off the CPU); `s`: the program's
+    schedule, if replayed already."""
+    cache = blocking.l2_bytes(program.task.target)
+    tiles = _tiled_stages(program)
+    if cache is None or not tiles:
+        return 0
+    s = s or program.schedule()[0]
+    faults = 0
+    for name in tiles:
+        lengths = {
+            x.iter: tuple(n or 1 for n in x.lengths)
+            for x in program.steps
+            if isinstance(x, Split) and x.stage == name
+        }
+        order = _reorder_of(program.steps, name) or ()
+        faults += _panel_faults(stage_named(s, name).op, lengths, order, cache)
+    return faults
+
+
 def mutate(program: Program, rng: np.random.Generator) -> Program | None:
     """One random mutation (None if the chosen one does not apply or breaks a register tile
-    rule the program kept; a GPU program: `gpu.mutate_gpu`)."""
+    rule or a panel property the program kept; a GPU program: `gpu.mutate_gpu`)."""
     if is_cuda_target(program.task.target):
         from .gpu import mutate_gpu
 
@@ -539,7 +609,12 @@ def mutate(program: Program, rng: np.random.Generator) -> Program | None:
     funcs = list(MUTATIONS)
     k = rng.choice(len(funcs), p=np.array(list(MUTATIONS.values())))
     child = funcs[k](program, rng)
-    if child is None or register_faults(child) > register_faults(program):
+    if child is None or not _tiled_stages(child):
+        return child
+    s, cs = program.schedule()[0], child.schedule()[0]
+    if register_faults(child, cs) > register_faults(program, s):
+        return None
+    if panel_faults(child, cs) > panel_faults(program, s):
         return None
     return child
 

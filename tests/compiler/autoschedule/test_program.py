@@ -64,7 +64,7 @@ def test_replay_is_deterministic_and_json_round_trips():
 def test_annotation_fills_every_tile_size_with_divisors():
     task = SearchTask("matmul", (64, 48, 32))
     for k in range(10):
-        program = annotate(generate_sketches(task)[1], np.random.default_rng(k))
+        program = annotate(generate_sketches(task)[0], np.random.default_rng(k))
         assert "?" not in str(program)
         s, _ = program.schedule()
         for st in s.stages:  # perfect splits: no predicated tails
@@ -152,13 +152,13 @@ def test_rfactor_mutation_changes_the_factor_and_stays_correct():
 def test_packed_panels_follow_the_register_tile_and_replay():
     task = SearchTask("matmul", (16, 128, 8))
     sketches = [sk for sk in generate_sketches(task) if "pack(" in str(sk)]
-    assert len(sketches) == 2
+    assert len(sketches) == 1  # and one without the pack (B is read 16 times over)
     inputs = _inputs(task)
     (want,) = task.reference(inputs)
     rng = np.random.default_rng(4)
     widths = set()
     for sk in sketches:
-        for _ in range(3):
+        for _ in range(6):
             program = annotate(sk, rng)
             (pack,) = [s for s in program.steps if isinstance(s, Pack)]
             j_split = program.steps[pack.src]

@@ -89,7 +89,8 @@ def test_guided_annotation_keeps_tiles_in_registers_and_unrolls_them(name, args)
 def test_register_tile_mutation_reshapes_the_tile_and_keeps_extents():
     task = SearchTask("conv2d_NCHWc", (16, 8, 8, 32, 3, 3, 1, 16, 16))
     rng = np.random.default_rng(4)
-    program = annotate(generate_sketches(task)[1], rng, guided=True)
+    (sketch,) = generate_sketches(task)
+    program = annotate(sketch, rng, guided=True)
     axes = task.outputs[0].op.axis
     before = register_tile(program.steps, "conv2d_NCHWc.local")
     moved = 0
@@ -114,7 +115,8 @@ def test_register_tile_mutation_reshapes_the_tile_and_keeps_extents():
 def test_mutations_never_break_a_rule_the_parent_kept():
     task = SearchTask("matmul", (512, 512, 512))
     rng = np.random.default_rng(7)
-    program = annotate(generate_sketches(task)[1], rng, guided=True)
+    (sketch,) = generate_sketches(task)
+    program = annotate(sketch, rng, guided=True)
     assert register_faults(program) == 0
     children = [c for c in (mutate(program, rng) for _ in range(120)) if c is not None]
     assert len(children) > 20

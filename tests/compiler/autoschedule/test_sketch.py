@@ -16,17 +16,16 @@ def _printed(name, args):
 
 
 def test_matmul_multi_level_tiling_and_cache_write():
-    plain, cached = _printed("matmul", (64, 64, 64))[:2]
-    assert plain == "\n".join(
-        [
-            "C: split k -> k.0, k.1 by [?]",
-            "C: split j -> j.0, j.1, j.2, j.3 by [?, ?, ?]",
-            "C: split i -> i.0, i.1, i.2, i.3 by [?, ?, ?]",
-            "C: reorder i.0, j.0, i.1, j.1, k.0, i.2, j.2, k.1, i.3, j.3",
-        ]
-    )
-    assert cached.splitlines()[0] == "C.local = cache_write(C, local)"
-    assert cached.splitlines()[-2:] == [
+    # the only sketch: the uncached alternative measured 2-3x slower on the CPU (sketch.py)
+    (cached,) = _printed("matmul", (64, 64, 64))
+    assert cached.splitlines() == [
+        "C.local = cache_write(C, local)",
+        "C.local: split k -> k.0, k.1 by [?]",
+        "C.local: split j -> j.0, j.1, j.2, j.3 by [?, ?, ?]",
+        "C.local: split i -> i.0, i.1, i.2, i.3 by [?, ?, ?]",
+        "C.local: reorder i.0, j.0, i.1, j.1, k.0, i.2, j.2, k.1, i.3, j.3",
+        "C: split j -> j.0, j.1, j.2 by [?, ?]",
+        "C: split i -> i.0, i.1, i.2 by [?, ?]",
         "C: reorder i.0, j.0, i.1, j.1, i.2, j.2",
         "compute_at(C.local, C.j.1)",
     ]
@@ -52,8 +51,8 @@ def test_padding_and_softmax_exp_are_left_to_the_annotation():
     ]:
         assert p.endswith("\ncompute_inline(data_pad)")  # a padded copy: a kernel of its own
     # a condition-free elementwise stage is always inlined
-    printed = _printed("shifted_matmul", (8,))
-    assert len(printed) == 2 and all(p.endswith("\ncompute_inline(A1)") for p in printed)
+    (printed,) = _printed("shifted_matmul", (8,))
+    assert printed.endswith("\ncompute_inline(A1)")
 
 
 @register_workload("shifted_matmul")
@@ -106,11 +105,10 @@ def test_unit_reductions_of_a_1x1_conv_leave_a_space_loop_innermost():
 
 
 def test_long_rows_of_a_tiled_input_are_packed_into_panels():
-    plain, packed, cached, cached_packed = _printed("matmul", (32, 128, 16))
-    assert packed == plain + "\nB.packed = pack(B, panels of ?, for C)"
+    cached, cached_packed = _printed("matmul", (32, 128, 16))
     assert cached_packed == cached + "\nB.packed = pack(B, panels of ?, for C.local)"
     # B read by 64 rows or more: packing is not a choice
-    assert _printed("matmul", (64, 128, 16)) == [packed, cached_packed]
+    assert _printed("matmul", (64, 128, 16)) == [cached_packed]
     # rows a register tile covers (<= 64 floats), A (not read along the vectorized axis) and
     # a conv's kernel (its oc block is short) are left as they are
     assert all("pack" not in p for p in _printed("matmul", (32, 64, 16)))
