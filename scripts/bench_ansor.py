@@ -28,8 +28,13 @@ def main() -> None:
     p.add_argument(
         "--no-winograd",
         action="store_true",
-        help="schedule ResNet-18's groups without the Winograd ones (their programs lower"
-        " slowly: minutes of search a unit)",
+        help="schedule ResNet-18's groups without the Winograd ones (the slowest to lower,"
+        " build and search)",
+    )
+    p.add_argument(
+        "--search-cost",
+        action="store_true",
+        help="time the proposal step against the measurement of a batch (matmul, ResNet-18 groups)",
     )
     p.add_argument("--tvm-python", help="a Python with apache-tvm, for MetaSchedule")
     p.add_argument("--seed", type=int, default=0)
@@ -43,6 +48,7 @@ def main() -> None:
         args.tvm_python,
         args.seed,
         not args.no_winograd,
+        args.search_cost,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(result))
