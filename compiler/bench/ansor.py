@@ -10,7 +10,7 @@ process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
 The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
 --tuner ansor`) with a budget of 20 trials per task, once with the gradient task scheduler and
 once round robin; the figure is the estimated latency sum(weight x best task latency).
-The search-cost part times the proposal step of one batch of 64 against its measurement.
+The search-cost part times the proposal step of one batch (64) against its measurement.
 """
 
 from __future__ import annotations
@@ -170,18 +170,25 @@ def bench_scheduler(
     return out
 
 
-def search_cost(seed: int = 0, batch: int = SEARCH_BATCH) -> list[dict[str, Any]]:
+COST_TASKS = {  # --search-cost's tasks: ResNet-18's groups by kind, an operator by its key
+    "matmul512": "",
+    "winograd": "Conv(3x3/1, Winograd)+Relu",
+    "direct": "Conv(3x3/2)+Relu",
+}
+
+
+def search_cost(
+    keys: Sequence[str] = tuple(COST_TASKS), seed: int = 0, batch: int = SEARCH_BATCH
+) -> list[dict[str, Any]]:
     """The proposal step against measurement, per batch of `batch`, on matmul 512^3 and on
-    ResNet-18's first Winograd and first direct 3x3 group: two batches are tuned; the second
-    (the first with a fitted model: generate, evolve, predict) is timed, its proposal apart
-    from the rest (build, run and the model's refit)."""
+    ResNet-18's first Winograd and first direct 3x3 group (`COST_TASKS`): two batches are
+    tuned; the second (the first with a fitted model: generate, evolve, predict) is timed, its
+    proposal apart from the rest (build, run and the model's refit)."""
     pairs = resnet18_pairs()
     kinds = [group_similarity(w[1][0]) for w, _ in pairs]
-    tasks = {"matmul512": OPERATORS["matmul512"]}
-    for want in ("Conv(3x3/1, Winograd)+Relu", "Conv(3x3/2)+Relu"):
-        tasks[want] = pairs[kinds.index(want)][0]
     rows = []
-    for key, (name, args) in tasks.items():
+    for key in keys:
+        name, args = OPERATORS[key] if key in OPERATORS else pairs[kinds.index(COST_TASKS[key])][0]
         task = SearchTask(name, args)
         tuner = AnsorTuner(task, seed=seed)
         option = _option()
@@ -193,7 +200,9 @@ def search_cost(seed: int = 0, batch: int = SEARCH_BATCH) -> list[dict[str, Any]
         finally:
             option.close()
         proposal = tuner.search_seconds - before
-        rows.append({"task": key, "proposal_s": proposal, "measure_s": wall - proposal})
+        rows.append(
+            {"task": key, "batch": batch, "proposal_s": proposal, "measure_s": wall - proposal}
+        )
         print(f"# search cost {key}: {wall:.0f} s", file=sys.stderr, flush=True)
     return rows
 
@@ -255,7 +264,8 @@ def run(
     tvm_python: str | None,
     seed: int = 0,
     winograd: bool = True,
-    cost: bool = False,
+    cost: Sequence[str] = (),
+    cost_batch: int = SEARCH_BATCH,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "source": source_version(),
@@ -274,7 +284,7 @@ def run(
             "ours_64": ours["ansor"].get(64),
         }
     if cost:
-        result["search_cost"] = search_cost(seed)
+        result["search_cost"] = search_cost(cost, seed, cost_batch)
     if scheduler:
         result["scheduler"] = bench_scheduler(seed=seed, winograd=winograd)
     return result
@@ -319,7 +329,7 @@ def print_result(result: dict[str, Any]) -> None:
     for r in result.get("search_cost", []):
         print(
             f"search cost {r['task']}: proposal {r['proposal_s']:.1f} s for a batch of "
-            f"{SEARCH_BATCH}, its measurement (build, run, refit) {r['measure_s']:.1f} s "
+            f"{r['batch']}, its measurement (build, run, refit) {r['measure_s']:.1f} s "
             f"({r['proposal_s'] / r['measure_s']:.2f}x)"
         )
     if "scheduler" in result:
