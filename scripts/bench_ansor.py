@@ -11,7 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from compiler.bench.ansor import OPERATORS, plot_scheduler, print_result, run
+from compiler.bench.ansor import COST_TASKS, OPERATORS, plot_scheduler, print_result, run
+from compiler.tune.cost_model import MIN_SAMPLES
 
 
 def main() -> None:
@@ -28,14 +29,24 @@ def main() -> None:
     p.add_argument(
         "--no-winograd",
         action="store_true",
-        help="schedule ResNet-18's groups without the Winograd ones (their programs lower"
-        " slowly: minutes of search a unit)",
+        help="schedule ResNet-18's groups without the Winograd ones (the slowest to lower,"
+        " build and search)",
     )
+    p.add_argument(
+        "--search-cost",
+        nargs="*",
+        default=[],
+        choices=list(COST_TASKS),
+        help="time the proposal step against the measurement of a batch on these tasks",
+    )
+    p.add_argument("--search-batch", type=int, default=64, help="the batch --search-cost times")
     p.add_argument("--tvm-python", help="a Python with apache-tvm, for MetaSchedule")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the figures as JSON to this file")
     p.add_argument("--plot", help="write the task-scheduler curves to this PNG")
     args = p.parse_args()
+    if args.search_batch < MIN_SAMPLES:
+        p.error(f"--search-batch must be at least {MIN_SAMPLES} (the cost model's first fit)")
     result = run(
         args.ops,
         sorted(args.trials),
@@ -43,6 +54,8 @@ def main() -> None:
         args.tvm_python,
         args.seed,
         not args.no_winograd,
+        args.search_cost,
+        args.search_batch,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(result))

@@ -10,6 +10,7 @@ process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
 The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
 --tuner ansor`) with a budget of 20 trials per task, once with the gradient task scheduler and
 once round robin; the figure is the estimated latency sum(weight x best task latency).
+The search-cost part times the proposal step of one batch (64) against its measurement.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ OPERATORS: dict[str, tuple[str, tuple]] = {
 }
 TEMPLATES = {"matmul", "conv2d_NCHWc"}  # workloads the template tuner has a template for
 BATCH = 32
+SEARCH_BATCH = 64  # the batch the search-cost figure times
 
 
 def _option():
@@ -121,7 +123,7 @@ def bench_scheduler(
     per_task: int = 20, unit: int = 4, seed: int = 0, winograd: bool = True
 ) -> dict[str, Any]:
     """Gradient against round-robin task scheduling on ResNet-18's group tasks (`winograd`:
-    with the Winograd groups, whose programs lower slowly: the search takes minutes a unit)."""
+    with the Winograd groups, the slowest to lower, build and search)."""
     pairs = resnet18_pairs(winograd)
     out: dict[str, Any] = {
         "tasks": len(pairs),
@@ -142,14 +144,23 @@ def bench_scheduler(
                 seed=seed,
                 similarity=[group_similarity(t.args[0]) for t in tasks],
             )
+            start = time.perf_counter()
             res = sched.tune(per_task * len(pairs))
+            wall = time.perf_counter() - start
         finally:
             option.close()
         out[strategy] = {
             "trials": res.trials,
             "latency_ms": [v * 1e3 for v in res.latency],
             "units_per_task": np.bincount(res.tasks, minlength=len(pairs)).tolist(),
+            "wall_s": wall,
+            "search_s": sum(t.search_seconds for t in sched.tuners.values()),
         }
+        print(
+            f"# {strategy}: {wall:.0f} s, final {out[strategy]['latency_ms'][-1]:.3f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
     rr_final = out["round-robin"]["latency_ms"][-1]
     g = out["gradient"]
     reach = next(
@@ -157,6 +168,43 @@ def bench_scheduler(
     )
     out["gradient_trials_to_rr_final"] = reach
     return out
+
+
+COST_TASKS = {  # --search-cost's tasks: ResNet-18's groups by kind, an operator by its key
+    "matmul512": "",
+    "winograd": "Conv(3x3/1, Winograd)+Relu",
+    "direct": "Conv(3x3/2)+Relu",
+}
+
+
+def search_cost(
+    keys: Sequence[str] = tuple(COST_TASKS), seed: int = 0, batch: int = SEARCH_BATCH
+) -> list[dict[str, Any]]:
+    """The proposal step against measurement, per batch of `batch`, on matmul 512^3 and on
+    ResNet-18's first Winograd and first direct 3x3 group (`COST_TASKS`): two batches are
+    tuned; the second (the first with a fitted model: generate, evolve, predict) is timed, its
+    proposal apart from the rest (build, run and the model's refit)."""
+    pairs = resnet18_pairs()
+    kinds = [group_similarity(w[1][0]) for w, _ in pairs]
+    rows = []
+    for key in keys:
+        name, args = OPERATORS[key] if key in OPERATORS else pairs[kinds.index(COST_TASKS[key])][0]
+        task = SearchTask(name, args)
+        tuner = AnsorTuner(task, seed=seed)
+        option = _option()
+        try:
+            tuner.tune(batch, option, batch_size=batch)
+            before, start = tuner.search_seconds, time.perf_counter()
+            tuner.tune(2 * batch, option, batch_size=batch)
+            wall = time.perf_counter() - start
+        finally:
+            option.close()
+        proposal = tuner.search_seconds - before
+        rows.append(
+            {"task": key, "batch": batch, "proposal_s": proposal, "measure_s": wall - proposal}
+        )
+        print(f"# search cost {key}: {wall:.0f} s", file=sys.stderr, flush=True)
+    return rows
 
 
 METASCHEDULE_PROBE = """
@@ -219,6 +267,8 @@ def run(
     tvm_python: str | None,
     seed: int = 0,
     winograd: bool = True,
+    cost: Sequence[str] = (),
+    cost_batch: int = SEARCH_BATCH,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "source": source_version(),
@@ -236,6 +286,8 @@ def run(
             "matmul512_64": metaschedule_matmul(tvm_python, 512, 64),
             "ours_64": ours["ansor"].get(64),
         }
+    if cost:
+        result["search_cost"] = search_cost(cost, seed, cost_batch)
     if scheduler:
         result["scheduler"] = bench_scheduler(seed=seed, winograd=winograd)
     return result
@@ -277,6 +329,12 @@ def print_result(result: dict[str, Any]) -> None:
                 f"MetaSchedule matmul512 @64: {m['gflops']:.1f} GFLOPS in {m['tuning_s']:.0f} s;"
                 f" ours {ms['ours_64']:.1f} ({ms['ours_64'] / m['gflops']:.2f}x)"
             )
+    for r in result.get("search_cost", []):
+        print(
+            f"search cost {r['task']}: proposal {r['proposal_s']:.1f} s for a batch of "
+            f"{r['batch']}, its measurement (build, run, refit) {r['measure_s']:.1f} s "
+            f"({r['proposal_s'] / r['measure_s']:.2f}x)"
+        )
     if "scheduler" in result:
         sc = result["scheduler"]
         g, rr = sc["gradient"], sc["round-robin"]
@@ -287,6 +345,12 @@ def print_result(result: dict[str, Any]) -> None:
             f"gradient reaches round robin's final after {sc['gradient_trials_to_rr_final']} "
             f"trials ({(sc['gradient_trials_to_rr_final'] or 0) / sc['budget']:.0%})"
         )
+        for name in ("gradient", "round-robin"):
+            if "wall_s" in sc[name]:
+                print(
+                    f"  {name}: {sc[name]['wall_s']:.0f} s, of it proposing "
+                    f"{sc[name]['search_s']:.0f} s; units per task {sc[name]['units_per_task']}"
+                )
 
 
 def plot_scheduler(result: dict[str, Any], path: str) -> None:

@@ -11,7 +11,9 @@ every block reads, a `local` one only its own thread's part.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..arith import Analyzer, eval_interval
 from ..errors import LoweringError, ScheduleError
@@ -61,15 +63,31 @@ class _Inline(Mutator):
 
 
 def inline_bodies(s: Schedule) -> dict[Stage, E.Expr]:
-    """Every stage's body with the bodies of inlined producers substituted in."""
+    """Every stage's body with the bodies of inlined producers substituted in. Bodies never
+    change, so each op keeps its result per choice of inlined ops (the tuner lowers many
+    schedules of one definition)."""
+    inlined = frozenset((op, st.op) for op, st in s.stage_map.items() if st.attach_type == "inline")
     bodies: dict[Stage, E.Expr] = {}
     for st in s.stages:
-        bodies[st] = _Inline(s, bodies).visit(st.op.body)
+        cache = st.op.__dict__.setdefault("_inlined_bodies", {})
+        if inlined not in cache:
+            cache[inlined] = _Inline(s, bodies).visit(st.op.body)
+        bodies[st] = cache[inlined]
     return bodies
 
 
 def reads_of(body: E.Expr) -> list[E.ProducerLoad]:
     return collect(body, lambda n: isinstance(n, E.ProducerLoad))
+
+
+def body_memo(stage: Stage, body: E.Expr, fn: Callable[[E.Expr], Any]) -> Any:
+    """fn(body) for a stage's (inlined) body, kept on its op beside `inline_bodies`' results
+    (they never change; the entry holds the body, so its id is not reused while cached)."""
+    cache = stage.op.__dict__.setdefault("_body_memo", {})
+    key = (fn, id(body))
+    if key not in cache or cache[key][0] is not body:
+        cache[key] = (body, fn(body))
+    return cache[key][1]
 
 
 def _leaf_structure(info: StageInfo, ana: Analyzer) -> None:
@@ -171,7 +189,7 @@ def _region_from_consumers(s, info, infos, active, loop_ext, ana) -> None:
         if d not in infos:
             continue
         dinfo = infos[d]
-        loads = [r for r in reads_of(dinfo.body) if s.stage_of(r.producer) is st]
+        loads = [r for r in body_memo(d, dinfo.body, reads_of) if s.stage_of(r.producer) is st]
         if not loads:
             continue
         scope_vars = set(dinfo.ancestors) | {iv.var for iv in d.leaf_iter_vars}

@@ -13,8 +13,8 @@ from ..errors import LoweringError
 from ..te.tensor import IterVar, PlaceholderOp, Tensor
 from ..tir import expr as E
 from ..tir import stmt as S
-from ..tir.functor import Mutator, free_vars, substitute
-from .bound import StageInfo, infer_bounds
+from ..tir.functor import Mutator, collect, free_vars, substitute
+from .bound import StageInfo, body_memo, infer_bounds
 from .schedule import Schedule, Stage
 from .tensorize import tensorize_stmts
 
@@ -32,11 +32,25 @@ def _strides(shape: list[int], aligns: dict[int, tuple[int, int]]) -> list[int] 
     return strides
 
 
-class ScheduleLowering:
-    """Builds the statement of a whole schedule; state shared by the per-stage builders."""
+def first_loads(e: E.Expr) -> E.Expr:
+    """What a stage's loop nest needs of its value for features: the first read of each
+    tensor (in reading order), as the arguments of one call; a reduction keeps its combiner,
+    axes and condition around them. An expression that reads nothing is kept."""
+    if isinstance(e, E.Reduce):
+        return E.Reduce(e.combiner, first_loads(e.source), e.axis, e.condition)
+    loads: dict[object, E.ProducerLoad] = {}
+    for ld in collect(e, lambda n: isinstance(n, E.ProducerLoad)):
+        loads.setdefault(ld.producer, ld)
+    return E.Call(e.dtype, "first_loads", list(loads.values())) if loads else e
 
-    def __init__(self, s: Schedule, args: list[Tensor], ana: Analyzer):
-        self.s, self.ana = s, ana
+
+class ScheduleLowering:
+    """Builds the statement of a whole schedule; state shared by the per-stage builders.
+    `loads_only`: each stage stores `first_loads` of its value (the loops, stores and reads'
+    indices as in the full lowering, for features; not a program to run)."""
+
+    def __init__(self, s: Schedule, args: list[Tensor], ana: Analyzer, loads_only: bool = False):
+        self.s, self.ana, self.loads_only = s, ana, loads_only
         self.infos: dict[Stage, StageInfo] = infer_bounds(s, ana)
         self.buffers: dict[Stage, S.Buffer] = {}
         self.inputs: dict[PlaceholderOp, S.Buffer] = {}
@@ -93,7 +107,10 @@ class ScheduleLowering:
         return E.BufferLoad(self.buffers[st], self.buffer_index(st, list(e.indices)))
 
     def translate(self, e: E.Expr) -> E.Expr:
-        return self.ana.simplify(_Loads(self).visit(e))
+        """Tensor reads as buffer loads, simplified (under `loads_only` only the reads' indices
+        are: storage flattening simplifies them again)."""
+        e = _Loads(self).visit(e)
+        return e if self.loads_only else self.ana.simplify(e)
 
     # ---- statements -----------------------------------------------------------------------
     def lower(self) -> S.Stmt:
@@ -123,7 +140,8 @@ class ScheduleLowering:
         leaves = st.leaf_iter_vars
         vmap = {iv.var: info.root_value(iv) for iv in info.roots}
         idx = self.buffer_index(st, [vmap[iv.var] for iv in st.op.axis])
-        body = substitute(info.body, vmap)
+        body = body_memo(st, info.body, first_loads) if self.loads_only else info.body
+        body = substitute(body, vmap)
         t = next(
             (
                 k
@@ -231,7 +249,10 @@ class _Loads(Mutator):
         return self.low.load(self.generic(e))
 
 
-def schedule_ops(s: Schedule, args: list[Tensor], ana: Analyzer) -> tuple[S.Stmt, list[S.Buffer]]:
-    """The loop nest of schedule `s` and the parameter buffers for `args`."""
-    low = ScheduleLowering(s, args, ana)
+def schedule_ops(
+    s: Schedule, args: list[Tensor], ana: Analyzer, loads_only: bool = False
+) -> tuple[S.Stmt, list[S.Buffer]]:
+    """The loop nest of schedule `s` and the parameter buffers for `args` (`loads_only`: the
+    stores' values reduced to their first reads, see `ScheduleLowering`)."""
+    low = ScheduleLowering(s, args, ana, loads_only)
     return low.lower(), low.params

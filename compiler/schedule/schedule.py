@@ -360,10 +360,17 @@ class Schedule:
                 f"cache_write: stage '{st.op.name}' is already scheduled; call cache_write first"
             )
         op = st.op
-        axis = [IterVar(Range(0, iv.dom.extent), iv.name) for iv in op.axis]
-        body = substitute(op.body, {a.var: b.var for a, b in zip(op.axis, axis, strict=False)})
-        cache = ComputeOp(f"{op.name}.{scope}", axis, body, op.tag, op.attrs)
-        copy = ComputeOp(op.name, op.axis, cache.output(0)(*[iv.var for iv in op.axis]), op.tag)
+        # ops are definitions, shared by schedules: another schedule caching this op in this
+        # scope gets the same two ops, so lowering's per-op caches serve it (the tuner lowers
+        # many schedules of one definition)
+        made = op.__dict__.setdefault("_cache_writes", {})
+        if scope not in made or made[scope][0] in self.stage_map:
+            axis = [IterVar(Range(0, iv.dom.extent), iv.name) for iv in op.axis]
+            body = substitute(op.body, {a.var: b.var for a, b in zip(op.axis, axis, strict=False)})
+            cache = ComputeOp(f"{op.name}.{scope}", axis, body, op.tag, op.attrs)
+            copy = ComputeOp(op.name, op.axis, cache.output(0)(*[iv.var for iv in op.axis]), op.tag)
+            made[scope] = (cache, copy)
+        cache, copy = made[scope]
         cst = Stage(cache, self)
         cst.scope = scope
         self.stage_map[cache] = cst

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -190,8 +191,9 @@ class ComputeOp(Operation):
         self.dtype = body.dtype
         self.reduce_axis = list(body.axis) if isinstance(body, E.Reduce) else []
 
-    @property
+    @cached_property
     def input_tensors(self) -> list[Tensor]:
+        """The tensors the body reads, in reading order (computed once: bodies do not change)."""
         found: dict[int, Tensor] = {}
         for n in collect(self.body, lambda n: isinstance(n, E.ProducerLoad)):
             found.setdefault(id(n.producer), n.producer)

@@ -33,10 +33,12 @@ KIND_TO_ANNOTATION = {"parallel": "parallel", "vectorized": "vec", "unrolled": "
 FEATURE_PASSES = ("inject_virtual_thread", "storage_flatten")
 
 
-def lower_for_features(schedule: Any, args: Sequence[Any]) -> S.PrimFunc:
-    """The loop IR after storage flattening, before unrolling and vectorization erase loops."""
+def lower_for_features(schedule: Any, args: Sequence[Any], loads_only: bool = True) -> S.PrimFunc:
+    """The loop IR after storage flattening, before unrolling and vectorization erase loops;
+    `loads_only`: each store's value is only its first read of each buffer (all `store_nest`
+    needs; a stage's value can hold dozens of reads, such as Winograd's transforms)."""
     ana = Analyzer()
-    body, params = schedule_ops(schedule, list(args), ana)
+    body, params = schedule_ops(schedule, list(args), ana, loads_only)
     func = S.PrimFunc("main", params, body)
     for name, fn in PIPELINE:
         if name in FEATURE_PASSES:

@@ -57,6 +57,15 @@ class _Flatten(Mutator):
     def __init__(self, ana: Analyzer):
         self.ana = ana
         self.flat: dict[int, S.Buffer] = {}
+        self.indices: dict[tuple, tuple] = {}  # (buffer, indices) by id -> (indices, flat)
+
+    def index(self, buf: S.Buffer, indices: tuple[E.Expr, ...]) -> E.Expr:
+        """The simplified flat index, once per buffer and index objects (a reduction's init,
+        update and read of its own element share them)."""
+        key = (id(buf), *map(id, indices))
+        if key not in self.indices:  # the entry holds the indices: their ids stay theirs
+            self.indices[key] = (indices, self.ana.simplify(flat_index(buf, indices)))
+        return self.indices[key][1]
 
     def buffer(self, buf: S.Buffer) -> S.Buffer:
         if id(buf) not in self.flat:
@@ -66,14 +75,11 @@ class _Flatten(Mutator):
 
     def visit_BufferLoad(self, e: E.BufferLoad) -> E.Expr:
         e = self.generic(e)
-        return E.BufferLoad(
-            self.buffer(e.buffer), [self.ana.simplify(flat_index(e.buffer, e.indices))]
-        )
+        return E.BufferLoad(self.buffer(e.buffer), [self.index(e.buffer, e.indices)])
 
     def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
         s = self.generic(s)
-        index = self.ana.simplify(flat_index(s.buffer, s.indices))
-        return S.BufferStore(self.buffer(s.buffer), s.value, [index])
+        return S.BufferStore(self.buffer(s.buffer), s.value, [self.index(s.buffer, s.indices)])
 
     def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
         return S.Allocate(self.buffer(s.buffer), self.visit(s.body))
