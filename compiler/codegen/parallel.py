@@ -15,7 +15,8 @@ VTA_WORKER_SPIN_US at load), so that an inference's next kernel after a serial s
 next inference, find it awake rather than paying a futex wake-up; the waiting caller spins for
 CALLER_SPIN_NS. Past YIELD_AFTER_NS a spinning thread yields its core between checks, so on a
 machine with more runnable threads than cores it hands the core to our caller or to another
-process (without yielding, a 1 ms spin made MobileNet-v1 35% slower beside a spinning process).
+process (without yielding, a 1 ms spin made MobileNet-v1 37% slower beside a spinning process:
+21.9 -> 30.0 ms).
 Then they sleep on a futex, so an idle pool leaves the cores to other processes. A call made
 while the pool is busy (another Python thread's loop) runs serially on its own thread.
 """

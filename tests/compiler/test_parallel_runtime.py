@@ -133,3 +133,9 @@ def test_worker_spin_from_the_environment():
     env = {**os.environ, "VTA_WORKER_SPIN_US": "soon"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.startswith("CodegenError VTA_WORKER_SPIN_US must be a number")
+    env["VTA_WORKER_SPIN_US"] = "2e6"  # out of range
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.startswith("CodegenError VTA_WORKER_SPIN_US must be 0 to 1000000")
+    env["VTA_WORKER_SPIN_US"] = "0"  # a valid value loads without a word
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == ""
