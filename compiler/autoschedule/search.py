@@ -5,8 +5,11 @@ measured programs; a few generations of mutation (tile size, parallel granularit
 pragma, compute location) and node-based crossover, parents drawn by predicted score; the best
 predicted programs not measured yet form the batch, except a fraction `eps` of fresh random
 ones (epsilon-greedy). The XGBoost ranker (`tune.cost_model`) is refitted on every measured
-program's summed per-store features after each batch. The loop itself (measurement, records
-database, resume, callbacks) is the template tuner's (`tune.tuner.Tuner`).
+program's summed per-store features after each batch. Tuners of several tasks (a network's,
+under the task scheduler) may share one model (`SharedCostModel`): it is fitted on every task's
+measurements, ranked within each task, so a task's first batches are already guided by what the
+others measured. The loop itself (measurement, records database, resume, callbacks) is the
+template tuner's (`tune.tuner.Tuner`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,22 @@ from .program import Program, SearchTask
 from .sketch import generate_sketches
 
 
+class SharedCostModel:
+    """One cost model fitted on the measurements of several tuners' tasks, each task's
+    throughputs ranked within the task (`XGBCostModel.fit`'s groups)."""
+
+    def __init__(self, seed: int = 0):
+        self.model = XGBCostModel(loss="rank", seed=seed)
+        self._data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def fit(self, task: str, x: np.ndarray, throughput: np.ndarray) -> None:
+        """Replace `task`'s rows by (x, throughput) and refit on every task's rows."""
+        self._data[task] = (x, throughput)
+        xs, ys = zip(*self._data.values(), strict=True)
+        groups = np.repeat(np.arange(len(ys)), [len(y) for y in ys])
+        self.model.fit(np.concatenate(xs), np.concatenate(ys), groups)
+
+
 class AnsorTuner(Tuner):
     """Proposes programs of a SearchTask by evolutionary search on the cost model."""
 
@@ -39,12 +58,14 @@ class AnsorTuner(Tuner):
         eps: float = 0.05,
         crossover_prob: float = 0.15,
         elites: int = 16,
+        shared: SharedCostModel | None = None,
     ):
         super().__init__(task, seed)  # type: ignore[arg-type]
         self.sketches = generate_sketches(task)
         if not self.sketches:
             raise TuningError(f"no sketch for workload {task.workload_key}")
-        self.model = XGBCostModel(loss="rank", seed=seed)
+        self.shared = shared
+        self.model = shared.model if shared else XGBCostModel(loss="rank", seed=seed)
         self.population, self.generations = population, generations
         self.eps, self.crossover_prob, self.elites = eps, crossover_prob, elites
         self._rows: dict[str, np.ndarray | None] = {}  # features by program key (None: invalid)
@@ -154,7 +175,10 @@ class AnsorTuner(Tuner):
         programs = [p for p, _ in self.measured]
         x, valid = self.features(programs)
         y = np.array([t for _, t in self.measured])
-        self.model.fit(x[valid], y[valid])
+        if self.shared is not None:
+            self.shared.fit(self.task.workload_key, x[valid], y[valid])
+        else:
+            self.model.fit(x[valid], y[valid])
 
     @property
     def best_program(self) -> Program | None:

@@ -11,8 +11,11 @@ steepest expected descent of f:
 (a backward difference over the last dt units; an optimistic forward guess: either the next
 unit gains as much as the average unit so far, or the task reaches beta times the best
 throughput V_k = C_k / g_k of a similar task k, C being FLOPs), or, with probability eps, to a
-random task. Round robin, the baseline, gives units in turn. Tasks are similar when their
-`similarity` keys match (by default the workload name).
+random task. A task whose last `patience` units brought no improvement has converged as far as
+its own curve tells: the average-unit guess is dropped and only a similar task's speed can
+still draw units to it. Round robin, the baseline, gives units in turn. Tasks are similar when
+their `similarity` keys match (by default the workload name). All tasks' tuners share one cost
+model (`search.SharedCostModel`), as the units of one task are few.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..errors import TuningError
 from ..tune.database import Database
 from ..tune.measure import MeasureOption
 from .program import SearchTask
-from .search import AnsorTuner
+from .search import AnsorTuner, SharedCostModel
 
 STRATEGIES = ("gradient", "round-robin")
 TuneUnit = Callable[[int, int], float]  # (task index, trials) -> the task's best cost so far
@@ -67,6 +70,7 @@ class TaskScheduler:
         beta: float = 2.0,
         window: int = 3,
         eps: float = 0.05,
+        patience: int = 3,
         seed: int = 0,
         similarity: Sequence[object] | None = None,
         tune_unit: TuneUnit | None = None,
@@ -82,18 +86,20 @@ class TaskScheduler:
         self.option, self.database = measure_option, database
         self.strategy, self.unit = strategy, unit
         self.alpha, self.beta, self.window, self.eps = alpha, beta, window, eps
+        self.patience = patience
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.groups = list(similarity) if similarity is not None else [t.name for t in tasks]
         self.flops = np.asarray(flops if flops is not None else [t.flop for t in tasks])
         self.tune_unit = tune_unit or self._tune_with_ansor
         self.tuners: dict[int, AnsorTuner] = {}
+        self.shared = SharedCostModel(seed)
         self.units = np.zeros(len(tasks), np.int64)
         self.history: list[list[float]] = [[] for _ in tasks]  # best cost after each unit
 
     def _tune_with_ansor(self, i: int, n: int) -> float:
         if i not in self.tuners:
-            self.tuners[i] = AnsorTuner(self.tasks[i], seed=self.seed + i)
+            self.tuners[i] = AnsorTuner(self.tasks[i], seed=self.seed + i, shared=self.shared)
         tuner = self.tuners[i]
         tuner.tune(
             len(tuner.history.throughputs) + n,
@@ -121,7 +127,8 @@ class TaskScheduler:
                 out[i] = -math.inf  # no valid program yet
                 continue
             back = (hist[-1] - hist[-1 - self.window]) / self.window if t > self.window else 0.0
-            guess = g[i] - g[i] / t
+            stalled = t > self.patience and hist[-1] >= hist[-1 - self.patience]
+            guess = g[i] if stalled else g[i] - g[i] / t
             peers = [k for k in range(len(self.tasks)) if self.groups[k] == self.groups[i]]
             if len(peers) > 1:
                 best_speed = max(self.flops[k] / g[k] for k in peers)
@@ -136,6 +143,8 @@ class TaskScheduler:
         if self.rng.random() < self.eps:
             return int(self.rng.integers(len(self.tasks)))
         grads = self.gradients()
+        if grads.min() == grads.max():  # every task stalled: any
+            return int(self.rng.integers(len(self.tasks)))
         return int(np.argmin(grads))  # a task with no valid program yet (-inf) goes first
 
     def _run_unit(self, i: int, result: ScheduleResult) -> None:

@@ -5,7 +5,9 @@ import numpy as np
 
 from compiler.autoschedule import AnsorTuner, SearchTask, auto_schedule
 from compiler.autoschedule.program import Program, run_program
+from compiler.autoschedule.search import SharedCostModel
 from compiler.tune import CPURunner, Database, LocalBuilder, measure_option
+from compiler.tune.cost_model import pair_accuracy
 
 
 def test_search_measures_stores_and_resumes(tmp_path):
@@ -47,3 +49,26 @@ def test_fitted_model_drives_the_evolutionary_proposals():
     scores = tuner.scores(batch)
     assert np.isfinite(scores).all()
     assert isinstance(tuner.search_seconds, float)  # timing itself belongs to bench_ansor
+
+
+def test_tuners_of_several_tasks_share_one_model():
+    shared = SharedCostModel(seed=0)
+    tuners = [
+        AnsorTuner(SearchTask("matmul", shape), seed=0, shared=shared)
+        for shape in [(64, 64, 64), (32, 128, 32)]
+    ]
+    assert tuners[0].model is tuners[1].model is shared.model
+    data = []
+    for scale, tuner in zip([1.0, 1000.0], tuners, strict=True):  # throughputs in other units
+        programs = tuner.random_programs(12)
+        x, valid = tuner.features(programs)
+        assert valid.all()
+        data.append((tuner.task.workload_key, x, scale * (1.0 + x[:, 0] + x[:, 1])))
+    shared.fit(*data[0])
+    assert not shared.model.fitted  # 12 rows: below the model's minimum
+    shared.fit(*data[1])
+    assert shared.model.fitted and shared.model.n_samples == 24  # fitted on both tasks' rows
+    shared.fit(*data[0])  # a task's new rows replace its old ones
+    assert shared.model.n_samples == 24
+    for _, x, y in data:  # ranked within each task, whatever its scale
+        assert pair_accuracy(shared.model.predict(x), y) > 0.8

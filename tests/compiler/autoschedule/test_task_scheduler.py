@@ -53,7 +53,25 @@ def test_similar_tasks_bound_the_optimistic_guess():
     s.history = [[1.0] * 4, [1.0] * 4, [0.1] * 4]  # four units each, no progress lately
     s.units[:] = 4
     grads = s.gradients()
-    assert grads[1] < grads[0] < 0  # task 1 is expected to gain more: it can reach task 2's speed
+    # all three stalled (patience 3): only task 1 can still gain, reaching beta x task 2's speed
+    assert grads[1] < 0 and grads[0] == grads[2] == 0
+    s.patience = 8  # not stalled: the average-unit guess again, task 1 still ahead
+    grads = s.gradients()
+    assert grads[1] < grads[0] < 0
+
+
+def test_a_stalled_task_stops_drawing_units():
+    # task 0 converges in its first unit, task 1 improves slowly throughout; not similar
+    def scheduler():
+        curves = Curves([10.0, 4.0], [5.0, 1.0], [0.0, 0.99])
+        return _scheduler(curves, [1, 1], "gradient", similarity=["a", "b"])
+
+    s = scheduler()
+    units = np.bincount(s.tune(8 * 40).tasks)
+    assert units[0] == 1 + s.patience  # its first unit, then the units that show the stall
+    never = scheduler()
+    never.patience = 10**6  # the average-unit guess alone keeps giving task 0 units
+    assert np.bincount(never.tune(8 * 40).tasks)[0] > 2 * units[0]
 
 
 def test_untuned_task_goes_first_and_bad_arguments_fail():
