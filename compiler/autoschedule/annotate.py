@@ -191,13 +191,14 @@ def sample_register_tile(
     extent: dict[int, int],
     rng: np.random.Generator,
     rf: rt.RegisterFile,
+    flat: frozenset[int] = frozenset(),
 ) -> dict[int, int] | None:
     """Innermost lengths of the split space axes forming a register tile that fits `rf`: the
     vectorized axis' a lane multiple (else at least half a vector), then the other axes in
-    random order, each uniform among the lengths that still fit. A tile using under MIN_FILL
-    of the registers (it leaves the FMA latency uncovered) or issuing more loads than FMAs
-    (`register_tile.load_bound`) is drawn again, up to FILL_TRIES times, the best kept
-    (`_tile_rank`). None if nothing fits."""
+    random order, each uniform among the lengths that still fit (1 on the axes in `flat`). A
+    tile using under MIN_FILL of the registers (it leaves the FMA latency uncovered) or
+    issuing more loads than FMAs (`register_tile.load_bound`) is drawn again, up to
+    FILL_TRIES times, the best kept (`_tile_rank`). None if nothing fits."""
     vec = rt.vector_axis(op)
     others = [p for p in splits if p < len(op.axis) and splits[p] >= 2 and p != vec]
     best: dict[int, int] | None = None
@@ -209,6 +210,7 @@ def sample_register_tile(
                 wide = [d for d in lasts if 2 * d >= rf.lanes]
                 lasts = rt.lane_multiples(extent[pos], rf.lanes, MAX_INNERMOST) or wide or lasts
             lasts = [d for d in lasts if rt.fits(op, {**inner, pos: d}, rf)]
+            lasts = [1] if pos in flat else lasts
             if not lasts:
                 return best
             inner[pos] = lasts[rng.integers(len(lasts))]
@@ -238,16 +240,18 @@ def sample_tiles(
     uniform over its factorizations; with a register file, those of a multi-level tiled
     stage's space axes uniform given innermost lengths that form a register tile
     (`sample_register_tile`); with the loop order the splits are reordered by and the L2
-    size as well, in PANEL of the draws of a stage that holds an operand (matmul's B), a panel
-    tiling (`blocking.panel_faults`): no space loop between the reduction loops, and up to
+    size as well, in PANEL of the draws of a stage that holds an operand (matmul's B, a
+    convolution's weights), a panel tiling (`blocking.panel_faults`): no space loop between
+    the reduction loops, a register tile within one block of the held operand, and up to
     PANEL_TRIES draws for one whose held panel stays in L2 across row tiles."""
     axes = [*st.op.axis, *st.op.reduce_axis]
     extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
     vec = rt.vector_axis(st.op)
     tiled = rf is not None and vec in splits and splits[vec] >= 2
-    tile = (sample_register_tile(st.op, splits, extent, rng, rf) if tiled else None) or {}
     held = tiled and order is not None and cache is not None and blocking.held_operands(st.op)
     panel = bool(held) and rng.random() < PANEL
+    flat = frozenset(blocking.held_axes(st.op)) if panel else frozenset()
+    tile = (sample_register_tile(st.op, splits, extent, rng, rf, flat) if tiled else None) or {}
     loop_order, l2 = order or (), cache or 0
     ones = blocking.between_reductions(st.op, splits, loop_order) if panel else set()
     options = {}

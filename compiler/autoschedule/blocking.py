@@ -1,5 +1,6 @@
-"""Panel tilings of a multi-level tiled matmul: accumulators held through the reduction and a
-panel of the held operand kept in L2 across row tiles.
+"""Panel tilings of a multi-level tiled matmul or convolution: accumulators held through the
+reduction, a register tile within one block of the held operand, and a panel of it kept in L2
+across row tiles.
 
 The register tile (`register_tile.py`) fixes the innermost level of a stage tiled SSRSRS; the
 outer levels decide where the data comes from. In a matmul C[i, j] = sum_k A[i, k] * B[k, j]
@@ -16,12 +17,26 @@ slow ones on an AVX2 host with a 512 KB L2 (1024^3, one thread):
   streams its panels from L3 or memory again: in samples on that host as fast when the L3
   was quiet, but the L3 is shared with the other cores' work and the L2 is the core's own.
 
-A *panel tiling* has both. `nest` gives a tiling's loops, `panel_faults` counts the
-properties a tiling misses. The model needs every index of the stage's loads to be a loop
-variable, or a variable's `// c` or `% c` (matmul's A, B, its packed copy), so that an
-operand's footprint in a loop -- the elements its loads touch while the loop runs -- is the
-product of the extents inside that loop of the variables it uses; elsewhere (a convolution's
-y + ky) `panel_faults` is None and annotation draws as before.
+In a convolution (NCHW[x]c: out[oc, y, x, ob] = sum over ic, ky, kx of
+data[ic, y + ky, x + kx] * weight[oc, ic, ky, kx, ob]) the held operand is the weights, read
+along oc as well as the vectorized ob. In 200 random guided programs of ResNet-18's C6 and
+C9 (same host, one thread; padding not inlined, `annotate.inlines_condition`) a third
+property separated them most: a register tile within one output-channel block (oc.3 = 1, the
+whole block on ob: medians 73 and 63 GFLOPS, against 67 and 51 for two blocks of two vectors
+and 40 and 30 for four blocks of one vector; the template's rows x columns x oc_bn tile is of
+this kind). Held accumulators alone did not separate conv tilings (some of the fastest C9
+draws ran 196 register tiles between the reduction levels), but with the other two they did
+on C9: 38 draws with all three ran at a median of 58 GFLOPS against 39 for 100 draws of the
+matmul-only rule, re-measured interleaved.
+
+A *panel tiling* has all three (matmul's B is read along one space axis, so its register
+tiles always have the second). `nest` gives a tiling's loops, `panel_faults` counts the
+properties a tiling misses. The model needs every index of the stage's loads to be affine in
+the loop variables (a sum of c x v plus a constant: a convolution's y * stride + ky), or a
+variable's `// c` or `% c` (matmul's packed B): an operand's footprint in a loop -- the
+elements its loads touch while the loop runs -- is the product over its indices of the
+values each takes, sum over its variables of |c| x (extent inside the loop - 1), plus 1
+(`Span`); elsewhere `panel_faults` is None and annotation draws as before.
 """
 
 from __future__ import annotations
@@ -48,35 +63,105 @@ def l2_bytes(target: str) -> int | None:
     return cpu_facts(Target.parse(target)).l2_bytes
 
 
-def _index_var(index: E.Expr) -> E.Var | None:
-    """The variable an index walks: a variable, or a variable's `// c` or `% c`."""
+class Span:
+    """An index of a load as the footprint model reads it: a sum of coefficient x loop
+    variable plus a constant (a convolution's y * stride + ry), or one variable's `// c` or
+    `% c` (a packed operand's panel and lane)."""
+
+    def __init__(self, terms: dict[E.Var, int], div: int = 0, mod: int = 0):
+        self.terms, self.div, self.mod = terms, div, mod
+
+    def width(self, inside: dict[E.Var, int]) -> int:
+        """How many values the index takes while each variable `v` walks `inside[v]`
+        consecutive values (1 where absent): sum of |c| x (extent - 1), plus 1."""
+        if self.div or self.mod:
+            ((v, _),) = self.terms.items()
+            n = inside.get(v, 1)
+            return (n - 1) // self.div + 1 if self.div else min(n, self.mod)
+        return sum(abs(c) * (inside.get(v, 1) - 1) for v, c in self.terms.items()) + 1
+
+
+def _affine(index: E.Expr) -> dict[E.Var, int] | None:
+    """The coefficients of an index that is a sum of constant multiples of variables plus a
+    constant; None otherwise."""
+    if isinstance(index, E.Var):
+        return {index: 1}
+    if isinstance(index, E.IntImm):
+        return {}
+    if isinstance(index, E.Add | E.Sub):
+        a, b = _affine(index.a), _affine(index.b)
+        if a is None or b is None:
+            return None
+        sign = -1 if isinstance(index, E.Sub) else 1
+        for v, c in b.items():
+            a[v] = a.get(v, 0) + sign * c
+        return a
+    if isinstance(index, E.Mul):
+        k, e = (index.b, index.a) if isinstance(index.b, E.IntImm) else (index.a, index.b)
+        inner = _affine(e) if isinstance(k, E.IntImm) else None
+        return None if inner is None else {v: int(k.value) * c for v, c in inner.items()}
+    return None
+
+
+def span(index: E.Expr) -> Span | None:
+    """The footprint model of an index (`Span`); None where it does not apply."""
     if isinstance(index, E.FloorDiv | E.FloorMod) and isinstance(index.b, E.IntImm):
-        index = index.a
-    return index if isinstance(index, E.Var) else None
+        if not isinstance(index.a, E.Var):
+            return None
+        c = int(index.b.value)
+        if isinstance(index, E.FloorDiv):
+            return Span({index.a: 1}, div=c)
+        return Span({index.a: 1}, mod=c)
+    terms = _affine(index)
+    return None if terms is None else Span({v: c for v, c in terms.items() if c})
 
 
-def held_operands(op: ComputeOp) -> list[tuple[frozenset[E.Var], int]] | None:
-    """The inputs a register tile holds (read along the vectorized axis and a reduction, not
-    along some other space axis of extent > 1: matmul's B), each as the loop variables its
-    indices use and its element size; None when an index of a load is not a variable (or its
-    `// c`, `% c`)."""
-    vec = rt.vector_axis(op)
-    if vec is None:
-        return None
-    found: dict[int, tuple[frozenset[E.Var], int]] = {}
+class Operand:
+    """An input of a stage as the footprint model sees it: the indices of each of its loads
+    and its element size."""
+
+    def __init__(self, loads: list[list[Span]], size: int):
+        self.loads, self.size = loads, size
+
+    @property
+    def used(self) -> set[E.Var]:
+        """The loop variables its indices use."""
+        return {v for load in self.loads for sp in load for v in sp.terms}
+
+    def footprint(self, inside: dict[E.Var, int]) -> int:
+        """Bytes its loads touch while each variable `v` walks `inside[v]` consecutive
+        values: per load the product of its indices' widths (loads of one tensor summed, a
+        bound on their union)."""
+        return self.size * sum(math.prod(sp.width(inside) for sp in load) for load in self.loads)
+
+
+def operands(op: ComputeOp) -> list[Operand] | None:
+    """The inputs of a stage (`Operand`), one per tensor, in order of first load; None when
+    an index of a load is not affine in the loop variables (nor a variable's `// c`, `% c`)."""
+    found: dict[int, Operand] = {}
     for load in collect(op.body, lambda n: isinstance(n, E.ProducerLoad)):
-        used = [_index_var(i) for i in load.indices]
-        if any(v is None for v in used):
+        spans = [span(i) for i in load.indices]
+        if any(sp is None for sp in spans):
             return None
         t = load.producer
-        prev = found.get(id(t), (frozenset(), 0))[0]
-        found[id(t)] = (prev | frozenset(used), dt.itemsize(t.dtype))  # type: ignore[arg-type]
+        found.setdefault(id(t), Operand([], dt.itemsize(t.dtype))).loads.append(spans)  # type: ignore[arg-type]
+    return list(found.values())
+
+
+def held_operands(op: ComputeOp) -> list[Operand] | None:
+    """The inputs a register tile holds (read along the vectorized axis and a reduction, not
+    along some other space axis of extent > 1: matmul's B, a convolution's weights); None
+    when an index of a load is not affine (`operands`)."""
+    vec = rt.vector_axis(op)
+    found = operands(op) if vec is not None else None
+    if found is None:
+        return None
     rows = {iv.var for iv in op.axis if int(iv.dom.extent.value) > 1}
     reduce_vars = {iv.var for iv in op.reduce_axis}
     return [
-        (used, size)
-        for used, size in found.values()
-        if op.axis[vec].var in used and used & reduce_vars and rows - used
+        o
+        for o in found
+        if op.axis[vec].var in o.used and o.used & reduce_vars and rows - o.used  # type: ignore[index]
     ]
 
 
@@ -113,12 +198,22 @@ def between_reductions(op: ComputeOp, parts: dict[int, int], order: Sequence[int
     return {(pos, lv) for pos, lv in loops[red[0] + 1 : red[-1]] if axes[pos].kind != "reduce"}
 
 
+def held_axes(op: ComputeOp) -> set[int]:
+    """The space axes besides the vectorized one that a held operand is read along (a
+    convolution's output-channel blocks); a panel tiling's register tile spans none of them."""
+    vec = rt.vector_axis(op)
+    used = set().union(*(o.used for o in held_operands(op) or []))
+    return {p for p, iv in enumerate(op.axis) if p != vec and iv.var in used}
+
+
 def panel_faults(op: ComputeOp, loops: Sequence[Loop], cache: int) -> int | None:
-    """How many of the two panel properties (module docstring) the loop nest misses: a space
-    loop of extent > 1 between the reduction loops, and a held operand whose panel does not
-    stay in L2_SHARE of `cache` across the row loops above the reductions (no row loop above
-    them of extent > 1 whose whole run touches at most that much of it). None where the model
-    does not apply (no held operand, or an index that is not a loop variable)."""
+    """How many of the three panel properties (module docstring) the loop nest misses: a
+    space loop of extent > 1 between the reduction loops; a register tile (the loops inside
+    the innermost reduction loop) spanning more than one block of a held operand (a loop of
+    extent > 1 on a `held_axes` axis); and a held operand whose panel does not stay in
+    L2_SHARE of `cache` across the row loops above the reductions (no row loop above them of
+    extent > 1 whose whole run touches at most that much of it). None where the model does
+    not apply (no held operand, or an index that is not affine in the loop variables)."""
     held = held_operands(op)
     if not held:
         return None
@@ -126,15 +221,16 @@ def panel_faults(op: ComputeOp, loops: Sequence[Loop], cache: int) -> int | None
     if not red:
         return None
     faults = int(any(not r and n > 1 for _, n, r in loops[red[0] + 1 : red[-1]]))
-    for used, size in held:
-        resident = False
+    blocks = {op.axis[p].var for p in held_axes(op)}
+    faults += any(n > 1 and v in blocks for v, n, _ in loops[red[-1] + 1 :])
+    for operand in held:
+        used, resident = operand.used, False
         for t in range(red[0]):
             var, extent, _ = loops[t]
             if extent > 1 and var not in used:
                 inside: dict[E.Var, int] = {}
                 for v, n, _ in loops[t:]:
                     inside[v] = inside.get(v, 1) * n
-                footprint = size * math.prod(inside.get(v, 1) for v in used)
-                resident = resident or footprint <= L2_SHARE * cache
+                resident = resident or operand.footprint(inside) <= L2_SHARE * cache
         faults += not resident
     return faults
