@@ -10,12 +10,13 @@ from compiler.autoschedule import blocking
 from compiler.autoschedule.annotate import (
     annotate,
     mutate,
+    mutate_location,
     panel_faults,
     register_faults,
 )
 from compiler.autoschedule.program import SearchTask
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import Reorder
+from compiler.autoschedule.steps import Inline, Reorder
 
 L2 = 512 << 10
 # leaves of matmul's SSRSRS tiling: i.0-i.3 (0-3), j.0-j.3 (4-7), k.0, k.1 (8, 9)
@@ -141,3 +142,16 @@ def test_guided_conv_draws_include_panel_tilings():
     for p in panels[:3]:
         children = [c for c in (mutate(p, rng) for _ in range(40)) if c is not None]
         assert children and all(panel_faults(c) == 0 for c in children)
+
+
+def test_guided_draws_keep_padding_out_of_the_register_tile():
+    task, sketch = _conv(64, 14)
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        p = annotate(sketch, rng, guided=True)
+        assert Inline("data_pad") not in p.steps
+        for _ in range(5):
+            child = mutate_location(p, rng)
+            assert child is None or Inline("data_pad") not in child.steps
+    # unguided draws still inline it sometimes (a location like any other)
+    assert any(Inline("data_pad") in annotate(sketch, rng, guided=False).steps for _ in range(30))
