@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..codegen.nvptx_arch import is_cuda_target
+from ..errors import CompilerError
 from ..schedule.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp
 from . import blocking, dag
@@ -632,7 +633,11 @@ def mutate(program: Program, rng: np.random.Generator) -> Program | None:
     child = funcs[k](program, rng)
     if child is None or not _tiled_stages(child):
         return child
-    s, cs = program.schedule()[0], child.schedule()[0]
+    try:
+        cs = child.schedule()[0]
+    except CompilerError:  # its steps no longer replay (a loop they name is gone)
+        return None
+    s = program.schedule()[0]
     if register_faults(child, cs) > register_faults(program, s):
         return None
     if panel_faults(child, cs) > panel_faults(program, s):

@@ -154,14 +154,21 @@ class TaskScheduler:
         result.trials.append(int(self.units.sum()) * self.unit)
         result.latency.append(self.objective())
 
+    def n_units(self, n_trials: int) -> int:
+        """Units that spend n_trials (rounded down; at least one unit per task)."""
+        return max(n_trials // self.unit, len(self.tasks))
+
+    def step(self, result: ScheduleResult) -> None:
+        """Run the next unit (the warm-up's first: one per task in order) into result."""
+        step = int(self.units.sum())
+        self._run_unit(step if step < len(self.tasks) else self.next_task(step), result)
+        result.best_costs = self.best_costs.tolist()
+
     def tune(self, n_trials: int) -> ScheduleResult:
         """Spend n_trials (rounded down to whole units; at least one unit per task)."""
         result = ScheduleResult()
-        n_units = max(n_trials // self.unit, len(self.tasks))
-        for step in range(n_units):
-            i = step if step < len(self.tasks) else self.next_task(step)
-            self._run_unit(i, result)
-        result.best_costs = self.best_costs.tolist()
+        for _ in range(self.n_units(n_trials)):
+            self.step(result)
         return result
 
 

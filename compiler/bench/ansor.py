@@ -8,8 +8,9 @@ among its first N. Every kernel runs on one thread (robust on a shared machine: 
 process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
 
 The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
---tuner ansor`) with a budget of 20 trials per task, once with the gradient task scheduler and
-once round robin; the figure is the estimated latency sum(weight x best task latency).
+--tuner ansor`) with a budget of 20 trials per task, with the gradient task scheduler and round
+robin in turn, unit by unit; the figure is the estimated latency sum(weight x best task
+latency).
 The search-cost part times the proposal step of one batch (64) against its measurement.
 """
 
@@ -28,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..autoschedule import AnsorTuner, SearchTask
-from ..autoschedule.groups import group_similarity, group_tasks
-from ..autoschedule.task_scheduler import TaskScheduler, network_tasks
+from ..autoschedule.groups import describe, group_similarity, group_tasks
+from ..autoschedule.task_scheduler import ScheduleResult, TaskScheduler, network_tasks
 from ..topi import x86
 from ..tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
 from ..tune.measure import compiler_build, time_kernel
@@ -123,19 +124,22 @@ def bench_scheduler(
     per_task: int = 20, unit: int = 4, seed: int = 0, winograd: bool = True
 ) -> dict[str, Any]:
     """Gradient against round-robin task scheduling on ResNet-18's group tasks (`winograd`:
-    with the Winograd groups, the slowest to lower, build and search)."""
+    with the Winograd groups, the slowest to lower, build and search). The two schedulers run
+    unit by unit in turn (the host's speed drifts over minutes; a unit is seconds)."""
     pairs = resnet18_pairs(winograd)
     out: dict[str, Any] = {
         "tasks": len(pairs),
+        "task_names": [describe(w[1][0]) for w, _ in pairs],
         "budget": per_task * len(pairs),
         "unit": unit,
         "winograd_groups": winograd,
     }
-    for strategy in ("gradient", "round-robin"):
-        tasks, weights = network_tasks(pairs)
-        option = _option()
-        try:
-            sched = TaskScheduler(
+    option = _option()
+    try:
+        scheds, results, wall = {}, {}, {}
+        for strategy in ("gradient", "round-robin"):
+            tasks, weights = network_tasks(pairs)
+            scheds[strategy] = TaskScheduler(
                 tasks,
                 weights,
                 option,
@@ -144,20 +148,27 @@ def bench_scheduler(
                 seed=seed,
                 similarity=[group_similarity(t.args[0]) for t in tasks],
             )
-            start = time.perf_counter()
-            res = sched.tune(per_task * len(pairs))
-            wall = time.perf_counter() - start
-        finally:
-            option.close()
+            results[strategy], wall[strategy] = ScheduleResult(), 0.0
+        for k in range(scheds["gradient"].n_units(per_task * len(pairs))):
+            for strategy in list(scheds)[:: 1 if k % 2 == 0 else -1]:
+                start = time.perf_counter()
+                scheds[strategy].step(results[strategy])
+                wall[strategy] += time.perf_counter() - start
+    finally:
+        option.close()
+    for strategy, sched in scheds.items():
+        res = results[strategy]
         out[strategy] = {
             "trials": res.trials,
             "latency_ms": [v * 1e3 for v in res.latency],
+            "order": res.tasks,
             "units_per_task": np.bincount(res.tasks, minlength=len(pairs)).tolist(),
-            "wall_s": wall,
+            "best_ms": [c * 1e3 for c in res.best_costs],
+            "wall_s": wall[strategy],
             "search_s": sum(t.search_seconds for t in sched.tuners.values()),
         }
         print(
-            f"# {strategy}: {wall:.0f} s, final {out[strategy]['latency_ms'][-1]:.3f} ms",
+            f"# {strategy}: {wall[strategy]:.0f} s, final {out[strategy]['latency_ms'][-1]:.3f} ms",
             file=sys.stderr,
             flush=True,
         )
@@ -346,11 +357,17 @@ def print_result(result: dict[str, Any]) -> None:
             f"trials ({(sc['gradient_trials_to_rr_final'] or 0) / sc['budget']:.0%})"
         )
         for name in ("gradient", "round-robin"):
-            if "wall_s" in sc[name]:
-                print(
-                    f"  {name}: {sc[name]['wall_s']:.0f} s, of it proposing "
-                    f"{sc[name]['search_s']:.0f} s; units per task {sc[name]['units_per_task']}"
-                )
+            print(
+                f"  {name}: {sc[name]['wall_s']:.0f} s, of it proposing "
+                f"{sc[name]['search_s']:.0f} s"
+            )
+        print(f"  {'task':<48} {'gradient':>16} {'round robin':>16}  (units, best ms)")
+        for k, name in enumerate(sc["task_names"]):
+            cells = [
+                f"{sc[s]['units_per_task'][k]:>5} {sc[s]['best_ms'][k]:>10.3f}"
+                for s in ("gradient", "round-robin")
+            ]
+            print(f"  {name:<48} {cells[0]:>16} {cells[1]:>16}")
 
 
 def plot_scheduler(result: dict[str, Any], path: str) -> None:

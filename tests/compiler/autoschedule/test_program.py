@@ -1,5 +1,7 @@
 """Programs: random annotation, deterministic replay, JSON, correctness of built programs."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,23 @@ def test_parallel_mutation_never_fuses_past_an_attach_point():
                 (fuse,) = [s for s in child.steps if isinstance(s, Fuse) and s.stage == "C"]
                 assert fuse.count <= 3
                 run_program(child, _inputs(task))
+
+
+def test_a_mutation_that_no_longer_replays_is_no_program(monkeypatch):
+    annotate_module = importlib.import_module("compiler.autoschedule.annotate")  # not the function
+    task = SearchTask("matmul_relu", (16, 32, 8))
+    rng = np.random.default_rng(0)
+    program = next(
+        p
+        for p in (annotate(sk, rng) for sk in generate_sketches(task))
+        if any(isinstance(s, ComputeAt) for s in p.steps)
+    )
+
+    def break_attach(p, rng):  # attach a stage at a loop its target does not have
+        steps = [
+            ComputeAt(s.stage, s.target, 99) if isinstance(s, ComputeAt) else s for s in p.steps
+        ]
+        return Program(p.task, steps, p.sketch)
+
+    monkeypatch.setattr(annotate_module, "MUTATIONS", {break_attach: 1.0})
+    assert mutate(program, rng) is None

@@ -1,6 +1,7 @@
 """The auto-scheduler benchmark's pieces (compiler.bench.ansor), on synthetic figures."""
 
 import importlib.util
+import re
 import sys
 
 import numpy as np
@@ -29,6 +30,19 @@ def _row(op, a, p, numpy=None):
     return row
 
 
+def _scheduler(trials, gradient, round_robin, reach):
+    """A task-scheduler result of two tasks on synthetic curves."""
+    out = {"tasks": 2, "task_names": ["Conv(7x7/2)", "Conv(1x1/2)"], "budget": trials[-1]}
+    for name, curve, units, best in [
+        ("gradient", gradient, [7, 3], [0.75, 0.25]),
+        ("round-robin", round_robin, [5, 5], [0.9, 0.3]),
+    ]:
+        out[name] = {"trials": trials, "latency_ms": curve, "units_per_task": units}
+        out[name].update(best_ms=best, wall_s=9.0, search_s=2.0)
+    out["gradient_trials_to_rr_final"] = reach
+    return out
+
+
 def test_print_result_counts_wins_at_the_largest_trial_count(capsys):
     result = {
         "trials": [64, 200],
@@ -37,13 +51,7 @@ def test_print_result_counts_wins_at_the_largest_trial_count(capsys):
             _row("C2", (80.0, 90.0), (50.0, 100.0)),
         ],  # fmt: skip
         "metaschedule": {"matmul512_64": {"gflops": 30.0, "tuning_s": 50.0}, "ours_64": 90.0},
-        "scheduler": {
-            "tasks": 2,
-            "budget": 40,
-            "gradient": {"trials": [4, 8, 40], "latency_ms": [3.0, 1.5, 1.0]},
-            "round-robin": {"trials": [4, 8, 40], "latency_ms": [3.0, 2.5, 1.5]},
-            "gradient_trials_to_rr_final": 8,
-        },
+        "scheduler": _scheduler([4, 8, 40], [3.0, 1.5, 1.0], [3.0, 2.5, 1.5], 8),
     }
     ansor.print_result(result)
     out = capsys.readouterr().out
@@ -85,11 +93,11 @@ def test_scheduler_tasks_are_the_networks_fused_groups():
 
 
 def test_scheduler_only_result_prints(capsys):
-    sched = {"tasks": 2, "budget": 40, "winograd_groups": False}
-    sched["gradient"] = {"trials": [4, 40], "latency_ms": [3.0, 1.0]}
-    sched["round-robin"] = {"trials": [4, 40], "latency_ms": [3.0, 1.2]}
-    sched["gradient_trials_to_rr_final"] = None
+    sched = _scheduler([4, 40], [3.0, 1.0], [3.0, 1.2], 32)
+    sched["winograd_groups"] = False
     ansor.print_result({"trials": [64], "operators": [], "scheduler": sched})
     out = capsys.readouterr().out
     assert "(no operators)" in out and "ansor >= peer" not in out
     assert "ResNet-18 (no Winograd groups), 2 tasks, 40 trials" in out
+    assert "reaches round robin's final after 32 trials (80%)" in out
+    assert re.search(r"Conv\(7x7/2\) +7 +0\.750 +5 +0\.900", out)
