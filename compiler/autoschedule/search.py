@@ -64,8 +64,8 @@ class AnsorTuner(Tuner):
         self.sketches = generate_sketches(task)
         if not self.sketches:
             raise TuningError(f"no sketch for workload {task.workload_key}")
-        self.shared = shared
-        self.model = shared.model if shared else XGBCostModel(loss="rank", seed=seed)
+        self.shared = shared or SharedCostModel(seed)  # its own, unless given one
+        self.model = self.shared.model
         self.population, self.generations = population, generations
         self.eps, self.crossover_prob, self.elites = eps, crossover_prob, elites
         self._rows: dict[str, np.ndarray | None] = {}  # features by program key (None: invalid)
@@ -175,10 +175,7 @@ class AnsorTuner(Tuner):
         programs = [p for p, _ in self.measured]
         x, valid = self.features(programs)
         y = np.array([t for _, t in self.measured])
-        if self.shared is not None:
-            self.shared.fit(self.task.workload_key, x[valid], y[valid])
-        else:
-            self.model.fit(x[valid], y[valid])
+        self.shared.fit(self.task.workload_key, x[valid], y[valid])
 
     @property
     def best_program(self) -> Program | None:
