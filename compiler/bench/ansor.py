@@ -3,9 +3,10 @@
 Operators: matmul 512^3 and 1024^3 (template `matmul`, numpy peer), ResNet-18's 3x3 stride-1
 convolutions C2, C6, C9, C12 in NCHW16c (template `conv2d_NCHWc` with the same blocks), a
 depthwise conv and a softmax (no template: the peer is the hand-written x86 schedule). Each
-tuner runs `max(trials)` measurements; a tuner's figure at N trials is its best throughput
-among its first N. Every kernel runs on one thread (robust on a shared machine: a foreign
-process on the other core leaves a one-thread kernel alone), numpy's BLAS too.
+tuner runs `max(trials)` measurements, the two in turn batch by batch (the host's speed drifts
+over minutes); a tuner's figure at N trials is its best throughput among its first N. Every
+kernel runs on one thread (robust on a shared machine: a foreign process on the other core
+leaves a one-thread kernel alone), numpy's BLAS too.
 
 The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
 --tuner ansor`) with a budget of 20 trials per task, with the gradient task scheduler and round
@@ -78,9 +79,20 @@ def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, 
     try:
         task = SearchTask(name, args)
         ansor = AnsorTuner(task, seed=seed)
-        start = time.perf_counter()
-        tune(task, n, option, ansor, progress=False, batch_size=BATCH)  # type: ignore[arg-type]
-        ansor_wall = time.perf_counter() - start
+        turns: list[tuple[Any, Any]] = [(ansor, task)]
+        xgb = None
+        if name in TEMPLATES:
+            ttask = create_task(name, args, "llvm")
+            xgb = XGBTuner(ttask, loss="rank", seed=seed)
+            turns.append((xgb, ttask))
+        ansor_wall = 0.0
+        for k, done in enumerate(range(BATCH, n + BATCH, BATCH)):  # batch by batch, in turn
+            for tuner, t in turns[:: 1 if k % 2 == 0 else -1]:
+                start = time.perf_counter()
+                tune(t, min(done, n), option, tuner, progress=False, batch_size=BATCH)
+                if tuner is ansor:
+                    ansor_wall += time.perf_counter() - start
+            print(f"#   {key}: {min(done, n)}/{n} trials", file=sys.stderr, flush=True)
         row: dict[str, Any] = {
             "op": key,
             "workload": task.workload_key,
@@ -90,10 +102,7 @@ def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, 
             "measure_s_per_batch": (ansor_wall - ansor.search_seconds) / max(1, -(-n // BATCH)),
             "best_program": str(ansor.history.best_config),
         }
-        if name in TEMPLATES:
-            ttask = create_task(name, args, "llvm")
-            xgb = XGBTuner(ttask, loss="rank", seed=seed)
-            tune(ttask, n, option, xgb, progress=False, batch_size=BATCH)
+        if xgb is not None:
             row["template"] = _curve_at(xgb.history.best_curve(), trials)
             row["peer"] = "template tuner (xgb)"
         else:
@@ -149,11 +158,19 @@ def bench_scheduler(
                 similarity=[group_similarity(t.args[0]) for t in tasks],
             )
             results[strategy], wall[strategy] = ScheduleResult(), 0.0
-        for k in range(scheds["gradient"].n_units(per_task * len(pairs))):
+        n_units = scheds["gradient"].n_units(per_task * len(pairs))
+        for k in range(n_units):
             for strategy in list(scheds)[:: 1 if k % 2 == 0 else -1]:
                 start = time.perf_counter()
                 scheds[strategy].step(results[strategy])
                 wall[strategy] += time.perf_counter() - start
+                res = results[strategy]
+                print(
+                    f"#   unit {k + 1}/{n_units} {strategy}: {out['task_names'][res.tasks[-1]]}, "
+                    f"estimate {res.latency[-1] * 1e3:.2f} ms ({wall[strategy]:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         option.close()
     for strategy, sched in scheds.items():
