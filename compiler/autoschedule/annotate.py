@@ -251,16 +251,20 @@ def sample_tiles(
     stage's space axes uniform given innermost lengths that form a register tile
     (`sample_register_tile`); with the loop order the splits are reordered by and the L2
     size as well, in PANEL of the draws of a stage that holds an operand (matmul's B, a
-    convolution's weights), a panel tiling (`blocking.panel_faults`): no space loop between
-    the reduction loops, a register tile within one block of the held operand, and up to
-    PANEL_TRIES draws for one whose held panel stays in L2 across row tiles."""
+    convolution's weights) whose register tile's panel fits in L2 (`blocking.tile_panel_fits`),
+    a panel tiling (`blocking.panel_faults`): no space loop between the reduction loops, a
+    register tile within one block of the held operand, and up to PANEL_TRIES draws for one
+    whose held panel stays in L2 across row tiles."""
     axes = [*st.op.axis, *st.op.reduce_axis]
     extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
     vec = rt.vector_axis(st.op)
     tiled = rf is not None and vec in splits and splits[vec] >= 2
     tile = (sample_register_tile(st.op, splits, extent, rng, rf) if tiled else None) or {}
     held = tiled and order is not None and cache is not None and blocking.held_operands(st.op)
-    panel = bool(held) and rng.random() < PANEL
+    fits = held and blocking.tile_panel_fits(
+        st.op, {axes[pos].var: n for pos, n in tile.items()}, cache or 0
+    )
+    panel = bool(fits) and rng.random() < PANEL
     flat = frozenset(blocking.held_axes(st.op)) if panel else frozenset()
     if any(tile.get(pos, 1) > 1 for pos in flat):  # a panel tiling's tile: one held block
         tile = sample_register_tile(st.op, splits, extent, rng, rf, flat) or {}

@@ -206,6 +206,18 @@ def held_axes(op: ComputeOp) -> set[int]:
     return {p for p, iv in enumerate(op.axis) if p != vec and iv.var in used}
 
 
+def tile_panel_fits(op: ComputeOp, tile: dict[E.Var, int], cache: int) -> bool:
+    """Whether what one register tile (`tile[v]`: its length along the space axis of `v`, 1
+    where absent) reads of each held operand over the whole reduction within one held block
+    (`held_axes` at 1) -- the smallest panel a tiling with its width can keep -- fits in
+    L2_SHARE of `cache`. Where it does not (ResNet-18's C12 with 16 output channels a tile:
+    295 KB of weights), no such tiling keeps a panel and the model does not apply."""
+    blocks = {op.axis[p].var for p in held_axes(op)}
+    inside = {v: n for v, n in tile.items() if v not in blocks}
+    inside.update((iv.var, int(iv.dom.extent.value)) for iv in op.reduce_axis)
+    return all(o.footprint(inside) <= L2_SHARE * cache for o in held_operands(op) or [])
+
+
 def panel_faults(op: ComputeOp, loops: Sequence[Loop], cache: int) -> int | None:
     """How many of the three panel properties (module docstring) the loop nest misses: a
     space loop of extent > 1 between the reduction loops; a register tile (the loops inside
@@ -213,12 +225,18 @@ def panel_faults(op: ComputeOp, loops: Sequence[Loop], cache: int) -> int | None
     extent > 1 on a `held_axes` axis); and a held operand whose panel does not stay in
     L2_SHARE of `cache` across the row loops above the reductions (no row loop above them of
     extent > 1 whose whole run touches at most that much of it). None where the model does
-    not apply (no held operand, or an index that is not affine in the loop variables)."""
+    not apply (no held operand, an index that is not affine in the loop variables, or a
+    register tile whose own panel does not fit: `tile_panel_fits`)."""
     held = held_operands(op)
     if not held:
         return None
     red = [k for k, (_, _, r) in enumerate(loops) if r]
     if not red:
+        return None
+    tile: dict[E.Var, int] = {}
+    for v, n, r in loops[red[-1] + 1 :]:
+        tile[v] = tile.get(v, 1) * (1 if r else n)
+    if not tile_panel_fits(op, tile, cache):
         return None
     faults = int(any(not r and n > 1 for _, n, r in loops[red[0] + 1 : red[-1]]))
     blocks = {op.axis[p].var for p in held_axes(op)}

@@ -38,8 +38,10 @@ def test_panel_faults_of_known_matmul_tilings():
     # 2 x 2 register tiles between k.0 and k.1: the accumulators leave the registers
     assert _faults(1024, (8,), (1, 2, 16), (16, 2, 4)) == 1
     assert _faults(1024, (8,), (16, 2, 16), (1, 2, 4)) == 2
-    # the same panel in a 64 KB L2 does not stay
-    assert _faults(1024, (8,), (1, 1, 16), (256, 1, 4), cache=64 << 10) == 1
+    # two register tiles' columns (128 KB) under the row tiles do not stay in a 192 KB L2
+    assert _faults(1024, (8,), (2, 1, 16), (256, 1, 4), cache=192 << 10) == 1
+    # in a 64 KB L2 not even one register tile's panel (64 KB) stays: the model does not apply
+    assert _faults(1024, (8,), (1, 1, 16), (256, 1, 4), cache=64 << 10) is None
     # an index that is not affine in the loop variables: the model does not apply
     a, b = te.placeholder((64, 64), name="A"), te.placeholder((64, 64), name="B")
     r = te.reduce_axis((0, 64), "k")
@@ -120,8 +122,12 @@ def test_panel_faults_of_known_conv_tilings():
     assert _conv_faults(256, 14, (1, 1, 2), (7, 1, 2), (1, 1, 1), (1, 1, 16), (16, 3, 3, 16)) == 2
     # the row tiles outside all 16 blocks (2.4 MB of weights): each streams them all again
     assert _conv_faults(256, 14, (16, 1, 1), (1, 1, 2), (1, 1, 2), (1, 1, 16), (16, 3, 3, 16)) == 1
-    # C12: one block's weights (295 KB) never stay in half the L2
-    assert _conv_faults(512, 7, (1, 1, 1), (7, 1, 1), (1, 1, 2), (1, 1, 16), (32, 3, 3, 16)) == 1
+    # C12: a register tile's 16 output channels read 295 KB of weights, which never stay in
+    # half the L2: the model does not apply; with 8 of them (147 KB) it does, and so it does
+    # with 16 in a 1 MB L2
+    assert _conv_faults(512, 7, (1, 1, 1), (7, 1, 1), (1, 1, 2), (1, 1, 16), (32, 3, 3, 16)) is None
+    assert _conv_faults(512, 7, (1, 1, 1), (7, 1, 1), (1, 1, 2), (1, 1, 8), (32, 3, 3, 16)) == 0
+    assert _conv_faults(512, 7, (1, 1, 1), (7, 1, 1), (1, 1, 2), (1, 1, 16), cache=1 << 20) == 0
 
 
 def test_guided_conv_draws_include_panel_tilings():
