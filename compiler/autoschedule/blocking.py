@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..arith.linear import linear
 from ..codegen.target import Target, cpu_facts
 from ..te.tensor import ComputeOp
 from ..tir import dtype as dt
@@ -81,28 +82,6 @@ class Span:
         return sum(abs(c) * (inside.get(v, 1) - 1) for v, c in self.terms.items()) + 1
 
 
-def _affine(index: E.Expr) -> dict[E.Var, int] | None:
-    """The coefficients of an index that is a sum of constant multiples of variables plus a
-    constant; None otherwise."""
-    if isinstance(index, E.Var):
-        return {index: 1}
-    if isinstance(index, E.IntImm):
-        return {}
-    if isinstance(index, E.Add | E.Sub):
-        a, b = _affine(index.a), _affine(index.b)
-        if a is None or b is None:
-            return None
-        sign = -1 if isinstance(index, E.Sub) else 1
-        for v, c in b.items():
-            a[v] = a.get(v, 0) + sign * c
-        return a
-    if isinstance(index, E.Mul):
-        k, e = (index.b, index.a) if isinstance(index.b, E.IntImm) else (index.a, index.b)
-        inner = _affine(e) if isinstance(k, E.IntImm) else None
-        return None if inner is None else {v: int(k.value) * c for v, c in inner.items()}
-    return None
-
-
 def span(index: E.Expr) -> Span | None:
     """The footprint model of an index (`Span`); None where it does not apply."""
     if isinstance(index, E.FloorDiv | E.FloorMod) and isinstance(index.b, E.IntImm):
@@ -112,8 +91,8 @@ def span(index: E.Expr) -> Span | None:
         if isinstance(index, E.FloorDiv):
             return Span({index.a: 1}, div=c)
         return Span({index.a: 1}, mod=c)
-    terms = _affine(index)
-    return None if terms is None else Span({v: c for v, c in terms.items() if c})
+    form = linear(index)
+    return None if form is None else Span({v: c for v, c in form[0].items() if c})
 
 
 class Operand:
@@ -235,7 +214,8 @@ def panel_faults(op: ComputeOp, loops: Sequence[Loop], cache: int) -> int | None
         return None
     tile: dict[E.Var, int] = {}
     for v, n, r in loops[red[-1] + 1 :]:
-        tile[v] = tile.get(v, 1) * (1 if r else n)
+        if not r:
+            tile[v] = tile.get(v, 1) * n
     if not tile_panel_fits(op, tile, cache):
         return None
     faults = int(any(not r and n > 1 for _, n, r in loops[red[0] + 1 : red[-1]]))

@@ -13,11 +13,12 @@ import numpy as np
 
 from vta.isa import MemType
 
+from ..arith.linear import linear
 from ..errors import LoweringError
 from ..tir import expr as E
 from ..tir import stmt as S
 from .environment import ACC_SCOPE, SCOPE_MEM, Environment
-from .evaluate import Loop, affine, evaluate, linear
+from .evaluate import Loop, affine, evaluate
 from .ops import Load, Slot, Store
 from .template import Instance, Item, OpTemplate, host_values, linear_base
 

@@ -9,11 +9,12 @@ import numpy as np
 
 from vta.isa import MemType
 
+from ..arith.linear import linear
 from ..errors import LoweringError
 from ..tir import expr as E
 from .dma import to_elements
 from .environment import GEMM_RESET_CALL, Environment
-from .evaluate import Loop, affine, linear
+from .evaluate import Loop, affine
 from .kernel import Kernel
 from .ops import Gemm, Slot
 from .template import Instance, Item, OpTemplate, host_values, linear_base
