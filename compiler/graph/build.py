@@ -413,25 +413,38 @@ def _slot(t: str, inputs: list[str], outputs: list[str], params: list[str], offs
 
 
 def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int, int]:
-    """Arena places by liveness (a tensor's bytes are free once its last reader has run),
-    first fit: (offsets, arena bytes, lower bound = the most bytes live at once)."""
+    """Arena places by liveness (a tensor lives from the group that writes it to its last
+    reader), largest tensor first, each at the lowest offset clear of the tensors placed
+    before it whose lifetimes overlap its own (big tensors placed first leave gaps that small
+    ones fill; placed in execution order, MobileNet-v1 needed 1.46x the bound, ResNet-18
+    1.15x; so placed, both meet it): (offsets, arena bytes, lower bound = the most bytes live
+    at once)."""
     last = {t: k for k, g in enumerate(groups) for t in g.inputs}
+    life = {
+        g.output: (k, max(k, last.get(g.output, k)))
+        for k, g in enumerate(groups)
+        if g.output not in skip
+    }
+    size = {t: -(-int(np.prod(shapes[t])) * 4 // ALIGN) * ALIGN for t in life}
     offsets: dict[str, int] = {}
-    live: dict[str, tuple[int, int]] = {}  # tensor -> (offset, size)
-    arena = bound = 0
-    for k, g in enumerate(groups):
-        live = {t: v for t, v in live.items() if last.get(t, -1) >= k}
-        if g.output not in skip:
-            size = -(-int(np.prod(shapes[g.output])) * 4 // ALIGN) * ALIGN
-            start = 0
-            for off, n in sorted(live.values()):
-                if off - start >= size:
-                    break
-                start = max(start, off + n)
-            offsets[g.output] = start
-            live[g.output] = (start, size)
-            arena = max(arena, start + size)
-        bound = max(bound, sum(n for _, n in live.values()))
+    for t in sorted(life, key=lambda t: (-size[t], life[t][0])):
+        a, b = life[t]
+        busy = sorted(
+            (offsets[u], offsets[u] + size[u])
+            for u in offsets
+            if life[u][0] <= b and a <= life[u][1]
+        )
+        start = 0
+        for lo, hi in busy:
+            if lo - start >= size[t]:
+                break
+            start = max(start, hi)
+        offsets[t] = start
+    arena = max((offsets[t] + size[t] for t in offsets), default=0)
+    bound = max(
+        (sum(size[t] for t, (a, b) in life.items() if a <= k <= b) for k in range(len(groups))),
+        default=0,
+    )
     return offsets, arena, bound
 
 
