@@ -34,7 +34,7 @@ _BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
           "ReduceSum", "ReduceMean", "ReduceMax", "MatMul", "Gemm", "Resize",
-          "ConvTranspose", "Conv", "BatchNormalization")  # fmt: skip
+          "ConvTranspose", "Conv", "BatchNormalization", "LRN")  # fmt: skip
 
 
 def compile_model(

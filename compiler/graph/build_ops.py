@@ -85,6 +85,25 @@ def clip(ins: list[Tensor], attrs: dict) -> Tensor:
     return nn.clip(ins[0], None if lo is None else float(lo), None if hi is None else float(hi))
 
 
+def lrn(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX LRN: each value over (bias + alpha / size x the sum of squares over the channels
+    from (size - 1) // 2 before it to size // 2 after it) ** beta; the window's channels
+    outside the tensor count zero (their loads clamped to the edge, then not selected)."""
+    x = ins[0]
+    size, channels = attrs["size"], x.shape[1]
+
+    def f(*i):
+        n, c, rest = i[0], i[1], i[2:]
+        total = te.const(0.0, x.dtype)
+        for k in range(-((size - 1) // 2), size // 2 + 1):
+            v = x(n, E.Min(E.Max(c + k, E.const(0)), E.const(channels - 1)), *rest)
+            total = total + te.select(te.all(c + k >= 0, c + k < channels), v * v, 0.0)
+        scale = te.const(float(attrs["bias"]), x.dtype) + float(attrs["alpha"]) / size * total
+        return x(n, c, *rest) / te.power(scale, float(attrs["beta"]))
+
+    return te.compute(x.shape, f, name="lrn")
+
+
 def slice_(ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX Slice with normalized (clamped, non-negative axes) starts/ends/steps."""
     x = ins[0]
@@ -368,6 +387,7 @@ OPS: dict[str, Compute] = {
     "ConvTranspose": conv_transpose,
     "Resize": resize,
     "Slice": slice_,
+    "LRN": lrn,
     "Pad": pad,
     "ReduceSum": lambda ins, a: reduce("sum", ins, a),
     "ReduceMean": lambda ins, a: reduce("mean", ins, a),

@@ -264,6 +264,15 @@ def _softmax(imp, node, attrs):
     return None
 
 
+def _lrn(imp, node, attrs):
+    if int(attrs["size"]) < 1:
+        raise Unsupported(f"size={attrs['size']}: the window must hold at least one channel")
+    if len(imp.shape(node.input[0])) < 3:
+        raise Unsupported("the input must have a batch, a channel and a spatial axis")
+    attrs["size"] = int(attrs["size"])
+    return None
+
+
 def _reduce(imp, node, attrs):
     as_input = node.op_type == "ReduceSum" and imp.opset >= 13 or imp.opset >= 18
     axes = imp.const(node, 1, "axes") if as_input else attrs.get("axes")
@@ -348,6 +357,7 @@ NORMALIZE = {
     "Pad": _pad,
     "Softmax": _softmax,
     "LogSoftmax": _softmax,
+    "LRN": _lrn,
     "ReduceMean": _reduce,
     "ReduceSum": _reduce,
     "ReduceMax": _reduce,

@@ -132,6 +132,15 @@ def log_softmax(x, *, axis) -> np.ndarray:
     return y - np.log(np.exp(y).sum(axis=axis, keepdims=True))
 
 
+def lrn(x, *, size, alpha, beta, bias) -> np.ndarray:
+    """Each value over (bias + alpha / size x the sum of squares of the channels from
+    (size - 1) // 2 before it to size // 2 after it) ** beta."""
+    sq = np.pad(np.square(x, dtype=np.float64), [(0, 0), ((size - 1) // 2, size // 2)]
+                + [(0, 0)] * (x.ndim - 2))  # fmt: skip
+    window = sum(sq[:, k : k + x.shape[1]] for k in range(size))
+    return (x / (bias + alpha / size * window) ** beta).astype(x.dtype)
+
+
 def hard_sigmoid(x, *, alpha, beta) -> np.ndarray:
     return np.clip(alpha * x + beta, 0, 1).astype(x.dtype)
 
@@ -227,6 +236,7 @@ KERNELS: dict[str, Kernel] = {
     "Sigmoid": lambda ins, a: [1 / (1 + np.exp(-ins[0]))],
     "Tanh": lambda ins, a: [np.tanh(ins[0])],
     "HardSigmoid": _one(hard_sigmoid),
+    "LRN": _one(lrn),
     "HardSwish": lambda ins, a: [ins[0] * hard_sigmoid(ins[0], alpha=1 / 6, beta=0.5)],
     "Add": lambda ins, a: [ins[0] + ins[1]],
     "Sub": lambda ins, a: [ins[0] - ins[1]],

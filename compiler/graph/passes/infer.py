@@ -146,7 +146,7 @@ SHAPES: dict[str, ShapeFn] = {
     **dict.fromkeys(
         (
             "Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid HardSwish Identity Dropout Softmax "
-            "LogSoftmax Cast"
+            "LogSoftmax Cast LRN"
         ).split(),
         _same,
     ),

@@ -183,6 +183,14 @@ BAD = {
         [helper.make_node("Resize", ["x", "", "sc"], ["y"])],
         [1, 1, 2, 2], {"sc": np.array([1, 1, 0, 1], f)}, "not positive",
     ),
+    "empty LRN window": (
+        [helper.make_node("LRN", ["x"], ["y"], size=0)],
+        [1, 4, 3, 3], {}, "size=0: the window must hold at least one channel",
+    ),
+    "LRN without spatial axes": (
+        [helper.make_node("LRN", ["x"], ["y"], size=3)],
+        [2, 4], {}, "the input must have a batch, a channel and a spatial axis",
+    ),
 }  # fmt: skip
 
 

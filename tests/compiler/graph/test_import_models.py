@@ -49,8 +49,8 @@ def seeded(name: str):
 
 @pytest.mark.parametrize(
     "name",
-    ["resnet50", "squeezenet", "densenet121", "inception_v2",
-     pytest.param("vgg19", marks=pytest.mark.slow)],
+    ["resnet50", "squeezenet", "densenet121", "inception_v1", "inception_v2", "shufflenet",
+     "bvlc_alexnet", *(pytest.param(n, marks=pytest.mark.slow) for n in ("vgg19", "zfnet512"))],
 )  # fmt: skip
 def test_bundled_model_matches_onnxruntime(name):
     m = seeded(name)
@@ -66,19 +66,12 @@ def test_bundled_model_matches_onnxruntime(name):
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
 
 
-def test_models_with_operators_outside_the_list_name_them():
-    from compiler.errors import OperatorError
-
-    with pytest.raises(OperatorError, match=r"2 node\(s\) cannot be imported: node n2 \(LRN\)"):
-        import_onnx(
-            onnx.version_converter.convert_version(onnx.load(LIGHT / "light_bvlc_alexnet.onnx"), 13)
-        )
-
-
 @pytest.mark.parametrize(
     "name",
-    ["squeezenet", *(pytest.param(n, marks=pytest.mark.slow)
-                     for n in ("resnet50", "densenet121", "inception_v2"))],
+    ["squeezenet", "bvlc_alexnet",
+     *(pytest.param(n, marks=pytest.mark.slow)
+       for n in ("resnet50", "densenet121", "inception_v1", "inception_v2", "shufflenet",
+                 "zfnet512"))],
 )  # fmt: skip
 def test_bundled_model_compiles_for_the_cpu(name, tmp_path):
     from compiler.graph.build_onnx import compile_model

@@ -130,6 +130,8 @@ CASES = {
     "resize_nearest_ceil_11": ("Resize", [(1, 1, 3, 3)],
         dict(mode="nearest", nearest_mode="ceil", coordinate_transformation_mode="half_pixel"),
         {"roi": f32(), "sc": f32(1, 1, 2.5, 1.5)}, 11),
+    "lrn": ("LRN", [(1, 7, 3, 4)], dict(size=5)),
+    "lrn_attrs": ("LRN", [(2, 6, 5, 3)], dict(size=3, alpha=0.02, beta=0.6, bias=2.0)),
     "identity": ("Identity", [(3,)]),
     "dropout": ("Dropout", [(3, 4)], None, {"r": f32(0.5)[0]}),
 }  # fmt: skip
@@ -181,6 +183,24 @@ def test_network_matches_onnxruntime(name):
     (got,) = reference.run(import_onnx(data), feeds).values()
     (ref,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("shape, size", [((1, 6, 5), 4), ((1, 5, 2, 3, 2), 2), ((1, 3, 4, 4), 7)])
+def test_lrn_beyond_onnxruntime(tmp_path, shape, size):
+    """Even windows, windows wider than the channels and other ranks (onnxruntime takes odd
+    sizes and 4-d inputs only): the reference and the CPU against the operator's definition."""
+    data, feeds = one_node("LRN", [shape], dict(size=size, alpha=0.3, beta=0.7, bias=1.5))
+    x = feeds["x0"].astype(np.float64)
+    want = np.empty_like(x)
+    for c in range(shape[1]):
+        lo, hi = max(0, c - (size - 1) // 2), min(shape[1] - 1, c + size // 2)
+        sq = (x[:, lo : hi + 1] ** 2).sum(axis=1)
+        want[:, c] = x[:, c] / (1.5 + 0.3 / size * sq) ** 0.7
+    (got,) = reference.run(import_onnx(data), feeds).values()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    (tmp_path / "m.onnx").write_bytes(data)
+    (got,) = compile_model(tmp_path / "m.onnx").run(feeds).values()
+    np.testing.assert_allclose(got, want, rtol=1e-4)
 
 
 def test_missing_and_misshaped_inputs_are_errors():
