@@ -32,7 +32,7 @@ from ..codegen import parallel
 from ..codegen.llvm import PTR
 from ..codegen.target import Target, parse_ir, target_machine
 from ..errors import CodegenError
-from ..runtime.module import ArgumentError, aligned
+from ..runtime.module import ArgumentError, address, aligned
 from ..tir import stmt as S
 from .objects import Kernel, compile_objects, default_processes, kernel_of, link
 
@@ -125,6 +125,7 @@ class GraphModule:
         self.outputs = [
             TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["outputs"]
         ]
+        self._input_names = {s.name for s in self.inputs}
         self.params = [aligned(p) for p in params]  # as built, and as np.load gives them
         self._entry, self._kernels, self._keep = entry, kernels, keep
         self._nop = kernels[NOP]
@@ -196,10 +197,10 @@ class GraphModule:
 
     # ---- running ---------------------------------------------------------------------------
     def _bind_inputs(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        want = {s.name for s in self.inputs}
-        missing = [n for n in want if n not in inputs]
-        extra = [n for n in inputs if n not in want]
-        if missing or extra:
+        want = self._input_names
+        if inputs.keys() != want:
+            missing = [n for n in want if n not in inputs]
+            extra = [n for n in inputs if n not in want]
             raise ArgumentError(
                 "graph inputs: "
                 + "; ".join(
@@ -223,7 +224,7 @@ class GraphModule:
         """Checked inputs and new outputs, their addresses in the table (keep them alive)."""
         arrays = self._bind_inputs(inputs) + [np.empty(s.shape, s.dtype) for s in self.outputs]
         for k, a in enumerate(arrays):
-            self._table[1 + k] = a.ctypes.data
+            self._table[1 + k] = address(a)
         return arrays
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

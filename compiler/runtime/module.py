@@ -77,6 +77,15 @@ def _signature(f: S.PrimFunc) -> list[dict]:
     ]
 
 
+def address(a: np.ndarray) -> int:
+    """The address of a C-contiguous array's data: through the buffer protocol where the
+    array is writable and not empty, in a fifth of the time of `a.ctypes.data` (which builds
+    an object per call: a few microseconds per argument on every call of a kernel)."""
+    if a.flags.writeable and a.nbytes:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    return a.ctypes.data
+
+
 class _Callable:
     """Argument checking and the ctypes call, shared by JIT and loaded modules."""
 
@@ -96,7 +105,7 @@ class _Callable:
             for a, (d, shape, w) in zip(arrays, expect, strict=False)
         ):
             self._check(arrays)  # the slow path names what is wrong (or accepts a subclass)
-        self._cfunc(*[a.ctypes.data for a in arrays])
+        self._cfunc(*[address(a) for a in arrays])
         if self.checked:
             self._raise_out_of_bounds()
 

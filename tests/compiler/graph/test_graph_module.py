@@ -62,6 +62,16 @@ def test_save_and_load_runs_the_same(graph, tmp_path):
     ]
 
 
+def test_inputs_read_only_strided_or_of_another_type_run_the_same(graph):
+    g, w = graph
+    x = np.random.default_rng(2).standard_normal(2000)
+    want = reference(x[::2].astype(np.float32), w)
+    frozen = x[::2].astype(np.float32)
+    frozen.flags.writeable = False
+    for given in (frozen, x[::2], x[::2].tolist()):
+        np.testing.assert_allclose(g.run({"x": given})["y"], want, rtol=1e-6)
+
+
 def test_inputs_are_checked_by_name(graph):
     g, _ = graph
     with pytest.raises(ArgumentError, match="missing x; unknown z"):
