@@ -88,14 +88,16 @@ def clip(ins: list[Tensor], attrs: dict) -> Tensor:
 def lrn(ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX LRN: each value over (bias + alpha / size x the sum of squares over the channels
     from (size - 1) // 2 before it to size // 2 after it) ** beta; the window's channels
-    outside the tensor count zero (their loads clamped to the edge, then not selected)."""
+    outside the tensor count zero (their loads clamped to the edge, then not selected), so a
+    window reaches at most channels - 1 either side."""
     x = ins[0]
-    size, channels = attrs["size"], x.shape[1]
+    size, channels = attrs["size"], int(x.shape[1])
+    before, after = min((size - 1) // 2, channels - 1), min(size // 2, channels - 1)
 
     def f(*i):
         n, c, rest = i[0], i[1], i[2:]
         total = te.const(0.0, x.dtype)
-        for k in range(-((size - 1) // 2), size // 2 + 1):
+        for k in range(-before, after + 1):
             v = x(n, E.Min(E.Max(c + k, E.const(0)), E.const(channels - 1)), *rest)
             total = total + te.select(te.all(c + k >= 0, c + k < channels), v * v, 0.0)
         scale = te.const(float(attrs["bias"]), x.dtype) + float(attrs["alpha"]) / size * total

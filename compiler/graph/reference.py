@@ -135,9 +135,10 @@ def log_softmax(x, *, axis) -> np.ndarray:
 def lrn(x, *, size, alpha, beta, bias) -> np.ndarray:
     """Each value over (bias + alpha / size x the sum of squares of the channels from
     (size - 1) // 2 before it to size // 2 after it) ** beta."""
-    sq = np.pad(np.square(x, dtype=np.float64), [(0, 0), ((size - 1) // 2, size // 2)]
-                + [(0, 0)] * (x.ndim - 2))  # fmt: skip
-    window = sum(sq[:, k : k + x.shape[1]] for k in range(size))
+    c = x.shape[1]
+    before, after = min((size - 1) // 2, c - 1), min(size // 2, c - 1)
+    sq = np.pad(np.square(x, dtype=np.float64), [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+    window = sum(sq[:, k : k + c] for k in range(before + after + 1))
     return (x / (bias + alpha / size * window) ** beta).astype(x.dtype)
 
 

@@ -185,7 +185,10 @@ def test_network_matches_onnxruntime(name):
     np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * np.abs(ref).max())
 
 
-@pytest.mark.parametrize("shape, size", [((1, 6, 5), 4), ((1, 5, 2, 3, 2), 2), ((1, 3, 4, 4), 7)])
+@pytest.mark.parametrize(
+    "shape, size",
+    [((1, 6, 5), 4), ((1, 5, 2, 3, 2), 2), ((1, 3, 4, 4), 7), ((1, 3, 2, 2), 1 << 40)],
+)
 def test_lrn_beyond_onnxruntime(tmp_path, shape, size):
     """Even windows, windows wider than the channels and other ranks (onnxruntime takes odd
     sizes and 4-d inputs only): the reference and the CPU against the operator's definition."""
