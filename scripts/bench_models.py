@@ -23,6 +23,7 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per comparison")
     ap.add_argument("--load", action="store_true", help="also measure beside a spinning process")
     ap.add_argument("--db", help="tuning records to apply")
+    ap.add_argument("--one-thread", action="store_true", help="also compare with one thread each")
     ap.add_argument("--no-layers", action="store_true", help="omit the per-layer tables")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument(
@@ -39,7 +40,7 @@ def main() -> None:
         else:
             models.print_convergence(res)
         return
-    res = models.run(args.models, args.reps, args.min_time, args.load, args.db)
+    res = models.run(args.models, args.reps, args.min_time, args.load, args.db, args.one_thread)
     if args.json:
         print(json.dumps({"version": source_version(), "time": utc_now(), "models": res}))
     else:

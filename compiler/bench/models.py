@@ -149,10 +149,13 @@ def peak_gflops(threads: int = THREADS) -> float:
     return 2 * 2 * cpu_facts().lanes("float32") * measured_clock_ghz() * threads
 
 
-def compare(graph: Any, model: bytes, inputs: dict, reps: int, min_time: float) -> dict:
-    """Our graph and onnxruntime on the same inputs: errors and interleaved latencies."""
-    set_num_threads(THREADS)
-    sess = ort_session(model, THREADS)
+def compare(
+    graph: Any, model: bytes, inputs: dict, reps: int, min_time: float, threads: int = THREADS
+) -> dict:
+    """Our graph and onnxruntime on the same inputs, both on `threads` threads: errors and
+    interleaved latencies."""
+    set_num_threads(threads)
+    sess = ort_session(model, threads)
     ours_out = graph.run(inputs)
     ref = sess.run(None, inputs)
     err = max(
@@ -233,10 +236,17 @@ def ort_layer_ms(path: Any, reps: int = 10) -> dict[str, float]:
 
 
 def bench_model(
-    name: str, reps: int = 20, min_time: float = 1.0, load: bool = False, db: str | None = None
+    name: str,
+    reps: int = 20,
+    min_time: float = 1.0,
+    load: bool = False,
+    db: str | None = None,
+    one_thread: bool = False,
 ) -> dict:
     """One network: compile time, numerics and latency against onnxruntime, per-layer table,
-    arena, the executor's overhead; with `load`, the same comparison beside a spinning process."""
+    arena, the executor's overhead; with `load`, the same comparison beside a spinning process;
+    with `one_thread`, the comparison with one thread each (a host whose two vCPUs share a
+    physical core part of the time moves the two-thread ratio; the one-thread one stays)."""
     import tempfile
     from pathlib import Path
 
@@ -269,6 +279,9 @@ def bench_model(
         with spinning_process():
             out["loaded"] = compare(graph, model, inputs, reps, min_time)
         out["load_change"] = out["loaded"]["ratio"] / out["quiet"]["ratio"]
+    if one_thread:
+        out["one_thread"] = compare(graph, model, inputs, reps, min_time, threads=1)
+        set_num_threads(THREADS)
     return out
 
 
@@ -310,8 +323,15 @@ def print_convergence(res: dict) -> None:
     print(f"{res['trials']:6} {'':5} {res['seconds']:8.1f} {'':8}  all {len(res['tasks'])} tasks")
 
 
-def run(names: list[str], reps: int, min_time: float, load: bool, db: str | None) -> dict:
-    return {n: bench_model(n, reps, min_time, load, db) for n in names}
+def run(
+    names: list[str],
+    reps: int,
+    min_time: float,
+    load: bool,
+    db: str | None,
+    one_thread: bool = False,
+) -> dict:
+    return {n: bench_model(n, reps, min_time, load, db, one_thread) for n in names}
 
 
 def print_tables(res: dict, layers: bool = True) -> None:
@@ -349,6 +369,16 @@ def print_tables(res: dict, layers: bool = True) -> None:
                     f"{name:>13} {lo['ours_ms']['median']:9.2f} "
                     f"{lo['onnxruntime_ms']['median']:9.2f} {lo['ratio']:6.2f} "
                     f"{r['load_change']:7.2f} {verdict:>5}"
+                )
+    if any("one_thread" in r for r in res.values()):
+        print("\none thread each")
+        print(f"{'model':>13} {'ours ms':>9} {'ORT ms':>9} {'ratio':>6}")
+        for name, r in res.items():
+            if "one_thread" in r:
+                one = r["one_thread"]
+                print(
+                    f"{name:>13} {one['ours_ms']['median']:9.2f} "
+                    f"{one['onnxruntime_ms']['median']:9.2f} {one['ratio']:6.2f}"
                 )
     if not layers:
         return

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from compiler.bench import models
+from compiler.codegen.parallel import get_num_threads
 
 pytest.importorskip("onnxruntime")
 
@@ -25,7 +26,7 @@ def test_interleaved_blocks_run_by_time():
 
 
 def test_bench_model_dqn(capsys):
-    r = models.bench_model("dqn", reps=2, min_time=0.0)
+    r = models.bench_model("dqn", reps=2, min_time=0.0, one_thread=True)
     q = r["quiet"]
     assert q["max_rel_err"] < 1e-4 and q["ratio"] > 0
     assert r["arena_lower_bound"] <= r["arena_bytes"] and r["executor_overhead_us"] > 0
@@ -35,8 +36,11 @@ def test_bench_model_dqn(capsys):
     # frames' packing into our layout is not
     assert all(row["onnxruntime_ms"] > 0 and row["in_network_ms"] > 0 for row in convs)
     assert r["layers"][0]["label"] == "pack_frames" and r["layers"][0]["onnxruntime_ms"] is None
+    assert r["one_thread"]["ratio"] > 0 and r["one_thread"]["max_rel_err"] < 1e-4
+    assert get_num_threads() == models.THREADS  # restored for what runs next
     models.print_tables({"dqn": r})
     out = capsys.readouterr().out
+    assert "one thread each" in out
     assert "dqn" in out and "onnxruntime on the same subgraph" in out
 
 
