@@ -334,6 +334,28 @@ def run(
     return {n: bench_model(n, reps, min_time, load, db, one_thread) for n in names}
 
 
+def _side_table(res: dict, key: str, title: str, change: bool = False) -> None:
+    """The models' second comparison under `key` (with `change`: the ratio's change against
+    the quiet one and the load goal's verdict)."""
+    if not any(key in r for r in res.values()):
+        return
+    print(f"\n{title}")
+    extra = f" {'change':>7} {'goal':>5}" if change else ""
+    print(f"{'model':>13} {'ours ms':>9} {'ORT ms':>9} {'ratio':>6}{extra}")
+    for name, r in res.items():
+        if key not in r:
+            continue
+        c = r[key]
+        tail = ""
+        if change:
+            verdict = "met" if r["load_change"] <= LOAD_GOAL else "NOT"
+            tail = f" {r['load_change']:7.2f} {verdict:>5}"
+        print(
+            f"{name:>13} {c['ours_ms']['median']:9.2f} "
+            f"{c['onnxruntime_ms']['median']:9.2f} {c['ratio']:6.2f}{tail}"
+        )
+
+
 def print_tables(res: dict, layers: bool = True) -> None:
     """The ratio table (with the goals' verdicts; `cold`: the ratio of the first calls after
     idle), then each model's per-layer table."""
@@ -358,28 +380,8 @@ def print_tables(res: dict, layers: bool = True) -> None:
             + (", ".join(f"{n} from {src}" for src, n in r["tuned_from"].items()) or "none")
             + (f"; {r['winograd']} by Winograd" if r["winograd"] else "")
         )
-    if any("loaded" in r for r in res.values()):
-        print("\nunder load (one core spinning in another process)")
-        print(f"{'model':>13} {'ours ms':>9} {'ORT ms':>9} {'ratio':>6} {'change':>7} {'goal':>5}")
-        for name, r in res.items():
-            if "loaded" in r:
-                lo = r["loaded"]
-                verdict = "met" if r["load_change"] <= LOAD_GOAL else "NOT"
-                print(
-                    f"{name:>13} {lo['ours_ms']['median']:9.2f} "
-                    f"{lo['onnxruntime_ms']['median']:9.2f} {lo['ratio']:6.2f} "
-                    f"{r['load_change']:7.2f} {verdict:>5}"
-                )
-    if any("one_thread" in r for r in res.values()):
-        print("\none thread each")
-        print(f"{'model':>13} {'ours ms':>9} {'ORT ms':>9} {'ratio':>6}")
-        for name, r in res.items():
-            if "one_thread" in r:
-                one = r["one_thread"]
-                print(
-                    f"{name:>13} {one['ours_ms']['median']:9.2f} "
-                    f"{one['onnxruntime_ms']['median']:9.2f} {one['ratio']:6.2f}"
-                )
+    _side_table(res, "loaded", "under load (one core spinning in another process)", change=True)
+    _side_table(res, "one_thread", "one thread each")
     if not layers:
         return
     for name, r in res.items():
