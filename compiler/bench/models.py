@@ -5,9 +5,9 @@ same thread count (2). Per model: compile time, the largest error against onnxru
 latency of each (ours and onnxruntime's calls interleaved, so a slow spell of the shared
 machine hits both), their ratio (ours / onnxruntime: below 1, ours is faster), the arena
 against its lower bound, the executor's own overhead, and a per-layer table (each kernel timed
-alone: ms, onnxruntime's ms on the same subgraph of the model, GFLOPS, share of the machine's
-peak; and each kernel timed within an inference, its inputs and weights as the kernels before
-it left the caches). With `load`, a process spinning on one core
+alone: ms, GFLOPS, share of the machine's peak; and each kernel timed within an inference, its
+inputs and weights as the kernels before it left the caches, against onnxruntime's time for the
+same nodes within its inference, from its profiler). With `load`, a process spinning on one core
 runs during a second measurement and the ratio's change is reported.
 """
 
@@ -179,8 +179,9 @@ def compare(
 
 
 def layer_table(graph: Any, inputs: dict, peak: float, peer: dict[str, float]) -> list[dict]:
-    """Each kernel alone: ms, GFLOPS and share of peak (convolutions and dense layers), and
-    onnxruntime's ms for the same layer where `peer` (`ort_layer_ms`) has it."""
+    """Each kernel alone: ms, GFLOPS and share of peak (convolutions and dense layers); in the
+    network, and onnxruntime's ms for the same nodes in its network where `peer`
+    (`ort_layer_ms`) has them."""
     rows = graph.profile(inputs, reps=10)
     for r in rows:
         r["gflops"] = r["flops"] / (r["ms"] * 1e6) if r["flops"] else None
@@ -189,15 +190,21 @@ def layer_table(graph: Any, inputs: dict, peak: float, peer: dict[str, float]) -
     return rows
 
 
-def ort_layer_ms(path: Any, reps: int = 10) -> dict[str, float]:
-    """onnxruntime's median ms for each of our fused kernels whose inputs and output are
-    tensors of the ONNX model (the packed copies our layout makes are named `<tensor>_nchwc`),
-    run alone as the subgraph between them (`onnx.utils.Extractor`) with its input and output
-    bound once, as our kernels' are (no per-call copy or allocation), keyed by the kernel's
-    label; kernels without such a subgraph (packing, or tensors a pass made) are left out."""
+def ort_layer_ms(path: Any, inputs: dict, reps: int = 30) -> dict[str, float]:
+    """onnxruntime's time for each of our fused kernels within its own inference: its profiler's
+    per-node times over `reps` runs of the whole model (medians), each onnxruntime node credited
+    to our kernel whose ONNX nodes include the node its name comes from (onnxruntime names a
+    fused node after one of the nodes it fuses, "relu_8_nchwc" or "fused gemm_16"), keyed by
+    the kernel's label. Our kernels are matched through the subgraph of the ONNX model between
+    their inputs and output (the packed copies our layout makes are named `<tensor>_nchwc`);
+    kernels without one (packing, or tensors a pass made) are left out, and so are
+    onnxruntime's nodes of its own (its layout reorders)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
     import onnx
     from onnx.utils import Extractor
-    from onnxruntime import OrtValue
 
     from ..codegen.target import target_scope
     from ..graph.build_onnx import import_groups
@@ -207,31 +214,27 @@ def ort_layer_ms(path: Any, reps: int = 10) -> dict[str, float]:
     model = onnx.shape_inference.infer_shapes(onnx.load(path))
     known = {i.name for i in model.graph.input} | {o for n in model.graph.node for o in n.output}
     extractor = Extractor(model)
-    rng = np.random.default_rng(0)
-    out = {}
+    owner = {}  # ONNX node name -> our kernel's label
     for g in groups:
         ins = [t.removesuffix("_nchwc") for t in g.inputs if t not in params]
         dst = g.output.removesuffix("_nchwc")
-        if not ins or not {*ins, dst} <= known or dst in ins:
-            continue
-        sub = extractor.extract_model(ins, [dst])
-        feed = {
-            i.name: rng.standard_normal(
-                [d.dim_value for d in i.type.tensor_type.shape.dim], np.float32
-            )
-            for i in sub.graph.input
-        }
-        sess = ort_session(sub.SerializeToString(), THREADS)
-        io = sess.io_binding()  # inputs and the output bound once: no copies or allocations
-        for name, value in feed.items():
-            io.bind_cpu_input(name, value)
-        io.bind_ortvalue_output(dst, OrtValue.ortvalue_from_numpy(sess.run(None, feed)[0]))
-        ts = []
+        if ins and {*ins, dst} <= known and dst not in ins:
+            for node in extractor.extract_model(ins, [dst]).graph.node:
+                owner.setdefault(node.name, g.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        sess = ort_session(Path(path).read_bytes(), THREADS, profile_prefix=f"{tmp}/ort")
         for _ in range(reps):
-            t = time.perf_counter()
-            sess.run_with_iobinding(io)
-            ts.append(time.perf_counter() - t)
-        out[g.name] = float(np.median(ts)) * 1e3
+            sess.run(None, inputs)
+        events = json.loads(Path(sess.end_profiling()).read_text())
+    per_node: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per_node.setdefault(e["name"].removesuffix("_kernel_time"), []).append(e["dur"])
+    out: dict[str, float] = {}
+    for node, durations in per_node.items():
+        label = owner.get(node.removeprefix("fused ").removesuffix("_nchwc"))
+        if label:
+            out[label] = out.get(label, 0.0) + float(np.median(durations)) / 1e3
     return out
 
 
@@ -261,7 +264,7 @@ def bench_model(
         t = time.perf_counter()
         graph = compile_model(path, target="llvm", db=db)
         compile_s = time.perf_counter() - t
-        peer_layers = ort_layer_ms(path)
+        peer_layers = ort_layer_ms(path, inputs)
     out = {
         "compile_s": compile_s,
         "quiet": compare(graph, model, inputs, reps, min_time),
@@ -386,18 +389,20 @@ def print_tables(res: dict, layers: bool = True) -> None:
         return
     for name, r in res.items():
         print(
-            f"\n{name}: each kernel alone (median ms), onnxruntime on the same subgraph; "
-            "ours in the network (called in order, data and weights as an inference leaves them)"
+            f"\n{name}: each kernel alone (median ms, GFLOPS, share of peak) and in the network "
+            "(called in order, data and weights as an inference leaves them), against "
+            "onnxruntime's profile of the same nodes in its network"
         )
         print(
-            f"  {'kernel':>28} {'ours ms':>8} {'ORT ms':>8} {'ratio':>6} {'GFLOPS':>8} "
-            f"{'peak':>6} {'in net':>8}"
+            f"  {'kernel':>28} {'alone ms':>8} {'GFLOPS':>8} {'peak':>6} {'in net':>8} "
+            f"{'ORT net':>8} {'ratio':>6}"
         )
         for row in r["layers"]:
             peer = row["onnxruntime_ms"]
-            vs = f"{peer:8.3f} {row['ms'] / peer:6.2f}" if peer else f"{'':8} {'':6}"
             g = f"{row['gflops']:8.1f} {row['share_of_peak']:6.1%}" if row["gflops"] else f"{'':15}"
-            print(f"  {row['label']:>28} {row['ms']:8.3f} {vs} {g} {row['in_network_ms']:8.3f}")
+            net = row["in_network_ms"]
+            vs = f"{peer:8.3f} {net / peer:6.2f}" if peer else ""
+            print(f"  {row['label']:>28} {row['ms']:8.3f} {g} {net:8.3f} {vs}")
         alone = sum(row["ms"] for row in r["layers"])
         in_net = sum(row["in_network_ms"] for row in r["layers"])
-        print(f"  {'sum':>28} {alone:8.3f} {'':31} {in_net:8.3f}")
+        print(f"  {'sum':>28} {alone:8.3f} {'':15} {in_net:8.3f}")

@@ -85,13 +85,17 @@ def conv_model(c: int, oc: int, size: int, k: int, stride: int, w: np.ndarray) -
     return model.SerializeToString()
 
 
-def ort_session(model: bytes, threads: int) -> Any:
+def ort_session(model: bytes, threads: int, profile_prefix: str | None = None) -> Any:
     """An onnxruntime CPU session of `model` on `threads` intra-op threads, all graph
-    optimizations on."""
+    optimizations on; with `profile_prefix`, its profiler on (`end_profiling()` writes each
+    node's time per run to a JSON file of that prefix)."""
     import onnxruntime as ort  # optional (the 'bench' extra)
 
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])

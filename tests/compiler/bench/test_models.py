@@ -32,8 +32,8 @@ def test_bench_model_dqn(capsys):
     assert r["arena_lower_bound"] <= r["arena_bytes"] and r["executor_overhead_us"] > 0
     convs = [row for row in r["layers"] if row["flops"]]
     assert len(convs) == 5 and all(row["gflops"] > 0 for row in convs)  # 3 convs, 2 dense
-    # every conv and dense layer is a subgraph of the ONNX model onnxruntime runs alone; the
-    # frames' packing into our layout is not
+    # every conv and dense layer is a subgraph of the ONNX model whose nodes onnxruntime's
+    # profile times; the frames' packing into our layout is not
     assert all(row["onnxruntime_ms"] > 0 and row["in_network_ms"] > 0 for row in convs)
     assert r["layers"][0]["label"] == "pack_frames" and r["layers"][0]["onnxruntime_ms"] is None
     assert r["one_thread"]["ratio"] > 0 and r["one_thread"]["max_rel_err"] < 1e-4
@@ -41,7 +41,7 @@ def test_bench_model_dqn(capsys):
     models.print_tables({"dqn": r})
     out = capsys.readouterr().out
     assert "one thread each" in out
-    assert "dqn" in out and "onnxruntime on the same subgraph" in out
+    assert "dqn" in out and "onnxruntime's profile of the same nodes" in out
 
 
 def test_peak_comes_from_the_measured_clock():
