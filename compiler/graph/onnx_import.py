@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import OperatorError
 from .ir import Graph, Node, Value
-from .onnx_normalize import NORMALIZE, Unsupported, onnx_dtype
+from .onnx_normalize import NORMALIZE, Unsupported, check_ranks, onnx_dtype
 from .passes.infer import infer_node
 from .reference import run_node
 
@@ -251,6 +251,7 @@ class _Importer:
             self.graph.add_constant(node.output[0], np.full(shape, fill.reshape(-1)[0]))
             return
         inputs = list(node.input)
+        check_ranks(self, node)
         normalize = NORMALIZE.get(op)
         if normalize is not None:
             inputs = normalize(self, node, attrs) or inputs

@@ -78,16 +78,17 @@ def _pool_pad(x, attrs, value) -> tuple[np.ndarray, np.ndarray]:
     input's and its explicit pads' positions."""
     pads, k, s = attrs["pads"], attrs["kernel_shape"], attrs["strides"]
     d = attrs.get("dilations", [1, 1])
-    extra = []
+    extra, reach = [], []
     for ax in range(2):
         size = x.shape[2 + ax]
         out = pool_out_size(size, k[ax], s[ax], d[ax], pads[ax], pads[ax + 2], attrs["ceil_mode"])
-        need = (out - 1) * s[ax] + (k[ax] - 1) * d[ax] + 1 - (size + pads[ax] + pads[ax + 2])
-        extra.append(max(need, 0))
+        reach.append((out - 1) * s[ax] + (k[ax] - 1) * d[ax] + 1)  # the last window's end
+        extra.append(max(reach[-1] - (size + pads[ax] + pads[ax + 2]), 0))
     widths = ((0, 0), (0, 0), (pads[0], pads[2] + extra[0]), (pads[1], pads[3] + extra[1]))
     size = (x.shape[2] + pads[0] + pads[2], x.shape[3] + pads[1] + pads[3])
     counted = np.pad(np.ones(size, x.dtype), ((0, extra[0]), (0, extra[1])))
-    return np.pad(x, widths, constant_values=value), counted
+    padded = np.pad(x, widths, constant_values=value)  # ceil_mode's dropped window cut off:
+    return padded[..., : reach[0], : reach[1]], counted[: reach[0], : reach[1]]
 
 
 def max_pool(x, **a) -> np.ndarray:
@@ -101,8 +102,9 @@ def average_pool(x, **a) -> np.ndarray:
     total = _windows(xp, a["kernel_shape"], a["strides"], dil).sum(axis=(-2, -1))
     if not a["count_include_pad"]:  # only the input's positions count
         p = a["pads"]
-        ends = [xp.shape[2 + k] - x.shape[2 + k] - p[k] for k in range(2)]
+        ends = [max(xp.shape[2 + k] - x.shape[2 + k] - p[k], 0) for k in range(2)]
         counted = np.pad(np.ones(x.shape[2:], x.dtype), ((p[0], ends[0]), (p[1], ends[1])))
+        counted = counted[: xp.shape[2], : xp.shape[3]]
     n = _windows(counted[None, None], a["kernel_shape"], a["strides"], dil).sum(axis=(-2, -1))
     return (total / n[0, 0]).astype(x.dtype)
 

@@ -69,15 +69,29 @@ def _pool(ins: list[Shape], a: dict) -> list[Shape]:
     n, c, h, w = ins[0]
     k, s, p = a["kernel_shape"], a["strides"], a["pads"]
     d = a.get("dilations", [1, 1])
-    if any(p[i] >= k[i % 2] for i in range(4)):  # a window could lie wholly in the padding
-        raise OperatorError(f"pads {list(p)} must be smaller than the {k[0]}x{k[1]} window")
     oh, ow = (
         pool_out_size(size, k[i], s[i], d[i], p[i], p[i + 2], a["ceil_mode"])
         for i, size in enumerate((h, w))
     )
     if oh < 1 or ow < 1:
         raise OperatorError(f"the {k[0]}x{k[1]} window does not fit the {h}x{w} input")
+    for axis, (size, out) in enumerate(((h, oh), (w, ow))):
+        empty = _empty_window(size, out, k[axis], s[axis], d[axis], p[axis])
+        if empty is not None:  # its max or average has nothing to take
+            raise OperatorError(
+                f"pads {list(p)}, dilations {list(d)}: the {k[0]}x{k[1]} window of output "
+                f"{'row' if axis == 0 else 'column'} {empty} lies wholly in the padding"
+            )
     return [(n, c, oh, ow)]
+
+
+def _empty_window(size: int, out: int, k: int, s: int, d: int, lo: int) -> int | None:
+    """The first output index along an axis whose window has no tap on the input, or None."""
+    for o in range(out):
+        start = o * s - lo
+        if not any(0 <= start + j * d < size for j in range(k)):
+            return o
+    return None
 
 
 def _gemm(ins: list[Shape], a: dict) -> list[Shape]:

@@ -177,7 +177,12 @@ BAD = {
     ),
     "window in the padding": (  # onnxruntime refuses it too
         [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[2, 0, 0, 0])],
-        [1, 1, 4, 4], {}, "pads [2, 0, 0, 0] must be smaller than the 2x2 window",
+        [1, 1, 4, 4], {}, "the 2x2 window of output row 0 lies wholly in the padding",
+    ),
+    "dilated window between the input's rows": (  # found by tests/robust/test_onnx_fuzz.py
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 1], dilations=[2, 1],
+                          auto_pad="SAME_UPPER")],
+        [1, 1, 1, 1], {}, "dilations [2, 1]: the 2x1 window of output row 0 lies wholly",
     ),
     "resize to nothing": (
         [helper.make_node("Resize", ["x", "", "sc"], ["y"])],
@@ -190,6 +195,14 @@ BAD = {
     "LRN without spatial axes": (
         [helper.make_node("LRN", ["x"], ["y"], size=3)],
         [2, 4], {}, "the input must have a batch, a channel and a spatial axis",
+    ),
+    "global pool of a vector": (  # found by tests/robust/test_onnx_fuzz.py
+        [helper.make_node("GlobalAveragePool", ["x"], ["y"])],
+        [1], {}, "input 0 (x) has rank 1; 4 expected",
+    ),
+    "conv of a 1-d signal": (
+        [helper.make_node("Conv", ["x", "w"], ["y"])],
+        [1, 2, 5], {"w": np.ones((3, 2, 3), f)}, "input 0 (x) has rank 3; 4 expected",
     ),
 }  # fmt: skip
 
