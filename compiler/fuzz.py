@@ -71,3 +71,59 @@ def database_case(path: str) -> str:
             db.best(w, "llvm")
         db.add_batch([Record("matmul(1, 1, 1)", "llvm", {"k": 1}, 0, [1e-3])])
         return f"{len(records)} records, {db.skipped} skipped"
+
+
+def onnx_case(op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None) -> str:
+    """A model of one `op` node (opset 17), and with `then` ({"op", "inputs", "attrs"}) a
+    second node reading the first one's output and its own `inputs`. Each input is a runtime
+    float tensor ({"shape"}), a random float initializer ({"weight": shape}), or an initializer
+    of given int64 or float values ({"ints"}, {"floats"}: a list or a scalar). The model is
+    imported, run on the reference executor, compiled for the CPU and run there; the CPU's
+    output must match the reference's."""
+    import tempfile
+    from pathlib import Path
+
+    from onnx import TensorProto, helper, numpy_helper
+
+    from .graph import reference
+    from .graph.build_onnx import compile_model
+    from .graph.onnx_import import import_onnx
+
+    rng = np.random.default_rng(seed)
+    graph_inputs, inits, feeds = [], [], {}
+
+    def named(specs: list[dict]) -> list[str]:
+        names = []
+        for spec in specs:
+            name = f"in{len(feeds) + len(inits)}"
+            names.append(name)
+            if "ints" in spec or "floats" in spec:
+                value = np.asarray(spec.get("ints", spec.get("floats")))
+                dtype = np.int64 if "ints" in spec else np.float32
+                inits.append(numpy_helper.from_array(value.astype(dtype), name))
+            elif "weight" in spec:
+                value = rng.standard_normal(spec["weight"]).astype(np.float32)
+                inits.append(numpy_helper.from_array(value, name))
+            else:
+                feeds[name] = rng.standard_normal(spec["shape"]).astype(np.float32)
+                graph_inputs.append(
+                    helper.make_tensor_value_info(name, TensorProto.FLOAT, spec["shape"])
+                )
+        return names
+
+    first = "y" if then is None else "t"
+    nodes = [helper.make_node(op, named(inputs), [first], **attrs)]
+    if then is not None:
+        extra = named(then["inputs"])
+        nodes.append(helper.make_node(then["op"], [first, *extra], ["y"], **then["attrs"]))
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "fuzz", graph_inputs, [out], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    want = reference.run(import_onnx(model.SerializeToString()), feeds)["y"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.onnx"
+        path.write_bytes(model.SerializeToString())
+        got = compile_model(path).run(feeds)["y"]
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale, equal_nan=True)
+    return f"{op}{' -> ' + then['op'] if then else ''} -> {list(want.shape)}"
