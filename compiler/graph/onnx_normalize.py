@@ -255,6 +255,13 @@ def _pad(imp, node, attrs):
         raise Unsupported(f"pads {pads} do not have 2 x {rank} entries")
     if min(pads) < 0:
         raise Unsupported(f"negative pads {pads} are not supported")
+    shape = imp.shape(node.input[0])
+    for a, n in enumerate(shape):
+        widest = max(pads[a], pads[a + rank])
+        if attrs["mode"] == "reflect" and widest > n - 1:  # one reflection reaches n - 1 values
+            raise Unsupported(f"mode reflect: pads {pads} reach past axis {a} of size {n}")
+        if attrs["mode"] == "edge" and widest and not n:
+            raise Unsupported(f"mode edge: axis {a} is empty, it has no edge to repeat")
     attrs.update(pads=pads, value=float(value) if value is not None and value.size else 0.0)
     return list(node.input[:1])
 

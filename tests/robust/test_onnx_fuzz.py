@@ -206,14 +206,19 @@ FOUND = {
          {"pads": [0, 0, 0, 1], "kernel_shape": [1, 1], "ceil_mode": 1}),
         "MaxPool -> [1, 1, 1, 1]",
     ),
+    "reflect past a one-wide axis": (  # the CPU kernel read outside its input
+        ("Conv", [{"shape": [1, 1, 1, 1]}, {"weight": [1, 1, 1, 1]}], {},
+         {"op": "Pad", "inputs": [{"ints": [0] * 7 + [1]}], "attrs": {"mode": "reflect"}}),
+        "mode reflect: pads [0, 0, 0, 0, 0, 0, 0, 1] reach past axis 3 of size 1",
+    ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(FOUND))
 def test_models_found_before(case):
-    (op, inputs, attrs), want = FOUND[case]
+    (op, inputs, attrs, *then), want = FOUND[case]
     try:
-        got = onnx_case(op, inputs, attrs, seed=0)
+        got = onnx_case(op, inputs, attrs, seed=0, then=then[0] if then else None)
     except OperatorError as e:
         got = str(e)
     assert want in got
