@@ -73,21 +73,15 @@ def database_case(path: str) -> str:
         return f"{len(records)} records, {db.skipped} skipped"
 
 
-def onnx_case(op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None) -> str:
-    """A model of one `op` node (opset 17), and with `then` ({"op", "inputs", "attrs"}) a
-    second node reading the first one's output and its own `inputs`. Each input is a runtime
-    float tensor ({"shape"}), a random float initializer ({"weight": shape}), or an initializer
-    of given int64 or float values ({"ints"}, {"floats"}: a list or a scalar). The model is
-    imported, run on the reference executor, compiled for the CPU and run there; the CPU's
-    output must match the reference's."""
-    import tempfile
-    from pathlib import Path
-
+def onnx_model(
+    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None
+) -> tuple[bytes, dict[str, np.ndarray]]:
+    """(a serialized model of one `op` node (opset 17), its seeded float inputs by name); with
+    `then` ({"op", "inputs", "attrs"}) a second node reads the first one's output and its own
+    `inputs`. Each input is a runtime float tensor ({"shape"}), a random float initializer
+    ({"weight": shape}), or an initializer of given int64 or float values ({"ints"},
+    {"floats"}: a list or a scalar)."""
     from onnx import TensorProto, helper, numpy_helper
-
-    from .graph import reference
-    from .graph.build_onnx import compile_model
-    from .graph.onnx_import import import_onnx
 
     rng = np.random.default_rng(seed)
     graph_inputs, inits, feeds = [], [], {}
@@ -119,11 +113,58 @@ def onnx_case(op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | 
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     graph = helper.make_graph(nodes, "fuzz", graph_inputs, [out], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    want = reference.run(import_onnx(model.SerializeToString()), feeds)["y"]
+    return model.SerializeToString(), feeds
+
+
+def onnx_case(op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None) -> str:
+    """`onnx_model`'s model imported, run on the reference executor, compiled for the CPU and
+    run there; the CPU's output must match the reference's."""
+    import tempfile
+    from pathlib import Path
+
+    from .graph import reference
+    from .graph.build_onnx import compile_model
+    from .graph.onnx_import import import_onnx
+
+    model, feeds = onnx_model(op, inputs, attrs, seed, then)
+    want = reference.run(import_onnx(model), feeds)["y"]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.onnx"
-        path.write_bytes(model.SerializeToString())
+        path.write_bytes(model)
         got = compile_model(path).run(feeds)["y"]
     scale = float(np.abs(want).max()) if want.size else 0.0
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale, equal_nan=True)
     return f"{op}{' -> ' + then['op'] if then else ''} -> {list(want.shape)}"
+
+
+def accel_case(
+    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None
+) -> str:
+    """`onnx_model`'s model on the accelerator: imported, quantized on its own input, compiled
+    for the pynq configuration and run on `fsim`; every tensor must equal the quantized numpy
+    reference's and the compiled model's run without a device: int8 ones bit for bit, float
+    ones (layers left in fp32 on the CPU) to float rounding."""
+    import tempfile
+    from pathlib import Path
+
+    from vta.config import VTAConfig
+
+    from .graph import accel_onnx as A
+
+    model, feeds = onnx_model(op, inputs, attrs, seed, then)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.onnx"
+        path.write_bytes(model)
+        net = A.import_network(path)
+    (x,) = feeds.values()
+    qn = A.quantize_network(net, x)
+    compiled = A.compile_network(qn, VTAConfig.load("pynq"), candidates=2)
+    want = A.run(qn, x)[0]
+    for got in (A.run(compiled, x)[0], A.run(compiled, x, "fsim")[0]):
+        for name, value in want.items():
+            if value.dtype == np.int8:
+                np.testing.assert_array_equal(got[name], value, err_msg=name)
+            else:  # a float CPU layer: llvm's and numpy's roundings may differ
+                scale = float(np.abs(value).max()) if value.size else 0.0
+                np.testing.assert_allclose(got[name], value, 1e-5, 1e-6 * scale, err_msg=name)
+    return f"{op}{' -> ' + then['op'] if then else ''} on fsim"

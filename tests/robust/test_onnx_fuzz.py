@@ -5,7 +5,9 @@ random attribute values (negative, zero, out of range, unknown modes); and convo
 pools that fit their input with random windows, half of them followed by a second node the
 CPU's fusion and layout passes take with them. Every model must end in one of the toolkit's
 errors or compile and match the reference executor: a signal, a hang, a foreign exception or a
-wrong result fails."""
+wrong result fails. The same convolutions and pools, with a second node the accelerator's
+importer reads, are quantized, compiled for the accelerator and run on `fsim`, and must give
+the quantized numpy reference's tensors."""
 
 from __future__ import annotations
 
@@ -126,19 +128,23 @@ def windows(draw):
     return op, inputs, attrs, m
 
 
+FOLLOWERS = (
+    "Add", "Mul", "Sub", "Div", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish", "Conv",
+    "MaxPool", "GlobalAveragePool", "Flatten", "Transpose", "Softmax", "ReduceMean", "Concat",
+    "Pad", "Resize", "BatchNormalization",
+)  # fmt: skip
+ACCEL_FOLLOWERS = ("Relu", "Clip", "Conv", "MaxPool", "GlobalAveragePool", "Flatten", "Add")
+
+
 @st.composite
-def followers(draw, channels: int):
-    """A second node on a 4-d output of `channels` channels: what the CPU's fusion and layout
-    passes take together with a convolution or pool (elementwise with a broadcast operand,
-    activations, another convolution, pools, reshapes, reductions)."""
+def followers(draw, channels: int, ops: tuple[str, ...] = FOLLOWERS):
+    """A second node on a 4-d output of `channels` channels, one of `ops`: what the CPU's
+    fusion and layout passes take together with a convolution or pool (elementwise with a
+    broadcast operand, activations, another convolution, pools, reshapes, reductions)."""
     operand = st.sampled_from(
         [[channels, 1, 1], [1, channels, 1, 1], [1], [channels], [1, 1, 1, 1], [2, 1, 1]]
     )
-    op = draw(st.sampled_from(
-        ["Add", "Mul", "Sub", "Div", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish",
-         "Conv", "MaxPool", "GlobalAveragePool", "Flatten", "Transpose", "Softmax",
-         "ReduceMean", "Concat", "Pad", "Resize", "BatchNormalization"]
-    ))  # fmt: skip
+    op = draw(st.sampled_from(ops))
     if op in ("Add", "Mul", "Sub", "Div"):
         return {"op": op, "inputs": [{"weight": draw(operand)}], "attrs": {}}
     if op == "Clip":
@@ -224,6 +230,15 @@ def test_models_found_before(case):
     assert want in got
 
 
+@st.composite
+def accel_models(draw):
+    """(op, inputs, attrs, then): a convolution or pool that fits its input, maybe followed by a
+    node of the accelerator's importer."""
+    op, inputs, attrs, channels = draw(windows())
+    then = draw(followers(channels, ACCEL_FOLLOWERS)) if draw(st.booleans()) else None
+    return op, inputs, attrs, then
+
+
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
     with Worker(timeout=120, cwd=str(tmp_path_factory.mktemp("cwd"))) as w:
@@ -251,3 +266,29 @@ def test_onnx_models(worker, examples, capsys):
     case()
     with capsys.disabled():
         print(f"\n[fuzz] ONNX models: {len(tried)} inputs, {tried.count('ok')} ran")
+
+
+ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("examples", ACCEL_SIZES)
+def test_onnx_models_on_the_accelerator(worker, examples, capsys):
+    tried = []
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(model=accel_models(), seed=st.integers(0, 3))
+    def case(model, seed):
+        op, inputs, attrs, then = model
+        kwargs = dict(op=op, inputs=inputs, attrs=attrs, seed=seed, then=then)
+        answer = worker.request(op="call", fn="compiler.fuzz:accel_case", kwargs=kwargs)
+        tried.append(answer["outcome"])
+        assert answer["outcome"] in ("ok", "error"), f"{kwargs}: {answer.get('message')}"
+
+    case()
+    with capsys.disabled():
+        print(f"\n[fuzz] ONNX models on fsim: {len(tried)} inputs, {tried.count('ok')} ran")
