@@ -245,8 +245,9 @@ def worker(tmp_path_factory):
         yield w
 
 
-@pytest.mark.parametrize("examples", SIZES)
-def test_onnx_models(worker, examples, capsys):
+def fuzz(worker, capsys, strategy, fn: str, examples: int, what: str) -> None:
+    """`examples` models of `strategy` (derandomized) through `compiler.fuzz:<fn>` in the
+    worker: each must run or end in one of the toolkit's errors."""
     tried = []
 
     @settings(
@@ -255,17 +256,22 @@ def test_onnx_models(worker, examples, capsys):
         derandomize=True,
         suppress_health_check=list(HealthCheck),
     )
-    @given(model=models(), seed=st.integers(0, 3))
+    @given(model=strategy, seed=st.integers(0, 3))
     def case(model, seed):
         op, inputs, attrs, then = model
         kwargs = dict(op=op, inputs=inputs, attrs=attrs, seed=seed, then=then)
-        answer = worker.request(op="call", fn="compiler.fuzz:onnx_case", kwargs=kwargs)
+        answer = worker.request(op="call", fn=f"compiler.fuzz:{fn}", kwargs=kwargs)
         tried.append(answer["outcome"])
         assert answer["outcome"] in ("ok", "error"), f"{kwargs}: {answer.get('message')}"
 
     case()
     with capsys.disabled():
-        print(f"\n[fuzz] ONNX models: {len(tried)} inputs, {tried.count('ok')} ran")
+        print(f"\n[fuzz] {what}: {len(tried)} inputs, {tried.count('ok')} ran")
+
+
+@pytest.mark.parametrize("examples", SIZES)
+def test_onnx_models(worker, examples, capsys):
+    fuzz(worker, capsys, models(), "onnx_case", examples, "ONNX models")
 
 
 ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", marks=pytest.mark.slow)]
@@ -273,22 +279,4 @@ ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", mark
 
 @pytest.mark.parametrize("examples", ACCEL_SIZES)
 def test_onnx_models_on_the_accelerator(worker, examples, capsys):
-    tried = []
-
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(model=accel_models(), seed=st.integers(0, 3))
-    def case(model, seed):
-        op, inputs, attrs, then = model
-        kwargs = dict(op=op, inputs=inputs, attrs=attrs, seed=seed, then=then)
-        answer = worker.request(op="call", fn="compiler.fuzz:accel_case", kwargs=kwargs)
-        tried.append(answer["outcome"])
-        assert answer["outcome"] in ("ok", "error"), f"{kwargs}: {answer.get('message')}"
-
-    case()
-    with capsys.disabled():
-        print(f"\n[fuzz] ONNX models on fsim: {len(tried)} inputs, {tried.count('ok')} ran")
+    fuzz(worker, capsys, accel_models(), "accel_case", examples, "ONNX models on fsim")
