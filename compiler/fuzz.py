@@ -74,13 +74,14 @@ def database_case(path: str) -> str:
 
 
 def onnx_model(
-    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None
+    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | list[dict] | None = None
 ) -> tuple[bytes, dict[str, np.ndarray]]:
     """(a serialized model of one `op` node (opset 17), its seeded float inputs by name); with
-    `then` ({"op", "inputs", "attrs"}) a second node reads the first one's output and its own
-    `inputs`. Each input is a runtime float tensor ({"shape"}), a random float initializer
-    ({"weight": shape}), or an initializer of given int64 or float values ({"ints"},
-    {"floats"}: a list or a scalar)."""
+    `then` ({"op", "inputs", "attrs"}, or a list of them) a chain of nodes each reading the
+    previous one's output and its own `inputs`. Each input is a runtime float tensor
+    ({"shape"}), one of the model's runtime inputs again ({"input": k}: a residual), a random
+    float initializer ({"weight": shape}), or an initializer of given int64 or float values
+    ({"ints"}, {"floats"}: a list or a scalar)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -89,6 +90,9 @@ def onnx_model(
     def named(specs: list[dict]) -> list[str]:
         names = []
         for spec in specs:
+            if "input" in spec:
+                names.append(graph_inputs[spec["input"]].name)
+                continue
             name = f"in{len(feeds) + len(inits)}"
             names.append(name)
             if "ints" in spec or "floats" in spec:
@@ -105,18 +109,31 @@ def onnx_model(
                 )
         return names
 
-    first = "y" if then is None else "t"
-    nodes = [helper.make_node(op, named(inputs), [first], **attrs)]
-    if then is not None:
-        extra = named(then["inputs"])
-        nodes.append(helper.make_node(then["op"], [first, *extra], ["y"], **then["attrs"]))
+    chain = _chain(then)
+    outs = [f"t{k}" for k in range(len(chain))] + ["y"]
+    nodes = [helper.make_node(op, named(inputs), [outs[0]], **attrs)]
+    for k, node in enumerate(chain):
+        extra = named(node["inputs"])
+        nodes.append(
+            helper.make_node(node["op"], [outs[k], *extra], [outs[k + 1]], **node["attrs"])
+        )
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     graph = helper.make_graph(nodes, "fuzz", graph_inputs, [out], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model.SerializeToString(), feeds
 
 
-def onnx_case(op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None) -> str:
+def _chain(then: dict | list[dict] | None) -> list[dict]:
+    return [] if then is None else [then] if isinstance(then, dict) else list(then)
+
+
+def _ops(op: str, then: dict | list[dict] | None) -> str:
+    return " -> ".join([op, *(node["op"] for node in _chain(then))])
+
+
+def onnx_case(
+    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | list[dict] | None = None
+) -> str:
     """`onnx_model`'s model imported, run on the reference executor, compiled for the CPU and
     run there; the CPU's output must match the reference's."""
     import tempfile
@@ -134,11 +151,11 @@ def onnx_case(op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | 
         got = compile_model(path).run(feeds)["y"]
     scale = float(np.abs(want).max()) if want.size else 0.0
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale, equal_nan=True)
-    return f"{op}{' -> ' + then['op'] if then else ''} -> {list(want.shape)}"
+    return f"{_ops(op, then)} -> {list(want.shape)}"
 
 
 def accel_case(
-    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | None = None
+    op: str, inputs: list[dict], attrs: dict, seed: int, then: dict | list[dict] | None = None
 ) -> str:
     """`onnx_model`'s model on the accelerator: imported, quantized on its own input, compiled
     for the pynq configuration and run on `fsim`; every tensor must equal the quantized numpy
@@ -167,4 +184,4 @@ def accel_case(
             else:  # a float CPU layer: llvm's and numpy's roundings may differ
                 scale = float(np.abs(value).max()) if value.size else 0.0
                 np.testing.assert_allclose(got[name], value, 1e-5, 1e-6 * scale, err_msg=name)
-    return f"{op}{' -> ' + then['op'] if then else ''} on fsim"
+    return f"{_ops(op, then)} on fsim"

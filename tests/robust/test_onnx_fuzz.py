@@ -3,7 +3,8 @@
 operators with random input shapes (empty dimensions included), weights that may not fit, and
 random attribute values (negative, zero, out of range, unknown modes); and convolutions and
 pools that fit their input with random windows, half of them followed by a second node the
-CPU's fusion and layout passes take with them. Every model must end in one of the toolkit's
+CPU's fusion and layout passes take with them; and residual blocks (conv, relu, conv, the
+block's input added, relu). Every model must end in one of the toolkit's
 errors or compile and match the reference executor: a signal, a hang, a foreign exception or a
 wrong result fails. The same convolutions and pools, with a second node the accelerator's
 importer reads, are quantized, compiled for the accelerator and run on `fsim`, and must give
@@ -182,9 +183,36 @@ def followers(draw, channels: int, ops: tuple[str, ...] = FOLLOWERS):
 
 
 @st.composite
+def blocks(draw):
+    """(op, inputs, attrs, then): a residual block, conv -> [relu] -> [conv] -> add the block's
+    input -> [relu], its convolutions keeping the shape (groups 1 or depthwise, 1x1 or 3x3) or,
+    now and then, not (stride 2: the add must be refused)."""
+    c, h, w = draw(st.integers(1, 20)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+
+    def conv():
+        k, group = draw(st.sampled_from([1, 3])), draw(st.sampled_from([1, c]))
+        stride = draw(st.sampled_from([1, 1, 1, 2]))
+        attrs = {"pads": [k // 2] * 4, "group": group, "strides": [stride, stride]}
+        return {"weight": [c, c // group, k, k]}, {"weight": [c]}, attrs
+
+    weight, bias, attrs = conv()
+    chain = [{"op": "Relu", "inputs": [], "attrs": {}}] if draw(st.booleans()) else []
+    if draw(st.booleans()):
+        w2, b2, a2 = conv()
+        chain.append({"op": "Conv", "inputs": [w2, b2], "attrs": a2})
+    chain.append({"op": "Add", "inputs": [{"input": 0}], "attrs": {}})
+    if draw(st.booleans()):
+        chain.append({"op": "Relu", "inputs": [], "attrs": {}})
+    return "Conv", [{"shape": [1, c, h, w]}, weight, bias], attrs, chain
+
+
+@st.composite
 def models(draw):
-    """(op, inputs, attrs, then): a convolution or pool that fits its input, maybe followed by
-    a second node (half the time), or any supported operator with random inputs and attributes."""
+    """(op, inputs, attrs, then): a residual block (a quarter of the time); a convolution or
+    pool that fits its input, maybe followed by a second node; or any supported operator with
+    random inputs and attributes."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(blocks())
     if draw(st.booleans()):
         op, inputs, attrs, channels = draw(windows())
         then = draw(followers(channels)) if draw(st.booleans()) else None
@@ -232,8 +260,10 @@ def test_models_found_before(case):
 
 @st.composite
 def accel_models(draw):
-    """(op, inputs, attrs, then): a convolution or pool that fits its input, maybe followed by a
-    node of the accelerator's importer."""
+    """(op, inputs, attrs, then): a residual block (a third of the time), or a convolution or
+    pool that fits its input, maybe followed by a node of the accelerator's importer."""
+    if draw(st.integers(0, 2)) == 0:
+        return draw(blocks())
     op, inputs, attrs, channels = draw(windows())
     then = draw(followers(channels, ACCEL_FOLLOWERS)) if draw(st.booleans()) else None
     return op, inputs, attrs, then
