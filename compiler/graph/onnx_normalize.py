@@ -345,27 +345,23 @@ def _cast(imp, node, attrs):
     return None
 
 
-IMAGE = (4,)  # the 2-d image operators: batch, channels and two spatial axes
-RANKS: dict[str, dict[int, tuple[int, ...]]] = {  # the ranks an operator's inputs may have
-    "Conv": {0: IMAGE, 1: IMAGE, 2: (1,)},
-    "ConvTranspose": {0: IMAGE, 1: IMAGE, 2: (1,)},
-    "MaxPool": {0: IMAGE},
-    "AveragePool": {0: IMAGE},
-    "GlobalAveragePool": {0: IMAGE},
-    "GlobalMaxPool": {0: IMAGE},
+RANKS = {  # the rank each input of the 2-d image operators must have
+    "Conv": {0: 4, 1: 4, 2: 1},
+    "ConvTranspose": {0: 4, 1: 4, 2: 1},
+    "MaxPool": {0: 4},
+    "AveragePool": {0: 4},
+    "GlobalAveragePool": {0: 4},
+    "GlobalMaxPool": {0: 4},
 }
 
 
 def check_ranks(imp: Any, node) -> None:
     """An error naming the first input whose rank the operator does not take."""
-    for k, ranks in RANKS.get(node.op_type, {}).items():
+    for k, want in RANKS.get(node.op_type, {}).items():
         if k < len(node.input) and node.input[k]:
             rank = len(imp.shape(node.input[k]))
-            if rank not in ranks:
-                raise Unsupported(
-                    f"input {k} ({node.input[k]}) has rank {rank}; "
-                    f"{' or '.join(map(str, ranks))} expected"
-                )
+            if rank != want:
+                raise Unsupported(f"input {k} ({node.input[k]}) has rank {rank}; {want} expected")
 
 
 NORMALIZE = {

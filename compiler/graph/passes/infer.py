@@ -87,11 +87,9 @@ def _pool(ins: list[Shape], a: dict) -> list[Shape]:
 
 def _empty_window(size: int, out: int, k: int, s: int, d: int, lo: int) -> int | None:
     """The first output index along an axis whose window has no tap on the input, or None."""
-    for o in range(out):
-        start = o * s - lo
-        if not any(0 <= start + j * d < size for j in range(k)):
-            return o
-    return None
+    taps = np.arange(out)[:, None] * s - lo + np.arange(k) * d
+    empty = np.flatnonzero(~((taps >= 0) & (taps < size)).any(axis=1))
+    return int(empty[0]) if empty.size else None
 
 
 def _gemm(ins: list[Shape], a: dict) -> list[Shape]:

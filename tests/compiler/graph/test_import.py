@@ -200,6 +200,11 @@ BAD = {
         [helper.make_node("GlobalAveragePool", ["x"], ["y"])],
         [1], {}, "input 0 (x) has rank 1; 4 expected",
     ),
+    "reflect past a one-wide axis": (  # found by the fuzzer: the CPU kernel read outside x
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+        [1, 1, 1, 1], {"p": np.array([0] * 7 + [1])},
+        "mode reflect: pads [0, 0, 0, 0, 0, 0, 0, 1] reach past axis 3 of size 1",
+    ),
     "conv of a 1-d signal": (
         [helper.make_node("Conv", ["x", "w"], ["y"])],
         [1, 2, 5], {"w": np.ones((3, 2, 3), f)}, "input 0 (x) has rank 3; 4 expected",
