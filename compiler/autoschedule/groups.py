@@ -38,7 +38,10 @@ def group_spec(group: Group, shapes: dict) -> str:
     local = {t: f"in{k}" for k, t in enumerate(group.inputs)}
     nodes = []
     for k, n in enumerate(group.nodes):
-        nodes.append([n.op, [local[t] for t in n.inputs], n.attrs])
+        # `pointwise` is how the template build computes a 1x1 conv (same function, same
+        # weights), not part of what the group computes
+        attrs = {a: v for a, v in n.attrs.items() if a != "pointwise"}
+        nodes.append([n.op, [local[t] for t in n.inputs], attrs])
         local[n.output] = f"n{k}"
     spec = {
         "inputs": [list(shapes[t]) for t in group.inputs],

@@ -66,7 +66,8 @@ class Group:
 
 
 def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
-    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, else the default."""
+    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc or conv2d_1x1_NCHWc,
+    else the default."""
     found: dict[str, Any] = {}
 
     def visit(t: Tensor) -> None:
@@ -81,6 +82,8 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
     tags = set(found.values())
     if tag.CONV2D_WINOGRAD in tags:
         return x86.schedule_conv2d_winograd_NCHWc(outs)
+    if tag.CONV2D_1X1 in tags:
+        return x86.schedule_conv2d_1x1_NCHWc(outs, **(knobs or {}))
     if tag.CONV2D_NCHWC in tags:
         if knobs:
             return x86.schedule_conv2d_NCHWc_knobs(outs, **knobs)
@@ -132,11 +135,16 @@ def group_kernel(
     return lower(s, tensors, name or group.name), [*group.inputs, group.output]
 
 
-class ConvTask(NamedTuple):
-    """A group's conv2d_NCHWc tuning task: template args, the graph's channel blocks and the
-    padding on every side (None: the template's default kh // 2)."""
+DIRECT, POINTWISE = "conv2d_NCHWc", "conv2d_1x1_NCHWc"  # the convolution templates
 
-    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride
+
+class ConvTask(NamedTuple):
+    """A group's convolution tuning task: the template (`conv2d_NCHWc`, or `conv2d_1x1_NCHWc`
+    for a conv marked `pointwise`), its args, the graph's channel blocks and the padding on
+    every side (None: the template's default kh // 2)."""
+
+    template: str
+    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride (pointwise: c, h, w, f)
     blocks: tuple[int, int]  # ic_bn, oc_bn
     padding: int | None
 
@@ -146,6 +154,9 @@ class ConvTask(NamedTuple):
         if blocks:
             return (*self.args, *self.blocks, *tail)
         return (*self.args, 0, 0, *tail) if tail else self.args
+
+    def label(self) -> str:
+        return f"{self.template}{self.task_args()}"
 
 
 def conv_task(group: Group, shapes: dict) -> ConvTask | None:
@@ -167,21 +178,24 @@ def conv_task(group: Group, shapes: dict) -> ConvTask | None:
             or any(d != 1 for d in n.attrs.get("dilations") or [1, 1])
         ):
             return None
-        args = (data[1] * data[4], data[2], data[3], w[0] * w[5], kh, kw, stride[0])
-        return ConvTask(args, (data[4], w[5]), None if pads[0] == kh // 2 else pads[0])
+        args = (data[1] * data[4], data[2], data[3], w[0] * w[5])
+        if n.attrs.get("pointwise"):
+            return ConvTask(POINTWISE, args, (data[4], w[5]), None)
+        padding = None if pads[0] == kh // 2 else pads[0]
+        return ConvTask(DIRECT, (*args, kh, kw, stride[0]), (data[4], w[5]), padding)
     return None
 
 
 def tuned_knobs(db: Any, task: ConvTask) -> tuple[dict, float] | None:
-    """The fastest record of the conv2d_NCHWc task with the graph's channel blocks (tuned with
-    them fixed, or freely with these blocks among the configs tried): its knobs and cost
+    """The fastest record of the task with the graph's channel blocks (tuned with them
+    fixed, or freely with these blocks among the configs tried): its knobs and cost
     (seconds), or None."""
     from ..tune.record import MeasureErrorNo
     from ..tune.task import create_task
 
     best, best_cost = None, float("inf")
     for task_args in (task.task_args(), task.task_args(blocks=False)):
-        tuning = create_task("conv2d_NCHWc", task_args, "llvm")
+        tuning = create_task(task.template, task_args, "llvm")
         for r in db.records(tuning.workload_key, "llvm"):
             if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs or min(r.costs) >= best_cost:
                 continue
@@ -193,6 +207,8 @@ def tuned_knobs(db: Any, task: ConvTask) -> tuple[dict, float] | None:
                 best, best_cost = cfg, min(r.costs)
     if best is None:
         return None
+    if task.template == POINTWISE:
+        return {"tile_p": best["tile_p"].size[1]}, best_cost
     knobs = {
         "tile_oh": best["tile_oh"].size[1],
         "tile_ow": best["tile_ow"].size[1],
@@ -201,6 +217,43 @@ def tuned_knobs(db: Any, task: ConvTask) -> tuple[dict, float] | None:
         "pad": best["pad"].val,
     }
     return knobs, best_cost
+
+
+def pointwise_convs(groups: list[Group], shapes: dict, sources: list[Any]) -> int:
+    """Convolutions computed by conv2d_1x1_NCHWc (1x1, stride 1, unpadded, ungrouped, batch
+    1, with more input-channel blocks than `x86.pointwise_chunk` takes at once), the node
+    marked with that chunk; except where the first of the record `sources` (databases, in
+    order) holding a record of the conv's tasks has one of the direct conv2d_NCHWc task and
+    none of the pointwise one. Returns how many."""
+    count = 0
+    for g in groups:
+        for n in g.nodes:
+            a = n.attrs
+            if n.op != "Conv" or a.get("winograd") or a.get("pointwise"):
+                continue
+            data, w = shapes[n.inputs[0]], shapes[n.inputs[1]]
+            chunk = x86.pointwise_chunk(data[1], data[4], w[5])
+            if (
+                tuple(a.get("kernel_shape", ())) != (1, 1)
+                or any(v != 1 for v in (a.get("strides") or [1, 1]))
+                or any(a.get("pads") or [0])
+                or a.get("group", 1) != 1
+                or data[0] != 1
+                or chunk == data[1]
+            ):
+                continue
+            direct = conv_task(g, shapes)
+            pointwise = direct and direct._replace(template=POINTWISE, args=direct.args[:4])
+            for records in sources if direct else ():
+                if tuned_knobs(records, pointwise):
+                    break
+                if tuned_knobs(records, direct):
+                    chunk = 0
+                    break
+            if chunk:
+                a["pointwise"] = chunk
+                count += 1
+    return count
 
 
 AUTO_SCHEDULED = "auto-scheduler records"
@@ -314,20 +367,20 @@ def build_graph(
     by where their schedules came from (`tuned_from`)."""
     t0 = time.perf_counter()
     constants = dict(constants)
-    with target_scope(target):
-        pack_dense_weights(groups, shapes, constants)
-        winograd = winograd_convs(groups, shapes, constants)
-    shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
-    params = list(constants)
-    steps = []
-    kernels: dict[str, Kernel] = {}
-    untuned: dict[str, None] = {}
     with target_scope(target) as tgt:
         # the user's records first, then the ones shipped for this instruction set
         sources = {"records": Database(db)} if db else {}
         shipped = shipped_records(tgt)
         if shipped:
             sources[f"shipped records ({shipped_name(tgt)})"] = shipped
+        pack_dense_weights(groups, shapes, constants)
+        winograd = winograd_convs(groups, shapes, constants)
+        shapes = {**shapes, **{k: v.shape for k, v in constants.items()}}
+        pointwise = pointwise_convs(groups, shapes, list(sources.values()))
+        params = list(constants)
+        steps = []
+        kernels: dict[str, Kernel] = {}
+        untuned: dict[str, None] = {}
         used = dict.fromkeys(sources, 0)
         for g in groups:
             key = _signature(g, shapes)
@@ -343,7 +396,7 @@ def build_graph(
                 if program is not None:
                     origin = AUTO_SCHEDULED
                 elif task and not found:
-                    untuned[f"conv2d_NCHWc{task.task_args()}"] = None
+                    untuned[task.label()] = None
                 if origin:
                     used[origin] = used.get(origin, 0) + 1
                 name = f"k{len(kernels)}_{g.name}"
@@ -368,6 +421,7 @@ def build_graph(
     if log:
         origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
         origin += f"; {winograd} convolutions by Winograd F(2x2, 3x3)" if winograd else ""
+        origin += f"; {pointwise} 1x1 convolutions by input-channel chunks" if pointwise else ""
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "
             f"in {time.perf_counter() - t0:.2f} s{origin}"
@@ -377,6 +431,7 @@ def build_graph(
     graph.manifest["untuned"] = list(untuned)
     graph.manifest["tuned_from"] = used
     graph.manifest["winograd"] = winograd
+    graph.manifest["pointwise"] = pointwise
     return graph
 
 

@@ -39,12 +39,15 @@ def conv2d_nchwc(ins: list[Tensor], attrs: dict) -> Tensor:
     """Packed conv: data [N, C/ib, H, W, ib], weight [OC/ob, C/ib, KH, KW, ib, ob] (+ bias
     [OC/ob, 1, 1, ob]); depthwise when `group` equals the channels (weight [C/b, 1, KH, KW, 1,
     b]); by Winograd's F(m x m, 3 x 3) when the node says `winograd` = m (weight [a, a, OC/ob,
-    C, ob])."""
+    C, ob]); a 1x1 conv in partial sums over chunks of input-channel blocks when it says
+    `pointwise` = the chunk."""
     data, weight, *rest = ins
     w = _window(attrs)
     channels = data.shape[1] * data.shape[4]
     if attrs.get("winograd"):  # weight transformed by nn.winograd_weight (graph.build)
         out = nn.conv2d_winograd_NCHWc(data, weight, attrs["pads"][0], attrs["winograd"])
+    elif attrs.get("pointwise"):  # 1x1 by input-channel chunks (graph.build.pointwise_convs)
+        out = nn.conv2d_1x1_NCHWc(data, weight, attrs["pointwise"])
     elif attrs.get("group", 1) == channels and channels > 1:
         out = nn.depthwise_conv2d_NCHWc(data, weight, w["stride"], w["padding"], w["dilation"])
     elif attrs.get("group", 1) == 1:

@@ -16,12 +16,16 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import CompilerError
 from ..tune.cli import int_at_least, target_name
 from .executor import GraphModule
+
+if TYPE_CHECKING:
+    from .build import ConvTask
 
 
 def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
@@ -118,13 +122,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
-    """The model's distinct conv2d_NCHWc tuning tasks (template args with the graph's channel
-    blocks; convolutions the build computes by Winograd have none) and how many kernels of the
-    graph each one makes; `log` gets the table of all the fused graph's distinct kernels
-    first."""
+def model_tasks(path: str, target: str, log=print) -> list[tuple[ConvTask, int]]:
+    """The model's distinct convolution tuning tasks (with the graph's channel blocks;
+    convolutions the build computes by Winograd have none, 1x1 ones it computes by
+    input-channel chunks have the pointwise template's) and how many kernels of the graph
+    each one makes; `log` gets the table of all the fused graph's distinct kernels first."""
     from ..codegen.target import target_scope
-    from .build import conv_task, winograd_convs
+    from .build import conv_task, pointwise_convs, winograd_convs
     from .build_onnx import fused_graph, lower_groups
     from .passes import extract_tasks, format_tasks
 
@@ -134,13 +138,13 @@ def model_tasks(path: str, target: str, log=print) -> list[tuple[tuple, int]]:
         groups, shapes, params, _, _ = lower_groups(graph)
         params = dict(params)
         winograd_convs(groups, shapes, params)  # these have no template task
-    shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
-    weights: dict[tuple, int] = {}
+        shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
+        pointwise_convs(groups, shapes, [])
+    weights: dict[ConvTask, int] = {}
     for g in groups:
         task = conv_task(g, shapes)
         if task:
-            key = task.task_args()
-            weights[key] = weights.get(key, 0) + 1
+            weights[task] = weights.get(task, 0) + 1
     return list(weights.items())
 
 
@@ -163,9 +167,9 @@ def tune_model(args: argparse.Namespace) -> int:
         raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
     found = model_tasks(model, args.target)
     print(f"{model}: {len(found)} tunable tasks")
-    for k, (task_args, weight) in enumerate(found, 1):
-        print(f"  [{k}/{len(found)}] conv2d_NCHWc{task_args} x{weight}")
-    tasks = [create_task("conv2d_NCHWc", a, "llvm") for a, _ in found]
+    for k, (task, weight) in enumerate(found, 1):
+        print(f"  [{k}/{len(found)}] {task.label()} x{weight}")
+    tasks = [create_task(t.template, t.task_args(), "llvm") for t, _ in found]
     option = measure_option(
         LocalBuilder(timeout=args.build_timeout), CPURunner(threads=1, pool=None)
     )
@@ -177,8 +181,8 @@ def tune_model(args: argparse.Namespace) -> int:
             )
     finally:
         option.close()
-    for (task_args, _), h in zip(found, histories, strict=True):
-        print(f"conv2d_NCHWc{task_args}: {len(h.throughputs)} trials, {h.errors} errors")
+    for (task, _), h in zip(found, histories, strict=True):
+        print(f"{task.label()}: {len(h.throughputs)} trials, {h.errors} errors")
     print(f"tuned {len(tasks)} tasks in {time.perf_counter() - t:.1f} s; records in {args.db}")
     return 0
 

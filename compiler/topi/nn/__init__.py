@@ -1,7 +1,7 @@
 """Neural-network operators as tensor expressions (TVM's topi.nn)."""
 
 from .batch_norm import batch_norm
-from .conv2d import conv2d_nchw, conv2d_NCHWc
+from .conv2d import conv2d_1x1_NCHWc, conv2d_nchw, conv2d_NCHWc
 from .dense import dense, matmul
 from .depthwise_conv2d import depthwise_conv2d_nchw, depthwise_conv2d_NCHWc
 from .elemwise import bias_add, leaky_relu, relu
@@ -33,6 +33,7 @@ __all__ = [
     "batch_norm",
     "bias_add",
     "conv2d_NCHWc",
+    "conv2d_1x1_NCHWc",
     "conv2d_nchw",
     "dense",
     "depthwise_conv2d_NCHWc",

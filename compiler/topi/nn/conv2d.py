@@ -70,3 +70,47 @@ def conv2d_NCHWc(
         name="conv2d_NCHWc",
         tag=tag.CONV2D_NCHWC,
     )
+
+
+def conv2d_1x1_NCHWc(
+    data: Tensor, kernel: Tensor, chunk: int, out_dtype: str | None = None
+) -> Tensor:
+    """A pointwise conv2d_NCHWc (1x1 kernel, stride 1, no padding): data [N, C/ic_bn, H, W,
+    ic_bn] with kernel [OC/oc_bn, C/ic_bn, 1, 1, ic_bn, oc_bn] -> [N, OC/oc_bn, H, W, oc_bn],
+    as partial sums over chunks of `chunk` input-channel blocks (stage `conv2d_1x1_partial`
+    [N, C/ic_bn/chunk, OC/oc_bn, H*W, oc_bn]: the positions flattened, so a register tile
+    need not divide a row) that the output adds up. A chunk's weights are small enough to
+    stay in L1 while every position passes them."""
+    out_dtype = out_dtype or data.dtype
+    n, ic_chunk, h, w, ic_bn = data.shape
+    oc_chunk, k_ic_chunk, kh, kw, k_ic_bn, oc_bn = kernel.shape
+    if (k_ic_chunk, k_ic_bn, kh, kw) != (ic_chunk, ic_bn, 1, 1):
+        raise OperatorError(
+            f"conv2d_1x1_NCHWc: data has {ic_chunk}x{ic_bn} input channels, kernel "
+            f"{k_ic_chunk}x{k_ic_bn} with a {kh}x{kw} window (1x1 expected)"
+        )
+    if chunk < 1 or ic_chunk % chunk:
+        raise OperatorError(
+            f"conv2d_1x1_NCHWc: chunks of {chunk} blocks do not divide {ic_chunk} input blocks"
+        )
+    ici, icb = te.reduce_axis(chunk, "ic_chunk"), te.reduce_axis(ic_bn, "ic_block")
+    partial = te.compute(
+        (n, ic_chunk // chunk, oc_chunk, h * w, oc_bn),
+        lambda b, c, oc, p, ob: te.sum(
+            data[b, c * chunk + ici, p // w, p % w, icb].astype(out_dtype)
+            * kernel[oc, c * chunk + ici, 0, 0, icb, ob].astype(out_dtype),
+            axis=[ici, icb],
+        ),
+        name="conv2d_1x1_partial",
+        tag=tag.CONV2D_1X1_PARTIAL,
+    )
+
+    def total(b, oc, y, x, ob):
+        s = partial[b, 0, oc, y * w + x, ob]
+        for c in range(1, ic_chunk // chunk):
+            s = s + partial[b, c, oc, y * w + x, ob]
+        return s
+
+    return te.compute(
+        (n, oc_chunk, h, w, oc_bn), total, name="conv2d_1x1_NCHWc", tag=tag.CONV2D_1X1
+    )

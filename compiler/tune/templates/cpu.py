@@ -12,6 +12,9 @@ conv2d_NCHWc templates: each returns (schedule, args) for compiler.build.
   row bands: fine tasks, or coarse ones that keep a weight block or an input band in one
   core's cache) and where the zero padding is made (a condition in the kernel, a padded copy
   at root, or per task).
+* `conv2d_1x1_NCHWc`: topi.nn.conv2d_1x1_NCHWc (a pointwise conv in partial sums over
+  chunks of input channels) in the same layouts; knobs: the channel blocks and the register
+  tile's positions (tile_p).
 
 Both spaces hold the fast hand-written schedules (scripts/bench_cpu.py) and poor ones (half
 vectors, register tiles that spill, scalar reductions), so the search has something to learn.
@@ -116,6 +119,24 @@ def matmul_basic(cfg, n: int, m: int, k: int):
 register_reference("matmul_basic")(matmul_reference)
 
 
+def _channel_blocks(cfg, c: int, f: int, ic_bn: int, oc_bn: int) -> None:
+    """The knobs of a conv's channel blocks: tile_ic (ic_bn when given) and tile_oc (oc_bn
+    when given, else whole vectors)."""
+    cfg.define_split(
+        "tile_ic",
+        c,
+        num_outputs=2,
+        max_factor=64,
+        filter=lambda e: e.size[1] == (ic_bn or e.size[1]),
+    )
+    cfg.define_split(
+        "tile_oc",
+        f,
+        num_outputs=2,
+        filter=lambda e: e.size[1] == oc_bn if oc_bn else e.size[1] in VECTOR_BLOCKS,
+    )
+
+
 @register_template("conv2d_NCHWc", "llvm")
 def conv2d_NCHWc(
     cfg,
@@ -136,19 +157,7 @@ def conv2d_NCHWc(
     pad = kh // 2 if padding is None else padding
     oh = (h + 2 * pad - kh) // stride + 1
     ow = (w + 2 * pad - kw) // stride + 1
-    cfg.define_split(
-        "tile_ic",
-        c,
-        num_outputs=2,
-        max_factor=64,
-        filter=lambda e: e.size[1] == (ic_bn or e.size[1]),
-    )
-    cfg.define_split(
-        "tile_oc",
-        f,
-        num_outputs=2,
-        filter=lambda e: e.size[1] == oc_bn if oc_bn else e.size[1] in VECTOR_BLOCKS,
-    )
+    _channel_blocks(cfg, c, f, ic_bn, oc_bn)
     cfg.define_split("tile_ow", ow, num_outputs=2, max_factor=32)
     cfg.define_split("tile_oh", oh, num_outputs=2, policy="any", max_factor=4)
     cfg.define_knob("unroll_kw", [True, False])
@@ -180,3 +189,24 @@ def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=0, oc_bn=
         testing.nchwc_unpack(data).astype(np.float64), weight.astype(np.float64), stride, pad
     )
     return [testing.nchw_pack(out, kernel.shape[-1]).astype(np.float32)]
+
+
+@register_template("conv2d_1x1_NCHWc", "llvm")
+def conv2d_1x1_NCHWc(cfg, c: int, h: int, w: int, f: int, ic_bn: int = 0, oc_bn: int = 0):
+    """Batch-1 float32 pointwise conv2d (1x1, stride 1, unpadded) by partial sums over chunks
+    of input-channel blocks (`x86.pointwise_chunk`) in the NCHWc layouts of the channel
+    blocks (fixed when given); the register tile's positions (tile_p, the last tile partial)."""
+    _channel_blocks(cfg, c, f, ic_bn, oc_bn)
+    cfg.define_split("tile_p", h * w, num_outputs=2, policy="any", max_factor=16)
+    ic_bn, oc_bn = cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]
+
+    data = te.placeholder((1, c // ic_bn, h, w, ic_bn), "float32", "data")
+    kernel = te.placeholder((f // oc_bn, c // ic_bn, 1, 1, ic_bn, oc_bn), "float32", "kernel")
+    out = nn.conv2d_1x1_NCHWc(data, kernel, x86.pointwise_chunk(c // ic_bn, ic_bn, oc_bn))
+    cfg.add_flop(2 * h * w * c * f)
+    return x86.schedule_conv2d_1x1_NCHWc(out, cfg["tile_p"].size[1]), [data, kernel, out]
+
+
+@register_reference("conv2d_1x1_NCHWc")
+def conv2d_1x1_NCHWc_reference(inputs, c, h, w, f, ic_bn=0, oc_bn=0):
+    return conv2d_NCHWc_reference(inputs, c, h, w, f, 1, 1, 1, ic_bn, oc_bn, 0)

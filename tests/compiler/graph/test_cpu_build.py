@@ -152,6 +152,64 @@ def test_an_unpadded_strided_convolution_is_a_task_and_takes_its_record(tmp_path
     np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
 
 
+def pointwise_graph(c=160, size=5, k=1, stride=1):
+    """pack, a 1x1 conv of `c` input channels (10 blocks of 16: more than the 8 a chunk takes
+    on every target this runs on) to 32, unpack."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, c, size, size)).astype(np.float32)
+    w = rng.standard_normal((32, c, k, k)).astype(np.float32)
+    attrs = {"kernel_shape": [k, k], "pads": [0] * 4, "strides": [stride] * 2}
+    out = (size - k) // stride + 1
+    groups = [
+        Group("pack", [Node("PackNCHWc", ["x"], "xp", {"block": 16})]),
+        Group("conv", [Node("Conv", ["xp", "w"], "c", attrs)]),
+        Group("unpack", [Node("UnpackNCHWc", ["c"], "y")]),
+    ]
+    shapes = {
+        "x": x.shape,
+        "xp": (1, c // 16, size, size, 16),
+        "c": (1, 2, out, out, 16),
+        "y": (1, 32, out, out),
+    }
+    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
+    consts = {"w": testing.oihw_pack(w, 16, 16)}
+    ref = testing.conv2d_nchw_python(x, w, stride, 0)
+    return (groups, shapes, consts, ["x"], ["y"], offsets, arena), x, ref
+
+
+@pytest.mark.parametrize(
+    "c,k,stride,pointwise",
+    [(160, 1, 1, 1), (128, 1, 1, 0), (160, 1, 2, 0), (160, 3, 1, 0)],
+)
+def test_wide_1x1_convolutions_run_by_input_channel_chunks(c, k, stride, pointwise):
+    # only a 1x1 stride-1 conv with more input blocks than one chunk: 8 blocks (128) fit one
+    graph_args, x, ref = pointwise_graph(c, 5, k, stride)
+    graph = build_graph(*graph_args)
+    assert graph.manifest["pointwise"] == pointwise
+    template = "conv2d_1x1_NCHWc" if pointwise else "conv2d_NCHWc"
+    assert graph.manifest["untuned"][0].startswith(f"{template}({c}, 5, 5, 32")
+    np.testing.assert_allclose(graph.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("template", ["conv2d_1x1_NCHWc", "conv2d_NCHWc"])
+def test_a_1x1_convolution_takes_the_template_its_records_hold(tmp_path, template):
+    from compiler.tune.database import Database
+    from compiler.tune.record import MeasureInput, Record
+    from compiler.tune.task import create_task
+
+    graph_args, x, ref = pointwise_graph()
+    args = (160, 5, 5, 32) if template == "conv2d_1x1_NCHWc" else (160, 5, 5, 32, 1, 1, 1)
+    tuning = create_task(template, (*args, 16, 16), "llvm")
+    with Database(tmp_path / "r.db") as db:
+        db.add_batch([Record.of(MeasureInput(tuning, tuning.config_space.get(2)), [1e-4])])
+    graph = build_graph(*graph_args, db=str(tmp_path / "r.db"))
+    # a record of the direct template alone keeps the conv direct (records tuned before
+    # the pointwise kernel existed, and the AVX-512 records shipped)
+    assert graph.manifest["pointwise"] == (template == "conv2d_1x1_NCHWc")
+    assert graph.manifest["tuned_from"]["records"] == 1 and graph.manifest["untuned"] == []
+    np.testing.assert_allclose(graph.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-3)
+
+
 def test_plan_offsets_reuses_dead_tensors():
     chain = [Group(f"g{k}", [Node("Relu", [f"t{k}"], f"t{k + 1}")]) for k in range(4)]
     shapes = {f"t{k}": (1, 16) for k in range(5)}

@@ -92,7 +92,28 @@ def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
     (tmp_path / "dqn.onnx").write_bytes(dqn())
     # AVX-512: its 3x3 conv's 7x7 output stays direct (AVX2 runs it by Winograd)
     avx512 = "llvm -mcpu=skylake-avx512"
-    tasks = dict(model_tasks(str(tmp_path / "dqn.onnx"), avx512, log=lambda m: None))
+    found = model_tasks(str(tmp_path / "dqn.onnx"), avx512, log=lambda m: None)
+    tasks = [t.task_args() for t, _ in found]
     # three unpadded convolutions (8x8 stride 4, 4x4 stride 2, 3x3): padding 0 ends the args
     assert len(tasks) == 3 and all(args[-1] == 0 and args[4:7] for args in tasks)
     assert {args[4:7] for args in tasks} == {(8, 8, 4), (4, 4, 2), (3, 3, 1)}
+
+
+def test_wide_1x1_convolutions_are_pointwise_tuning_tasks(tmp_path):
+    from compiler.bench.networks import mobilenet_v1
+    from compiler.graph.cli import model_tasks
+
+    (tmp_path / "m.onnx").write_bytes(mobilenet_v1())
+    avx2 = "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"
+    found = model_tasks(str(tmp_path / "m.onnx"), avx2, log=lambda m: None)
+    pointwise = sorted(t.args for t, _ in found if t.template == "conv2d_1x1_NCHWc")
+    # the 1x1 convs of 256 input channels and more (chunks of 128 on AVX2); narrower stay direct
+    assert pointwise == [
+        (256, 14, 14, 512),
+        (256, 28, 28, 256),
+        (512, 7, 7, 1024),
+        (512, 14, 14, 512),
+        (1024, 7, 7, 1024),
+    ]
+    assert dict((t.args, n) for t, n in found)[(512, 14, 14, 512)] == 5
+    assert any(t.template == "conv2d_NCHWc" and t.args[4] == 1 for t, _ in found)

@@ -5,6 +5,7 @@ import pytest
 
 from compiler import te, topi
 from compiler.codegen.target import cpu_facts, target_scope
+from compiler.errors import OperatorError
 from compiler.topi import testing, x86
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
@@ -189,3 +190,37 @@ def test_conv2d_NCHWc_tuned_knobs_with_fused_relu(run, rng, parallel, pad):
     got = testing.nchwc_unpack(run(s, [A, W], Y, ap, wp))
     ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1), 0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "ic,size,oc,chunk,tile_p",
+    [
+        (64, 7, 32, 1, None),  # 49 positions: 8 tiles of 6 and one of 1; 4 partial sums
+        (64, 5, 16, 2, 4),
+        (32, 3, 32, 2, 16),  # one tile wider than the 9 positions
+    ],
+)
+def test_conv2d_1x1_NCHWc_partial_sums_with_fused_bias_relu(run, rng, ic, size, oc, chunk, tile_p):
+    a, w, b = rand(rng, (1, ic, size, size)), rand(rng, (oc, ic, 1, 1)), rand(rng, (oc,))
+    ap, wp = testing.nchw_pack(a, 16), testing.oihw_pack(w, 16, 16)
+    bp = b.reshape(oc // 16, 1, 1, 16)
+    A, W, B = (te.placeholder(v.shape, name=n) for v, n in ((ap, "A"), (wp, "W"), (bp, "B")))
+    Y = topi.nn.relu(topi.add(topi.nn.conv2d_1x1_NCHWc(A, W, chunk), B))
+    got = run(x86.schedule_conv2d_1x1_NCHWc(Y, tile_p), [A, W, B], Y, ap, wp, bp)
+    ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 0) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(testing.nchwc_unpack(got), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_1x1_NCHWc_refuses_other_windows_and_uneven_chunks():
+    A = te.placeholder((1, 4, 6, 6, 16), name="A")
+    with pytest.raises(OperatorError, match="1x1 expected"):
+        topi.nn.conv2d_1x1_NCHWc(A, te.placeholder((2, 4, 3, 3, 16, 16), name="W"), 1)
+    with pytest.raises(OperatorError, match="chunks of 3 blocks do not divide 4"):
+        topi.nn.conv2d_1x1_NCHWc(A, te.placeholder((2, 4, 1, 1, 16, 16), name="W"), 3)
+
+
+@pytest.mark.parametrize("isa,blocks,want", [("avx2", 32, 8), ("avx2", 12, 6), ("avx512", 64, 8)])
+def test_pointwise_chunk_keeps_a_quarter_of_l1(isa, blocks, want):
+    with target_scope(TARGETS[isa]):
+        assert x86.pointwise_chunk(blocks, 16, 16) == want
+        assert blocks // want * want == blocks and want * 1024 <= cpu_facts().l1d_bytes // 4

@@ -128,3 +128,15 @@ def test_conv2d_NCHWc_schedules_match_the_reference(args, knobs):
     out = np.zeros(*kernel.arg_specs[2])
     kernel(*inputs, out)
     check_outputs(task, inputs, [out], rtol=1e-4)
+
+
+@pytest.mark.parametrize("tile_p", [1, 5, 12])
+def test_conv2d_1x1_NCHWc_schedules_match_the_reference(tile_p):
+    # 7x7 = 49 positions: tiles of 5 and 12 leave a partial last tile
+    task = create_task("conv2d_1x1_NCHWc", (160, 7, 7, 32, 16, 16), "llvm")
+    knobs = {"tile_ic": [10, 16], "tile_oc": [2, 16], "tile_p": [-(-49 // tile_p), tile_p]}
+    kernel = compiler_build(task, task.instantiate(task.config_space.from_json(knobs)))
+    inputs = random_arrays(kernel.arg_specs[:2])
+    out = np.zeros(*kernel.arg_specs[2])
+    kernel(*inputs, out)
+    check_outputs(task, inputs, [out], rtol=1e-4)
