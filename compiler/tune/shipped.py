@@ -10,9 +10,9 @@ ResNet-18's other tasks had no record that clearly beat the defaults, and Mobile
 pointwise records (1 x 7 tiles of two vectors: 17 registers of 16) were dropped, 2.3x and
 1.0-1.1x slower; its 1x1 layers of 256 input channels and more have no AVX2 record: the
 default conv2d_1x1_NCHWc kernel beat their direct records by 8-19%, and a tile of 6
-positions, its default, was the fastest of 3-6 on all five). A model compiled for the CPU uses them only when
-its target has that instruction set, and only for tasks the user's own records (`--db`) do not
-cover; the compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
+positions, its default, was the fastest of 3-6 on all five). A model compiled for the CPU
+uses them only when its target has that instruction set, and only for tasks the user's own
+records (`--db`) do not cover; the compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
 off (the default schedules then serve every untuned task).
 
 `ship(db, target)` rewrites the target's file from a records database (the best record per
