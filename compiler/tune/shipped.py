@@ -6,13 +6,12 @@ set (`cpu_facts(target).isa`: avx512, avx2; the AVX2 records were tuned on an AV
 running AVX2 code, VTA_LLVM_TARGET="llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f", except
 ResNet-18's 7x7 stem, tuned on an AVX2-only host (an AMD EPYC). A/Bs on that host kept only
 records faster than the default schedules: the two stems' and ResNet-18's first stride-2 3x3;
-ResNet-18's other tasks had no record that clearly beat the defaults, and MobileNet-v1's 7x7
-pointwise records (1 x 7 tiles of two vectors: 17 registers of 16) were dropped, 2.3x and
-1.0-1.1x slower; its 1x1 layers of 256 input channels and more have no AVX2 record: the
-default conv2d_1x1_NCHWc kernel beat their direct records by 8-19%, and a tile of 6
-positions, its default, was the fastest of 3-6 on all five). A model compiled for the CPU
-uses them only when its target has that instruction set, and only for tasks the user's own
-records (`--db`) do not cover; the compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
+ResNet-18's other tasks had no record that clearly beat the defaults; MobileNet-v1's 1x1
+layers of 256 input channels and more have no AVX2 record: the default conv2d_1x1_NCHWc kernel
+beat their direct records by 8-19%, and its default tile of 6 positions was the fastest of 3-6
+on all five). A model compiled for the CPU uses them only when its target has that instruction
+set, and only for tasks the user's own records (`--db`) do not cover; the compile log says how
+many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
 off (the default schedules then serve every untuned task).
 
 `ship(db, target)` rewrites the target's file from a records database (the best record per
