@@ -277,6 +277,7 @@ def bench_model(
         "untuned": graph.manifest.get("untuned", []),
         "tuned_from": graph.manifest.get("tuned_from", {}),
         "winograd": graph.manifest.get("winograd", 0),
+        "pointwise": graph.manifest.get("pointwise", 0),
     }
     if load:
         with spinning_process():
@@ -382,6 +383,7 @@ def print_tables(res: dict, layers: bool = True) -> None:
             f"{r['executor_overhead_us']:7.1f} {q['foreign_cores']:7.2f}  "
             + (", ".join(f"{n} from {src}" for src, n in r["tuned_from"].items()) or "none")
             + (f"; {r['winograd']} by Winograd" if r["winograd"] else "")
+            + (f"; {r['pointwise']} 1x1 by chunks" if r["pointwise"] else "")
         )
     _side_table(res, "loaded", "under load (one core spinning in another process)", change=True)
     _side_table(res, "one_thread", "one thread each")

@@ -421,7 +421,7 @@ def build_graph(
     if log:
         origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
         origin += f"; {winograd} convolutions by Winograd F(2x2, 3x3)" if winograd else ""
-        origin += f"; {pointwise} 1x1 convolutions by input-channel chunks" if pointwise else ""
+        origin += f"; {pointwise} 1x1 convolutions (by input-channel chunks)" if pointwise else ""
         log(
             f"compiled {len(groups)} groups into {len(kernels)} kernels "
             f"in {time.perf_counter() - t0:.2f} s{origin}"
