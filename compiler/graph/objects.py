@@ -2,9 +2,10 @@
 
 Lowering (Python) and LLVM's -O3 and code generation are single-threaded and each kernel is
 independent, so a graph's kernels are shared out between this process and forked children:
-every process claims the next kernel from a shared counter, lowers what it claimed, and
-compiles its kernels as one LLVM module into a position-independent object; the objects are
-linked into one shared library. A child that dies or does not finish within a deadline is
+every process claims the next kernel from a shared counter, lowers it and compiles it as one
+LLVM module into a position-independent object of its own before claiming another (so the
+shares even out over LLVM's time as well as lowering's); the objects are linked into one
+shared library. A child that dies or does not finish within a deadline is
 not trusted: this process then compiles the kernels it did not claim itself. An error of the
 compiler in a child (a kernel that cannot be lowered) is raised here as it was raised there.
 """
@@ -51,8 +52,8 @@ def default_processes(n_kernels: int) -> int:
 def compile_objects(
     kernels: Sequence[Kernel], target: Target, folder: Path, processes: int
 ) -> list[Path]:
-    """Object files (PIC, in `folder`) holding every kernel, compiled by `processes`
-    processes (this one and forked children)."""
+    """Object files (PIC, in `folder`, `kernel<k>.o` for kernel k) of every kernel, compiled
+    by `processes` processes (this one and forked children)."""
     counter = mp.get_context("fork").Value("i", 0)
 
     def claim() -> int | None:
@@ -69,38 +70,39 @@ def compile_objects(
         children[rank] = pid
     try:
         start = time.perf_counter()
-        mine, funcs = _lower_claimed(kernels, claim)
-        objects = [_emit(funcs, target, folder / "k0.o")]
+        done = set(_compile_claimed(kernels, claim, target, folder))
         grace = max(CHILD_DEADLINE_S, DEADLINE_FACTOR * (time.perf_counter() - start))
-        done = set(mine)
         for rank, pid in children.items():
             status = _wait(pid, time.monotonic() + grace)
-            err = folder / f"k{rank}.err"
+            err = folder / f"child{rank}.err"
             if err.exists():
                 raise pickle.loads(err.read_bytes())
-            claimed = folder / f"k{rank}.claimed"
+            claimed = folder / f"child{rank}.claimed"
             if status == 0 and claimed.exists():
-                objects.append(folder / f"k{rank}.o")
                 done.update(int(k) for k in claimed.read_text().split())
         children = {}
-        rest = [k for k in range(len(kernels)) if k not in done]
-        if rest:  # a child died or hung: its share is compiled here
-            objects.append(_emit([kernels[k].lower() for k in rest], target, folder / "rest.o"))
-        return objects
+        for k in range(len(kernels)):  # a child died or hung: its share is compiled here
+            if k not in done:
+                _emit(kernels[k].lower(), target, _object(folder, k))
+        return [_object(folder, k) for k in range(len(kernels))]
     finally:
         for pid in children.values():  # this process failed: stop the children
             _kill(pid)
 
 
-def _lower_claimed(
-    kernels: Sequence[Kernel], claim: Callable[[], int | None]
-) -> tuple[list[int], list[S.PrimFunc]]:
-    """Claim and lower one kernel at a time until none is left: (claimed, lowered)."""
-    mine, funcs = [], []
+def _object(folder: Path, k: int) -> Path:
+    return folder / f"kernel{k}.o"
+
+
+def _compile_claimed(
+    kernels: Sequence[Kernel], claim: Callable[[], int | None], target: Target, folder: Path
+) -> list[int]:
+    """Claim, lower and compile one kernel at a time until none is left: the kernels claimed."""
+    mine = []
     while (k := claim()) is not None:
+        _emit(kernels[k].lower(), target, _object(folder, k))
         mine.append(k)
-        funcs.append(kernels[k].lower())
-    return mine, funcs
+    return mine
 
 
 def _child(
@@ -112,23 +114,22 @@ def _child(
 ) -> None:  # pragma: no cover - runs in the forked child
     code = 1
     try:
-        mine, funcs = _lower_claimed(kernels, claim)
-        _emit(funcs, target, folder / f"k{rank}.o")
-        (folder / f"k{rank}.claimed").write_text(" ".join(map(str, mine)))
+        mine = _compile_claimed(kernels, claim, target, folder)
+        (folder / f"child{rank}.claimed").write_text(" ".join(map(str, mine)))
         code = 0
     except Exception as e:  # the compiler's error, for the parent to raise
         try:
-            (folder / f"k{rank}.err").write_bytes(pickle.dumps(e))
+            (folder / f"child{rank}.err").write_bytes(pickle.dumps(e))
         except Exception:
             pass
     finally:
         os._exit(code)
 
 
-def _emit(funcs: list[S.PrimFunc], target: Target, path: Path) -> Path:
-    """One PIC object of `funcs` after -O3."""
+def _emit(func: S.PrimFunc, target: Target, path: Path) -> Path:
+    """A PIC object of `func` after -O3."""
     tm = target_machine(target, pic=True)
-    mod = parse_ir(str(codegen(funcs, path.stem, target.triple)), tm, target.triple)
+    mod = parse_ir(str(codegen([func], path.stem, target.triple)), tm, target.triple)
     optimize(mod, tm)
     path.write_bytes(tm.emit_object(mod))
     return path
