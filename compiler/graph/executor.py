@@ -385,12 +385,17 @@ def _manifest_sha256(manifest: dict) -> str:
 
 
 def _unique_kernels(steps: list[Step]) -> list[Kernel]:
-    """Each kernel once (a kernel may run at several steps); one name, one kernel."""
+    """Each kernel once (a kernel may run at several steps); one name, one kernel. The
+    kernels of the most FLOPs first: the largest take longest to compile (Winograd's and
+    the other convolutions), so the processes sharing them out claim the small ones last and
+    finish together."""
     funcs: dict[str, S.PrimFunc | Kernel] = {}
+    flops: dict[str, int] = {}
     for s in steps:
         if funcs.setdefault(s.func.name, s.func) is not s.func:
             raise CodegenError(f"graph executor: two different kernels named '{s.func.name}'")
-    return [kernel_of(f) for f in funcs.values()]
+        flops[s.func.name] = max(flops.get(s.func.name, 0), s.flops)
+    return [kernel_of(funcs[n]) for n in sorted(funcs, key=lambda n: -flops[n])]
 
 
 def _bind(address, manifest: dict) -> tuple[Any, dict[str, Any]]:

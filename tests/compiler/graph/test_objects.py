@@ -96,3 +96,12 @@ def test_a_child_that_dies_or_hangs_is_replaced(monkeypatch, tmp_path, how):
     assert len(killed) == (1 if how == "hang" else 0)  # the hung child stopped at its deadline
     if how == "die":
         _run(_graph(kernels, processes=2), 0)
+
+
+def test_kernels_of_the_most_flops_are_compiled_first():
+    from compiler.graph.executor import _unique_kernels
+
+    a, b, c = _adds("a", 1), _adds("b", 2), _adds("c", 3)
+    steps = [Step(a, [], flops=10), Step(b, [], flops=30), Step(c, [], flops=20)]
+    steps.append(Step(a, [], flops=40))  # a kernel at two steps: its largest call counts
+    assert [k.name for k in _unique_kernels(steps)] == ["a", "b", "c"]
