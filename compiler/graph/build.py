@@ -222,9 +222,7 @@ def tuned_knobs(db: Any, task: ConvTask) -> tuple[dict, float] | None:
 def pointwise_convs(groups: list[Group], shapes: dict, sources: list[Any]) -> int:
     """Convolutions computed by conv2d_1x1_NCHWc (1x1, stride 1, unpadded, ungrouped, batch
     1, with more input-channel blocks than `x86.pointwise_chunk` takes at once), the node
-    marked with that chunk; except where the first of the record `sources` (databases, in
-    order) holding a record of the conv's tasks has one of the direct conv2d_NCHWc task and
-    none of the pointwise one. Returns how many."""
+    marked with that chunk, unless `_records_keep_direct`. Returns how many."""
     count = 0
     for g in groups:
         for n in g.nodes:
@@ -240,20 +238,27 @@ def pointwise_convs(groups: list[Group], shapes: dict, sources: list[Any]) -> in
                 or a.get("group", 1) != 1
                 or data[0] != 1
                 or chunk == data[1]
+                or _records_keep_direct(sources, conv_task(g, shapes))
             ):
                 continue
-            direct = conv_task(g, shapes)
-            pointwise = direct and direct._replace(template=POINTWISE, args=direct.args[:4])
-            for records in sources if direct else ():
-                if tuned_knobs(records, pointwise):
-                    break
-                if tuned_knobs(records, direct):
-                    chunk = 0
-                    break
-            if chunk:
-                a["pointwise"] = chunk
-                count += 1
+            a["pointwise"] = chunk
+            count += 1
     return count
+
+
+def _records_keep_direct(sources: list[Any], direct: ConvTask | None) -> bool:
+    """Whether the first of the record `sources` (databases, in order) holding a record of a
+    1x1 conv's direct task or of its pointwise one holds only the direct one (records tuned
+    before the pointwise kernel existed; the AVX-512 records shipped)."""
+    if direct is None:
+        return False
+    pointwise = direct._replace(template=POINTWISE, args=direct.args[:4])
+    for records in sources:
+        if tuned_knobs(records, pointwise):
+            return False
+        if tuned_knobs(records, direct):
+            return True
+    return False
 
 
 AUTO_SCHEDULED = "auto-scheduler records"
