@@ -221,8 +221,8 @@ def tuned_knobs(db: Any, task: ConvTask) -> tuple[dict, float] | None:
 
 def pointwise_convs(groups: list[Group], shapes: dict, sources: list[Any]) -> int:
     """Convolutions computed by conv2d_1x1_NCHWc (1x1, stride 1, unpadded, ungrouped, batch
-    1, with more input-channel blocks than `x86.pointwise_chunk` takes at once), the node
-    marked with that chunk, unless `_records_keep_direct`. Returns how many."""
+    1, where `x86.pointwise_pays` with the chunk of `x86.pointwise_chunk`), the node marked
+    with that chunk, unless `_records_keep_direct`. Returns how many."""
     count = 0
     for g in groups:
         for n in g.nodes:
@@ -237,7 +237,7 @@ def pointwise_convs(groups: list[Group], shapes: dict, sources: list[Any]) -> in
                 or any(a.get("pads") or [0])
                 or a.get("group", 1) != 1
                 or data[0] != 1
-                or chunk == data[1]
+                or not x86.pointwise_pays(data[1], chunk, data[2] * data[3], w[5])
                 or _records_keep_direct(sources, conv_task(g, shapes))
             ):
                 continue

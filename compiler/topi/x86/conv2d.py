@@ -160,10 +160,18 @@ def pointwise_chunk(ic_blocks: int, ic_bn: int, oc_bn: int) -> int:
     """Input-channel blocks per partial sum of conv2d_1x1_NCHWc: the most (dividing
     ic_blocks) whose weights for one block of output channels take at most a quarter of the
     L1 data cache, so they stay there while the input streams past: 8 blocks of 16 channels
-    on AVX2 (8 KB of 32 KB). 512-channel layers ran 12-19% faster so than with the input
-    channels inside the register tiles, one and two threads."""
+    on AVX2 (8 KB of 32 KB)."""
     per_block = ic_bn * oc_bn * 4
     return largest_divisor(ic_blocks, max(1, cpu_facts().l1d_bytes // 4 // per_block))
+
+
+def pointwise_pays(ic_blocks: int, chunk: int, positions: int, oc_bn: int) -> bool:
+    """Whether a 1x1 conv runs by conv2d_1x1_NCHWc by default: its input channels take more
+    than one chunk, and a task's partial sums (chunks x positions x oc_bn floats) stay in
+    half the L2. MobileNet-v1's 1x1 layers of 256-1024 input channels ran 8-19% faster so
+    than with every input channel inside the register tiles (AVX2, one and two threads)."""
+    partial_bytes = ic_blocks // chunk * positions * oc_bn * 4
+    return chunk < ic_blocks and partial_bytes <= cpu_facts().l2_bytes // 2
 
 
 def schedule_conv2d_1x1_NCHWc(outs: Tensor | list[Tensor], tile_p: int | None = None) -> Schedule:

@@ -224,3 +224,17 @@ def test_pointwise_chunk_keeps_a_quarter_of_l1(isa, blocks, want):
     with target_scope(TARGETS[isa]):
         assert x86.pointwise_chunk(blocks, 16, 16) == want
         assert blocks // want * want == blocks and want * 1024 <= cpu_facts().l1d_bytes // 4
+
+
+@pytest.mark.parametrize(
+    "blocks,positions,want",
+    [
+        (32, 196, True),  # 512 channels at 14x14: 4 partial sums of 12.5 KB
+        (8, 196, False),  # one chunk holds every block
+        (32, 56 * 56, False),  # 4 partial sums of 200 KB: over half the L2
+    ],
+)
+def test_pointwise_pays_with_chunks_and_partials_in_half_the_l2(blocks, positions, want):
+    with target_scope(TARGETS["avx2"]):  # another host's: the facts' 32 KB L1 and 1 MB L2
+        chunk = x86.pointwise_chunk(blocks, 16, 16)
+        assert x86.pointwise_pays(blocks, chunk, positions, 16) == want
