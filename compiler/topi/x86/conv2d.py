@@ -167,11 +167,12 @@ def pointwise_chunk(ic_blocks: int, ic_bn: int, oc_bn: int) -> int:
 
 def pointwise_pays(ic_blocks: int, chunk: int, positions: int, oc_bn: int) -> bool:
     """Whether a 1x1 conv runs by conv2d_1x1_NCHWc by default: its input channels take more
-    than one chunk, and a task's partial sums (chunks x positions x oc_bn floats) stay in
-    half the L2. MobileNet-v1's 1x1 layers of 256-1024 input channels ran 8-19% faster so
-    than with every input channel inside the register tiles (AVX2, one and two threads)."""
+    than one chunk, and a task's partial sums (chunks x positions x oc_bn floats) take at
+    most 4x the L2 (memory, not speed, bounds them: on AVX2, 1x1 layers of 256-1024 input
+    channels ran 8-19% faster so than with every input channel inside the register tiles,
+    and 10% to 3.9x with 0.4-1.6 MB of partial sums at 56x56 and 112x112)."""
     partial_bytes = ic_blocks // chunk * positions * oc_bn * 4
-    return chunk < ic_blocks and partial_bytes <= cpu_facts().l2_bytes // 2
+    return chunk < ic_blocks and partial_bytes <= 4 * cpu_facts().l2_bytes
 
 
 def schedule_conv2d_1x1_NCHWc(outs: Tensor | list[Tensor], tile_p: int | None = None) -> Schedule:

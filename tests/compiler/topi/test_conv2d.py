@@ -231,10 +231,11 @@ def test_pointwise_chunk_keeps_a_quarter_of_l1(isa, blocks, want):
     [
         (32, 196, True),  # 512 channels at 14x14: 4 partial sums of 12.5 KB
         (8, 196, False),  # one chunk holds every block
-        (32, 56 * 56, False),  # 4 partial sums of 200 KB: over half the L2
+        (32, 56 * 56, True),  # 4 partial sums of 200 KB
+        (32, 224 * 224, False),  # 4 of 3.2 MB: over 4x the L2
     ],
 )
-def test_pointwise_pays_with_chunks_and_partials_in_half_the_l2(blocks, positions, want):
+def test_pointwise_pays_with_chunks_and_partials_within_4x_the_l2(blocks, positions, want):
     with target_scope(TARGETS["avx2"]):  # another host's: the facts' 32 KB L1 and 1 MB L2
         chunk = x86.pointwise_chunk(blocks, 16, 16)
         assert x86.pointwise_pays(blocks, chunk, positions, 16) == want
