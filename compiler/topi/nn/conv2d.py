@@ -105,11 +105,12 @@ def conv2d_1x1_NCHWc(
         tag=tag.CONV2D_1X1_PARTIAL,
     )
 
-    def total(b, oc, y, x, ob):
-        s = partial[b, 0, oc, y * w + x, ob]
-        for c in range(1, ic_chunk // chunk):
-            s = s + partial[b, c, oc, y * w + x, ob]
-        return s
+    def total(b, oc, y, x, ob):  # a balanced sum: its depth grows with log2(chunks)
+        terms = [partial[b, c, oc, y * w + x, ob] for c in range(ic_chunk // chunk)]
+        while len(terms) > 1:
+            pairs = len(terms) // 2
+            terms = [terms[2 * i] + terms[2 * i + 1] for i in range(pairs)] + terms[2 * pairs :]
+        return terms[0]
 
     return te.compute(
         (n, oc_chunk, h, w, oc_bn), total, name="conv2d_1x1_NCHWc", tag=tag.CONV2D_1X1

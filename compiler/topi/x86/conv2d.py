@@ -165,14 +165,19 @@ def pointwise_chunk(ic_blocks: int, ic_bn: int, oc_bn: int) -> int:
     return largest_divisor(ic_blocks, max(1, cpu_facts().l1d_bytes // 4 // per_block))
 
 
+MAX_PARTIALS = 16  # partial sums the output adds up at most (ResNet-50's 2048 channels: 16)
+
+
 def pointwise_pays(ic_blocks: int, chunk: int, positions: int, oc_bn: int) -> bool:
-    """Whether a 1x1 conv runs by conv2d_1x1_NCHWc by default: its input channels take more
-    than one chunk, and a task's partial sums (chunks x positions x oc_bn floats) take at
-    most 4x the L2 (memory, not speed, bounds them: on AVX2, 1x1 layers of 256-1024 input
-    channels ran 8-19% faster so than with every input channel inside the register tiles,
-    and 10% to 3.9x with 0.4-1.6 MB of partial sums at 56x56 and 112x112)."""
-    partial_bytes = ic_blocks // chunk * positions * oc_bn * 4
-    return chunk < ic_blocks and partial_bytes <= 4 * cpu_facts().l2_bytes
+    """Whether a 1x1 conv runs by conv2d_1x1_NCHWc by default: its input channels take 2 to
+    MAX_PARTIALS chunks (narrow channel blocks, as 131 channels in blocks of 1, make more),
+    and a task's partial sums (chunks x positions x oc_bn floats) take at most 4x the L2
+    (memory, not speed, bounds them: on AVX2, 1x1 layers of 256-1024 input channels ran
+    8-19% faster so than with every input channel inside the register tiles, and 10% to 3.9x
+    with 0.4-1.6 MB of partial sums at 56x56 and 112x112)."""
+    partials = ic_blocks // chunk
+    partial_bytes = partials * positions * oc_bn * 4
+    return 1 < partials <= MAX_PARTIALS and partial_bytes <= 4 * cpu_facts().l2_bytes
 
 
 def schedule_conv2d_1x1_NCHWc(outs: Tensor | list[Tensor], tile_p: int | None = None) -> Schedule:

@@ -233,9 +233,22 @@ def test_pointwise_chunk_keeps_a_quarter_of_l1(isa, blocks, want):
         (8, 196, False),  # one chunk holds every block
         (32, 56 * 56, True),  # 4 partial sums of 200 KB
         (32, 224 * 224, False),  # 4 of 3.2 MB: over 4x the L2
+        (136, 4, False),  # 17 chunks of 8 blocks: over MAX_PARTIALS
     ],
 )
 def test_pointwise_pays_with_chunks_and_partials_within_4x_the_l2(blocks, positions, want):
     with target_scope(TARGETS["avx2"]):  # another host's: the facts' 32 KB L1 and 1 MB L2
         chunk = x86.pointwise_chunk(blocks, 16, 16)
         assert x86.pointwise_pays(blocks, chunk, positions, 16) == want
+
+
+def test_conv2d_1x1_NCHWc_adds_many_partial_sums(run, rng):
+    # 257 input channels in blocks of 1, a chunk each: the output's sum of 257 partials is a
+    # balanced tree (a chain that deep exhausted the simplifier's recursion)
+    a, w = rand(rng, (1, 257, 3, 3)), rand(rng, (8, 257, 1, 1))
+    ap, wp = testing.nchw_pack(a, 1), testing.oihw_pack(w, 1, 8)
+    A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+    Y = topi.nn.conv2d_1x1_NCHWc(A, W, 1)
+    got = run(x86.schedule_conv2d_1x1_NCHWc(Y), [A, W], Y, ap, wp)
+    ref = testing.conv2d_nchw_python(a, w, 1, 0)
+    np.testing.assert_allclose(testing.nchwc_unpack(got), ref, rtol=1e-4, atol=1e-4)
