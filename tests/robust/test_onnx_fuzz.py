@@ -206,12 +206,28 @@ def blocks(draw):
 
 
 @st.composite
+def wide_1x1(draw):
+    """(op, inputs, attrs, then): a 1x1 convolution of 129-640 input channels (over 8 blocks:
+    the graph may compute it in partial sums over chunks of them), maybe followed by a node."""
+    c = draw(st.one_of(st.integers(129, 640), st.integers(9, 40).map(lambda b: 16 * b)))
+    m, h, w = draw(st.integers(1, 40)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    inputs = [{"shape": [1, c, h, w]}, {"weight": [m, c, 1, 1]}]
+    if draw(st.booleans()):
+        inputs.append({"weight": [m]})
+    then = draw(followers(m)) if draw(st.booleans()) else None
+    return "Conv", inputs, {}, then
+
+
+@st.composite
 def models(draw):
-    """(op, inputs, attrs, then): a residual block (a quarter of the time); a convolution or
-    pool that fits its input, maybe followed by a second node; or any supported operator with
-    random inputs and attributes."""
-    if draw(st.integers(0, 3)) == 0:
+    """(op, inputs, attrs, then): a residual block (a quarter of the time); a wide 1x1
+    convolution (an eighth); a convolution or pool that fits its input, maybe followed by a
+    second node; or any supported operator with random inputs and attributes."""
+    kind = draw(st.integers(0, 7))
+    if kind < 2:
         return draw(blocks())
+    if kind == 2:
+        return draw(wide_1x1())
     if draw(st.booleans()):
         op, inputs, attrs, channels = draw(windows())
         then = draw(followers(channels)) if draw(st.booleans()) else None
