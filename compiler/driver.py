@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .arith import Analyzer
 from .codegen.nvptx_arch import is_cuda_target, parse_cuda_target
 from .driver_gpu import lower_gpu
-from .errors import CodegenError
+from .errors import CodegenError, LoweringError
 from .runtime.gpu_module import GPUModule
 from .runtime.module import build_module
 from .schedule.ops import schedule_ops
@@ -24,12 +25,18 @@ from .vta import build as vta_build
 def lower_passes(s: Schedule, args: list[Tensor], name: str = "main") -> dict[str, S.PrimFunc]:
     """The function after each pass, in order; every entry prints with str()."""
     ana = Analyzer()
-    body, params = schedule_ops(s, list(args), ana)
-    f = S.PrimFunc(name, params, body)
-    out = {"schedule_ops": f}
-    for pass_name, fn in PIPELINE:
-        f = fn(f, ana)
-        out[pass_name] = f
+    try:
+        body, params = schedule_ops(s, list(args), ana)
+        f = S.PrimFunc(name, params, body)
+        out = {"schedule_ops": f}
+        for pass_name, fn in PIPELINE:
+            f = fn(f, ana)
+            out[pass_name] = f
+    except RecursionError:  # the passes recurse on expressions: one too deep for Python
+        raise LoweringError(
+            f"lower {name}: an expression nests deeper than the passes can follow "
+            f"(Python's recursion limit, {sys.getrecursionlimit()}); build it as a balanced tree"
+        ) from None
     return out
 
 

@@ -9,9 +9,9 @@ records faster than the default schedules: the two stems' and ResNet-18's first 
 ResNet-18's other tasks had no record that clearly beat the defaults; MobileNet-v1's 1x1
 layers of 256 input channels and more have no AVX2 record: the default conv2d_1x1_NCHWc kernel
 beat their direct records by 8-19%, and its default tile of 6 positions was the fastest of 3-6
-on all five). A model compiled for the CPU uses them only when its target has that instruction
-set, and only for tasks the user's own records (`--db`) do not cover; the compile log says how
-many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
+or within 4% of it on all five). A model compiled for the CPU uses them only when its target
+has that instruction set, and only for tasks the user's own records (`--db`) do not cover; the
+compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
 off (the default schedules then serve every untuned task).
 
 `ship(db, target)` rewrites the target's file from a records database (the best record per

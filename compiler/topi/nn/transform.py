@@ -70,11 +70,14 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
 
     def f(*i):
         k = i[axis]
-        value = None
-        for t, lo in zip(tensors, starts, strict=False):  # the last part whose start k passed
-            here = t(*i[:axis], k - lo, *i[axis + 1 :])
-            value = here if value is None else te.if_then_else(k >= lo, here, value)
-        return value
+
+        def part(first: int, end: int):  # the last of parts [first, end) whose start k passed
+            if end - first == 1:
+                return tensors[first](*i[:axis], k - starts[first], *i[axis + 1 :])
+            mid = (first + end) // 2  # a binary search: the select nests log2(parts) deep
+            return te.if_then_else(k >= starts[mid], part(mid, end), part(first, mid))
+
+        return part(0, len(tensors))
 
     return te.compute(shape, f, name="concatenate", tag=tag.INJECTIVE)
 

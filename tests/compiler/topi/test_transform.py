@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from compiler import te, topi
+from compiler.driver import lower
+from compiler.errors import LoweringError
 from compiler.topi import testing, x86
 
 
@@ -31,6 +33,31 @@ def test_concatenate(run, rng):
     C = topi.nn.concatenate(ts, axis=1)
     got = run(x86.schedule_injective(C), ts, C, *arrs)
     np.testing.assert_array_equal(got, np.concatenate(arrs, axis=1))
+
+
+def test_concatenate_of_many_parts_selects_in_a_balanced_tree(run, rng):
+    # 400 parts (one empty): a chain of 400 selects exhausted the passes' recursion
+    sizes = [1 + k % 3 for k in range(400)]
+    sizes[7] = 0
+    arrays = [rng.standard_normal((2, n)).astype(np.float32) for n in sizes]
+    tensors = [te.placeholder(a.shape, name=f"P{k}") for k, a in enumerate(arrays)]
+    C = topi.nn.concatenate(tensors, axis=1)
+    got = run(x86.schedule_injective(C), tensors, C, *arrays)
+    np.testing.assert_array_equal(got, np.concatenate(arrays, axis=1))
+
+
+def test_an_expression_too_deep_to_lower_is_a_lowering_error():
+    A = te.placeholder((4,), name="A")
+
+    def chain(i):
+        e = A[i]
+        for k in range(3000):
+            e = e + float(k)
+        return e
+
+    B = te.compute((4,), chain, name="B")
+    with pytest.raises(LoweringError, match="lower deep: an expression nests deeper"):
+        lower(te.create_schedule(B.op), [A, B], "deep")
 
 
 def test_layout_packing(run, rng):
