@@ -120,6 +120,11 @@ class Tensor:
             )
         exprs = [_expr(i) for i in indices]
         for axis, (i, n) in enumerate(zip(exprs, self.shape, strict=True)):
+            if not dt.is_int(i.dtype) or dt.lanes(i.dtype) != 1:
+                raise OperatorError(
+                    f"tensor {self.name}: the index of axis {axis} is {i.dtype}; indices are "
+                    "scalar integers (cast a gathered value first)"
+                )
             v = E.as_int(i)
             if v is not None and not 0 <= v < int(n):
                 raise OperatorError(

@@ -5,7 +5,7 @@ import pytest
 
 import compiler
 from compiler import te
-from compiler.errors import CodegenError, ScheduleError
+from compiler.errors import CodegenError, OperatorError, ScheduleError
 
 
 def matmul(n=16):
@@ -62,6 +62,21 @@ def test_other_misuse_messages():
     s[C].split(i, 4)
     with pytest.raises(ScheduleError, match="it was split into 'i.outer' and 'i.inner'"):
         s[C].parallel(i)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bool"])
+def test_a_tensor_index_must_be_an_integer(dtype):
+    # a gathered float read as an index reached the code generator, which failed on it
+    A = te.placeholder((4,), "float32", "A")
+    C = te.placeholder((4,), dtype, "C")
+    with pytest.raises(OperatorError, match=f"tensor A: the index of axis 0 is {dtype}"):
+        te.compute((4,), lambda i: A[C[i]], name="B")
+    idx = te.placeholder((4,), "int8", "I")
+    B = te.compute((4,), lambda i: A[idx[i]], name="B")  # any integer type indexes
+    f = compiler.build(te.create_schedule(B.op), [A, idx, B])
+    a, out = np.arange(4, dtype="float32") + 10, np.zeros(4, "float32")
+    f(a, np.array([3, 0, 2, 1], "int8"), out)
+    np.testing.assert_array_equal(out, [13, 10, 12, 11])
 
 
 def test_bind_to_gpu_thread_is_rejected_by_cpu_codegen():
