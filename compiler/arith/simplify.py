@@ -13,7 +13,7 @@ from typing import Any
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from ..tir.functor import Mutator
+from ..tir.functor import Mutator, uses_var
 from . import intdiv
 
 INF = math.inf
@@ -151,6 +151,18 @@ class Analyzer:
             b0, b1 = _mul_bound(self.const_bound(a), (c, c))
             lo, hi = lo + b0, hi + b1
         return (lo, hi)
+
+    def affine_in(self, e: E.Expr, var: E.Var) -> tuple[E.Expr, int] | None:
+        """(base, stride) with e == base + stride * var, base free of var, when var is a term
+        of e's canonical form and in no other term (else None)."""
+        lin = self.to_lin(e)
+        key = skey(var)
+        if key not in lin.terms:
+            return None
+        rest = Lin({k: t for k, t in lin.terms.items() if k != key}, lin.const)
+        if any(uses_var(a, var) for a, _ in rest.terms.values()):
+            return None
+        return self.from_lin(rest, e.dtype), lin.terms[key][1]
 
     def can_prove(self, cond: E.Expr) -> bool:
         return E.is_const(self.simplify(cond), 1)

@@ -6,7 +6,6 @@ Nodes are plain objects with `_fields` naming their child nodes, so one generic 
 
 from __future__ import annotations
 
-import copy
 import itertools
 from typing import Any
 
@@ -22,9 +21,8 @@ class Node:
 
     def replace(self, **changes: Any) -> Node:
         """A shallow copy with some fields changed (dtype recomputed where derived)."""
-        node = copy.copy(self)
-        for k, v in changes.items():
-            setattr(node, k, v)
+        node = object.__new__(type(self))
+        node.__dict__.update(self.__dict__, **changes)
         node._retype()
         return node
 

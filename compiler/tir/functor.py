@@ -11,11 +11,21 @@ from .expr import Expr, Node, Var
 class Mutator:
     """Rebuilds a tree bottom-up; override `visit_X` for node class X, call `generic` inside."""
 
+    _dispatch: dict[type, Callable | None] = {}  # node class -> visit_X (per Mutator class)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch = {}
+
     def visit(self, node: Any) -> Any:
         if node is None:
             return None
-        fn = getattr(self, "visit_" + type(node).__name__, None)
-        return fn(node) if fn else self.generic(node)
+        kind = type(node)
+        try:
+            fn = self._dispatch[kind]
+        except KeyError:
+            fn = self._dispatch[kind] = getattr(type(self), "visit_" + kind.__name__, None)
+        return fn(self, node) if fn else self.generic(node)
 
     def generic(self, node: Node) -> Node:
         changes = {}
@@ -68,7 +78,14 @@ def free_vars(node: Node) -> set[Var]:
 
 
 def uses_var(node: Node, var: Var) -> bool:
-    return any(n is var for n in collect(node, lambda n: isinstance(n, Var)))
+    """Whether `var` occurs in `node` (stops at the first occurrence)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is var:
+            return True
+        stack.extend(children(n))
+    return False
 
 
 class _Substitute(Mutator):

@@ -141,3 +141,15 @@ def test_simplifier_collapses_split_and_fuse_indices():
     assert E.is_const(ana.simplify(i * 16 + j < 1024), 1)
     assert str(ana.simplify(i * 16 + j < 1000)) == "i * 16 + j < 1000"
     assert str(ana.simplify((f + 3) // 8)) == "(f + 3) // 8"
+
+
+def test_affine_in_splits_base_and_stride_or_declines():
+    i, j, v = E.Var("i"), E.Var("j"), E.Var("v")
+    ana = Analyzer({i: (0, 63), j: (0, 15), v: (0, 7)})
+    base, stride = ana.affine_in(i * 128 + (j * 8 + v) * 3 + 5, v)
+    assert (str(base), stride) == ("i * 128 + j * 24 + 5", 3)
+    base, stride = ana.affine_in((j * 8 + v) // 8 * 4 + v, v)  # the floordiv folds to j
+    assert (str(base), stride) == ("j * 4", 1)
+    assert ana.affine_in(i * 4 + j, v) is None  # v absent
+    assert ana.affine_in((v + i) // 3 + v, v) is None  # v also inside a floordiv
+    assert ana.affine_in(v * v, v) is None

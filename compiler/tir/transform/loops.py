@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...arith import Analyzer
+from ...arith.simplify import is_index
 from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
@@ -156,6 +157,9 @@ class _Vectorizer(Mutator):
         """A Ramp when the index is affine in the loop variable with a constant stride."""
         if not uses_var(index, self.var):
             return index
+        affine = self.ana.affine_in(index, self.var) if is_index(index) else None
+        if affine is not None:  # one canonical form instead of the three simplifications below
+            return E.Ramp(affine[0], E.const(affine[1], index.dtype), self.n)
         base = self.ana.simplify(substitute(index, {self.var: E.const(0)}))
         stride = self.ana.simplify(substitute(index, {self.var: E.const(1)}) - base)
         if isinstance(stride, E.IntImm):

@@ -150,10 +150,13 @@ class _Partition(Mutator):
         iteration of `s` instead of in every vector lane."""
         if s.kind in HOT_KINDS:
             return s
+        mine = [c for c in _guards(s.body, self.ana, False) if uses_var(c, s.loop_var)]
+        if not mine:
+            return s
         inner = {x.loop_var for x in collect(s.body, lambda n: isinstance(n, S.For))}
         conds = {}
-        for cond in _guards(s.body, self.ana, False):
-            if uses_var(cond, s.loop_var) and free_vars(cond) & inner:
+        for cond in mine:
+            if free_vars(cond) & inner:
                 hoisted = _for_all(cond, inner, self.ana)
                 if hoisted is not None:
                     conds[skey(cond)] = hoisted
