@@ -173,8 +173,8 @@ def pointwise_pays(ic_blocks: int, chunk: int, positions: int, oc_bn: int) -> bo
     MAX_PARTIALS chunks (narrow channel blocks, as 131 channels in blocks of 1, make more),
     and a task's partial sums (chunks x positions x oc_bn floats) take at most 4x the L2
     (memory, not speed, bounds them: on AVX2, 1x1 layers of 256-1024 input channels ran
-    8-19% faster so than with every input channel inside the register tiles, and 10% to 3.9x
-    with 0.4-1.6 MB of partial sums at 56x56 and 112x112)."""
+    8-19% faster so than with every input channel inside the register tiles, and ResNet-50's
+    56x56 ones 10% to 2.7x faster with 0.4-0.8 MB of partial sums)."""
     partials = ic_blocks // chunk
     partial_bytes = partials * positions * oc_bn * 4
     return 1 < partials <= MAX_PARTIALS and partial_bytes <= 4 * cpu_facts().l2_bytes
