@@ -184,8 +184,11 @@ class Annotate(Step):
 
 @dataclass(frozen=True)
 class Pragma(Step):
-    """`auto_unroll_max_step` N: unroll the innermost loops below loop #iter whose extents
-    multiply to at most N (the vectorized loop stays vectorized)."""
+    """`auto_unroll_max_step` N: unroll the innermost loops below loop #iter while the
+    statements their bodies expand to stay at most N: the product of the unrolled and
+    vectorized loops' extents, where a stage computed at one of those loops adds its own
+    unrolled and vectorized extents' product to that loop's body (the vectorized loop stays
+    vectorized)."""
 
     KIND: ClassVar[str] = "PR"
     iter: int
@@ -198,21 +201,37 @@ class Pragma(Step):
             raise TuningError(f"unknown pragma {self.key!r}; valid: {UNROLL_KEY}")
         leaves = st.leaf_iter_vars
         start = leaves.index(_leaf(st, self.iter))
-        budget, unrolled = self.value, []
+        body, unrolled = 1, []
         extents = loop_extents(st)
         for iv in reversed(leaves[start:]):
+            body += sum(
+                _expanded_size(a)
+                for a in s.stages
+                if a.attach_type == "scope" and a.attach_stage is st and a.attach_ivar is iv
+            )
             kind = st.iter_attrs[iv].kind if iv in st.iter_attrs else "serial"
             if kind == "vectorized":
-                budget //= max(extents[iv], 1)
+                body *= max(extents[iv], 1)
                 continue
-            if kind != "serial" or extents[iv] > budget:
+            if kind != "serial" or extents[iv] * body > self.value:
                 break
-            budget //= max(extents[iv], 1)
+            body *= max(extents[iv], 1)
             st.unroll(iv)
             unrolled.append(iv)
         return f"{self.stage}: {self.key}={self.value} at {_leaf(st, self.iter).name} " + (
             f"(unrolls {_names(unrolled[::-1])})" if unrolled else "(unrolls nothing)"
         )
+
+
+def _expanded_size(st: Stage) -> int:
+    """How many copies of its statement a stage's loop nest expands to where it stands: the
+    product of its unrolled and vectorized loops' extents (a rolled loop stays one loop)."""
+    extents, size = loop_extents(st), 1
+    for iv in st.leaf_iter_vars:
+        attr = st.iter_attrs.get(iv)
+        if attr is not None and attr.kind in ("unrolled", "vectorized"):
+            size *= max(extents[iv], 1)
+    return size
 
 
 @dataclass(frozen=True)

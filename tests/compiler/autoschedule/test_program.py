@@ -214,3 +214,25 @@ def test_a_mutation_that_no_longer_replays_is_no_program(monkeypatch):
 
     monkeypatch.setattr(annotate_module, "MUTATIONS", {break_attach: 1.0})
     assert mutate(program, rng) is None
+
+
+def test_unroll_pragma_counts_the_stages_computed_inside_its_loops():
+    # C.local (its loops unrolled to 16 statements) is computed at C.j.1: unrolling C's
+    # j.1 (8) and i.2 (2) expands (2 + 16) x 8 = 144 statements; i.1 (4) would make 576 > 512.
+    # Counting C's own loops alone unrolled j.0, i.1, j.1 and i.2 around the attached nest
+    # too: 100,000 lines of LLVM IR for a 16x32x8 matmul, which LLVM took minutes to optimize.
+    task = SearchTask("matmul", (16, 32, 8))
+    steps = [
+        ["CW", "C"], ["SP", "C.local", 2, [4]], ["SP", "C.local", 1, [8, 1, 1]],
+        ["SP", "C.local", 0, [4, 2, 1]], ["RE", "C.local", [0, 4, 1, 5, 8, 2, 6, 9, 3, 7]],
+        ["FSP", "C", 1, 2, 3], ["FSP", "C", 0, 3, 3], ["RE", "C", [0, 3, 1, 4, 2, 5]],
+        ["CA", "C.local", "C", 3], ["FU", "C", 0, 1], ["AN", "C", 0, "parallel"],
+        ["AN", "C.local", -1, "vectorize"], ["AN", "C", -1, "vectorize"],
+        ["PR", "C.local", 0, "auto_unroll_max_step", 16],
+        ["PR", "C", 0, "auto_unroll_max_step", 512],
+    ]  # fmt: skip
+    program = Program.from_json(task, {"kind": "ansor", "sketch": 0, "steps": steps})
+    lines = str(program).splitlines()
+    assert "C.local: auto_unroll_max_step=16 at i.0 (unrolls k.0, i.2, j.2, k.1, i.3)" in lines
+    assert "C: auto_unroll_max_step=512 at i.0 (unrolls j.1, i.2)" in lines
+    run_program(program, _inputs(task))
