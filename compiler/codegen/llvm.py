@@ -118,6 +118,7 @@ class CodeGenLLVM:
         self.bounds_check = bounds_check
         self.checked: dict[str, list[str]] = {}
         self._func_name = ""
+        self._int_flags: tuple[str, ...] = ()  # ("nsw",) inside an index that reads no memory
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -373,15 +374,18 @@ class CodeGenLLVM:
                     f = self._intrinsic("llvm.fmuladd", llvm_type(e.dtype), 3)
                     return self.b.call(f, [self.expr(m.a), self.expr(m.b), self.expr(c)])
             return self.b.fadd(self.expr(e.a), self.expr(e.b))
-        return self.b.add(self.expr(e.a), self.expr(e.b))
+        return self.b.add(self.expr(e.a), self.expr(e.b), flags=self._flags(e))
+
+    def _flags(self, e: E.Expr) -> tuple[str, ...]:
+        return self._int_flags if dt.is_int(e.dtype) and not dt.is_uint(e.dtype) else ()
 
     def expr_Sub(self, e: E.Sub) -> ir.Value:
         a, b = self.expr(e.a), self.expr(e.b)
-        return self.b.fsub(a, b) if dt.is_float(e.dtype) else self.b.sub(a, b)
+        return self.b.fsub(a, b) if dt.is_float(e.dtype) else self.b.sub(a, b, flags=self._flags(e))
 
     def expr_Mul(self, e: E.Mul) -> ir.Value:
         a, b = self.expr(e.a), self.expr(e.b)
-        return self.b.fmul(a, b) if dt.is_float(e.dtype) else self.b.mul(a, b)
+        return self.b.fmul(a, b) if dt.is_float(e.dtype) else self.b.mul(a, b, flags=self._flags(e))
 
     # Integer division follows compiler/arith/intdiv.py: x // 0 == 0, x % 0 == x and
     # INT_MIN // -1 wraps; the divisor is made safe before the instruction, so nothing traps.
@@ -548,7 +552,17 @@ class CodeGenLLVM:
         return dt.itemsize(buf.dtype)
 
     def _index(self, index: E.Expr) -> ir.Value:
-        idx = self.expr(index)
+        """An address's index as i64. Its signed adds, subtracts and multiplies are marked nsw
+        (no signed wrap) when it reads no memory: such an index of loop variables and constants
+        stays within its buffer, and the mark lets LLVM widen each term into the address
+        (sext(a + b) = sext(a) + sext(b)); without it, an index built on a parallel task's
+        variable was summed in i32 and sign-extended at every access of the inner loop."""
+        reads = collect(index, lambda n: isinstance(n, (E.BufferLoad, E.Call)))
+        saved, self._int_flags = self._int_flags, () if reads else ("nsw",)
+        try:
+            idx = self.expr(index)
+        finally:
+            self._int_flags = saved
         return self.b.sext(idx, I64) if idx.type.width < 64 else idx
 
     def expr_BufferLoad(self, e: E.BufferLoad) -> ir.Value:

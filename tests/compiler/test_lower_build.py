@@ -94,6 +94,25 @@ def test_integer_floordiv_floormod_negative(rng):
     np.testing.assert_array_equal(c, a // 3 + a % 5 * 7 - (np.arange(64) - 32) // 4)
 
 
+def test_index_arithmetic_is_nsw_and_value_arithmetic_wraps(rng):
+    # indices of loop variables are marked no-signed-wrap (LLVM widens them into addresses);
+    # int32 values still wrap as numpy's do, and an index read from memory is left unmarked
+    A = te.placeholder((8, 64), "int32", name="A")
+    idx = te.placeholder((8,), "int32", name="idx")
+    C = te.compute((8, 64), lambda i, j: A[i, j] * A[i, j] + A[idx[i], j], name="C")
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    a = rng.integers(-(2**31), 2**31 - 1, (8, 64), dtype=np.int32)
+    ix = rng.integers(0, 8, 8, dtype=np.int32)
+    c = np.zeros((8, 64), np.int32)
+    mod = run(s, [A, idx, C], [a, ix, c])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(c, a * a + a[ix])
+    raw = mod.get_source("ll-raw")
+    assert "mul nsw i32" in raw and "add nsw i32" in raw  # i * 64 + j of A[i, j] and C[i, j]
+    assert " mul i32 " in raw and " add i32 " in raw  # a * a + a[ix], which overflow, wrap
+
+
 def test_argument_checks_name_the_parameter():
     A = te.placeholder((4, 4), name="A")
     C = te.compute((4, 4), lambda i, j: A[i, j] * 2.0, name="C")
