@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from ... import te
+from ...codegen import parallel as thread_pool
 from ...codegen.target import cpu_facts
 from ...schedule.schedule import Schedule
 from ...te.tensor import Tensor
@@ -251,6 +254,12 @@ def schedule_conv2d_NCHWc_knobs(
         loops = {"oc": oc, "rows": yo}
         tasks = [loops[name] for name in PARALLEL[parallel]]
         inner = [lp for lp in (oc, yo) if lp not in tasks]
+        extent = {oc: int(oc.dom.extent.value), yo: -(-int(y.dom.extent.value) // tile_oh)}
+        if inner and math.prod(extent[lp] for lp in tasks) < thread_pool.get_num_threads():
+            # fewer tasks than threads (a network's tuner measures one thread, where this knob
+            # only orders the loops; "oc" of one channel block ran on one thread): the next
+            # loop joins the parallel loop, in the same order
+            tasks.append(inner.pop(0))
         s[out].reorder(batch, *tasks, *inner, xo, yi, xi, ob)
         s[out].vectorize(ob)
         task = s[out].fuse(batch, *tasks)

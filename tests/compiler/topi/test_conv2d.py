@@ -1,10 +1,14 @@
 """conv2d (NCHW, NCHWc) and depthwise conv2d against numpy, incl. odd sizes and strides."""
 
+import re
+
 import numpy as np
 import pytest
 
 from compiler import te, topi
+from compiler.codegen.parallel import get_num_threads, set_num_threads
 from compiler.codegen.target import cpu_facts, target_scope
+from compiler.driver import lower
 from compiler.errors import OperatorError
 from compiler.topi import testing, x86
 
@@ -190,6 +194,26 @@ def test_conv2d_NCHWc_tuned_knobs_with_fused_relu(run, rng, parallel, pad):
     got = testing.nchwc_unpack(run(s, [A, W], Y, ap, wp))
     ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1), 0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("oc, tasks", [(32, 4), (64, 2)])
+def test_conv2d_NCHWc_knobs_give_every_thread_a_task(run, rng, oc, tasks):
+    # "oc" parallelizes over output-channel blocks: one block (32 channels) would leave one of
+    # two threads idle, so the row tiles (8 rows by 2) join the parallel loop; two blocks stay
+    a, w = rand(rng, (1, 4, 10, 10)), rand(rng, (oc, 4, 3, 3))
+    ap, wp = testing.nchw_pack(a, 4), testing.oihw_pack(w, 4, 32)
+    A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+    Y = topi.nn.conv2d_NCHWc(A, W, 1, 0)
+    previous = get_num_threads()
+    set_num_threads(2)
+    try:
+        s = x86.schedule_conv2d_NCHWc_knobs(Y, 2, 4, False, "oc", "none")
+    finally:
+        set_num_threads(previous)
+    (extent,) = re.findall(r"range\((\d+)\) parallel", str(lower(s, [A, W, Y], "conv")))
+    assert int(extent) == tasks
+    got = testing.nchwc_unpack(run(s, [A, W], Y, ap, wp))
+    np.testing.assert_allclose(got, testing.conv2d_nchw_python(a, w, 1, 0), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(
