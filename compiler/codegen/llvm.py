@@ -14,7 +14,7 @@ from ..errors import CodegenError
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
-from ..tir.functor import collect
+from ..tir.functor import collect, contains
 from .parallel import SYMBOL as PARALLEL_FOR
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -529,13 +529,14 @@ class CodeGenLLVM:
         """(pointer, None) for a scalar or contiguous access, else (None, per-lane pointers)."""
         base = self.expr_Var(buf.data)
         ety = mem_type(buf.dtype)
-        check = self.bounds_check and _data_dependent(index) and _const_extent(buf)
+        dependent = _data_dependent(index)
+        check = self.bounds_check and dependent and _const_extent(buf)
         if isinstance(index, E.Ramp) and E.is_const(index.stride, 1):
-            i = self._index(index.base)
+            i = self._index(index.base, nsw=not dependent)
             i = self._checked_index(buf, i, index.lanes) if check else i
             return self.b.gep(base, [i], source_etype=ety), None
         if dt.lanes(index.dtype) == 1:
-            i = self._index(index)
+            i = self._index(index, nsw=not dependent)
             i = self._checked_index(buf, i) if check else i
             return self.b.gep(base, [i], source_etype=ety), None
         idx = self.expr(index)
@@ -551,14 +552,13 @@ class CodeGenLLVM:
         """The alignment promised for an access (bytes): one element's on the CPU."""
         return dt.itemsize(buf.dtype)
 
-    def _index(self, index: E.Expr) -> ir.Value:
-        """An address's index as i64. Its signed adds, subtracts and multiplies are marked nsw
-        (no signed wrap) when it reads no memory: such an index of loop variables and constants
-        stays within its buffer, and the mark lets LLVM widen each term into the address
-        (sext(a + b) = sext(a) + sext(b)); without it, an index built on a parallel task's
+    def _index(self, index: E.Expr, nsw: bool = False) -> ir.Value:
+        """An index as i64. With `nsw` (an address's index that reads no memory: of loop
+        variables and constants, it stays within its buffer) its signed adds, subtracts and
+        multiplies are marked no-signed-wrap, which lets LLVM widen each term into the address
+        (sext(a + b) = sext(a) + sext(b)); unmarked, an index built on a parallel task's
         variable was summed in i32 and sign-extended at every access of the inner loop."""
-        reads = collect(index, lambda n: isinstance(n, (E.BufferLoad, E.Call)))
-        saved, self._int_flags = self._int_flags, () if reads else ("nsw",)
+        saved, self._int_flags = self._int_flags, ("nsw",) if nsw else ()
         try:
             idx = self.expr(index)
         finally:
@@ -657,7 +657,7 @@ def codegen(
 
 def _data_dependent(index: E.Expr) -> bool:
     """The index reads memory (a gather or scatter through loaded values)."""
-    return bool(collect(index, lambda n: isinstance(n, E.BufferLoad)))
+    return contains(index, lambda n: isinstance(n, E.BufferLoad))
 
 
 def _const_extent(buf: S.Buffer) -> bool:

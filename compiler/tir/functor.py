@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from .expr import Expr, Node, Var
@@ -77,15 +79,20 @@ def free_vars(node: Node) -> set[Var]:
     return found
 
 
-def uses_var(node: Node, var: Var) -> bool:
-    """Whether `var` occurs in `node` (stops at the first occurrence)."""
+def contains(node: Node, match: Callable[[Node], bool]) -> bool:
+    """Whether some node below or at `node` matches (stops at the first)."""
     stack = [node]
     while stack:
         n = stack.pop()
-        if n is var:
+        if match(n):
             return True
         stack.extend(children(n))
     return False
+
+
+def uses_var(node: Node, var: Var) -> bool:
+    """Whether `var` occurs in `node` (stops at the first occurrence)."""
+    return contains(node, partial(operator.is_, var))
 
 
 class _Substitute(Mutator):
