@@ -365,11 +365,12 @@ def build_graph(
     db: str | None = None,
 ) -> GraphModule:
     """Compile every group (kernels shared by groups of one structure) into a GraphModule;
-    `offsets` places every intermediate tensor in the arena (bytes, multiples of 64). With a
-    records database `db`, convolutions with a record of their channel blocks take its
-    schedule, and a group whose auto-scheduler record in `db` measured faster takes that
-    program; the manifest lists the tasks without a record (`untuned`) and counts the kernels
-    by where their schedules came from (`tuned_from`)."""
+    `offsets` places every intermediate tensor in the arena (bytes, multiples of 64); a group
+    that only views an earlier tensor (`view_aliases`) runs no kernel. With a records
+    database `db`, convolutions with a record of their channel blocks take its schedule, and
+    a group whose auto-scheduler record in `db` measured faster takes that program; the
+    manifest lists the tasks without a record (`untuned`) and counts the kernels by where
+    their schedules came from (`tuned_from`)."""
     t0 = time.perf_counter()
     constants = dict(constants)
     with target_scope(target) as tgt:
@@ -387,7 +388,10 @@ def build_graph(
         kernels: dict[str, Kernel] = {}
         untuned: dict[str, None] = {}
         used = dict.fromkeys(sources, 0)
+        views = view_aliases(groups, set(outputs))
         for g in groups:
+            if g.output in views:
+                continue
             key = _signature(g, shapes)
             if key not in kernels:
                 task = conv_task(g, shapes)
@@ -472,18 +476,37 @@ def _slot(t: str, inputs: list[str], outputs: list[str], params: list[str], offs
     return Slot("arena", offset=int(offsets[t]))
 
 
+VIEWS = ("Reshape", "Copy")  # row-major: the output's bytes are the input's
+
+
+def view_aliases(groups: list[Group], skip: set[str]) -> dict[str, str]:
+    """Groups that only view a tensor an earlier group computed (a lone Reshape or Copy of
+    an arena tensor, neither a graph output): their output -> the arena tensor it shares
+    bytes with. Such a group runs no kernel."""
+    made: set[str] = set()
+    aliases: dict[str, str] = {}
+    for g in groups:
+        n = g.nodes[0]
+        if len(g.nodes) == 1 and n.op in VIEWS and n.inputs[0] in made and g.output not in skip:
+            aliases[g.output] = aliases.get(n.inputs[0], n.inputs[0])
+        made.add(g.output)
+    return {t: src for t, src in aliases.items() if src not in skip}
+
+
 def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dict, int, int]:
     """Arena places by liveness (a tensor lives from the group that writes it to its last
-    reader), largest tensor first, each at the lowest offset clear of the tensors placed
-    before it whose lifetimes overlap its own (big tensors placed first leave gaps that small
-    ones fill; placed in execution order, MobileNet-v1 needed 1.46x the bound, ResNet-18
-    1.15x; so placed, both meet it): (offsets, arena bytes, lower bound = the most bytes live
-    at once)."""
-    last = {t: k for k, g in enumerate(groups) for t in g.inputs}
+    reader, or its views' last reader: `view_aliases`, placed at the tensor's offset),
+    largest tensor first, each at the lowest offset clear of the tensors placed before it
+    whose lifetimes overlap its own (big tensors placed first leave gaps that small ones
+    fill; placed in execution order, MobileNet-v1 needed 1.46x the bound, ResNet-18 1.15x;
+    so placed, both meet it): (offsets, arena bytes, lower bound = the most bytes live at
+    once)."""
+    aliases = view_aliases(groups, skip)
+    last = {aliases.get(t, t): k for k, g in enumerate(groups) for t in g.inputs}
     life = {
         g.output: (k, max(k, last.get(g.output, k)))
         for k, g in enumerate(groups)
-        if g.output not in skip
+        if g.output not in skip and g.output not in aliases
     }
     size = {t: -(-int(np.prod(shapes[t])) * 4 // ALIGN) * ALIGN for t in life}
     offsets: dict[str, int] = {}
@@ -505,7 +528,7 @@ def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dic
         (sum(size[t] for t, (a, b) in life.items() if a <= k <= b) for k in range(len(groups))),
         default=0,
     )
-    return offsets, arena, bound
+    return {**offsets, **{t: offsets[src] for t, src in aliases.items()}}, arena, bound
 
 
-__all__ = ["Group", "Node", "build_graph", "group_kernel", "plan_offsets"]
+__all__ = ["Group", "Node", "build_graph", "group_kernel", "plan_offsets", "view_aliases"]

@@ -20,7 +20,7 @@ import numpy as np
 from ..codegen.target import target_scope
 from ..errors import OperatorError
 from ..topi import testing, x86
-from .build import Group, Node, build_graph, plan_offsets
+from .build import Group, Node, build_graph, plan_offsets, view_aliases
 from .build_ops import OPS
 from .executor import GraphModule
 from .ir import Graph
@@ -54,7 +54,8 @@ def compile_model(
     offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
     if print_passes:
         print(f"== layout (NCHW[x]c) ==\n{format_groups(groups, tensor_shapes, params)}")
-        print(f"== memory plan ==\n{format_plan(offsets, tensor_shapes, arena, bound)}")
+        views = view_aliases(groups, set(outputs))
+        print(f"== memory plan ==\n{format_plan(offsets, tensor_shapes, arena, bound, views)}")
     graph = build_graph(
         groups, tensor_shapes, params, inputs, outputs, offsets, arena, target, log, db
     )
@@ -76,10 +77,16 @@ def format_groups(groups: list[Group], shapes: dict, params: dict) -> str:
     return "\n".join(lines)
 
 
-def format_plan(offsets: dict, shapes: dict, arena: int, bound: int) -> str:
-    """Every arena tensor's offset and size, the arena against its lower bound."""
+def format_plan(offsets: dict, shapes: dict, arena: int, bound: int, views: dict) -> str:
+    """Every arena tensor's offset and size (a view: the tensor whose bytes it shares), the
+    arena against its lower bound."""
     lines = [
-        f"  %{name} at {off}: {int(np.prod(shapes[name])) * 4} bytes"
+        f"  %{name} at {off}: "
+        + (
+            f"view of %{views[name]}"
+            if name in views
+            else f"{int(np.prod(shapes[name])) * 4} bytes"
+        )
         for name, off in sorted(offsets.items(), key=lambda kv: kv[1])
     ]
     lines.append(f"arena {arena} bytes, lower bound {bound} bytes ({arena / max(bound, 1):.2f}x)")
@@ -119,6 +126,7 @@ class _Lowering:
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.params: dict[str, np.ndarray] = {}
         self.packed: dict[str, str] = {}  # value -> its NCHW[x]c tensor
+        self.flat_order: dict[str, np.ndarray] = {}  # packed flatten -> its plain positions
         self.plain: set[str] = set(graph.inputs)  # values computed in their own layout
         for t in graph.inputs:
             self.shapes[t] = graph.value(t).shape
@@ -177,6 +185,8 @@ class _Lowering:
             (members, out), packed = self.dense(anchor), False
         elif anchor.op == "Split":
             return self.split(anchor)
+        elif len(nodes) == 1 and self.is_packed_flatten(anchor):
+            return self.packed_flatten(anchor)
         else:
             return self.plain_group(name, nodes)
         start = x if first == 0 else anchor.outputs[0]
@@ -376,11 +386,43 @@ class _Lowering:
             and (not c or (bias is not None and (bias.ndim < 2 or bias.shape[0] == 1)))
         )
 
+    def is_packed_flatten(self, node: IRNode) -> bool:
+        """A Flatten (or Reshape) of a packed [N, C, H, W] value (not unpacked) to [N, CHW]
+        that only dense layers read."""
+        x, out = node.inputs[0], node.outputs[0]
+        shape = self.shape(x) if node.op in ("Flatten", "Reshape") else ()
+        readers = [n for n in self.graph.nodes if out in n.inputs]
+        return (
+            len(shape) == 4
+            and x in self.packed
+            and x not in self.plain
+            and self.shape(out) == (shape[0], int(np.prod(shape[1:])))
+            and out not in self.graph.outputs
+            and bool(readers)
+            and all(n.op in ("Gemm", "MatMul") and n.inputs[0] == out and self.is_dense(n)
+                    for n in readers)
+        )  # fmt: skip
+
+    def packed_flatten(self, node: IRNode) -> None:
+        """The flatten as a view of the NCHW[x]c tensor (channel blocks outermost, the block's
+        lanes innermost); its dense readers take their weights' columns in that order, so no
+        unpacking runs between the layers."""
+        src, out = self.packed[node.inputs[0]], node.outputs[0]
+        n_, cb, h, w, b = self.shapes[src]
+        self.shapes[out] = self.shape(out)
+        self.groups.append(
+            Group(node.label, [Node("Reshape", [src], out, {"shape": list(self.shape(out))})])
+        )
+        self.flat_order[out] = np.arange(cb * b * h * w).reshape(cb, b, h, w).transpose(0, 2, 3, 1)
+
     def dense(self, node: IRNode) -> tuple[list[Node], str]:
         a = node.attrs
         w = self.graph.constants[node.inputs[1]]
         alpha = a.get("alpha", 1.0)
         weight = (w if node.op == "Gemm" and a["transB"] else w.T) * alpha
+        x = node.inputs[0]
+        if x in self.flat_order:  # a packed flatten: columns in its order
+            weight = weight[:, self.flat_order[x].reshape(-1)]
         units = weight.shape[0]
         c = node.inputs[2] if len(node.inputs) > 2 else ""
         bias = self.graph.constants[c] if c else np.zeros(units)
@@ -391,7 +433,8 @@ class _Lowering:
         self.shapes[wname], self.shapes[bname] = (units, weight.shape[1]), (units,)
         out = node.outputs[0]
         self.shapes[out] = self.shape(out)
-        return [Node("Dense", [self.as_plain(node.inputs[0]), wname, bname], out)], out
+        src = x if x in self.flat_order else self.as_plain(x)
+        return [Node("Dense", [src, wname, bname], out)], out
 
     def plain_group(self, name: str, nodes: list[IRNode]) -> None:
         """A group in the plain layout (NCHW for 4-d): packed inputs unpacked inside it."""

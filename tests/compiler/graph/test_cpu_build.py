@@ -5,7 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from compiler.graph.build import Group, Node, build_graph, conv_task, plan_offsets
+from compiler.graph.build import (
+    Group,
+    Node,
+    build_graph,
+    conv_task,
+    plan_offsets,
+    view_aliases,
+)
 from compiler.runtime.module import aligned
 from compiler.topi import testing
 
@@ -226,6 +233,19 @@ def test_plan_offsets_places_large_tensors_first():
     offsets, arena, bound = plan_offsets(chain, shapes, {"t4"})
     assert arena == bound == 256
     assert offsets["t1"] == offsets["t3"] != offsets["t2"]
+
+
+def test_plan_offsets_places_a_view_at_its_tensor_for_its_readers_lifetime():
+    """t2 = Reshape(t1) shares t1's bytes, so t1 stays live while t2 is read (by g2, which
+    writes t3): t3 cannot take t1's place; a Reshape of the graph's input is no view."""
+    ops = ["Reshape", "Relu", "Reshape", "Relu", "Relu"]
+    chain = [Group(f"g{k}", [Node(op, [f"t{k}"], f"t{k + 1}")]) for k, op in enumerate(ops)]
+    shapes = {f"t{k}": (1, 16) for k in range(6)}
+    assert view_aliases(chain, {"t5"}) == {"t3": "t2"}
+    offsets, arena, bound = plan_offsets(chain, shapes, {"t5"})
+    assert offsets["t3"] == offsets["t2"] != offsets["t4"]
+    assert arena == bound == 128
+    assert view_aliases(chain, {"t3"}) == {}  # a graph output gets its own buffer
 
 
 def test_plan_offsets_never_overlaps_tensors_live_together():

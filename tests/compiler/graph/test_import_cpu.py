@@ -319,3 +319,45 @@ def test_followers_that_do_not_pack_get_a_group_of_their_own(tmp_path):
     ]
     consts = {"w": f32(16, 8, 3, 3), "hw": f32(5, 6)}
     check(save(tmp_path, nodes, [1, 8, 5, 6], None, consts), (1, 8, 5, 6))
+
+
+@pytest.mark.parametrize("other_reader", ["MatMul", "Relu"])
+def test_flatten_into_dense_layers_reads_the_packed_layout(tmp_path, other_reader):
+    """A flatten of a packed conv output that only dense layers read is a view of the packed
+    tensor (no kernel; the dense weights' columns permuted); another kind of reader needs the
+    plain layout, so it is unpacked."""
+    from compiler.codegen.target import target_scope
+    from compiler.graph.build import view_aliases
+    from compiler.graph.build_onnx import import_groups
+
+    second = (
+        helper.make_node("MatMul", ["f", "wm"], ["g2"])
+        if other_reader == "MatMul"
+        else helper.make_node("Relu", ["f"], ["r2"])
+    )
+    tail = (
+        []
+        if other_reader == "MatMul"
+        else [helper.make_node("Gemm", ["r2", "wf"], ["g2"], transB=1)]
+    )
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1] * 4),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["g1"], transB=1),
+        second,
+        *tail,
+        helper.make_node("Add", ["g1", "g2"], ["y"]),
+    ]
+    k = 32 * 5 * 6
+    consts = {"w": f32(32, 8, 3, 3), "wf": f32(10, k, scale=0.05), "bf": f32(10), "wm": f32(k, 10)}
+    path = save(tmp_path, nodes, [1, 8, 5, 6], None, consts)
+    with target_scope("llvm"):
+        groups, _, _, _, outputs = import_groups(path)
+    ops = [op for g in groups for op in (n.op for n in g.nodes)]
+    views = view_aliases(groups, set(outputs))
+    if other_reader == "MatMul":
+        assert "UnpackNCHWc" not in ops and views == {"f": "r_nchwc"}
+    else:
+        assert ops.count("UnpackNCHWc") == 1 and views == {}
+    check(path, (1, 8, 5, 6))
