@@ -3,12 +3,12 @@
 operators with random input shapes (empty dimensions included), weights that may not fit, and
 random attribute values (negative, zero, out of range, unknown modes); and convolutions and
 pools that fit their input with random windows, half of them followed by a second node the
-CPU's fusion and layout passes take with them; and residual blocks (conv, relu, conv, the
-block's input added, relu). Every model must end in one of the toolkit's
-errors or compile and match the reference executor: a signal, a hang, a foreign exception or a
-wrong result fails. The same convolutions and pools, with a second node the accelerator's
-importer reads, are quantized, compiled for the accelerator and run on `fsim`, and must give
-the quantized numpy reference's tensors."""
+CPU's fusion and layout passes take with them; residual blocks (conv, relu, conv, the
+block's input added, relu); and convolutions with a dense head (flatten, dense layers). Every
+model must end in one of the toolkit's errors or compile and match the reference executor: a
+signal, a hang, a foreign exception or a wrong result fails. The same convolutions and pools,
+with a second node the accelerator's importer reads, are quantized, compiled for the
+accelerator and run on `fsim`, and must give the quantized numpy reference's tensors."""
 
 from __future__ import annotations
 
@@ -219,15 +219,48 @@ def wide_1x1(draw):
 
 
 @st.composite
+def dense_heads(draw):
+    """(op, inputs, attrs, then): a convolution keeping its input's size, maybe a relu, a
+    flatten (or a reshape to [1, -1]) and one or two dense layers (Gemm or MatMul): where only
+    dense layers read the flatten, it views the packed tensor and their weights are permuted."""
+    c, m = draw(st.integers(1, 40)), draw(st.integers(1, 40))
+    h, w, k = draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.sampled_from([1, 3]))
+    relu = {"op": "Relu", "inputs": [], "attrs": {}}
+    chain = [relu] if draw(st.booleans()) else []
+    if draw(st.booleans()):
+        chain.append({"op": "Flatten", "inputs": [], "attrs": {"axis": 1}})
+    else:
+        chain.append({"op": "Reshape", "inputs": [{"ints": [1, -1]}], "attrs": {}})
+    units, size = draw(st.integers(1, 20)), m * h * w
+    if draw(st.booleans()):
+        gemm = [{"weight": [units, size]}, {"weight": [units]}]
+        chain.append({"op": "Gemm", "inputs": gemm, "attrs": {"transB": 1}})
+    else:
+        chain.append({"op": "MatMul", "inputs": [{"weight": [size, units]}], "attrs": {}})
+    if draw(st.booleans()):
+        head = {"op": "Gemm", "inputs": [{"weight": [units, draw(st.integers(1, 9))]}], "attrs": {}}
+        chain += [relu, head]
+    return (
+        "Conv",
+        [{"shape": [1, c, h, w]}, {"weight": [m, c, k, k]}],
+        {"pads": [k // 2] * 4},
+        chain,
+    )
+
+
+@st.composite
 def models(draw):
     """(op, inputs, attrs, then): a residual block (a quarter of the time); a wide 1x1
-    convolution (an eighth); a convolution or pool that fits its input, maybe followed by a
-    second node; or any supported operator with random inputs and attributes."""
+    convolution (an eighth); a convolution with a dense head (an eighth); a convolution or
+    pool that fits its input, maybe followed by a second node; or any supported operator with
+    random inputs and attributes."""
     kind = draw(st.integers(0, 7))
     if kind < 2:
         return draw(blocks())
     if kind == 2:
         return draw(wide_1x1())
+    if kind == 3:
+        return draw(dense_heads())
     if draw(st.booleans()):
         op, inputs, attrs, channels = draw(windows())
         then = draw(followers(channels)) if draw(st.booleans()) else None
