@@ -300,19 +300,26 @@ class CodeGenLLVM:
                 v, self.b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty)
             )
         outer = self.fn
-        func = ir.Function(
-            self.module,
-            ir.FunctionType(ir.VoidType(), [PTR, I64, I64]),
-            self._name(f"{outer.func.name}.par"),
-        )
+        name = self._name(f"{outer.func.name}.par")
+        func = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name)
         func.linkage = "internal"
+        body = self._parallel_body(name, captured, [v.type for v in values])
         self.fn = _Fn(func)
-        self.fn.in_parallel = True
-        for k, var in enumerate(captured):
-            p = self.b.gep(
-                func.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty
+        loaded = [
+            self.b.load(
+                self.b.gep(
+                    func.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], source_etype=ctx_ty
+                ),
+                typ=ctx_ty.elements[k],
+                name=var.name,
             )
-            self.fn.vars[var] = self.b.load(p, typ=ctx_ty.elements[k], name=var.name)
+            for k, var in enumerate(captured)
+        ]
+        self.b.call(body, [*loaded, func.args[1], func.args[2]])
+        self.fn.finish()
+        self.fn = _Fn(body)
+        self.fn.in_parallel = True
+        self.fn.vars.update(zip(captured, body.args, strict=False))
         self._chunk_loop(s)
         self.fn.finish()
         self.fn = outer
@@ -321,12 +328,31 @@ class CodeGenLLVM:
         run = self._decl(PARALLEL_FOR, ir.VoidType(), [PTR, PTR, I64, I64])
         self.b.call(run, [func, ctx, ext, chunk])
 
+    def _parallel_body(self, name: str, captured: list[E.Var], types: list[ir.Type]) -> ir.Function:
+        """`void body(captured..., i64 begin, i64 end)`, inlined into the outlined loop: its
+        buffer pointers are noalias parameters, as the kernel's are (loaded from the context,
+        they would be pointers LLVM cannot tell apart: a memory accumulator's stores then
+        clobbered the input's loads, and stayed in the loop, one per FMA)."""
+        body = ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [*types, I64, I64]), f"{name}.body"
+        )
+        body.linkage = "internal"
+        body.attributes.add("alwaysinline")
+        for arg, var in zip(body.args, captured, strict=False):
+            arg.name = var.name
+            if isinstance(arg.type, ir.PointerType):
+                arg.add_attribute("noalias")
+        return body
+
     def _chunk_loop(self, s: S.For) -> None:
         """The outlined body: the iterations [min + begin, min + end) of one chunk."""
         b = self.b
         ty = llvm_type(s.loop_var.dtype)
         lo = self._int_as(self.expr(s.min), ty)
-        begin, stop = self._int_as(self.fn.func.args[1], ty), self._int_as(self.fn.func.args[2], ty)
+        begin, stop = (
+            self._int_as(self.fn.func.args[-2], ty),
+            self._int_as(self.fn.func.args[-1], ty),
+        )
         self._loop(s.loop_var, b.add(lo, begin), b.add(lo, stop), lambda: self.stmt(s.body))
 
     def _captured(self, s: S.Stmt) -> list[E.Var]:

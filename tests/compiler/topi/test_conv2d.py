@@ -7,10 +7,11 @@ import pytest
 
 from compiler import te, topi
 from compiler.codegen.parallel import get_num_threads, set_num_threads
-from compiler.codegen.target import cpu_facts, target_scope
-from compiler.driver import lower
+from compiler.codegen.target import Target, cpu_facts, target_scope
+from compiler.driver import build, lower
 from compiler.errors import OperatorError
 from compiler.topi import testing, x86
+from compiler.topi.utils import vector_lanes
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
 CASES = [
@@ -124,6 +125,30 @@ def test_conv2d_NCHWc_fused_residual_add_relu(run, rng, rows, cols, outside):
     got = testing.nchwc_unpack(run(s, [A, W, R], Y, ap, wp, rp))
     ref = np.maximum(testing.conv2d_nchw_python(a, w, 1, 1) + r, 0)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("isa", sorted(TARGETS))
+def test_chunks_outside_keeps_the_tile_sums_in_registers(rng, isa):
+    """With the input-channel blocks outside, a block's accumulators live in a local buffer
+    indexed by the tile, inside a parallel loop: its sums stay in registers across the
+    reduction only if LLVM can tell that buffer from the input (a 2 x 7 tile stored every FMA's
+    sum while the input's pointer was loaded from the parallel loop's context)."""
+    with target_scope(TARGETS[isa]):
+        b = vector_lanes("float32")
+        a, w = rand(rng, (1, 4 * b, 7, 7)), rand(rng, (4 * b, 4 * b, 3, 3))
+        ap, wp = testing.nchw_pack(a, b), testing.oihw_pack(w, b, b)
+        A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+        Y = topi.nn.conv2d_NCHWc(A, W, 1, 1)
+        s = x86.schedule_conv2d_NCHWc(Y, reg_n=7, reg_rows=2, outside=True)
+        mod = build(s, [A, W, Y], target=TARGETS[isa])
+    blocks = re.split(r"\n(?=[\w.]+:)", mod.get_source("ll"))
+    sums = [bl for bl in blocks if "fmuladd.v" in bl]
+    assert sums and not any("store <" in bl for bl in sums)
+    if ("avx512f" if isa == "avx512" else "avx2") in Target.parse("llvm").features:
+        y = np.zeros([int(d) for d in Y.shape], np.float32)
+        mod(ap, wp, y)
+        ref = testing.conv2d_nchw_python(a, w, 1, 1)
+        np.testing.assert_allclose(testing.nchwc_unpack(y), ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("ow,vectors,want", [(56, 1, 14), (56, 2, 14), (56, 4, 4), (7, 4, 7)])
