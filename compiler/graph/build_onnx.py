@@ -127,6 +127,7 @@ class _Lowering:
         self.params: dict[str, np.ndarray] = {}
         self.packed: dict[str, str] = {}  # value -> its NCHW[x]c tensor
         self.flat_order: dict[str, np.ndarray] = {}  # packed flatten -> its plain positions
+        self.readers = graph.consumers()
         self.plain: set[str] = set(graph.inputs)  # values computed in their own layout
         for t in graph.inputs:
             self.shapes[t] = graph.value(t).shape
@@ -390,11 +391,11 @@ class _Lowering:
         """A Flatten (or Reshape) of a packed [N, C, H, W] value (not unpacked) to [N, CHW]
         that only dense layers read."""
         x, out = node.inputs[0], node.outputs[0]
-        shape = self.shape(x) if node.op in ("Flatten", "Reshape") else ()
-        readers = [n for n in self.graph.nodes if out in n.inputs]
+        if node.op not in ("Flatten", "Reshape") or len(self.shape(x)) != 4:
+            return False
+        shape, readers = self.shape(x), self.readers.get(out, [])
         return (
-            len(shape) == 4
-            and x in self.packed
+            x in self.packed
             and x not in self.plain
             and self.shape(out) == (shape[0], int(np.prod(shape[1:])))
             and out not in self.graph.outputs
