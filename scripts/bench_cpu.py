@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from compiler.bench import cpu
+from compiler.bench import cpu, hostisa
 
 
 def main() -> None:
@@ -22,7 +22,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10, help="timed repetitions per measurement")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--skip-conv", action="store_true", help="matmul only")
+    hostisa.add_option(ap)
     args = ap.parse_args()
+    hostisa.apply_option(ap, args)
     res = cpu.run(args.reps, args.threads, conv=not args.skip_conv)
     if args.json:
         print(json.dumps(res, indent=2))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from compiler.bench import models
+from compiler.bench import hostisa, models
 from compiler.bench.harness import source_version, utc_now
 
 
@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--one-thread", action="store_true", help="also compare with one thread each")
     ap.add_argument("--no-layers", action="store_true", help="omit the per-layer tables")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    hostisa.add_option(ap)
     ap.add_argument(
         "--tuning-study",
         metavar="DB",
@@ -33,6 +34,7 @@ def main() -> None:
         "within 5%% of its best",
     )
     args = ap.parse_args()
+    hostisa.apply_option(ap, args)
     if args.tuning_study:
         res = models.convergence(args.tuning_study)
         if args.json:
