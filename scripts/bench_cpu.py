@@ -27,7 +27,7 @@ def main() -> None:
     hostisa.apply_option(ap, args)
     res = cpu.run(args.reps, args.threads, conv=not args.skip_conv)
     if args.json:
-        print(json.dumps(res, indent=2))
+        print(json.dumps({**res, "avx512_hidden": hostisa.hidden()}, indent=2))
     else:
         cpu.print_table(res)
 

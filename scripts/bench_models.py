@@ -44,7 +44,16 @@ def main() -> None:
         return
     res = models.run(args.models, args.reps, args.min_time, args.load, args.db, args.one_thread)
     if args.json:
-        print(json.dumps({"version": source_version(), "time": utc_now(), "models": res}))
+        print(
+            json.dumps(
+                {
+                    "version": source_version(),
+                    "time": utc_now(),
+                    "avx512_hidden": hostisa.hidden(),
+                    "models": res,
+                }
+            )
+        )
     else:
         models.print_tables(res, layers=not args.no_layers)
 

@@ -64,10 +64,15 @@ def preload_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**env, "LD_PRELOAD": preload, MARK: "1"}
 
 
+def hidden() -> bool:
+    """Whether this process runs with AVX-512 hidden (re-executed by `reexec_without_avx512`)."""
+    return os.environ.get(MARK) == "1"
+
+
 def reexec_without_avx512() -> None:
     """Run this Python program again from the start with AVX-512 hidden; returns only in the
     re-executed process (at once there), after checking LLVM sees no AVX-512 in it."""
-    if os.environ.get(MARK) == "1":
+    if hidden():
         import llvmlite.binding as llvm
 
         if llvm.get_host_cpu_features().get("avx512f", False):
