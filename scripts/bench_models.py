@@ -21,7 +21,11 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=list(models.GOALS), choices=list(models.GOALS))
     ap.add_argument("--reps", type=int, default=20, help="timed inferences (at least)")
     ap.add_argument("--min-time", type=float, default=2.0, help="seconds per comparison")
-    ap.add_argument("--load", action="store_true", help="also measure beside a spinning process")
+    ap.add_argument(
+        "--load",
+        action="store_true",
+        help="also measure beside a spinning process (rounds alternating with quiet ones)",
+    )
     ap.add_argument("--db", help="tuning records to apply")
     ap.add_argument("--one-thread", action="store_true", help="also compare with one thread each")
     ap.add_argument("--no-layers", action="store_true", help="omit the per-layer tables")

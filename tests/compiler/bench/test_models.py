@@ -1,6 +1,9 @@
 """bench_models' logic on the small DQN network: every figure present and sane, tables print."""
 
+import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +29,7 @@ def test_interleaved_blocks_run_by_time():
 
 
 def test_bench_model_dqn(capsys):
-    r = models.bench_model("dqn", reps=2, min_time=0.0, one_thread=True)
+    r = models.bench_model("dqn", reps=2, min_time=0.0, load=True, one_thread=True)
     q = r["quiet"]
     assert q["max_rel_err"] < 1e-4 and q["ratio"] > 0
     assert r["arena_lower_bound"] <= r["arena_bytes"] and r["executor_overhead_us"] > 0
@@ -40,7 +43,8 @@ def test_bench_model_dqn(capsys):
     assert get_num_threads() == models.THREADS  # restored for what runs next
     models.print_tables({"dqn": r})
     out = capsys.readouterr().out
-    assert "one thread each" in out
+    assert "one thread each" in out and "under load" in out
+    assert r["load_change"] == pytest.approx(r["loaded"]["ratio"] / r["load_quiet"]["ratio"])
     assert "dqn" in out and "onnxruntime's profile of the same nodes" in out
 
 
@@ -80,3 +84,29 @@ def test_convergence_counts_trials_and_time_to_within_five_percent(tmp_path):
     assert (t["trials"], t["of"], t["best_ms"]) == (4, 6, 2000.0)
     assert t["seconds"] == pytest.approx(4.0)  # the four trials' shares of their batches
     assert res["trials"] == 4 and res["seconds"] == pytest.approx(4.0)
+
+
+def test_load_effect_alternates_quiet_and_loaded_rounds(monkeypatch):
+    spins = []
+    real = models.spinning_process
+
+    @contextmanager
+    def counted():
+        with real() as proc:
+            spins.append(proc.pid)
+            yield proc
+
+    monkeypatch.setattr(models, "spinning_process", counted)
+    from compiler.bench.networks import NETWORKS, random_inputs
+    from compiler.graph.build_onnx import compile_model
+
+    model = NETWORKS["dqn"]()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "dqn.onnx").write_bytes(model)
+        graph = compile_model(Path(tmp) / "dqn.onnx")
+    r = models.load_effect(graph, model, random_inputs("dqn"), reps=3, min_time=0.3)
+    assert len(spins) == models.LOAD_ROUNDS  # one spinner per loaded round
+    assert r["change"] == pytest.approx(r["loaded"]["ratio"] / r["quiet"]["ratio"])
+    for part in ("quiet", "loaded"):
+        assert r[part]["max_rel_err"] < 1e-4 and r[part]["ratio"] > 0
+    assert r["loaded"]["foreign_cores"] > r["quiet"]["foreign_cores"]
