@@ -34,12 +34,13 @@ def worker(tmp_path_factory):
         yield w
 
 
-def fuzz_settings(kind: str, scale: int):
-    """Hypothesis settings for INPUTS[kind] x scale derandomized examples without deadlines."""
+def fuzz_settings(kind: str, scale: int, derandomize: bool):
+    """Hypothesis settings for INPUTS[kind] x scale examples without deadlines (the fixed
+    sequence when `derandomize`, else the one --hypothesis-seed draws)."""
     return settings(
         max_examples=INPUTS[kind] * scale,
         deadline=None,
-        derandomize=True,
+        derandomize=derandomize,
         suppress_health_check=list(HealthCheck),
     )
 
@@ -49,10 +50,10 @@ def _expect_handled(answer: dict, what: str) -> None:
 
 
 @pytest.mark.parametrize("scale", SIZES)
-def test_tensor_programs(worker, scale, capsys):
+def test_tensor_programs(worker, scale, derandomize, capsys):
     tried = []
 
-    @fuzz_settings("te", scale)
+    @fuzz_settings("te", scale, derandomize)
     @given(
         shape=shapes,
         dtype=dtypes,
@@ -97,11 +98,11 @@ def _database_bytes(kind: str, data: bytes, path) -> None:
 
 
 @pytest.mark.parametrize("scale", SIZES)
-def test_records_databases(worker, scale, tmp_path_factory, capsys):
+def test_records_databases(worker, scale, derandomize, tmp_path_factory, capsys):
     tried = []
     root = tmp_path_factory.mktemp("db")
 
-    @fuzz_settings("database", scale)
+    @fuzz_settings("database", scale, derandomize)
     @given(
         kind=st.sampled_from(["random", "foreign", "damaged", "flipped"]),
         data=st.binary(min_size=1, max_size=200),
@@ -178,10 +179,10 @@ WORKLOADS = st.sampled_from(
 
 
 @pytest.mark.parametrize("scale", SIZES)
-def test_tune_arguments(worker, scale, capsys):
+def test_tune_arguments(worker, scale, derandomize, capsys):
     tried = []
 
-    @fuzz_settings("tune", scale)
+    @fuzz_settings("tune", scale, derandomize)
     @given(
         workload=WORKLOADS,
         options=st.lists(OPTION_VALUES, max_size=3),

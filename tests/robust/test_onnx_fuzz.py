@@ -299,15 +299,15 @@ def worker(tmp_path_factory):
         yield w
 
 
-def fuzz(worker, capsys, strategy, fn: str, examples: int, what: str) -> None:
-    """`examples` models of `strategy` (derandomized) through `compiler.fuzz:<fn>` in the
-    worker: each must run or end in one of the toolkit's errors."""
+def fuzz(worker, capsys, strategy, fn: str, examples: int, what: str, derandomize: bool) -> None:
+    """`examples` models of `strategy` (the fixed sequence when `derandomize`) through
+    `compiler.fuzz:<fn>` in the worker: each must run or end in one of the toolkit's errors."""
     tried = []
 
     @settings(
         max_examples=examples,
         deadline=None,
-        derandomize=True,
+        derandomize=derandomize,
         suppress_health_check=list(HealthCheck),
     )
     @given(model=strategy, seed=st.integers(0, 3))
@@ -324,13 +324,13 @@ def fuzz(worker, capsys, strategy, fn: str, examples: int, what: str) -> None:
 
 
 @pytest.mark.parametrize("examples", SIZES)
-def test_onnx_models(worker, examples, capsys):
-    fuzz(worker, capsys, models(), "onnx_case", examples, "ONNX models")
+def test_onnx_models(worker, examples, derandomize, capsys):
+    fuzz(worker, capsys, models(), "onnx_case", examples, "ONNX models", derandomize)
 
 
 ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("examples", ACCEL_SIZES)
-def test_onnx_models_on_the_accelerator(worker, examples, capsys):
-    fuzz(worker, capsys, accel_models(), "accel_case", examples, "ONNX models on fsim")
+def test_onnx_models_on_the_accelerator(worker, examples, derandomize, capsys):
+    fuzz(worker, capsys, accel_models(), "accel_case", examples, "ONNX models on fsim", derandomize)
