@@ -12,6 +12,7 @@ from compiler.driver import build, lower
 from compiler.errors import OperatorError
 from compiler.topi import testing, x86
 from compiler.topi.utils import vector_lanes
+from compiler.topi.x86.conv2d import channel_unroll
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
 CASES = [
@@ -148,6 +149,33 @@ def test_chunks_outside_keeps_the_tile_sums_in_registers(rng, isa):
         y = np.zeros([int(d) for d in Y.shape], np.float32)
         mod(ap, wp, y)
         ref = testing.conv2d_nchw_python(a, w, 1, 1)
+        np.testing.assert_allclose(testing.nchwc_unpack(y), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("isa", sorted(TARGETS))
+@pytest.mark.parametrize("schedule", ["default", "outside", "knobs"])
+def test_channel_steps_unrolled_on_16_register_targets(rng, isa, schedule):
+    """On AVX2 (16 vector registers) a conv's reduction takes 4 channels of a block per step,
+    unrolled (one step per channel elsewhere), in the default, chunks-outside and tuned
+    schedules alike; the result is the convolution's either way."""
+    with target_scope(TARGETS[isa]):
+        a, w = rand(rng, (1, 32, 9, 9)), rand(rng, (32, 32, 3, 3))
+        ap, wp = testing.nchw_pack(a, 16), testing.oihw_pack(w, 16, 16)
+        A, W = te.placeholder(ap.shape, name="A"), te.placeholder(wp.shape, name="W")
+        Y = topi.nn.relu(topi.nn.conv2d_NCHWc(A, W, 2, 1))
+        if schedule == "knobs":
+            s = x86.schedule_conv2d_NCHWc_knobs(Y, 2, 2, False, "rows", "task")
+        else:
+            s = x86.schedule_conv2d_NCHWc(Y, outside=schedule == "outside")
+        ir = str(lower(s, [A, W, Y], "conv"))
+        mod = build(s, [A, W, Y], target=TARGETS[isa])
+        assert channel_unroll(16) == (4 if isa == "avx2" else 1)
+    assert ("for ic_block.outer in range(4)" in ir) == (isa == "avx2")
+    assert ("for ic_block in range(16)" in ir) == (isa == "avx512")
+    if ("avx512f" if isa == "avx512" else "avx2") in Target.parse("llvm").features:
+        y = np.zeros([int(d) for d in Y.shape], np.float32)
+        mod(ap, wp, y)
+        ref = np.maximum(testing.conv2d_nchw_python(a, w, 2, 1), 0)
         np.testing.assert_allclose(testing.nchwc_unpack(y), ref, rtol=1e-4, atol=1e-4)
 
 
