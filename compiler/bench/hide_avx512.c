@@ -31,7 +31,7 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
 static sigaction_fn real_sigaction;
 static struct sigaction chained; /* the process's own SIGSEGV handler */
-static int installed;
+static volatile sig_atomic_t installed; /* cleared by the handler */
 
 static void real_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
     syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);

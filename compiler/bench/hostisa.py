@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..codegen.parallel import cache_root
 from ..errors import CompilerError
 
 SOURCE = Path(__file__).with_name("hide_avx512.c")
@@ -36,7 +37,7 @@ def cpuid_faulting() -> bool:
 
 
 def shim() -> Path:
-    """The preload library, compiled once per source version into the temporary directory."""
+    """The preload library, compiled once per source version into the toolkit's cache."""
     if not cpuid_faulting():
         raise CompilerError(
             "cannot hide AVX-512: this CPU or kernel has no CPUID faulting "
@@ -46,14 +47,16 @@ def shim() -> Path:
     if cc is None:
         raise CompilerError("cannot hide AVX-512: no C compiler ('cc' or $CC) to build its shim")
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    lib = Path(tempfile.gettempdir()) / f"vta-hide-avx512-{os.getuid()}-{digest}.so"
+    lib = cache_root() / "hostisa" / f"hide_avx512_{digest}.so"
     if not lib.exists():
-        part = lib.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(part), str(SOURCE)]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise CompilerError(f"cannot build {SOURCE.name}: {done.stderr.strip()}")
-        part.replace(lib)
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
+            part = Path(tmp) / lib.name
+            cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(part), str(SOURCE)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise CompilerError(f"cannot build {SOURCE.name}: {done.stderr.strip()}")
+            os.replace(part, lib)  # atomic: concurrent builders write the same bytes
     return lib
 
 

@@ -33,7 +33,7 @@ from .peers import ort_session
 
 GOALS = {"resnet18": 0.9, "mobilenet_v1": 1.0, "dqn": 1.0}  # latency ratio ours / onnxruntime
 LOAD_GOAL = 1.10  # the ratio under load may grow by at most 10%
-LOAD_ROUNDS = 3
+LOAD_ROUNDS = 3  # quiet and loaded comparisons alternate (`load_effect`)
 COMPILE_GOAL_S = 10.0
 THREADS = 2
 

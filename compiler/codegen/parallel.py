@@ -398,11 +398,17 @@ def runtime_object(target: Target) -> bytes:
     return tm.emit_object(mod)
 
 
-def _cache_dir() -> Path:
+def cache_root() -> Path:
+    """Where the toolkit keeps what it builds on this machine: $VTA_CACHE_DIR, default
+    ~/.cache/vta-codesign."""
     root = os.environ.get("VTA_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "vta-codesign"
     )
-    return Path(root) / "parallel"
+    return Path(root)
+
+
+def _cache_dir() -> Path:
+    return cache_root() / "parallel"
 
 
 def default_threads() -> int:

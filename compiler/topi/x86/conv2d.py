@@ -8,7 +8,7 @@ from ... import te
 from ...codegen import parallel as thread_pool
 from ...codegen.target import cpu_facts
 from ...schedule.schedule import Schedule
-from ...te.tensor import Tensor
+from ...te.tensor import IterVar, Tensor
 from .. import tag
 from ..utils import (
     as_outputs,
@@ -83,12 +83,12 @@ def channel_unroll(icb: int) -> int:
     """Input channels of a block that one step of conv2d_NCHWc's reduction takes (their loop
     unrolled inside the step): 4 on targets with 16 vector registers, else 1. An AVX2 register
     tile does 12 FMAs per channel; with 4 channels a step, ResNet-18's stride-2 3x3 convs ran
-    7-12% faster on one and two threads (an Intel core with AVX-512 hidden); AVX-512's tiles
+    6-12% faster on one and two threads (an Intel core with AVX-512 hidden); AVX-512's tiles
     (28 FMAs per channel) gained nothing."""
     return largest_divisor(icb, 4) if cpu_facts().vector_registers <= 16 else 1
 
 
-def _reduce_steps(s: Schedule, acc: Tensor, icb) -> list:
+def _reduce_steps(s: Schedule, acc: Tensor, icb: IterVar) -> list[IterVar]:
     """The channel loop `icb` of `acc` in steps of `channel_unroll` channels, the channels of a
     step unrolled: [steps, channels], or [icb] where a step takes one."""
     factor = channel_unroll(int(icb.dom.extent.value))
