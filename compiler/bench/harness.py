@@ -31,6 +31,19 @@ def timeit(fn: Callable[..., Any], args: tuple, reps: int, min_time: float = 0.0
     return ts
 
 
+def alternate(
+    rounds: int, measures: dict[str, Callable[[], list[float]]]
+) -> dict[str, list[float]]:
+    """Each measure's timings (seconds) pooled over `rounds` rounds in which the measures take
+    turns: a fast or slow spell of a shared machine (seconds long) then falls on every side
+    of a comparison, not on the one measured during it."""
+    pooled: dict[str, list[float]] = {key: [] for key in measures}
+    for _ in range(rounds):
+        for key, measure in measures.items():
+            pooled[key] += measure()
+    return pooled
+
+
 def stats(times: Sequence[float], flops: float) -> dict:
     """Best and median milliseconds and GFLOPS of the timings of a `flops`-operation call."""
     best, median = min(times), float(np.median(times))

@@ -41,8 +41,8 @@ print(json.dumps({"times": ts, "architecture": blas[0].get("architecture") if bl
 def numpy_matmul(n: int, threads: int, unset: bool, reps: int, cols: int | None = None) -> dict:
     """numpy's float32 [n, n] @ [n, cols] on `threads` threads, timed `reps` times in a
     subprocess; `unset` drops OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE from its environment.
-    Returns `harness.stats` of the timings, the BLAS kernel's name and its thread count (None
-    without threadpoolctl)."""
+    Returns `harness.stats` of the timings, the timings (`times`, seconds), the BLAS kernel's
+    name and its thread count (None without threadpoolctl)."""
     cols = cols or n
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     if unset:
@@ -58,9 +58,31 @@ def numpy_matmul(n: int, threads: int, unset: bool, reps: int, cols: int | None 
     r = json.loads(out.stdout)
     return {
         **stats(r["times"], 2.0 * n * n * cols),
+        "times": r["times"],
         "kernel": r["architecture"],
         "blas_threads": r["num_threads"],
     }
+
+
+class NumpyMatmul:
+    """`numpy_matmul` as a measure for `harness.alternate`: each call times a fresh interpreter
+    and returns its timings; the BLAS kernel and thread count of the last call are kept."""
+
+    def __init__(self, n: int, threads: int, unset: bool, reps: int, cols: int | None = None):
+        self.args = (n, threads, unset, reps, cols)
+        self.last: dict = {}
+
+    def __call__(self) -> list[float]:
+        self.last = numpy_matmul(*self.args)
+        return self.last["times"]
+
+    def stats(self, times: list[float], flops: float) -> dict:
+        """`harness.stats` of pooled timings with the BLAS kernel and thread count."""
+        return {
+            **stats(times, flops),
+            "kernel": self.last["kernel"],
+            "blas_threads": self.last["blas_threads"],
+        }
 
 
 def conv_model(c: int, oc: int, size: int, k: int, stride: int, w: np.ndarray) -> bytes:

@@ -15,12 +15,16 @@ def test_matmuls_are_correct_and_reported_with_ratios(capsys):
     cpu.add_ratios(res)
     per = res["matmul"]["threads"][1]
     assert per["ratio_vs_numpy_avx512"] == per["numpy_avx512"]["best_ms"] / per["ours"]["best_ms"]
+    median = per["numpy_avx512"]["median_ms"] / per["ours"]["median_ms"]
+    assert per["ratio_vs_numpy_avx512_median"] == median
     assert per["foreign_cores"] >= 0 and res["matmul_tail"]["cols"] == 40
     cpu.print_table(res)
     out = capsys.readouterr().out
     assert (
         "matmul 64^3 float32" in out and "goal >= 0.8x numpy with the kernel OpenBLAS picks" in out
     )
+    verdict = "met" if median >= cpu.GOAL_VS_AVX512 else "NOT met"
+    assert f"median ratio: {verdict} (worst {median:.2f}x)" in out
     assert "matmul 64x40x64 (non-divisible 4x64 tiles" in out
 
 

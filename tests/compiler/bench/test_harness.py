@@ -6,7 +6,14 @@ import time
 
 import pytest
 
-from compiler.bench.harness import ForeignLoad, geomean, source_version, stats, timeit
+from compiler.bench.harness import (
+    ForeignLoad,
+    alternate,
+    geomean,
+    source_version,
+    stats,
+    timeit,
+)
 
 
 def test_timeit_warms_up_then_times_at_least_reps_calls_and_min_time():
@@ -16,6 +23,21 @@ def test_timeit_warms_up_then_times_at_least_reps_calls_and_min_time():
     assert all(t >= 0 for t in times)
     slept = timeit(time.sleep, (0.01,), reps=1, min_time=0.05)
     assert sum(slept) >= 0.05 and len(slept) >= 2 and min(slept) >= 0.01
+
+
+def test_alternate_takes_turns_and_pools_each_measures_timings():
+    calls = []
+
+    def measure(key, seconds):
+        def run():
+            calls.append(key)
+            return [seconds, seconds * 2]
+
+        return run
+
+    pooled = alternate(3, {"ours": measure("ours", 1.0), "peer": measure("peer", 5.0)})
+    assert calls == ["ours", "peer"] * 3
+    assert pooled == {"ours": [1.0, 2.0] * 3, "peer": [5.0, 10.0] * 3}
 
 
 def test_stats_are_best_and_median_in_ms_and_gflops():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from compiler.bench.peers import conv_model, numpy_matmul, ort_session
+from compiler.bench.peers import NumpyMatmul, conv_model, numpy_matmul, ort_session
 
 
 def test_numpy_matmul_runs_in_a_subprocess_with_its_own_blas_environment():
@@ -11,6 +11,16 @@ def test_numpy_matmul_runs_in_a_subprocess_with_its_own_blas_environment():
     assert r["best_ms"] <= r["median_ms"] and r["gflops_best"] >= r["gflops_median"] > 0
     assert r["gflops_best"] == pytest.approx(2 * 64 * 64 * 32 / (r["best_ms"] / 1e3) / 1e9)
     assert r["blas_threads"] in (1, None)  # None: threadpoolctl (the bench extra) is absent
+    assert len(r["times"]) == 3 and min(r["times"]) * 1e3 == r["best_ms"]
+
+
+def test_numpy_matmul_as_a_measure_keeps_its_kernel_for_pooled_timings():
+    peer = NumpyMatmul(64, threads=1, unset=True, reps=2, cols=32)
+    times = peer() + peer()
+    assert len(times) == 4
+    s = peer.stats(times, 2 * 64 * 64 * 32)
+    assert s["best_ms"] == min(times) * 1e3 and s["blas_threads"] == peer.last["blas_threads"]
+    assert s["kernel"] == peer.last["kernel"]
 
 
 def test_onnxruntime_conv_matches_a_numpy_convolution():
