@@ -8,7 +8,7 @@ from ... import te
 from ...codegen import parallel as thread_pool
 from ...codegen.target import cpu_facts
 from ...schedule.schedule import Schedule
-from ...te.tensor import IterVar, Tensor
+from ...te.tensor import Tensor
 from .. import tag
 from ..utils import (
     as_outputs,
@@ -18,7 +18,7 @@ from ..utils import (
     vector_width,
 )
 from .injective import schedule_injective_from_existing
-from .utils import accumulator, schedule_pad
+from .utils import accumulator, reduce_steps, schedule_pad
 
 MAX_COLUMNS = 16  # longer unrolled tiles gain little (loads per FMA ~ 1/columns + 1/vectors)
 
@@ -79,26 +79,6 @@ def channel_block(channels: int, dtype: str = "float32") -> int:
     return largest_divisor(channels, lanes)
 
 
-def channel_unroll(icb: int) -> int:
-    """Input channels of a block that one step of conv2d_NCHWc's reduction takes (their loop
-    unrolled inside the step): 4 on targets with 16 vector registers, else 1. An AVX2 register
-    tile does 12 FMAs per channel; with 4 channels a step, ResNet-18's stride-2 3x3 convs ran
-    6-12% faster on one and two threads (an Intel core with AVX-512 hidden); AVX-512's tiles
-    (28 FMAs per channel) gained nothing."""
-    return largest_divisor(icb, 4) if cpu_facts().vector_registers <= 16 else 1
-
-
-def _reduce_steps(s: Schedule, acc: Tensor, icb: IterVar) -> list[IterVar]:
-    """The channel loop `icb` of `acc` in steps of `channel_unroll` channels, the channels of a
-    step unrolled: [steps, channels], or [icb] where a step takes one."""
-    factor = channel_unroll(int(icb.dom.extent.value))
-    if factor == 1:
-        return [icb]
-    step, lane = s[acc].split(icb, factor=factor)
-    s[acc].unroll(lane)
-    return [step, lane]
-
-
 def schedule_conv2d_NCHWc(
     outs: Tensor | list[Tensor],
     reg_n: int | None = None,
@@ -142,7 +122,7 @@ def schedule_conv2d_NCHWc(
         s[acc].compute_at(s[out], owo)
         n, oc, oh, ow, ob = s[acc].op.axis
         icc, ry, rx, icb = s[acc].op.reduce_axis
-        s[acc].reorder(n, oc, icc, ry, rx, *_reduce_steps(s, acc, icb), oh, ow, ob)
+        s[acc].reorder(n, oc, icc, ry, rx, *reduce_steps(s, acc, icb), oh, ow, ob)
         s[acc].unroll(oh)
         s[acc].unroll(ow)
         s[acc].vectorize(ob)
@@ -173,7 +153,7 @@ def _chunks_outside(s: Schedule, out: Tensor, acc: Tensor, rows: int, cols: int)
     icc, ry, rx, icb = s[acc].op.reduce_axis
     oho, ohi = s[acc].split(oh, factor=rows)
     owo, owi = s[acc].split(ow, factor=cols)
-    s[acc].reorder(n, oc, icc, oho, owo, ry, rx, *_reduce_steps(s, acc, icb), ohi, owi, ob)
+    s[acc].reorder(n, oc, icc, oho, owo, ry, rx, *reduce_steps(s, acc, icb), ohi, owi, ob)
     s[acc].unroll(ohi)
     s[acc].unroll(owi)
     s[acc].vectorize(ob)
@@ -287,7 +267,7 @@ def schedule_conv2d_NCHWc_knobs(
         s[acc].compute_at(s[out], xo)
         batch, oc, y, x, ob = s[acc].op.axis
         icc, ry, rx, icb = s[acc].op.reduce_axis
-        s[acc].reorder(batch, oc, icc, ry, rx, *_reduce_steps(s, acc, icb), y, x, ob)
+        s[acc].reorder(batch, oc, icc, ry, rx, *reduce_steps(s, acc, icb), y, x, ob)
         if unroll_kw:
             s[acc].unroll(rx)
         s[acc].unroll(y)

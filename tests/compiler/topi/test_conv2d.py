@@ -12,7 +12,7 @@ from compiler.driver import build, lower
 from compiler.errors import OperatorError
 from compiler.topi import testing, x86
 from compiler.topi.utils import vector_lanes
-from compiler.topi.x86.conv2d import channel_unroll
+from compiler.topi.x86.utils import reduction_unroll
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
 CASES = [
@@ -169,7 +169,7 @@ def test_channel_steps_unrolled_on_16_register_targets(rng, isa, schedule):
             s = x86.schedule_conv2d_NCHWc(Y, outside=schedule == "outside")
         ir = str(lower(s, [A, W, Y], "conv"))
         mod = build(s, [A, W, Y], target=TARGETS[isa])
-        assert channel_unroll(16) == (4 if isa == "avx2" else 1)
+        assert reduction_unroll(16) == (4 if isa == "avx2" else 1)
     assert ("for ic_block.outer in range(4)" in ir) == (isa == "avx2")
     assert ("for ic_block in range(16)" in ir) == (isa == "avx512")
     if ("avx512f" if isa == "avx512" else "avx2") in Target.parse("llvm").features:

@@ -145,3 +145,30 @@ def test_streams_must_split_k():
     X, W = te.placeholder((1, 60), name="X"), te.placeholder((2, 60, 32), name="W")
     with pytest.raises(ValueError, match="7 streams do not split K = 60 evenly"):
         x86.matmul_packed(X, W, 40, streams=7)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512])
+@pytest.mark.parametrize("k", [64, 70, 37])
+def test_register_tile_unrolls_reduction_steps_on_16_register_targets(rng, target, k):
+    """On AVX2 a packed GEMM's register tile takes 4 steps of K per loop iteration (the
+    largest divisor of K under 4: 2 for 70, 1 for 37), unrolled; on AVX-512 one; the product
+    is the matmul's either way."""
+    from compiler.codegen.target import Target, target_scope
+    from compiler.driver import build, lower
+    from compiler.topi.x86.utils import reduction_unroll
+
+    a, b, _, ref = operands(rng, 12, 32, k, False)
+    with target_scope(target):
+        A, B = te.placeholder(a.shape, name="A"), te.placeholder(b.shape, name="B")
+        C = x86.matmul_pack(A, B)
+        s = x86.schedule_dense_pack(C)
+        ir = str(lower(s, [A, B, C], "mm"))
+        mod = build(s, [A, B, C], target=target)
+        steps = reduction_unroll(k)
+    assert steps == ({64: 4, 70: 2, 37: 1}[k] if target == AVX2 else 1)
+    assert (f"for k.outer in range({k // steps})" in ir) == (steps > 1)
+    assert (f"for k in range({k})" in ir) == (steps == 1)
+    if ("avx512f" if target == AVX512 else "avx2") in Target.parse("llvm").features:
+        c = np.zeros(C.shape, np.float32)
+        mod(a, b, c)
+        np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4)
