@@ -19,7 +19,7 @@ from compiler.bench import cpu, hostisa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    ap.add_argument("--reps", type=int, default=10, help="timed repetitions per measurement")
+    ap.add_argument("--reps", type=int, default=5, help="timed calls per side in a round")
     ap.add_argument(
         "--rounds", type=int, default=cpu.ROUNDS, help="alternating rounds of ours and the peers"
     )

@@ -11,7 +11,7 @@ over ours (higher is better).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -21,7 +21,7 @@ from ..driver import build
 from ..runtime import Module, set_num_threads
 from ..topi import testing, x86
 from ..tune.templates.resnet18 import LAYERS
-from .harness import ForeignLoad, alternate, stats, timeit
+from .harness import ForeignLoad, alternate, pooled, round_ratio, stats, timeit
 from .peers import NumpyMatmul, conv_model, ort_session
 
 MATMUL_N = 1024
@@ -29,7 +29,7 @@ TAIL_COLS = 1000  # the non-divisible matmul: the last 64-wide column tile has 4
 GOAL_VS_AVX512 = 0.8
 CONV_LAYERS = ("C2", "C6", "C9")  # 3x3, stride 1, 'same' padding
 IC_BN, OC_BN = 16, 32
-ROUNDS = 3  # rounds in which ours and the peers take turns (harness.alternate)
+ROUNDS = 10  # rounds in which ours and the peers take turns (harness.alternate)
 
 
 def build_matmul(n: int) -> tuple[Module, float]:
@@ -55,6 +55,20 @@ def checked_matmul(
     return a, b, c, float(np.abs(c - a @ b).max() / np.abs(a @ b).max())
 
 
+def turns(rounds: int, measures: dict[str, Callable[[], list[float]]], flops: float) -> dict:
+    """`measures` ("ours" and its peers, each returning timings) in `rounds` alternating rounds:
+    each one's `stats` over all rounds, each peer's `round_ratio` against ours
+    (`ratio_vs_<peer>_median`) and the cores other processes used meanwhile."""
+    with ForeignLoad(tree=True) as load:  # the peers' interpreters are ours, alive meanwhile
+        per_round = alternate(rounds, measures)
+    out: dict = {key: stats(pooled(times), flops) for key, times in per_round.items()}
+    for key, times in per_round.items():
+        if key != "ours":
+            out[f"ratio_vs_{key}_median"] = round_ratio(per_round["ours"], times)
+    out["foreign_cores"] = load.cores
+    return out
+
+
 def bench_matmul(
     reps: int, thread_counts: Sequence[int], n: int = MATMUL_N, rounds: int = ROUNDS
 ) -> dict:
@@ -65,17 +79,15 @@ def bench_matmul(
     out: dict = {"n": n, "build_s": build_s, "max_rel_err": err, "threads": {}}
     for th in thread_counts:
         set_num_threads(th)
-        peers = {
-            "numpy_env": NumpyMatmul(n, th, unset=False, reps=reps),
-            "numpy_avx512": NumpyMatmul(n, th, unset=True, reps=reps),
-        }
-        with ForeignLoad() as load:
-            times = alternate(rounds, {"ours": partial(timeit, mod, (a, b, c), reps), **peers})
-        out["threads"][th] = {
-            "ours": stats(times["ours"], 2.0 * n**3),
-            **{key: peer.stats(times[key], 2.0 * n**3) for key, peer in peers.items()},
-            "foreign_cores": load.cores,
-        }
+        with (
+            NumpyMatmul(n, th, unset=False, reps=reps) as env,
+            NumpyMatmul(n, th, unset=True, reps=reps) as unset,
+        ):
+            ours = partial(timeit, mod, (a, b, c), reps)
+            per = turns(rounds, {"ours": ours, "numpy_env": env, "numpy_avx512": unset}, 2.0 * n**3)
+        per["numpy_env"].update(env.info())
+        per["numpy_avx512"].update(unset.info())
+        out["threads"][th] = per
     return out
 
 
@@ -112,17 +124,13 @@ def bench_tail_matmul(
     mod = build_tail_matmul(n, cols)
     a, b, c, err = checked_matmul(mod, n, cols)
     out: dict = {"n": n, "cols": cols, "max_rel_err": err, "threads": {}}
-    flops = 2.0 * n * n * cols
     for th in thread_counts:
         set_num_threads(th)
-        peer = NumpyMatmul(n, th, unset=True, reps=reps, cols=cols)
-        with ForeignLoad() as load:
-            times = alternate(rounds, {"ours": partial(timeit, mod, (a, b, c), reps), "peer": peer})
-        out["threads"][th] = {
-            "ours": stats(times["ours"], flops),
-            "numpy_avx512": peer.stats(times["peer"], flops),
-            "foreign_cores": load.cores,
-        }
+        with NumpyMatmul(n, th, unset=True, reps=reps, cols=cols) as peer:
+            ours = partial(timeit, mod, (a, b, c), reps)
+            per = turns(rounds, {"ours": ours, "numpy_avx512": peer}, 2.0 * n * n * cols)
+        per["numpy_avx512"].update(peer.info())
+        out["threads"][th] = per
     return out
 
 
@@ -160,12 +168,7 @@ def bench_conv(
                 "ours": partial(timeit, mod, (xp, wp, y), reps, 0.2),
                 "onnxruntime": partial(timeit, sess.run, (None, {"x": x}), reps, 0.2),
             }
-            with ForeignLoad() as load:
-                times = alternate(rounds, measures)
-            row["threads"][th] = {
-                **{key: stats(times[key], flops) for key in measures},
-                "foreign_cores": load.cores,
-            }
+            row["threads"][th] = turns(rounds, measures, flops)
         out[name] = row
     return out
 
@@ -176,18 +179,16 @@ def ratio(ours: dict, peer: dict, key: str = "best_ms") -> float:
 
 
 def add_ratios(res: dict) -> None:
-    """Add each measurement's ratios against its peers (best and median times)."""
+    """Add each measurement's ratios of best times against its peers (`turns` gave the
+    median-of-rounds ones)."""
     for per in res["matmul"]["threads"].values():
         per["ratio_vs_numpy_env"] = ratio(per["ours"], per["numpy_env"])
-        per["ratio_vs_numpy_env_median"] = ratio(per["ours"], per["numpy_env"], "median_ms")
         per["ratio_vs_numpy_avx512"] = ratio(per["ours"], per["numpy_avx512"])
-        per["ratio_vs_numpy_avx512_median"] = ratio(per["ours"], per["numpy_avx512"], "median_ms")
     for per in res["matmul_tail"]["threads"].values():
         per["ratio_vs_numpy_avx512"] = ratio(per["ours"], per["numpy_avx512"])
     for row in res["conv2d"].values():
         for per in row["threads"].values():
             per["ratio_vs_onnxruntime"] = ratio(per["ours"], per["onnxruntime"])
-            per["ratio_vs_onnxruntime_median"] = ratio(per["ours"], per["onnxruntime"], "median_ms")
 
 
 def run(reps: int, thread_counts: Sequence[int], conv: bool = True, rounds: int = ROUNDS) -> dict:
@@ -207,7 +208,7 @@ def print_table(res: dict) -> None:
     print(
         f"matmul {mm['n']}^3 float32: build {mm['build_s']:.2f} s, "
         f"max rel err {mm['max_rel_err']:.1e}; GFLOPS best / median; ratio = ours / peer "
-        "(median / best; each side timed in alternating rounds)"
+        "(median of the rounds' ratios / ratio of best times; ours and the peers take turns)"
     )
     print(
         f"{'threads':>7} {'ours':>13} {'numpy env':>13} {'kernel':>9} {'numpy unset':>13} "
@@ -223,9 +224,9 @@ def print_table(res: dict) -> None:
             f"{per['ratio_vs_numpy_avx512_median']:5.2f}/{per['ratio_vs_numpy_avx512']:4.2f}x "
             f"{per['foreign_cores']:7.2f}"
         )
-    # medians: on a shared machine whose speed changes for seconds at a time, the best of
-    # each side is the luckiest moment it happened to catch; the medians of alternating
-    # rounds see the same mix of moments
+    # the rounds' ratios: on a shared machine whose speed changes for seconds at a time, the
+    # best time of each side is the luckiest moment it caught, and pooled medians can each fall
+    # in a different spell; a round compares two measurements taken side by side
     worst = min(per["ratio_vs_numpy_avx512_median"] for per in mm["threads"].values())
     verdict = "met" if worst >= GOAL_VS_AVX512 else "NOT met"
     kernel = next(iter(mm["threads"].values()))["numpy_avx512"]["kernel"]

@@ -33,15 +33,28 @@ def timeit(fn: Callable[..., Any], args: tuple, reps: int, min_time: float = 0.0
 
 def alternate(
     rounds: int, measures: dict[str, Callable[[], list[float]]]
-) -> dict[str, list[float]]:
-    """Each measure's timings (seconds) pooled over `rounds` rounds in which the measures take
-    turns: a fast or slow spell of a shared machine (seconds long) then falls on every side
-    of a comparison, not on the one measured during it."""
-    pooled: dict[str, list[float]] = {key: [] for key in measures}
+) -> dict[str, list[list[float]]]:
+    """Each measure's timings (seconds) per round, over `rounds` rounds in which the measures
+    take turns: a fast or slow spell of a shared machine (seconds long) then falls on every
+    side of a comparison, not on the one measured during it."""
+    per_round: dict[str, list[list[float]]] = {key: [] for key in measures}
     for _ in range(rounds):
         for key, measure in measures.items():
-            pooled[key] += measure()
-    return pooled
+            per_round[key].append(measure())
+    return per_round
+
+
+def pooled(per_round: Sequence[Sequence[float]]) -> list[float]:
+    """The timings of every round together."""
+    return [t for times in per_round for t in times]
+
+
+def round_ratio(ours: Sequence[Sequence[float]], peer: Sequence[Sequence[float]]) -> float:
+    """The median over rounds of the peer's median time over ours in the same round (above 1,
+    ours is faster): each round compares two measurements seconds apart, in the same spell of
+    the machine, where pooled medians of a machine switching between two speeds can each
+    fall on either."""
+    return float(np.median([np.median(p) / np.median(o) for o, p in zip(ours, peer, strict=True)]))
 
 
 def stats(times: Sequence[float], flops: float) -> dict:

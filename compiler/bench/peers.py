@@ -3,7 +3,8 @@ in a subprocess, and a one-node onnxruntime Conv.
 
 OpenBLAS reads its environment when it loads, so each numpy configuration (thread count, the
 machine's OPENBLAS_* settings or none of them, which selects OpenBLAS's AVX-512 kernel on a
-machine that has it) runs in a fresh interpreter.
+machine that has it) runs in an interpreter of its own, kept open while it takes turns with
+ours.
 """
 
 from __future__ import annotations
@@ -18,71 +19,84 @@ import numpy as np
 
 from .harness import stats
 
-NUMPY_PROBE = """
+NUMPY_PEER = """
 import json, sys, time
 import numpy as np
 try:
     from threadpoolctl import threadpool_info  # names the BLAS kernel (the 'bench' extra)
 except ImportError:
     threadpool_info = list
-n, cols, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+n, cols = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(0)
 a, b = rng.random((n, n), dtype=np.float32), rng.random((n, cols), dtype=np.float32)
 c = a @ b
-ts = []
-for _ in range(reps):
-    t = time.perf_counter(); np.matmul(a, b, out=c); ts.append(time.perf_counter() - t)
 blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-print(json.dumps({"times": ts, "architecture": blas[0].get("architecture") if blas else None,
-                  "num_threads": blas[0].get("num_threads") if blas else None}))
+print(json.dumps({"architecture": blas[0].get("architecture") if blas else None,
+                  "num_threads": blas[0].get("num_threads") if blas else None}), flush=True)
+for line in sys.stdin:
+    ts = []
+    for _ in range(int(line)):
+        t = time.perf_counter(); np.matmul(a, b, out=c); ts.append(time.perf_counter() - t)
+    time.sleep(0.2)  # OpenBLAS's threads spin ~0.1 s after a call: asleep before ours runs
+    print(json.dumps(ts), flush=True)
 """
 
 
-def numpy_matmul(n: int, threads: int, unset: bool, reps: int, cols: int | None = None) -> dict:
-    """numpy's float32 [n, n] @ [n, cols] on `threads` threads, timed `reps` times in a
-    subprocess; `unset` drops OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE from its environment.
-    Returns `harness.stats` of the timings, the timings (`times`, seconds), the BLAS kernel's
-    name and its thread count (None without threadpoolctl)."""
-    cols = cols or n
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    if unset:
-        env.pop("OPENBLAS_CORETYPE", None)
-        env.pop("OPENBLAS_L2_SIZE", None)
-    out = subprocess.run(
-        [sys.executable, "-c", NUMPY_PROBE, str(n), str(cols), str(reps)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    r = json.loads(out.stdout)
-    return {
-        **stats(r["times"], 2.0 * n * n * cols),
-        "times": r["times"],
-        "kernel": r["architecture"],
-        "blas_threads": r["num_threads"],
-    }
-
-
 class NumpyMatmul:
-    """`numpy_matmul` as a measure for `harness.alternate`: each call times a fresh interpreter
-    and returns its timings; the BLAS kernel and thread count of the last call are kept."""
+    """numpy's float32 [n, n] @ [n, cols] on `threads` threads in an interpreter of its own,
+    kept open while in `with`: each call times `reps` products there and returns the seconds
+    (a measure for `harness.alternate`). `unset` drops OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+    from its environment; `kernel` and `blas_threads` name the BLAS kernel and its thread
+    count (None without threadpoolctl)."""
 
     def __init__(self, n: int, threads: int, unset: bool, reps: int, cols: int | None = None):
-        self.args = (n, threads, unset, reps, cols)
-        self.last: dict = {}
+        self.n, self.cols, self.reps = n, cols or n, reps
+        self.env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+        if unset:
+            self.env.pop("OPENBLAS_CORETYPE", None)
+            self.env.pop("OPENBLAS_L2_SIZE", None)
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> NumpyMatmul:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", NUMPY_PEER, str(self.n), str(self.cols)],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        info = json.loads(self._line())
+        self.kernel, self.blas_threads = info["architecture"], info["num_threads"]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+    def _line(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the numpy peer exited with {self.proc.wait()}")
+        return line
 
     def __call__(self) -> list[float]:
-        self.last = numpy_matmul(*self.args)
-        return self.last["times"]
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(f"{self.reps}\n")
+        self.proc.stdin.flush()
+        return json.loads(self._line())
 
-    def stats(self, times: list[float], flops: float) -> dict:
-        """`harness.stats` of pooled timings with the BLAS kernel and thread count."""
-        return {
-            **stats(times, flops),
-            "kernel": self.last["kernel"],
-            "blas_threads": self.last["blas_threads"],
-        }
+    def info(self) -> dict:
+        """The BLAS kernel's name and thread count."""
+        return {"kernel": self.kernel, "blas_threads": self.blas_threads}
+
+
+def numpy_matmul(n: int, threads: int, unset: bool, reps: int, cols: int | None = None) -> dict:
+    """`NumpyMatmul`'s figures of one measurement of `reps` products: `harness.stats`, the
+    BLAS kernel and its thread count."""
+    with NumpyMatmul(n, threads, unset, reps, cols) as peer:
+        return {**stats(peer(), 2.0 * n * n * (cols or n)), **peer.info()}
 
 
 def conv_model(c: int, oc: int, size: int, k: int, stride: int, w: np.ndarray) -> bytes:

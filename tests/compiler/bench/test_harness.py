@@ -4,12 +4,15 @@ import multiprocessing
 import re
 import time
 
+import numpy as np
 import pytest
 
 from compiler.bench.harness import (
     ForeignLoad,
     alternate,
     geomean,
+    pooled,
+    round_ratio,
     source_version,
     stats,
     timeit,
@@ -25,7 +28,7 @@ def test_timeit_warms_up_then_times_at_least_reps_calls_and_min_time():
     assert sum(slept) >= 0.05 and len(slept) >= 2 and min(slept) >= 0.01
 
 
-def test_alternate_takes_turns_and_pools_each_measures_timings():
+def test_alternate_takes_turns_and_keeps_each_rounds_timings():
     calls = []
 
     def measure(key, seconds):
@@ -35,9 +38,21 @@ def test_alternate_takes_turns_and_pools_each_measures_timings():
 
         return run
 
-    pooled = alternate(3, {"ours": measure("ours", 1.0), "peer": measure("peer", 5.0)})
+    per_round = alternate(3, {"ours": measure("ours", 1.0), "peer": measure("peer", 5.0)})
     assert calls == ["ours", "peer"] * 3
-    assert pooled == {"ours": [1.0, 2.0] * 3, "peer": [5.0, 10.0] * 3}
+    assert per_round == {"ours": [[1.0, 2.0]] * 3, "peer": [[5.0, 10.0]] * 3}
+    assert pooled(per_round["ours"]) == [1.0, 2.0] * 3
+
+
+def test_round_ratio_compares_within_rounds():
+    """A machine switching between two speeds: pooled medians fall in different spells
+    (0.5 s for ours, 2 s for the peer: 4x), each round's sides in the same one (2x)."""
+    ours = [[1.0], [1.0], [0.5], [0.5], [0.5]]
+    peer = [[2.0], [2.0], [1.0], [1.0], [2.0]]
+    assert round_ratio(ours, peer) == 2.0
+    assert np.median(pooled(peer)) / np.median(pooled(ours)) == 4.0
+    with pytest.raises(ValueError):
+        round_ratio(ours, peer[:4])
 
 
 def test_stats_are_best_and_median_in_ms_and_gflops():
