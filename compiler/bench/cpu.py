@@ -3,9 +3,9 @@
 float32 matmul 1024^3 (x86.matmul_pack + schedule_dense_pack) against numpy/OpenBLAS with the
 machine's OPENBLAS_* environment and with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset (OpenBLAS's
 AVX-512 kernel), 1 and 2 threads; a non-divisible 1024x1000x1024 matmul (tail tiles partitioned)
-against the AVX-512 kernel; ResNet-18 layers C2, C6, C9 (conv2d_NCHWc, packed data and
-weights, padding included) against a one-node onnxruntime Conv on NCHW. Ratios are peer time
-over ours (higher is better).
+against the AVX-512 kernel; ResNet-18 layers C2, C6, C9 (conv2d_NCHWc in the networks' channel
+blocks, packed data and weights, padding included) against a one-node onnxruntime Conv on NCHW.
+Ratios are peer time over ours (higher is better).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ MATMUL_N = 1024
 TAIL_COLS = 1000  # the non-divisible matmul: the last 64-wide column tile has 40 columns
 GOAL_VS_AVX512 = 0.8
 CONV_LAYERS = ("C2", "C6", "C9")  # 3x3, stride 1, 'same' padding
-IC_BN, OC_BN = 16, 32
 ROUNDS = 10  # rounds in which ours and the peers take turns (harness.alternate)
 
 
@@ -148,7 +147,8 @@ def bench_conv(
         c, size, oc, k, stride = LAYERS[name]
         x = rng.standard_normal((1, c, size, size)).astype(np.float32)
         w = (rng.standard_normal((oc, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
-        xp, wp = testing.nchw_pack(x, IC_BN), testing.oihw_pack(w, IC_BN, OC_BN)
+        ic_bn, oc_bn = x86.channel_block(c), x86.channel_block(oc)  # the networks' blocks
+        xp, wp = testing.nchw_pack(x, ic_bn), testing.oihw_pack(w, ic_bn, oc_bn)
         X, W = te.placeholder(xp.shape, name="X"), te.placeholder(wp.shape, name="W")
         Y = topi.nn.conv2d_NCHWc(X, W, stride, k // 2)
         t = time.perf_counter()
@@ -158,7 +158,8 @@ def bench_conv(
         mod(xp, wp, y)
         flops = 2.0 * np.prod(Y.shape) * c * k * k
         model = conv_model(c, oc, size, k, stride, w)
-        row: dict = {"mflop": flops / 1e6, "build_s": build_s, "threads": {}}
+        row: dict = {"mflop": flops / 1e6, "build_s": build_s, "blocks": (ic_bn, oc_bn)}
+        row["threads"] = {}
         for th in thread_counts:
             set_num_threads(th)
             sess = ort_session(model, th)
@@ -247,7 +248,9 @@ def print_table(res: dict) -> None:
             f"{u['gflops_best']:6.1f}/{u['gflops_median']:6.1f} "
             f"{per['ratio_vs_numpy_avx512']:9.2f}x {per['foreign_cores']:7.2f}"
         )
-    print(f"\nconv2d NCHWc (ic_bn {IC_BN}, oc_bn {OC_BN}, padding included) vs onnxruntime Conv")
+    blocks = {tuple(row["blocks"]) for row in res["conv2d"].values()}
+    names = ", ".join(f"{i}x{o}" for i, o in sorted(blocks))
+    print(f"\nconv2d NCHWc (blocks ic_bn x oc_bn {names}, padding included) vs onnxruntime Conv")
     print(
         f"{'layer':>5} {'threads':>7} {'ours ms':>15} {'ORT ms':>15} {'ours GFLOPS':>11} "
         f"{'ratio':>7} {'foreign':>7}"
