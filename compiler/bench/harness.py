@@ -12,10 +12,11 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]  # the checkout this package runs from
 
 
@@ -31,13 +32,11 @@ def timeit(fn: Callable[..., Any], args: tuple, reps: int, min_time: float = 0.0
     return ts
 
 
-def alternate(
-    rounds: int, measures: dict[str, Callable[[], list[float]]]
-) -> dict[str, list[list[float]]]:
-    """Each measure's timings (seconds) per round, over `rounds` rounds in which the measures
-    take turns: a fast or slow spell of a shared machine (seconds long) then falls on every
-    side of a comparison, not on the one measured during it."""
-    per_round: dict[str, list[list[float]]] = {key: [] for key in measures}
+def alternate(rounds: int, measures: dict[str, Callable[[], T]]) -> dict[str, list[T]]:
+    """Each measure's result (e.g. its timings) per round, over `rounds` rounds in which the
+    measures take turns: a fast or slow spell of a shared machine (seconds long) then falls on
+    every side of a comparison, not on the one measured during it."""
+    per_round: dict[str, list[T]] = {key: [] for key in measures}
     for _ in range(rounds):
         for key, measure in measures.items():
             per_round[key].append(measure())

@@ -28,7 +28,7 @@ import numpy as np
 from ..codegen.target import cpu_facts
 from ..errors import CompilerError
 from ..runtime import set_num_threads
-from .harness import ForeignLoad
+from .harness import ForeignLoad, alternate
 from .peers import ort_session
 
 GOALS = {"resnet18": 0.9, "mobilenet_v1": 1.0, "dqn": 1.0}  # latency ratio ours / onnxruntime
@@ -168,12 +168,14 @@ def load_effect(graph: Any, model: bytes, inputs: dict, reps: int, min_time: flo
     run's quiet ratio was its lowest of nine, and the change 1.12). Returns {"quiet",
     "loaded": `compare`'s figures over their rounds, "change": the loaded ratio / the quiet}."""
     sess, err = _session(graph, model, inputs, THREADS)
-    rounds: dict[str, list] = {"quiet": [], "loaded": []}
     part_reps, part_time = -(-reps // LOAD_ROUNDS), min_time / LOAD_ROUNDS
-    for _ in range(LOAD_ROUNDS):
-        rounds["quiet"].append(_timed(graph, sess, inputs, part_reps, part_time))
+    quiet = functools.partial(_timed, graph, sess, inputs, part_reps, part_time)
+
+    def loaded() -> tuple:
         with spinning_process():
-            rounds["loaded"].append(_timed(graph, sess, inputs, part_reps, part_time))
+            return quiet()
+
+    rounds = alternate(LOAD_ROUNDS, {"quiet": quiet, "loaded": loaded})
     out: dict[str, Any] = {k: _summary(err, v) for k, v in rounds.items()}
     out["change"] = out["loaded"]["ratio"] / out["quiet"]["ratio"]
     return out

@@ -37,7 +37,7 @@ for line in sys.stdin:
     ts = []
     for _ in range(int(line)):
         t = time.perf_counter(); np.matmul(a, b, out=c); ts.append(time.perf_counter() - t)
-    time.sleep(0.2)  # OpenBLAS's threads spin ~0.1 s after a call: asleep before ours runs
+    time.sleep(0.2)  # OpenBLAS's idle threads spin 0.1 s after a call (measured): asleep first
     print(json.dumps(ts), flush=True)
 """
 

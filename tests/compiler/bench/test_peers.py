@@ -1,4 +1,4 @@
-"""The peers: numpy's matmul in a fresh interpreter, a one-node onnxruntime Conv."""
+"""The peers: numpy's matmul in an interpreter of its own, a one-node onnxruntime Conv."""
 
 import numpy as np
 import pytest
