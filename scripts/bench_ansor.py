@@ -1,6 +1,6 @@
 """The auto-scheduler (compiler.autoschedule) against the template tuner at the same trial
 counts, numpy on matmul and MetaSchedule on matmul 512^3 (when an interpreter with apache-tvm is
-given), and its task scheduler against round robin on ResNet-18 (compiler.bench.ansor).
+given), and its task scheduler against round robin on ResNet-18 (benchmarks.ansor).
 
     ./scripts/bench ansor --json /tmp/ansor.json --plot /tmp/sched.png
 """
@@ -11,7 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from compiler.bench.ansor import COST_TASKS, OPERATORS, plot_scheduler, print_result, run
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.ansor import COST_TASKS, OPERATORS, plot_scheduler, print_result, run
 from compiler.tune.cost_model import MIN_SAMPLES
 
 

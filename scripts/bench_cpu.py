@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""CPU operator benchmark against peers measured in the same run (compiler.bench.cpu).
+"""CPU operator benchmark against peers measured in the same run (benchmarks.cpu).
 
 float32 matmul 1024^3 against numpy/OpenBLAS (the machine's OPENBLAS_* environment and OpenBLAS's
 AVX-512 kernel), 1 and 2 threads; a non-divisible 1024x1000x1024 matmul against the AVX-512
@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from compiler.bench import cpu, hostisa
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks import cpu, hostisa
 
 
 def main() -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from compiler.tune.gpu_bench import format_table, run
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.gpu import format_table, run
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Whole networks against onnxruntime in the same run (compiler.bench.models).
+"""Whole networks against onnxruntime in the same run (benchmarks.models).
 
 ResNet-18, MobileNet-v1 and the DQN network, batch 1, float32, both on 2 threads: latency
 ratio (ours / onnxruntime, lower is better) with the goals' verdicts, compile time, numerics,
@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from compiler.bench import hostisa, models
-from compiler.bench.harness import source_version, utc_now
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks import hostisa, models
+from benchmarks.harness import source_version, utc_now
 
 
 def main() -> None:

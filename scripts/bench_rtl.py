@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """RTL (verilated, C++ harness) against the Python cycle-level simulator on the same Programs
-(hw.bench): simulated cycles per wall second of each, their cycle counts side by side and the
+(benchmarks.rtl): simulated cycles per wall second of each, their cycle counts side by side and the
 error.
 
 `--json` prints one object per Program: name, rtl_cycles, sim_cycles, error_pct,
 rtl_cycles_per_s, sim_cycles_per_s, timing_only_cycles_per_s (sim without data). RTL wall time
 includes the harness process start. `--resnet18` compares on the Programs of ResNet-18's fused
-layers (compiler.bench.vta's network, the estimate's best knobs) instead.
+layers (benchmarks.vta's network, the estimate's best knobs) instead.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import argparse
 import json
 import sys
 
-from hw.bench import print_rtl_vs_sim, rtl_programs, rtl_vs_sim
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.rtl import print_rtl_vs_sim, rtl_programs, rtl_vs_sim
 from vta.config import VTAConfig
 
 
@@ -29,7 +31,7 @@ def main() -> int:
     args = parser.parse_args()
     cfg = VTAConfig.load(args.config)
     if args.resnet18:
-        from compiler.bench.vta import resnet18_programs  # the compiler is optional for hw
+        from benchmarks.vta import resnet18_programs  # the compiler is optional for hw
 
         programs = resnet18_programs(cfg)
     else:

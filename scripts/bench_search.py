@@ -1,5 +1,5 @@
 """The model-guided tuner (xgb-rank) against random search on measured CPU wall time
-(compiler.bench.search): the median GFLOPS of the configs each proposed once the model had data,
+(benchmarks.search): the median GFLOPS of the configs each proposed once the model had data,
 on the basic matmul space, per seed. Goal: the model's proposals run >= 2x as fast as random's
 on every seed; --random-scores runs the negative control (random numbers in place of the
 model's scores), which should miss it.
@@ -13,7 +13,9 @@ import argparse
 import json
 from pathlib import Path
 
-from compiler.bench.search import print_rows, run
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.search import print_rows, run
 
 
 def main() -> None:

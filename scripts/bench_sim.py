@@ -1,4 +1,4 @@
-"""Simulator speed: a blocked int8 GEMM Program of >= 1 M simulated cycles (hw.bench).
+"""Simulator speed: a blocked int8 GEMM Program of >= 1 M simulated cycles (benchmarks.rtl).
 
 Reports, for the cycle-level `sim`, simulated cycles and instructions per wall second; for the
 functional `fsim`, int8 MACs per second, with numpy doing the same GEMM (int32 matmul and float32
@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from hw.bench import print_simulator_speed, simulator_speed
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.rtl import print_simulator_speed, simulator_speed
 from vta import VTAConfig
 
 

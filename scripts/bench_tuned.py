@@ -1,4 +1,4 @@
-"""Tuned CPU kernels against their peers in the same run (compiler.bench.tuned): the xgb-rank
+"""Tuned CPU kernels against their peers in the same run (benchmarks.tuned): the xgb-rank
 tuned float32 matmul 1024^3 against numpy with OpenBLAS's AVX-512 kernel (1 and 2 threads) and
 the tuned ResNet-18 conv2d_NCHWc layers against a one-node onnxruntime Conv (2 threads). Also
 run by scripts/bench_tuner.py --peers.
@@ -12,7 +12,9 @@ import argparse
 import json
 from pathlib import Path
 
-from compiler.bench.tuned import peers, print_peers
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.tuned import peers, print_peers
 from compiler.tune.templates.resnet18 import LAYERS
 
 

@@ -1,8 +1,8 @@
-"""Tuner component study (compiler.tune.study): best-so-far curves of xgb-rank, xgb-reg, random
+"""Tuner component study (benchmarks.study): best-so-far curves of xgb-rank, xgb-reg, random
 and genetic search on ResNet-18 layers, on the CPU (wall time) and the accelerator (simulator
 cycles); trials each needs to reach 95% of the best any found (the median over --seeds); transfer
 from other layers' records; program-feature throughput; with --peers, the tuned CPU matmul 1024^3
-against numpy and conv2d layers against onnxruntime (compiler.bench.tuned). Tables on stdout;
+against numpy and conv2d layers against onnxruntime (benchmarks.tuned). Tables on stdout;
 --json PATH writes the same figures, with the PNG curves beside it.
 
 Each part (one tuning run: target, layer, tuner, seed) writes its curve and records under PARTS
@@ -23,9 +23,11 @@ import json
 import tempfile
 from pathlib import Path
 
-from compiler.bench.tuned import peers, print_peers
-from compiler.tune.study import STUDY_LAYERS, TRANSFER_TARGETS, TUNERS, Plan, run_study
-from compiler.tune.study_report import print_report
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
+
+from benchmarks.study import STUDY_LAYERS, TRANSFER_TARGETS, TUNERS, Plan, run_study
+from benchmarks.study_report import print_report
+from benchmarks.tuned import peers, print_peers
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """ResNet-18 C2-C12 compiled for the accelerator and run on the cycle-level simulator
-(compiler.bench.vta).
+(benchmarks.vta).
 
 Per layer: the best knobs of a cheap search over the lowest-traffic settings, cycles and GEMM
 utilization with and without virtual threads, the utilization ceiling the ALU epilogue leaves
@@ -14,9 +14,10 @@ import argparse
 import json
 import sys
 
+import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
 import numpy as np
 
-from compiler.bench.vta import (
+from benchmarks.vta import (
     CANDIDATES,
     UTILIZATION_GOAL,
     bench_layer,
@@ -26,8 +27,8 @@ from compiler.bench.vta import (
     roofline,
     verdicts,
 )
-from compiler.bench.vta_accuracy import onnx_accuracy
-from compiler.bench.vta_net import accuracy
+from benchmarks.vta_accuracy import onnx_accuracy
+from benchmarks.vta_net import accuracy
 from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.bench import networks
+from compiler import zoo
 from vta.cli import main as vta
 
 
@@ -34,7 +34,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(args.model) if args.model else Path(tmp) / "resnet18.onnx"
         if not args.model:
-            model.write_bytes(networks.resnet18(seed=0))
+            model.write_bytes(zoo.resnet18(seed=0))
             print("built a seeded ResNet-18 (random weights) as ONNX", file=sys.stderr)
         inputs = Path(tmp) / "inputs.npz"
         import onnx

@@ -8,11 +8,11 @@ import pytest
 
 from compiler.autoschedule.groups import WORKLOAD, describe, graph_group, group_spec, group_tasks
 from compiler.autoschedule.program import SearchTask
-from compiler.bench.networks import _Builder
 from compiler.errors import TuningError
 from compiler.graph.build import Group, Node
 from compiler.graph.build_onnx import compile_model
 from compiler.tune.database import Database
+from compiler.zoo import _Builder
 from vta.cli import main
 
 

@@ -270,9 +270,9 @@ def test_plan_offsets_never_overlaps_tensors_live_together():
 
 @pytest.mark.parametrize("name", ["mobilenet_v1", "resnet18"])
 def test_network_arenas_meet_their_lower_bound(name, tmp_path):
-    from compiler.bench.networks import NETWORKS
     from compiler.codegen.target import target_scope
     from compiler.graph.build_onnx import import_groups
+    from compiler.zoo import NETWORKS
 
     (tmp_path / "m.onnx").write_bytes(NETWORKS[name]())
     with target_scope("llvm"):
@@ -327,8 +327,8 @@ def test_winograd_convolutions_match_onnxruntime(tmp_path):
     import pytest
 
     ort = pytest.importorskip("onnxruntime")
-    from compiler.bench.networks import _Builder
     from compiler.graph.build_onnx import compile_model
+    from compiler.zoo import _Builder
 
     b = _Builder(seed=5)
     x1 = b.node("Relu", [b.bn(b.conv("x", 16, 32, 3), 32)])

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from compiler.bench.networks import dqn, random_inputs
+from compiler.zoo import dqn, random_inputs
 from vta.cli import main
 
 ort = pytest.importorskip("onnxruntime")
@@ -86,8 +86,8 @@ def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
 
 
 def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
-    from compiler.bench.networks import dqn
     from compiler.graph.cli import model_tasks
+    from compiler.zoo import dqn
 
     (tmp_path / "dqn.onnx").write_bytes(dqn())
     # AVX-512: its 3x3 conv's 7x7 output stays direct (AVX2 runs it by Winograd)
@@ -100,8 +100,8 @@ def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
 
 
 def test_wide_1x1_convolutions_are_pointwise_tuning_tasks(tmp_path):
-    from compiler.bench.networks import mobilenet_v1
     from compiler.graph.cli import model_tasks
+    from compiler.zoo import mobilenet_v1
 
     (tmp_path / "m.onnx").write_bytes(mobilenet_v1())
     avx2 = "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.bench.networks import dqn, resnet18
 from compiler.errors import OperatorError
 from compiler.graph.onnx_import import import_onnx
+from compiler.zoo import dqn, resnet18
 
 
 def model(nodes, x_shape, outs, inits=(), opset=17, x_type=TensorProto.FLOAT):

@@ -4,7 +4,6 @@ folding batch norms and constants, removing copies, merging reshapes and fusing 
 import numpy as np
 import pytest
 
-from compiler.bench.networks import NETWORKS, random_inputs, resnet18
 from compiler.graph import reference
 from compiler.graph.ir import Graph, Node, Pattern, Value
 from compiler.graph.onnx_import import import_onnx
@@ -17,6 +16,7 @@ from compiler.graph.passes import (
     run_passes,
     simplify,
 )
+from compiler.zoo import NETWORKS, random_inputs, resnet18
 
 rng = np.random.default_rng(0)
 

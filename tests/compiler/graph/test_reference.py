@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.bench.networks import NETWORKS, random_inputs
 from compiler.graph import reference
 from compiler.graph.build_onnx import compile_model
 from compiler.graph.onnx_import import import_onnx
+from compiler.zoo import NETWORKS, random_inputs
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -114,7 +114,7 @@ def test_fused_layers_are_tuning_tasks_measured_without_data():
 
 
 def test_best_fused_is_no_slower_than_the_default():
-    from compiler.bench.vta import best_fused
+    from benchmarks.vta import best_fused
     from compiler.graph.accel import roofline_side
 
     cfg = VTAConfig.load("pynq")

@@ -4,7 +4,7 @@ network is bit-identical to the numpy quantized reference on fsim and sim."""
 import numpy as np
 import pytest
 
-from compiler.bench import vta_net as V
+from benchmarks import vta_net as V
 from compiler.errors import LoweringError
 from compiler.graph.accel import pack_act, pack_weight, unpack_act
 from compiler.graph.quant import (
@@ -134,7 +134,7 @@ def test_accuracy_report_covers_the_sequential_models():
 
 
 def test_onnx_accuracy_reports_output_and_per_layer_errors():
-    from compiler.bench.vta_accuracy import onnx_accuracy
+    from benchmarks.vta_accuracy import onnx_accuracy
 
     r = onnx_accuracy("dqn", "minmax", 3)
     assert r["path"] == "onnx" and r["inputs"] == 3 and 0 <= r["top1_agreement"] <= 3

@@ -20,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..codegen.parallel import cache_root
-from ..errors import CompilerError
+from compiler.codegen.parallel import cache_root
+from compiler.errors import CompilerError
 
 SOURCE = Path(__file__).with_name("hide_avx512.c")
 MARK = "VTA_AVX512_HIDDEN"  # set in the re-executed process

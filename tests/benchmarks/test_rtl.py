@@ -1,9 +1,9 @@
-"""The device benchmarks (hw.bench) on the tiny configuration: the simulators against numpy, the
-RTL against the simulator."""
+"""The device benchmarks (benchmarks.rtl) on the tiny configuration: the simulators against numpy,
+the RTL against the simulator."""
 
 import pytest
 
-from hw.bench import (
+from benchmarks.rtl import (
     print_rtl_vs_sim,
     print_simulator_speed,
     rtl_programs,

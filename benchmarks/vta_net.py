@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vta.config import VTAConfig
-
-from ..graph.accel import AccelConv, compile_qconv, pack_act, report_row, unpack_act
-from ..graph.quant import (
+from compiler.graph.accel import AccelConv, compile_qconv, pack_act, report_row, unpack_act
+from compiler.graph.quant import (
     QConv,
     conv_f32,
     depthwise,
@@ -34,6 +32,7 @@ from ..graph.quant import (
     quantize_conv,
     run_qconv,
 )
+from vta.config import VTAConfig
 
 STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))  # (channels, first block's stride)
 

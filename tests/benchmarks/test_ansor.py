@@ -1,4 +1,4 @@
-"""The auto-scheduler benchmark's pieces (compiler.bench.ansor), on synthetic figures."""
+"""The auto-scheduler benchmark's pieces (benchmarks.ansor), on synthetic figures."""
 
 import importlib.util
 import re
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from compiler.bench import ansor
+from benchmarks import ansor
 
 
 def test_curve_at_is_the_best_among_the_first_n_trials_in_gflops():

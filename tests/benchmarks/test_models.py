@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.bench import models
+from benchmarks import models
 from compiler.codegen.parallel import get_num_threads
 
 pytest.importorskip("onnxruntime")
@@ -53,7 +53,7 @@ def test_peak_comes_from_the_measured_clock():
     'peak'; the measured clock is a plausible core frequency and the peak follows it."""
     import platform
 
-    from compiler.bench import models as M
+    from benchmarks import models as M
 
     if platform.machine() != "x86_64":
         pytest.skip("the clock is measured with x86-64 multiplies")
@@ -97,8 +97,8 @@ def test_load_effect_alternates_quiet_and_loaded_rounds(monkeypatch):
             yield proc
 
     monkeypatch.setattr(models, "spinning_process", counted)
-    from compiler.bench.networks import NETWORKS, random_inputs
     from compiler.graph.build_onnx import compile_model
+    from compiler.zoo import NETWORKS, random_inputs
 
     model = NETWORKS["dqn"]()
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .callbacks import plot_tuning_curve
-from .cost_model import MIN_SAMPLES
-from .task import create_task
-from .templates.resnet18 import resnet18_task_args
+from compiler.tune.callbacks import plot_tuning_curve
+from compiler.tune.cost_model import MIN_SAMPLES
+from compiler.tune.task import create_task
+from compiler.tune.templates.resnet18 import resnet18_task_args
 
 TRANSFER = "xgb-rank+transfer"  # the tuner name of parts that start from other layers' records
 UNIT = {"llvm": ("GFLOPS", 1e9), "vta": ("ops/cycle", 1.0)}

@@ -3,7 +3,8 @@
 (scripts/bench_rtl.py), and the simulators against numpy doing the same GEMM
 (scripts/bench_sim.py).
 
-Devices are taken from the `vta.device` registry by name, so this module imports only `vta`.
+Devices are taken from the `vta.device` registry by name, so this module imports only `vta` and
+`hw`.
 """
 
 from __future__ import annotations
@@ -14,15 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from hw.build import build_model
+from hw.programs import conv_like
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.examples import all_examples, blocked_gemm
 from vta.fuzz import random_program
 from vta.program import Program
 from vta.validate import validate_program
-
-from .build import build_model
-from .programs import conv_like
 
 SIM_GOAL_CYCLES_PER_S = 5e6
 FSIM_GOAL_MACS_PER_S = 1e9

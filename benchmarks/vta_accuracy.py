@@ -1,5 +1,5 @@
 """Accuracy of the accelerator's ONNX path (`vta run MODEL.onnx --target vta`) against fp32 on
-the seeded ONNX networks of `compiler.bench.networks` (random weights: no pretrained weights or
+the seeded ONNX networks of `compiler.zoo` (random weights: no pretrained weights or
 data sets are available offline).
 
 The model is imported and quantized as `vta run` does, calibrated by one method on a few seeded
@@ -16,26 +16,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ..graph import accel_onnx as A
-from . import networks
+from compiler import zoo
+from compiler.graph import accel_onnx as A
 
 CALIBRATION_INPUTS = 4
 CHUNK = 8  # inputs run together (bounds the int64 activations' memory)
 
 
 def _inputs(model: str, rng: np.random.Generator, n: int) -> np.ndarray:
-    shape = networks.INPUTS[model][1][1:]
+    shape = zoo.INPUTS[model][1][1:]
     x = rng.random((n, *shape)) if model == "dqn" else rng.standard_normal((n, *shape))
     return x.astype(np.float32)
 
 
 def import_model(model: str, seed: int = 0) -> A.Network:
     """The seeded ONNX network `model` as the accelerator path imports it."""
-    if model not in networks.NETWORKS:
-        raise ValueError(f"model {model!r} is unknown (valid: {', '.join(networks.NETWORKS)})")
+    if model not in zoo.NETWORKS:
+        raise ValueError(f"model {model!r} is unknown (valid: {', '.join(zoo.NETWORKS)})")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{model}.onnx"
-        path.write_bytes(networks.NETWORKS[model](seed))
+        path.write_bytes(zoo.NETWORKS[model](seed))
         return A.import_network(path)
 
 

@@ -2,7 +2,7 @@
 
 from tune_templates import AnalyticMeasure
 
-from compiler.bench.search import RandomScoreTuner, proposal_medians
+from benchmarks.search import RandomScoreTuner, proposal_medians
 from compiler.tune import create_task
 
 

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..codegen.target import cpu_facts
-from ..errors import CompilerError
-from ..runtime import set_num_threads
+from compiler.codegen.target import cpu_facts
+from compiler.errors import CompilerError
+from compiler.runtime import set_num_threads
+
 from .harness import ForeignLoad, alternate
 from .peers import ort_session
 
@@ -107,7 +108,7 @@ def measured_clock_ghz() -> float:
     import llvmlite.binding as llvm
     from llvmlite import ir
 
-    from ..codegen.target import Target, parse_ir, target_machine
+    from compiler.codegen.target import Target, parse_ir, target_machine
 
     target = Target.parse("llvm")
     if not target.triple.startswith("x86_64"):
@@ -246,8 +247,8 @@ def ort_layer_ms(path: Any, inputs: dict, reps: int = 30) -> dict[str, float]:
     import onnx
     from onnx.utils import Extractor
 
-    from ..codegen.target import target_scope
-    from ..graph.build_onnx import import_groups
+    from compiler.codegen.target import target_scope
+    from compiler.graph.build_onnx import import_groups
 
     with target_scope("llvm"):
         groups, _, params, _, _ = import_groups(path, None, False)
@@ -293,8 +294,8 @@ def bench_model(
     import tempfile
     from pathlib import Path
 
-    from ..graph.build_onnx import compile_model
-    from .networks import NETWORKS, random_inputs
+    from compiler.graph.build_onnx import compile_model
+    from compiler.zoo import NETWORKS, random_inputs
 
     model = NETWORKS[name]()
     inputs = random_inputs(name)
@@ -333,7 +334,7 @@ def convergence(db_path: str, tolerance: float = 0.05) -> dict:
     """How much tuning each task of a records database needed to come within `tolerance` of
     its best record: per workload the trials (in measurement order) and the seconds they took
     (each record's share of its batch's building and running), and their totals."""
-    from ..tune.database import Database
+    from compiler.tune.database import Database
 
     tasks = {}
     with Database(db_path) as db:

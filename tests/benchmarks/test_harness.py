@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from compiler.bench.harness import (
+from benchmarks.harness import (
     ForeignLoad,
     alternate,
     geomean,

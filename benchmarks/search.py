@@ -23,8 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from ..tune import CPURunner, LocalBuilder, RandomTuner, Task, XGBTuner, create_task, measure_option
-from ..tune.templates import cpu  # noqa: F401 - registers matmul_basic
+from compiler.tune import (
+    CPURunner,
+    LocalBuilder,
+    RandomTuner,
+    Task,
+    XGBTuner,
+    create_task,
+    measure_option,
+)
+from compiler.tune.templates import cpu  # noqa: F401 - registers matmul_basic
 
 BATCH = 8
 N_TRIAL = 64

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from compiler.bench.networks import NETWORKS, random_inputs
+from compiler.zoo import NETWORKS, random_inputs
 
 ort = pytest.importorskip("onnxruntime")
 

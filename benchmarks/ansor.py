@@ -29,13 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autoschedule import AnsorTuner, SearchTask
-from ..autoschedule.groups import describe, group_similarity, group_tasks
-from ..autoschedule.task_scheduler import ScheduleResult, TaskScheduler, network_tasks
-from ..topi import x86
-from ..tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
-from ..tune.measure import compiler_build, time_kernel
-from ..tune.templates import cpu  # noqa: F401 - registers the CPU templates
+from compiler.autoschedule import AnsorTuner, SearchTask
+from compiler.autoschedule.groups import describe, group_similarity, group_tasks
+from compiler.autoschedule.task_scheduler import ScheduleResult, TaskScheduler, network_tasks
+from compiler.topi import x86
+from compiler.tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
+from compiler.tune.measure import compiler_build, time_kernel
+from compiler.tune.templates import cpu  # noqa: F401 - registers the CPU templates
+
 from .harness import source_version, utc_now
 from .peers import numpy_matmul
 
@@ -120,7 +121,7 @@ def resnet18_pairs(winograd: bool = True) -> list[tuple[tuple[str, tuple], float
     """ResNet-18's auto-scheduler tasks ((workload, args), weight): its fused convolution
     groups (`autoschedule.groups.group_tasks`, what `vta tune MODEL --tuner ansor` tunes);
     without the Winograd ones unless `winograd`."""
-    from .networks import resnet18
+    from compiler.zoo import resnet18
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "resnet18.onnx")

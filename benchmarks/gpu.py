@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.cuda import cuda_status, time_module
-from .measure import random_arrays
-from .task import create_task
-from .templates.cuda import default_build
-from .templates.resnet18 import LAYERS, resnet18_task_args
+from compiler.runtime.cuda import cuda_status, time_module
+from compiler.tune.measure import random_arrays
+from compiler.tune.task import create_task
+from compiler.tune.templates.cuda import default_build
+from compiler.tune.templates.resnet18 import LAYERS, resnet18_task_args
 
 WORKLOADS: list[tuple[str, str, tuple]] = [
     ("matmul 1024^3", "matmul", (1024, 1024, 1024)),

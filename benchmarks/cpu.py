@@ -16,11 +16,12 @@ from functools import partial
 
 import numpy as np
 
-from .. import te, topi
-from ..driver import build
-from ..runtime import Module, set_num_threads
-from ..topi import testing, x86
-from ..tune.templates.resnet18 import LAYERS
+from compiler import te, topi
+from compiler.driver import build
+from compiler.runtime import Module, set_num_threads
+from compiler.topi import testing, x86
+from compiler.tune.templates.resnet18 import LAYERS
+
 from .harness import ForeignLoad, alternate, pooled, round_ratio, stats, timeit
 from .peers import NumpyMatmul, conv_model, ort_session
 

@@ -1,7 +1,7 @@
 """Tuned CPU kernels against their peers in the same run (scripts/bench_tuned.py, and the tuner
 study's --peers): the xgb-rank tuned float32 matmul 1024^3 against numpy with OpenBLAS's AVX-512
 kernel (1 and 2 threads) and the tuned ResNet-18 conv2d_NCHWc layers against a one-node
-onnxruntime Conv (2 threads), timed as `compiler.bench.cpu` times its kernels (best of >= 20
+onnxruntime Conv (2 threads), timed as `benchmarks.cpu` times its kernels (best of >= 20
 calls lasting >= 0.2 s).
 
 What is compared: our conv kernel takes data and weights already packed in NCHWc (a compiled
@@ -23,14 +23,23 @@ from typing import Any
 
 import numpy as np
 
-from .. import te
-from ..driver import build
-from ..runtime import Module, set_num_threads
-from ..topi import x86
-from ..tune import CPURunner, LocalBuilder, MeasureOption, Task, create_task, measure_option, tune
-from ..tune.measure import Kernel, compiler_build, random_arrays
-from ..tune.space import ConfigEntity
-from ..tune.templates.resnet18 import LAYERS, resnet18_task_args  # registers the templates
+from compiler import te
+from compiler.driver import build
+from compiler.runtime import Module, set_num_threads
+from compiler.topi import x86
+from compiler.tune import (
+    CPURunner,
+    LocalBuilder,
+    MeasureOption,
+    Task,
+    create_task,
+    measure_option,
+    tune,
+)
+from compiler.tune.measure import Kernel, compiler_build, random_arrays
+from compiler.tune.space import ConfigEntity
+from compiler.tune.templates.resnet18 import LAYERS, resnet18_task_args  # registers the templates
+
 from .harness import ForeignLoad, geomean, timeit
 from .peers import conv_model, numpy_matmul, ort_session
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from compiler.bench.tuned import arrays_for, layout_kernels, print_peers, tuned_kernel
+from benchmarks.tuned import arrays_for, layout_kernels, print_peers, tuned_kernel
 from compiler.topi import testing
 from compiler.tune import CPURunner, LocalBuilder, create_task, measure_option
 

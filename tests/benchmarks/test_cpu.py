@@ -2,7 +2,7 @@
 
 import pytest
 
-from compiler.bench import cpu
+from benchmarks import cpu
 
 
 def test_matmuls_are_correct_and_reported_with_ratios(capsys):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from compiler.bench.peers import NumpyMatmul, conv_model, numpy_matmul, ort_session
+from benchmarks.peers import NumpyMatmul, conv_model, numpy_matmul, ort_session
 
 
 def test_numpy_matmul_runs_in_a_subprocess_with_its_own_blas_environment():

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from tune_templates import analytic_option
 
-from compiler.tune import Database, study_report
-from compiler.tune.study import Part, Plan, Study
+from benchmarks import study_report
+from benchmarks.study import Part, Plan, Study
+from compiler.tune import Database
 from compiler.tune.transfer import MIN_RECORDS
 
 

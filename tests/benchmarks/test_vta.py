@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from compiler.bench import vta
+from benchmarks import vta
 
 
 def test_a_layer_runs_with_and_without_virtual_threads(tmp_path, capsys):

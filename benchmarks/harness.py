@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 T = TypeVar("T")
-ROOT = Path(__file__).resolve().parents[2]  # the checkout this package runs from
+ROOT = Path(__file__).resolve().parents[1]  # the checkout this package runs from
 
 
 def timeit(fn: Callable[..., Any], args: tuple, reps: int, min_time: float = 0.0) -> list[float]:
@@ -130,7 +130,7 @@ def _tree_cpu_seconds() -> float:
     return total
 
 
-def source_version(paths: Sequence[str] = ("compiler", "scripts")) -> str:
+def source_version(paths: Sequence[str] = ("compiler", "benchmarks", "scripts")) -> str:
     """The git commit of the checkout, plus the tracked files under `paths` that differ from it
     (so a figure names the code that produced it)."""
 

@@ -26,14 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vta.config import VTAConfig
-from vta.device import get_device
-from vta.program import Program
-from vta.stats import Stats
-
-from ..errors import LoweringError
-from ..graph.accel import roofline_side
-from ..topi.vta.conv2d import (
+from compiler.errors import LoweringError
+from compiler.graph.accel import roofline_side
+from compiler.topi.vta.conv2d import (
     RESNET18,
     Conv2DKnobs,
     Conv2DWorkload,
@@ -43,7 +38,7 @@ from ..topi.vta.conv2d import (
     schedule_conv2d_packed,
     traffic,
 )
-from ..topi.vta.fused import (
+from compiler.topi.vta.fused import (
     RESNET18_NETWORK,
     Epilogue,
     conv2d_fused,
@@ -53,10 +48,14 @@ from ..topi.vta.fused import (
     fused_knob_space,
     fused_reference,
 )
-from ..topi.vta.reference import conv2d_packed_ref
-from ..vta import build, get_env
-from ..vta.environment import Environment
-from ..vta.passes import build_program
+from compiler.topi.vta.reference import conv2d_packed_ref
+from compiler.vta import build, get_env
+from compiler.vta.environment import Environment
+from compiler.vta.passes import build_program
+from vta.config import VTAConfig
+from vta.device import get_device
+from vta.program import Program
+from vta.stats import Stats
 
 UTILIZATION_GOAL = 0.90
 CANDIDATES = 16  # knob settings per layer: many tie on traffic; C4's best ranks 14th

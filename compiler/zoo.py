@@ -1,5 +1,6 @@
-"""The benchmark networks as ONNX models built with onnx.helper (seeded random weights, no
-downloads): ResNet-18, MobileNet-v1 and a DQN-style Atari network, batch 1, float32.
+"""Seeded random-weight ONNX models of common networks, built with onnx.helper (no downloads):
+ResNet-18, MobileNet-v1 and a DQN-style Atari network, batch 1, float32. The README, the demo,
+the tests and the benchmarks take their models from here.
 
 Convolutions are followed by BatchNormalization (random statistics) as exported by training
 frameworks; weights are scaled (He initialization) so activations stay of order one.

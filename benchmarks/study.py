@@ -24,20 +24,27 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bench.harness import ForeignLoad, source_version, utc_now
-from ..errors import TuningError
-from . import tune
-from .callbacks import format_throughput
-from .database import Database
-from .featurizer import Featurizer
-from .ga_tuner import GATuner
-from .measure import CPURunner, DeviceRunner, LocalBuilder, MeasureOption, measure_option
+from compiler.errors import TuningError
+from compiler.tune import tune
+from compiler.tune.callbacks import format_throughput
+from compiler.tune.database import Database
+from compiler.tune.featurizer import Featurizer
+from compiler.tune.ga_tuner import GATuner
+from compiler.tune.measure import (
+    CPURunner,
+    DeviceRunner,
+    LocalBuilder,
+    MeasureOption,
+    measure_option,
+)
+from compiler.tune.task import Task, create_task
+from compiler.tune.templates.resnet18 import resnet18_task_args
+from compiler.tune.transfer import MIN_RECORDS
+from compiler.tune.tuner import RandomTuner, Tuner
+from compiler.tune.xgb_tuner import XGBTuner
+
+from .harness import ForeignLoad, source_version, utc_now
 from .study_report import TRANSFER, report
-from .task import Task, create_task
-from .templates.resnet18 import resnet18_task_args
-from .transfer import MIN_RECORDS
-from .tuner import RandomTuner, Tuner
-from .xgb_tuner import XGBTuner
 
 TUNERS = ("xgb-rank", "xgb-reg", "random", "ga")
 STUDY_LAYERS = ("C2", "C6", "C9")
