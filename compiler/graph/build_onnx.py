@@ -49,8 +49,19 @@ def compile_model(
     where the model leaves dimensions symbolic (`--shape NAME=DIMS`); `print_passes` prints
     the graph IR after every pass, then the CPU's groups in their layouts and the memory plan
     (to stdout)."""
+    return compile_fused(fused_graph(path, shapes, print_passes), target, db, log, print_passes)
+
+
+def compile_fused(
+    graph: Graph,
+    target: str = "llvm",
+    db: str | None = None,
+    log=None,
+    print_passes: bool = False,
+) -> GraphModule:
+    """A fused graph compiled into a GraphModule (see `compile_model`)."""
     with target_scope(target):
-        groups, tensor_shapes, params, inputs, outputs = import_groups(path, shapes, print_passes)
+        groups, tensor_shapes, params, inputs, outputs = lower_groups(graph)
     offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
     if print_passes:
         print(f"== layout (NCHW[x]c) ==\n{format_groups(groups, tensor_shapes, params)}")
@@ -530,4 +541,4 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     return low.groups, low.shapes, low.params, list(graph.inputs), list(graph.outputs)
 
 
-__all__ = ["compile_model", "fused_graph", "import_groups", "lower_groups"]
+__all__ = ["compile_fused", "compile_model", "fused_graph", "import_groups", "lower_groups"]

@@ -58,11 +58,14 @@ class Node:
 
 @dataclass
 class Group:
-    """Fused nodes run as one kernel: its pattern kind and its nodes in order."""
+    """Fused nodes run as one kernel: its pattern kind and its nodes in order; after
+    partitioning, the `target` that runs it (cpu or vta) and why."""
 
     name: str
     pattern: Pattern
     nodes: list[Node]
+    target: str = "cpu"
+    reason: str = ""
 
     @property
     def anchor(self) -> Node:
@@ -193,7 +196,8 @@ def format_graph(graph: Graph) -> str:
         lines += [f"  {format_node(graph, n)}" for n in graph.nodes]
     else:
         for g in graph.groups:
-            lines.append(f"  group {g.name} [{g.pattern.name.lower()}] {{")
+            where = f" on {g.target} ({g.reason})" if g.reason else ""
+            lines.append(f"  group {g.name} [{g.pattern.name.lower()}]{where} {{")
             lines += [f"    {format_node(graph, n)}" for n in g.nodes]
             lines.append("  }")
     lines.append(f"  return {', '.join(f'%{t}' for t in graph.outputs)}")

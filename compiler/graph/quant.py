@@ -100,6 +100,25 @@ class QConv:
     sc_shift: int = 0
 
 
+def qconv_attrs(q: QConv) -> dict:
+    """A QConv's scalars as graph-node attributes (its arrays are the node's constant inputs);
+    `residual_shift` -1: no residual."""
+    return {
+        "stride": q.stride, "pad": q.pad, "shift": int(q.shift), "relu": int(q.relu),
+        "e_in": q.e_in, "e_out": q.e_out,
+        "residual_shift": -1 if q.residual_shift is None else q.residual_shift,
+        "sc_stride": q.sc_stride, "pre_shift": q.pre_shift, "sc_shift": q.sc_shift,
+    }  # fmt: skip
+
+
+def qconv_of(a: dict, w: np.ndarray, b: np.ndarray, sc_w: np.ndarray | None = None) -> QConv:
+    """The QConv of a graph node's attributes `a` and constant inputs (`qconv_attrs`)."""
+    res = a["residual_shift"]
+    return QConv(w, b, a["shift"], bool(a["relu"]), a["stride"], a["pad"], a["e_in"],
+                 a["e_out"], None if res < 0 else res, sc_w, a["sc_stride"], a["pre_shift"],
+                 a["sc_shift"])  # fmt: skip
+
+
 def quantize_conv(
     weight: np.ndarray,
     bias: np.ndarray,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import OperatorError
 from ..topi import testing
+from . import quant as Q
 from .ir import Graph, Node
 
 Kernel = Callable[[list[Any], dict[str, Any]], list[np.ndarray]]
@@ -218,6 +219,13 @@ def pack_nchwc(x, *, block) -> np.ndarray:
     return np.ascontiguousarray(x.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
 
 
+def vta_conv(x, w, b, residual=None, sc_x=None, sc_w=None, **a) -> np.ndarray:
+    """An accelerator group of the quantized graph (int8 in and out), bit-exact: what every
+    device's Program computes, with the Clip bound the CPU applies after it."""
+    out = Q.run_qconv(Q.qconv_of(a, w, b, sc_w), x, residual, sc_x)
+    return np.minimum(out, np.int8(a["clip_hi"]))
+
+
 def unpack_nchwc(x) -> np.ndarray:
     n, cb, h, w, b = x.shape
     return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w))
@@ -268,6 +276,9 @@ KERNELS: dict[str, Kernel] = {
     "Gather": lambda ins, a: [np.take(ins[0], ins[1], axis=a["axis"])],
     "Cast": lambda ins, a: [ins[0].astype(a["to"])],
     "PackNCHWc": _one(pack_nchwc),
+    "Quantize": lambda ins, a: [Q.quantize(ins[0], a["exponent"], a["zero"])],
+    "Dequantize": lambda ins, a: [Q.dequantize(ins[0], a["exponent"], a["zero"])],
+    "VTAConv": _one(vta_conv),
     "UnpackNCHWc": _one(unpack_nchwc),
 }
 
@@ -281,8 +292,13 @@ def run_node(node: Node, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
     return [np.asarray(o) for o in KERNELS[node.op](list(inputs), dict(node.attrs))]
 
 
-def run(graph: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The graph's outputs by name for the inputs `feeds` (by name, cast to their dtype)."""
+def run(
+    graph: Graph,
+    feeds: dict[str, np.ndarray],
+    observe: Callable[[str, np.ndarray], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """The graph's outputs by name for the inputs `feeds` (by name, cast to their dtype);
+    `observe(name, value)` sees every input and computed value (calibration's observers)."""
     missing = [t for t in graph.inputs if t not in feeds]
     if missing:
         raise OperatorError(f"reference run: missing input(s) {', '.join(missing)}")
@@ -292,6 +308,8 @@ def run(graph: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         env[t] = np.asarray(feeds[t], dtype=v.dtype or np.float32)
         if v.shape is not None and env[t].shape != v.shape:
             raise OperatorError(f"reference run: input {t} has shape {env[t].shape}, not {v.shape}")
+        if observe:
+            observe(t, env[t])
     last_use = {t: k for k, n in enumerate(graph.nodes) for t in n.inputs}
     keep = set(graph.outputs) | set(graph.constants)
     for k, node in enumerate(graph.nodes):
@@ -300,6 +318,8 @@ def run(graph: Graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             if name:
                 dtype = graph.value(name).dtype
                 env[name] = value.astype(dtype) if dtype and value.dtype != dtype else value
+                if observe:
+                    observe(name, env[name])
         for t in node.inputs:  # free what no later node reads
             if t and last_use[t] == k and t not in keep:
                 env.pop(t, None)

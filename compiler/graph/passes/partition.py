@@ -1,0 +1,200 @@
+"""Partitioning for the accelerator, in the manner of TVM's partitioning for external targets:
+after fusion, every group the configuration can run is tagged `vta` (a convolution with its
+bias, requantization, ReLU/Clip, residual add, and the 1x1 shortcut convolution accumulated into
+it), every other group stays on the CPU; each group carries the reason for its place.
+
+A group the accelerator takes is one `AccelPattern`: the main Conv, an optional residual Add of
+another tensor (before the activation), an optional 1x1 shortcut Conv whose products accumulate
+into the same outputs (ResNet's downsampling path, merged from its own group when the residual
+is its output and nothing else reads it), and ReLU / Clip(min 0) activations; nodes after that
+prefix are split off into a CPU group of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vta.config import VTAConfig
+
+from ..ir import Graph, Group, Node, pattern_of
+
+MIN_OFFLOAD_CHANNELS = 4  # fewer input channels: the block of 16 would be mostly padding
+VTA, CPU = "vta", "cpu"
+
+CPU_REASONS = {
+    "Gemm": "dense: memory-bound on the accelerator (each weight is used once)",
+    "MatMul": "matmul: memory-bound on the accelerator (each weight is used once)",
+    "MaxPool": "max pool: the ALU's MAX takes accumulator operands",
+    "AveragePool": "average pool",
+    "GlobalAveragePool": "global average pool",
+}
+
+
+@dataclass
+class AccelPattern:
+    """The parts of an accelerator group: `conv` (its input is `conv.inputs[0]`), `shortcut`
+    (a 1x1 conv accumulated into its outputs), `residual` (a tensor added before the
+    activation), `relu`, `clip_max` (a Clip's upper bound after the ReLU), `preact` (the value
+    before the activation) and `output`."""
+
+    conv: Node
+    shortcut: Node | None
+    residual: str | None
+    relu: bool
+    clip_max: float | None
+    preact: str
+    output: str
+
+
+def _same(values) -> bool:
+    return len(set(values)) == 1
+
+
+def conv_fits(graph: Graph, node: Node) -> str | None:
+    """Why the accelerator cannot run this Conv (None: it can)."""
+    a, consts = node.attrs, graph.constants
+    shape = graph.value(node.inputs[0]).shape or ()
+    w = consts.get(node.inputs[1])
+    bias = node.inputs[2] if len(node.inputs) > 2 else ""
+    if len(shape) != 4 or w is None or (bias and bias not in consts):
+        return "conv: 2-d with constant weights and bias only"
+    if a["group"] != 1:
+        depthwise = a["group"] == w.shape[0] and w.shape[1] == 1
+        return "depthwise conv: one channel per product" if depthwise else "grouped conv"
+    if list(a["dilations"]) != [1, 1] or w.shape[2] != w.shape[3]:
+        return "conv: dilated or non-square kernel"
+    if not _same(a["strides"]) or not _same(a["pads"]):
+        return "conv: unequal strides or pads"
+    if w.shape[1] < MIN_OFFLOAD_CHANNELS:
+        return f"conv with {w.shape[1]} input channels (block padding)"
+    return None
+
+
+def _activation(node: Node) -> tuple[bool, float | None] | None:
+    """(relu, clip max) of an activation the epilogue runs, else None."""
+    if node.op == "Relu":
+        return True, None
+    if node.op == "Clip" and node.attrs.get("min") == 0:
+        hi = node.attrs.get("max")
+        return True, (float(hi) if hi is not None and np.isfinite(hi) else None)
+    return None
+
+
+def match(graph: Graph, group: Group) -> tuple[AccelPattern, int] | None:
+    """The accelerator pattern at the start of a Conv group, with how many of its nodes it
+    covers (None: the group does not start with a Conv the accelerator runs)."""
+    nodes = group.nodes
+    if not nodes or nodes[0].op != "Conv" or conv_fits(graph, nodes[0]) is not None:
+        return None
+    conv, k = nodes[0], 1
+    out = conv.outputs[0]
+    residual = None
+    shape = graph.value(out).shape
+    if k < len(nodes) and nodes[k].op == "Add":
+        add = nodes[k]
+        other = [t for t in add.inputs if t != out]
+        if (
+            len(add.inputs) == 2
+            and len(other) == 1
+            and other[0] not in graph.constants
+            and graph.value(other[0]).shape == shape
+            and graph.value(add.outputs[0]).shape == shape
+        ):
+            residual, out, k = other[0], add.outputs[0], k + 1
+    preact, relu, clip_max = out, False, None
+    while k < len(nodes) and (act := _activation(nodes[k])) is not None:
+        relu = True
+        if act[1] is not None:
+            clip_max = act[1] if clip_max is None else min(clip_max, act[1])
+        out, k = nodes[k].outputs[0], k + 1
+    return AccelPattern(conv, None, residual, relu, clip_max, preact, out), k
+
+
+def pattern_of_group(graph: Graph, group: Group) -> AccelPattern:
+    """The AccelPattern of a partitioned `vta` group (its shortcut conv first, if merged)."""
+    nodes = group.nodes
+    shortcut = None
+    if len(nodes) > 1 and nodes[0].op == "Conv" and nodes[1].op == "Conv":
+        shortcut, nodes = nodes[0], nodes[1:]
+    found = match(graph, Group(group.name, group.pattern, nodes))
+    assert found is not None and found[1] == len(nodes), f"group {group.name} is no vta group"
+    p = found[0]
+    if shortcut is not None:  # its products replace the residual they were
+        p.shortcut, p.residual = shortcut, None
+    return p
+
+
+def _is_shortcut(graph: Graph, node: Node, users: dict) -> bool:
+    a, w = node.attrs, graph.constants[node.inputs[1]]
+    return (
+        w.shape[2] == 1
+        and not any(a["pads"])
+        and len(users.get(node.outputs[0], [])) == 1
+        and node.outputs[0] not in graph.outputs
+    )
+
+
+def _describe(p: AccelPattern) -> str:
+    parts = ["conv: fused bias, requant"]
+    parts += ["ReLU"] if p.relu else []
+    parts += ["Clip max on the CPU"] if p.clip_max is not None else []
+    parts += ["residual"] if p.residual else []
+    parts += ["1x1 shortcut conv"] if p.shortcut else []
+    return ", ".join(parts)
+
+
+def _cpu_reason(graph: Graph, group: Group) -> str:
+    anchor = group.anchor
+    if anchor.op == "Conv":
+        return conv_fits(graph, anchor) or "conv after a node the accelerator runs"
+    return CPU_REASONS.get(anchor.op, f"{anchor.op}: the accelerator runs convolutions only")
+
+
+def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
+    """Tag each fused group `vta` or `cpu` with its reason (in place); a Conv group's nodes
+    past its accelerator pattern become a CPU group; a 1x1 shortcut conv joins the group that
+    adds its output."""
+    cfg = cfg or VTAConfig.load("pynq")
+    if graph.groups is None:
+        raise ValueError("partition runs after fusion")
+    groups: list[Group] = []
+    for g in graph.groups:
+        found = match(graph, g)
+        batch = (graph.value(g.nodes[0].inputs[0]).shape or (0,))[0]
+        if found is None or batch % cfg.batch:
+            g.target, g.reason = CPU, _cpu_reason(graph, g)
+            groups.append(g)
+            continue
+        p, k = found
+        head = Group(g.name, g.pattern, g.nodes[:k], VTA, _describe(p))
+        groups.append(head)
+        if k < len(g.nodes):
+            rest = g.nodes[k:]
+            kind = max(pattern_of(n.op) for n in rest)
+            why = f"{rest[0].op} after an accelerator conv: not in its epilogue"
+            groups.append(Group(rest[0].label, kind, rest, CPU, why))
+    users = graph.consumers()
+    by_output = {g.nodes[-1].outputs[0]: g for g in groups}
+    merged: set[int] = set()
+    for g in groups:
+        if g.target != VTA:
+            continue
+        p = pattern_of_group(graph, g)
+        s = by_output.get(p.residual) if p.residual else None
+        if (
+            s is not None
+            and s.target == VTA
+            and len(s.nodes) == 1
+            and _is_shortcut(graph, s.nodes[0], users)
+        ):
+            g.nodes = [s.nodes[0], *g.nodes]
+            merged.add(id(s))
+            g.reason = _describe(pattern_of_group(graph, g))
+    graph.groups = [g for g in groups if id(g) not in merged]
+    graph.nodes = [n for g in graph.groups for n in g.nodes]
+    return graph
+
+
+__all__ = ["AccelPattern", "CPU", "VTA", "conv_fits", "match", "partition", "pattern_of_group"]

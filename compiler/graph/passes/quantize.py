@@ -1,0 +1,246 @@
+"""Quantization for the accelerator as graph passes over a partitioned graph.
+
+`calibrate` runs the fp32 graph on the reference executor once per calibration input (so a
+Reshape's shape holds whatever batch the model says) with an observer keeping every value.
+`quantize` then rewrites the graph: each accelerator group becomes one `VTAConv` node (int8
+weights, int32 bias with the requantizing shift's rounding and the zero points folded in, the
+shift, ReLU, residual or shortcut, the Clip bound the CPU applies after it), a `Quantize` node
+is inserted where an accelerator group reads an fp32 tensor and a `Dequantize` node where the
+CPU or a graph output reads an int8 one; the CPU's groups stay fp32. Tensor `t`'s int8 form is
+named `t__q`.
+
+Exponents are powers of two chosen per tensor from its calibrated values (`quant.exponent`:
+least mean-square error by default); a never-negative tensor (a ReLU's output, a max pool or
+flatten of one) whose accelerator readers fold a zero point exactly (no zero padding) is
+stored with zero point -128, one bit finer. With bias correction each conv's bias absorbs the
+mean error per channel of its quantized pre-activation on the calibration inputs, computed
+through the quantized groups before it. A group whose quantization fails (a residual finer
+than its accumulator, a shift beyond 31) stays on the CPU in fp32, saying why.
+
+The quantized graph runs on the reference executor (`reference.run`): the bit-exact oracle
+every device's run is checked against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import LoweringError
+from .. import quant as Q
+from ..ir import Graph, Group, Node, Pattern, Value
+from ..reference import run, run_node
+from .fuse import group_inputs
+from .partition import CPU, VTA, AccelPattern, pattern_of_group
+
+QUANTIZED = "__q"
+
+
+def calibrate(graph: Graph, inputs: list[dict[str, np.ndarray]]) -> dict[str, list[np.ndarray]]:
+    """Every value of the fp32 graph on each calibration input (by name, one array per input)."""
+    seen: dict[str, list[np.ndarray]] = {}
+    for feeds in inputs:
+        run(graph, feeds, observe=lambda name, v: seen.setdefault(name, []).append(v))
+    return seen
+
+
+def _flat(values: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.ravel(v) for v in values])
+
+
+def _nonnegative(graph: Graph, t: str, producers: dict, observed: dict) -> bool:
+    """Whether fp32 tensor `t` is never negative by construction (a ReLU's output, a max pool
+    or flatten of one; a graph input whose calibration values all are)."""
+    if t in graph.inputs:
+        return bool(_flat(observed[t]).min(initial=0.0) >= 0)
+    node = producers.get(t)
+    if node is None:
+        return False
+    if node.op == "Relu" or (node.op == "Clip" and (node.attrs.get("min") or -1) >= 0):
+        return True
+    if node.op in ("MaxPool", "Flatten", "Reshape"):
+        return _nonnegative(graph, node.inputs[0], producers, observed)
+    return False
+
+
+def zero_points(
+    graph: Graph, patterns: list[AccelPattern], observed: dict, pre_shift: bool = False
+) -> dict[str, int]:
+    """The int8 tensors stored with zero point -128: never negative, and read by the
+    accelerator only where the zero point folds into an int32 bias exactly (a conv input
+    without zero padding or pre-shift, a residual, a shortcut input); the CPU reads int8
+    tensors through a Dequantize, which is exact."""
+    exact: dict[str, bool] = {}
+    for p in patterns:
+        x = p.conv.inputs[0]
+        pre = pre_shift and p.residual is not None
+        exact[x] = exact.get(x, True) and not any(p.conv.attrs["pads"]) and not pre
+        if p.residual:
+            exact.setdefault(p.residual, True)
+        if p.shortcut:
+            sc = p.shortcut.inputs[0]
+            exact[sc] = exact.get(sc, True) and not pre
+    outputs = {p.output: p for p in patterns}
+    producers = graph.producers()
+    zeros = {}
+    for t in {*exact, *outputs}:
+        if t in outputs:
+            nonneg = outputs[t].relu
+        else:
+            nonneg = _nonnegative(graph, t, producers, observed)
+        if nonneg and exact.get(t, True):
+            zeros[t] = -128
+    return zeros
+
+
+class _Quantizer:
+    """The quantized graph under construction, with every value of it on each calibration
+    input (`env`: the quantized groups before the current one, run by the reference kernels)."""
+
+    def __init__(self, graph: Graph, observed: dict, method: str, zeros: dict):
+        self.src, self.observed, self.method, self.zeros = graph, observed, method, zeros
+        self.q = Graph([], list(graph.inputs), list(graph.outputs), dict(graph.values),
+                       dict(graph.constants), [], graph.name)  # fmt: skip
+        n = len(observed[graph.inputs[0]]) if graph.inputs else 1
+        self.env = [{t: observed[t][i] for t in graph.inputs} for i in range(n)]
+        self.fp32 = set(graph.inputs) | set(graph.constants)
+        self.int8: dict[str, tuple[int, int]] = {}  # tensor -> (exponent, zero) of its t__q
+
+    def add(self, group: Group) -> None:
+        """Append `group` and run its nodes on every calibration input."""
+        self.q.groups.append(group)
+        consts = self.q.constants
+        for node in group.nodes:
+            for e in self.env:
+                args = [(e[t] if t in e else consts[t]) if t else None for t in node.inputs]
+                outs = run_node(node, args)
+                for name, v in zip(node.outputs, outs, strict=False):
+                    dtype = self.q.value(name).dtype
+                    e[name] = v.astype(dtype) if dtype and v.dtype != dtype else v
+            if group.target == CPU:
+                self.fp32.update(o for o in node.outputs if o)
+
+    def exponent(self, t: str) -> tuple[int, int]:
+        """(exponent, zero point) of tensor `t`'s int8 form (chosen now if it has none yet)."""
+        if t in self.int8:
+            return self.int8[t]
+        z = self.zeros.get(t, 0)
+        return Q.exponent(_flat(self.observed[t]), self.method, z), z
+
+    def need_int8(self, t: str) -> None:
+        """A Quantize of fp32 tensor `t` unless its int8 form exists."""
+        if t in self.int8:
+            return
+        e, z = self.int8[t] = self.exponent(t)
+        name = t + QUANTIZED
+        self.q.values[name] = Value(name, self.src.value(t).shape, "int8")
+        node = Node("Quantize", [t], [name], {"exponent": e, "zero": z}, f"quantize_{t}")
+        self.add(Group(node.name, Pattern.ELEMWISE, [node], CPU, "CPU -> accelerator boundary"))
+
+    def need_fp32(self, t: str) -> None:
+        """A Dequantize of int8 tensor `t` unless its fp32 form exists."""
+        if not t or t in self.fp32:
+            return
+        e, z = self.int8[t]
+        attrs = {"exponent": e, "zero": z}
+        node = Node("Dequantize", [t + QUANTIZED], [t], attrs, f"dequantize_{t}")
+        self.add(Group(node.name, Pattern.ELEMWISE, [node], CPU, "accelerator -> CPU boundary"))
+
+    def int8_batch(self, t: str) -> np.ndarray:
+        """Int8 tensor `t` on every calibration input, along the batch axis."""
+        return np.concatenate([e[t + QUANTIZED] for e in self.env])
+
+
+def _conv_parts(graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(fp32 weight, fp32 bias, stride, pad) of a Conv node."""
+    w = graph.constants[node.inputs[1]].astype(np.float32)
+    b = node.inputs[2] if len(node.inputs) > 2 else ""
+    bias = graph.constants[b].astype(np.float32) if b else np.zeros(w.shape[0], np.float32)
+    return w, bias, node.attrs["strides"][0], node.attrs["pads"][0]
+
+
+def _quantize_group(
+    s: _Quantizer, g: Group, p: AccelPattern, correct_bias: bool, pre_shift: bool
+) -> Node:
+    """The VTAConv node of accelerator group `g` (its int8 inputs made first)."""
+    src = s.src
+    x, res = p.conv.inputs[0], p.residual
+    sc_x = p.shortcut.inputs[0] if p.shortcut else None
+    e_x, z_x = s.exponent(x)
+    e_res, z_res = s.exponent(res) if res else (None, 0)
+    z_out = s.zeros.get(p.output, 0)
+    e_out = Q.exponent(_flat(s.observed[p.output]), s.method, z_out)
+    w, bias, stride, pad = _conv_parts(src, p.conv)
+    shortcut, z_sc = None, 0
+    if p.shortcut:
+        e_sc, z_sc = s.exponent(sc_x)
+        sw, sb, sstride, _ = _conv_parts(src, p.shortcut)
+        shortcut = (sw, sb, e_sc, sstride)
+
+    def quantized(b: np.ndarray) -> Q.QConv:
+        return Q.quantize_conv(w, b, e_x, e_out, p.relu, stride, pad, e_residual=e_res,
+                               shortcut=shortcut, pre_shift=pre_shift,
+                               zeros=(z_x, z_res, z_sc, z_out))  # fmt: skip
+
+    qc = quantized(bias)  # may raise LoweringError before anything is added
+    for t in filter(None, (x, res, sc_x)):
+        s.need_int8(t)
+    if correct_bias:
+        acc = Q.accumulate(qc, s.int8_batch(x), res and s.int8_batch(res),
+                           sc_x and s.int8_batch(sc_x))  # fmt: skip
+        offset = (1 << qc.shift >> 1) + (z_out << qc.shift)  # rounding, output zero point
+        err = (acc - offset) * 2.0 ** (qc.e_out - qc.shift) - np.concatenate(s.observed[p.preact])
+        qc = quantized(bias - err.mean(axis=(0, 2, 3)))
+    hi = 127
+    if p.clip_max is not None:
+        hi = int(np.clip(np.floor(p.clip_max * 2.0**-qc.e_out) + z_out, z_out, 127))
+    q = s.q
+    consts = [q.add_constant(f"{g.name}__w", qc.weight), q.add_constant(f"{g.name}__b", qc.bias)]
+    sc_w = q.add_constant(f"{g.name}__scw", qc.sc_weight) if p.shortcut else ""
+    inputs = [x + QUANTIZED, *consts, res + QUANTIZED if res else "",
+              sc_x + QUANTIZED if sc_x else "", sc_w]  # fmt: skip
+    out = p.output + QUANTIZED
+    q.values[out] = Value(out, src.value(p.output).shape, "int8")
+    s.int8[p.output] = (qc.e_out, z_out)
+    attrs = {**Q.qconv_attrs(qc), "clip_hi": hi}
+    return Node("VTAConv", inputs, [out], attrs, g.name)
+
+
+def quantize(
+    graph: Graph,
+    observed: dict[str, list[np.ndarray]],
+    method: str = "mse",
+    correct_bias: bool = True,
+    unsigned: bool = True,
+    pre_shift: bool = False,
+) -> Graph:
+    """The quantized graph of a partitioned one, from the values `calibrate` observed:
+    `method` picks exponents (`quant.CALIBRATIONS`), `correct_bias` corrects biases,
+    `unsigned` allows zero point -128, `pre_shift` (see `quant.quantize_conv`) keeps the
+    weights' precision at the cost of an ALU op per output row where a residual is coarse."""
+    patterns = {id(g): pattern_of_group(graph, g) for g in graph.groups if g.target == VTA}
+    zeros = zero_points(graph, list(patterns.values()), observed, pre_shift) if unsigned else {}
+    s = _Quantizer(graph, observed, method, zeros)
+    for g in graph.groups:
+        if g.target == VTA:
+            try:
+                node = _quantize_group(s, g, patterns[id(g)], correct_bias, pre_shift)
+            except LoweringError as e:
+                g = Group(g.name, g.pattern, g.nodes, CPU, f"fp32: {e}")
+            else:
+                s.add(Group(g.name, Pattern.OUT_FUSABLE, [node], VTA, g.reason))
+                continue
+        for t in group_inputs(g):
+            s.need_fp32(t)
+        s.add(g)
+    for t in graph.outputs:
+        s.need_fp32(t)
+    q = s.q
+    q.nodes = [n for g in q.groups for n in g.nodes]
+    read = {t for n in q.nodes for t in n.inputs}
+    q.constants = {k: v for k, v in q.constants.items() if k in read}
+    live = read | set(q.inputs) | set(q.outputs) | {o for n in q.nodes for o in n.outputs}
+    q.values = {k: v for k, v in q.values.items() if k in live}
+    return q
+
+
+__all__ = ["QUANTIZED", "calibrate", "quantize", "zero_points"]
