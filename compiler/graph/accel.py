@@ -77,7 +77,9 @@ def choose_knobs(
 ) -> Conv2DKnobs:
     """The fastest on the timing-only simulator of the records database's best knobs (`db`)
     and the `candidates` settings the cycle estimate ranks first (a short tuning run can record
-    knobs worse than the estimate's best; a long one finds better)."""
+    knobs worse than the estimate's best; a long one finds better). `ep` in its canonical
+    form (`Epilogue.structure`), so layers that differ only in immediates search once; the
+    candidates are timed unvalidated (the chosen Program is validated when built)."""
     space = sorted(
         fused_knob_space(wl, ep, cfg),
         key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
@@ -92,7 +94,7 @@ def choose_knobs(
         if tuned is not None and tuned in space:
             tried = [tuned, *(k for k in tried if k != tuned)]
     timed = [
-        (get_device("sim").time(fused_program(wl, ep, k, cfg)).cycles, i)
+        (get_device("sim").time(conv2d_fused(wl, ep, k, cfg, validate=False)).cycles, i)
         for i, k in enumerate(tried)
     ]
     return tried[min(timed)[1]]
@@ -179,7 +181,7 @@ def compile_qconv(
     if q.residual_shift is not None:
         consts["eye"] = eye(q.residual_shift, cfg)
     if knobs is None:
-        knobs = choose_knobs(wl, ep, cfg, candidates, db)
+        knobs = choose_knobs(wl, ep.structure(), cfg, candidates, db)
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     return AccelConv(name, wl, ep, knobs, consts, o)

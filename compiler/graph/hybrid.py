@@ -184,7 +184,8 @@ class HybridModule:
                                         knobs=Conv2DKnobs(**d["knobs"]))  # fmt: skip
                 steps.append(step)
         except (OSError, KeyError, TypeError, ValueError) as e:
-            raise OperatorError(f"{folder}: not a compiled model ({type(e).__name__}: {e})") from None
+            why = f"{type(e).__name__}: {e}"
+            raise OperatorError(f"{folder}: not a compiled model ({why})") from None
         inputs = {t: tuple(v) for t, v in m["inputs"].items()}
         return cls(cfg, steps, inputs, m["outputs"], constants, 0.0, m.get("calibration", ""))
 

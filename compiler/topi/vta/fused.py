@@ -63,6 +63,14 @@ class Epilogue:
     pre_shift: int = 0
     sc_shift: int = 0
 
+    def structure(self) -> Epilogue:
+        """The epilogue with its immediates in one canonical form (shift 0, ReLU, residual,
+        pre-shift and shortcut shift 1 where present): what decides a Program's cycles."""
+        k = None if self.residual_shift is None else 1
+        pre, sc = int(self.pre_shift > 0), int(self.sc_shift > 0)
+        return dataclasses.replace(self, shift=0, relu=True, residual_shift=k, pre_shift=pre,
+                                   sc_shift=sc)  # fmt: skip
+
     def __post_init__(self):
         for what, v in (("shift", self.shift), ("pre_shift", self.pre_shift),
                         ("sc_shift", self.sc_shift)):  # fmt: skip
@@ -272,8 +280,10 @@ def conv2d_fused(
     ep: Epilogue,
     knobs: Conv2DKnobs | None = None,
     config: VTAConfig | str | None = None,
+    validate: bool = True,
 ) -> Program:
-    """The Program of conv2d + epilogue. DRAM buffers: data (N/b, C/c, H, W, b, c) int8,
+    """The Program of conv2d + epilogue (validated unless told otherwise: a knob search times
+    candidates it does not keep). DRAM buffers: data (N/b, C/c, H, W, b, c) int8,
     kernel (O/c, C/c, KH, KW, c, c) int8, [bias (O/c, b, c) int32], [residual and eye
     (1, 1, 1, 1, c, c) int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv],
     out (N/b, O/c, OH, OW, b, c) int8."""
@@ -307,7 +317,7 @@ def conv2d_fused(
     b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
     stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
     emit(insert_tokens(stream.entries, cfg.depth), b)
-    return b.build()
+    return b.build(validate)
 
 
 def eye(shift: int, config: VTAConfig | str | None = None) -> np.ndarray:

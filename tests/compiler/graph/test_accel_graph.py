@@ -1,0 +1,282 @@
+"""ONNX models on the accelerator through the one graph IR: partitioning (each group's place
+and reason), quantization (observers on the reference executor, Quantize / VTAConv /
+Dequantize nodes), the hybrid module (Programs beside llvm kernels), bit-identical on every
+device to the quantized reference kernel, saved and loaded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.errors import OperatorError
+from compiler.graph.build_onnx import fused_graph
+from compiler.graph.hybrid import HybridModule, compile_for_accelerator, compile_hybrid
+from compiler.graph.passes.partition import partition
+from compiler.graph.passes.quantize import calibrate, quantize
+from compiler.graph.reference import run
+from vta.config import VTAConfig
+
+CFG = VTAConfig.load("pynq")
+
+
+def _small_resnet(path, seed: int = 0) -> None:
+    """16x8x8 input: a residual block (Add with the input), a downsampling block (a 1x1 stride-2
+    shortcut conv), max pool, a 1x1 conv with ReLU6, a depthwise conv, global average pool,
+    flatten, dense."""
+    rng = np.random.default_rng(seed)
+    inits, nodes = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+        return name
+
+    def conv(x, cin, cout, k, name, group=1, bn=True, stride=1):
+        w = const(
+            f"{name}_w",
+            rng.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin * k * k / group),
+        )
+        nodes.append(helper.make_node("Conv", [x, w], [f"{name}_c"], name=name, pads=[k // 2] * 4,
+                                      group=group, strides=[stride, stride]))  # fmt: skip
+        if not bn:
+            return f"{name}_c"
+        gamma, beta = (
+            const(f"{name}_g", rng.uniform(0.5, 1.5, cout)),
+            const(f"{name}_b", rng.normal(0, 0.1, cout)),
+        )
+        mean, var = (
+            const(f"{name}_m", rng.normal(0, 0.1, cout)),
+            const(f"{name}_v", rng.uniform(0.5, 1.5, cout)),
+        )
+        nodes.append(
+            helper.make_node(
+                "BatchNormalization", [f"{name}_c", gamma, beta, mean, var], [f"{name}_bn"]
+            )
+        )
+        return f"{name}_bn"
+
+    y = conv("data", 16, 16, 3, "c1")
+    nodes.append(helper.make_node("Relu", [y], ["r1"]))
+    y = conv("r1", 16, 16, 3, "c2")
+    nodes.append(helper.make_node("Add", [y, "data"], ["add"]))
+    nodes.append(helper.make_node("Relu", ["add"], ["r2"]))
+    y = conv("r2", 16, 32, 3, "d1", stride=2)
+    nodes.append(helper.make_node("Relu", [y], ["r5"]))
+    y = conv("r5", 32, 32, 3, "d2")
+    short = conv("r2", 16, 32, 1, "down", stride=2)
+    nodes.append(helper.make_node("Add", [y, short], ["add2"]))
+    nodes.append(helper.make_node("Relu", ["add2"], ["r6"]))
+    nodes.append(helper.make_node("MaxPool", ["r6"], ["p"], kernel_shape=[2, 2], strides=[2, 2]))
+    y = conv("p", 32, 32, 1, "c3")
+    nodes.append(helper.make_node("Clip", [y, const("lo", 0.0), const("hi", 6.0)], ["r3"]))
+    y = conv("r3", 32, 32, 3, "dw", group=32)
+    nodes.append(helper.make_node("Relu", [y], ["r4"]))
+    nodes.append(helper.make_node("GlobalAveragePool", ["r4"], ["gap"]))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"]))
+    w = const("fc_w", rng.standard_normal((10, 32)) / np.sqrt(32))
+    nodes.append(
+        helper.make_node(
+            "Gemm", ["flat", w, const("fc_b", rng.normal(0, 0.1, 10))], ["out"], transB=1
+        )
+    )
+    graph = helper.make_graph(
+        nodes, "small", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 10])], inits,
+    )  # fmt: skip
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    )
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """(model path, partitioned graph, quantized graph, compiled module, input feeds)."""
+    path = tmp_path_factory.mktemp("m") / "small.onnx"
+    _small_resnet(path)
+    rng = np.random.default_rng(1)
+    calib = [{"data": rng.standard_normal((1, 16, 8, 8)).astype(np.float32)} for _ in range(4)]
+    module, q = compile_for_accelerator(path, CFG, calib)
+    graph = partition(fused_graph(path), CFG)
+    feeds = {"data": rng.standard_normal((1, 16, 8, 8)).astype(np.float32)}
+    return path, graph, q, module, feeds
+
+
+def _places(graph) -> dict[str, tuple[str, str]]:
+    return {g.name: (g.target, g.reason) for g in graph.groups}
+
+
+def test_partition_tags_each_group_with_its_place_and_reason(small):
+    _, graph, _, _, _ = small
+    places = _places(graph)
+    assert places["c1"] == ("vta", "conv: fused bias, requant, ReLU")
+    assert places["c2"][1].endswith("residual")
+    assert places["c3"] == ("vta", "conv: fused bias, requant, ReLU, Clip max on the CPU")
+    assert places["dw"] == ("cpu", "depthwise conv: one channel per product")
+    (dense,) = [g for g in graph.groups if g.anchor.op == "Gemm"]
+    assert (dense.target, dense.reason.split(":")[0]) == ("cpu", "dense")
+    # the 1x1 stride-2 shortcut conv joins the group that adds its output
+    (d2,) = [g for g in graph.groups if g.name == "d2"]
+    assert [n.op for n in d2.nodes][:2] == ["Conv", "Conv"] and "down" not in places
+    assert "1x1 shortcut conv" in places["d2"][1]
+    text = str(graph)
+    assert "group d2 [out_fusable] on vta (conv: fused bias, requant, ReLU, 1x1 shortcut" in text
+
+
+def test_quantized_graph_has_boundary_nodes_and_tracks_fp32(small):
+    path, _, q, _, feeds = small
+    ops = [n.op for n in q.nodes]
+    assert ops.count("VTAConv") == 5 and "Quantize" in ops and "Dequantize" in ops
+    assert {q.value(n.outputs[0]).dtype for n in q.nodes if n.op == "VTAConv"} == {"int8"}
+    f32 = run(fused_graph(path), feeds)["out"]
+    got = run(q, feeds)["out"]
+    assert np.abs(got - f32).max() < 0.05 * np.abs(f32).max()
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim", pytest.param("rtl", marks=pytest.mark.rtl)])
+def test_every_device_matches_the_reference_bit_for_bit(small, device):
+    _, _, q, module, feeds = small
+    out, rows = module.run(feeds, device)
+    ref, _ = module.run(feeds)  # the accelerator groups by the reference kernel
+    np.testing.assert_array_equal(out["out"], ref["out"])
+    vta = [r for r in rows if r["where"] == "vta"]
+    assert len(vta) == 5 and all(r["bit_exact"] for r in vta)
+    if device != "fsim":
+        assert all(r["cycles"] > 0 for r in vta)
+    cpu = [r for r in rows if r["where"] == "cpu" and r["kernel"] == "llvm"]
+    assert cpu and all(r["cpu_seconds"] >= 0 for r in cpu)
+
+
+def test_a_device_that_differs_from_the_reference_is_an_error(small, monkeypatch):
+    _, _, _, module, feeds = small
+    from compiler.graph import accel
+
+    real = accel.AccelConv.run
+
+    def off_by_one(self, *args, **kw):
+        out, stats = real(self, *args, **kw)
+        return out ^ np.int8(1), stats
+
+    monkeypatch.setattr(accel.AccelConv, "run", off_by_one)
+    with pytest.raises(OperatorError, match="c1: fsim differs from the quantized reference"):
+        module.run(feeds, "fsim")
+
+
+def test_saved_module_runs_without_compiling(small, tmp_path):
+    _, _, _, module, feeds = small
+    module.save(tmp_path / "m")
+    again = HybridModule.load(tmp_path / "m")
+    assert HybridModule.is_saved(tmp_path / "m")
+    np.testing.assert_array_equal(again.run(feeds, "fsim")[0]["out"], module.run(feeds)[0]["out"])
+    (tmp_path / "m" / "model.json").write_text("{")
+    with pytest.raises(OperatorError, match="not a compiled model"):
+        HybridModule.load(tmp_path / "m")
+
+
+def _reshape_softmax_model(path) -> None:
+    """A conv followed by Reshape to [1, 20, 323] (batch 1 in its shape), Transpose, Softmax."""
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((20, 16, 3, 3)) * 0.2).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="c", kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Reshape", ["r", "shape"], ["s"]),
+        helper.make_node("Transpose", ["s"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Softmax", ["t"], ["y"], axis=-1),
+    ]
+    consts = [numpy_helper.from_array(w, "w"),
+              numpy_helper.from_array(np.array([1, 20, 323], np.int64), "shape")]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "rs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 17, 19])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 323, 20])], consts,
+    )  # fmt: skip
+    path.write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
+
+
+def test_reshape_transpose_softmax_after_a_conv_with_several_calibration_inputs(tmp_path):
+    _reshape_softmax_model(tmp_path / "m.onnx")
+    rng = np.random.default_rng(6)
+    calib = [{"x": rng.standard_normal((1, 16, 17, 19)).astype(np.float32)} for _ in range(5)]
+    module, q = compile_for_accelerator(tmp_path / "m.onnx", CFG, calib)
+    assert [g.target for g in q.groups if g.nodes[0].op == "VTAConv"] == ["vta"]
+    feeds = calib[0]
+    out = module.run(feeds, "fsim")[0]["y"]
+    f32 = run(fused_graph(tmp_path / "m.onnx"), feeds)["y"]
+    assert out.shape == (1, 323, 20)
+    assert np.abs(out - f32).max() < 0.05 * np.abs(f32).max()
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_other_operators_run_on_the_cpu_between_offloaded_convs(tmp_path, device):
+    _mixed_model(tmp_path / "m.onnx")
+    rng = np.random.default_rng(4)
+    calib = [{"x": rng.standard_normal((1, 8, 8, 8)).astype(np.float32)} for _ in range(2)]
+    module, q = compile_for_accelerator(tmp_path / "m.onnx", CFG, calib)
+    where = {g.name: g.target for g in q.groups if not g.name.startswith(("quantize_", "deq"))}
+    assert where == {"c1": "vta", "c2": "vta", "s": "cpu", "c3": "vta", "l": "cpu",
+                     "cat": "cpu", "c4": "vta"}  # fmt: skip
+    out, rows = module.run(calib[0], device)
+    np.testing.assert_array_equal(out["y"], module.run(calib[0])[0]["y"])
+    f32 = run(fused_graph(tmp_path / "m.onnx"), calib[0])["y"]
+    assert np.abs(out["y"] - f32).max() < 0.05 * np.abs(f32).max()
+
+
+def test_a_group_whose_quantization_fails_stays_on_the_cpu_in_fp32(tmp_path):
+    """A residual far finer than the conv's accumulator cannot enter through an int8 weight."""
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((16, 16, 3, 3)) * 4).astype(np.float32)
+    nodes = [
+        helper.make_node("Mul", ["x", "tiny"], ["r"], name="r"),
+        helper.make_node("Conv", ["x", "w"], ["c"], name="c", kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("Add", ["c", "r"], ["y"]),
+    ]
+    consts = [numpy_helper.from_array(w, "w"),
+              numpy_helper.from_array(np.array(1e-7, np.float32), "tiny")]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "fine", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])], consts,
+    )  # fmt: skip
+    path = tmp_path / "f.onnx"
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+    calib = [{"x": (rng.standard_normal((1, 16, 4, 4)) * 100).astype(np.float32)}]
+    graph = partition(fused_graph(path), CFG)
+    assert [g.target for g in graph.groups] == ["cpu", "vta"]
+    q = quantize(graph, calibrate(graph, calib))
+    (c,) = [g for g in q.groups if g.name == "c"]
+    assert c.target == "cpu" and "finer than the accumulator" in c.reason
+    module = compile_hybrid(q, CFG)
+    f32 = run(fused_graph(path), calib[0])["y"]
+    np.testing.assert_allclose(module.run(calib[0], "fsim")[0]["y"], f32, rtol=1e-4, atol=1e-3)
+
+
+def _mixed_model(path) -> None:
+    """Operators beyond the accelerator's layers between offloaded convs: a sigmoid gate (Mul),
+    LeakyRelu after a conv, a channel Concat."""
+    rng = np.random.default_rng(3)
+
+    def f32(*shape):
+        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+    c = 16
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="c1", kernel_shape=[3, 3], pads=[1]*4),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="c2", kernel_shape=[3, 3], pads=[1]*4),
+        helper.make_node("Sigmoid", ["c2"], ["s"], name="s"),
+        helper.make_node("Mul", ["r1", "s"], ["m"], name="m"),
+        helper.make_node("Conv", ["m", "w3"], ["c3"], name="c3", kernel_shape=[1, 1]),
+        helper.make_node("LeakyRelu", ["c3"], ["l"], name="l", alpha=0.1),
+        helper.make_node("Concat", ["l", "m"], ["cat"], name="cat", axis=1),
+        helper.make_node("Conv", ["cat", "w4"], ["c4"], name="c4", kernel_shape=[3, 3],
+                         pads=[1] * 4, strides=[2, 2]),
+        helper.make_node("Relu", ["c4"], ["y"]),
+    ]  # fmt: skip
+    consts = {"w1": f32(c, 8, 3, 3), "w2": f32(c, c, 3, 3), "w3": f32(c, c, 1, 1),
+              "w4": f32(c, 2 * c, 3, 3)}  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "mixed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 4, 4])],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )  # fmt: skip
+    path.write_bytes(helper.make_model(graph).SerializeToString())  # onnx's newest opset
