@@ -20,6 +20,7 @@ from compiler.fuzz import onnx_case
 from vta.fuzzworker import Worker
 
 SIZES = [pytest.param(150, id="default"), pytest.param(1500, id="slow", marks=pytest.mark.slow)]
+ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", marks=pytest.mark.slow)]
 
 small = st.integers(-2, 6)
 ints = st.lists(small, min_size=1, max_size=5)
@@ -328,7 +329,10 @@ def test_onnx_models(worker, examples, derandomize, capsys):
     fuzz(worker, capsys, models(), "onnx_case", examples, "ONNX models", derandomize)
 
 
-ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", marks=pytest.mark.slow)]
+@pytest.mark.parametrize("examples", ACCEL_SIZES)
+def test_models_the_cpu_runs_run_on_the_accelerator_target(worker, examples, derandomize, capsys):
+    what = "ONNX models on the CPU and the accelerator target"
+    fuzz(worker, capsys, models(), "both_case", examples, what, derandomize)
 
 
 @pytest.mark.parametrize("examples", ACCEL_SIZES)
