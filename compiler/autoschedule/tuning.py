@@ -1,0 +1,131 @@
+"""The auto-scheduler's tuning runs (what `vta tune --tuner ansor` runs): named workloads one
+after another, or a model's fused convolution groups (`groups.py`) sharing a budget of
+`n_trial` per task, allocated by the gradient task scheduler.
+
+Targets: llvm, and cuda where a GPU exists to time the programs (workloads only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+
+from ..codegen.nvptx_arch import is_cuda_target
+from ..errors import TuningError
+from ..runtime.cuda import cuda_status, gpu_available
+from ..tune.database import Database
+from ..tune.measure import (
+    CPURunner,
+    CUDARunner,
+    LocalBuilder,
+    MeasureOption,
+    Runner,
+    measure_option,
+)
+from ..tune.tuner import TuningHistory
+from . import auto_schedule
+from .groups import group_similarity, group_tasks
+from .program import SearchTask
+from .task_scheduler import ScheduleResult, TaskScheduler, network_tasks
+
+
+def _measure_option(target: str, model: bool, build_timeout: float) -> MeasureOption:
+    if is_cuda_target(target):
+        if model:
+            raise TuningError("--tuner ansor tunes models for --target llvm only")
+        if not gpu_available():  # programs build without one, but nothing can time them
+            raise TuningError(
+                f"cannot tune for {target}: {cuda_status()}; "
+                "`vta build WORKLOAD --target cuda --db F --check` builds a recorded program"
+            )
+        runner: Runner = CUDARunner()
+    elif target.split()[:1] == ["llvm"]:
+        runner = CPURunner(threads=1, pool=None)
+    else:
+        raise TuningError(f"--tuner ansor supports --target llvm or cuda, not {target!r}")
+    return measure_option(LocalBuilder(timeout=build_timeout), runner)
+
+
+def tune_workloads(
+    workloads: Sequence[tuple[str, tuple]],
+    target: str,
+    n_trial: int,
+    db: str | None = None,
+    seed: int = 0,
+    batch_size: int = 64,
+    early_stopping: int | None = None,
+    build_timeout: float = 30.0,
+) -> tuple[list[TuningHistory], str]:
+    """Search each workload (op, args) for `n_trial` measurements in turn, recording to `db`;
+    returns the histories (the best program is `best_config`) and the throughputs' unit."""
+    option = _measure_option(target, False, build_timeout)
+    database = Database(db) if db else None
+    try:
+        if not workloads:
+            raise TuningError("give workload names (OP:ARGS or C1..C12) or a MODEL.onnx")
+        tasks = [SearchTask(op, tuple(args), target) for op, args in workloads]
+        histories = [
+            auto_schedule(
+                task,
+                n_trial,
+                option,
+                database,
+                seed=seed,
+                batch_size=batch_size,
+                early_stopping=early_stopping,
+            )
+            for task in tasks
+        ]
+    finally:
+        option.close()
+        if database is not None:
+            database.close()
+    return histories, option.cost_unit
+
+
+@dataclasses.dataclass
+class NetworkTuning:
+    """A model's tuned tasks: their groups' specs, weights (uses in the model) and the
+    scheduler's result (best costs, the estimated latency after each round)."""
+
+    tasks: list[SearchTask]
+    weights: list[float]
+    result: ScheduleResult
+    seconds: float
+
+
+def tune_network(
+    model: str,
+    target: str,
+    n_trial: int,
+    db: str | None,
+    seed: int = 0,
+    build_timeout: float = 30.0,
+    log: Callable[[str], None] | None = print,
+) -> NetworkTuning:
+    """Tune the model's fused convolution groups with `n_trial` trials per task, allocated by
+    the gradient task scheduler, recording to `db` (needed: its records make the compiled
+    model); `log` gets the plan before the search starts."""
+    option = _measure_option(target, True, build_timeout)
+    try:
+        if db is None:
+            raise TuningError(
+                "tuning a model needs --db FILE (its records make the compiled model)"
+            )
+        with Database(db) as database:
+            tasks, weights = network_tasks(group_tasks(model, target), target)
+            if log:
+                log(
+                    f"{model}: {len(tasks)} tasks, {n_trial * len(tasks)} trials "
+                    "(gradient scheduler)"
+                )
+            start = time.perf_counter()
+            similar = [group_similarity(t.args[0]) for t in tasks]
+            sched = TaskScheduler(
+                tasks, weights, option, database=database, unit=8, seed=seed, similarity=similar
+            )
+            result = sched.tune(n_trial * len(tasks))
+    finally:
+        option.close()
+    return NetworkTuning(list(tasks), list(weights), result, time.perf_counter() - start)

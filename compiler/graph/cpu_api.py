@@ -1,0 +1,115 @@
+"""ONNX models on the CPU, the entry points the `vta run`, `vta compile` and `vta tune
+MODEL.onnx` commands call (plain arguments; the accelerator's are in `accel_api.py`): load a
+compiled model folder or compile an .onnx file, time inferences, and find and tune a model's
+convolution tasks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import CompilerError
+from .executor import GraphModule
+
+if TYPE_CHECKING:
+    from ..tune.tuner import TuningHistory
+    from .build import ConvTask
+
+Log = Callable[[str], None]
+
+
+def load_model(
+    path: str | Path,
+    target: str = "llvm",
+    db: str | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    log: Log | None = None,
+) -> GraphModule:
+    """A compiled model folder loads as it is; an .onnx file is compiled (`shapes` fixes its
+    symbolic inputs' shapes, `db` gives tuned tasks their records)."""
+    from .build_onnx import compile_model  # the compiler pipeline only when compiling
+
+    p = Path(path)
+    if p.is_dir():
+        return GraphModule.load(p)
+    if not p.is_file():
+        raise CompilerError(f"{path}: no such model file or compiled model folder")
+    return compile_model(p, target=target, db=db, shapes=dict(shapes or {}), log=log)
+
+
+def time_inferences(
+    graph: GraphModule, inputs: Mapping[str, np.ndarray], repeat: int
+) -> dict[str, float]:
+    """The median, minimum and maximum latency in ms of `repeat` inferences."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        graph.run(dict(inputs))
+        times.append((time.perf_counter() - t) * 1e3)
+    return {"median": float(np.median(times)), "min": min(times), "max": max(times)}
+
+
+def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[ConvTask, int]]:
+    """The model's distinct convolution tuning tasks (with the graph's channel blocks;
+    convolutions the build computes by Winograd have none, 1x1 ones it computes by
+    input-channel chunks have the pointwise template's) and how many kernels of the graph
+    each one makes; `log` gets the table of all the fused graph's distinct kernels first."""
+    from ..codegen.target import target_scope
+    from .build import conv_task, pointwise_convs, winograd_convs
+    from .build_onnx import fused_graph, lower_groups
+    from .passes import extract_tasks, format_tasks
+
+    graph = fused_graph(path)
+    log(format_tasks(graph, extract_tasks(graph)))
+    with target_scope(target):
+        groups, shapes, params, _, _ = lower_groups(graph)
+        params = dict(params)
+        winograd_convs(groups, shapes, params)  # these have no template task
+        shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
+        pointwise_convs(groups, shapes, [])
+    weights: dict[ConvTask, int] = {}
+    for g in groups:
+        task = conv_task(g, shapes)
+        if task:
+            weights[task] = weights.get(task, 0) + 1
+    return list(weights.items())
+
+
+def tune_model(
+    path: str | Path,
+    target: str,
+    n_trial: int,
+    db: str | None,
+    tuner: str = "xgb",
+    seed: int = 0,
+    build_timeout: float = 30.0,
+    log: Log = print,
+) -> list[tuple[ConvTask, int, TuningHistory]]:
+    """Tune every convolution task of the model in turn on this CPU, resuming from and
+    recording to `db` (needed: its records make the compiled model); `log` gets the kernel
+    table and the task list before tuning. Returns (task, kernels using it, history) each."""
+    from ..tune import tune_tasks
+    from ..tune.database import Database
+    from ..tune.measure import CPURunner, LocalBuilder, measure_option
+    from ..tune.task import create_task
+
+    if target.split()[0] != "llvm":
+        raise CompilerError(f"tuning a model supports --target llvm or vta, not {target!r}")
+    if not db:
+        raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
+    found = model_tasks(path, target, log)
+    log(f"{path}: {len(found)} tunable tasks")
+    for k, (task, weight) in enumerate(found, 1):
+        log(f"  [{k}/{len(found)}] {task.label()} x{weight}")
+    tasks = [create_task(t.template, t.task_args(), "llvm") for t, _ in found]
+    option = measure_option(LocalBuilder(timeout=build_timeout), CPURunner(threads=1, pool=None))
+    try:
+        with Database(db) as records:
+            histories = tune_tasks(tasks, n_trial, option, tuner=tuner, database=records, seed=seed)
+    finally:
+        option.close()
+    return [(task, weight, h) for (task, weight), h in zip(found, histories, strict=True)]
