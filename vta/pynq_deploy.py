@@ -101,8 +101,8 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `deploy` and `worker` to the vta command (entry point group `vta.commands`)."""
+def register_deploy(subparsers: argparse._SubParsersAction) -> None:
+    """Add `deploy` to the vta command (entry point group `vta.commands`)."""
     p = subparsers.add_parser("deploy", help="copy Programs/models and an overlay to a board, run")
     p.add_argument("artifact", nargs="+", help="Program (.npz) or compiled model to run there")
     p.add_argument("--host", required=True, help="the board, as ssh knows it (xilinx@pynq)")
@@ -115,6 +115,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.set_defaults(func=deploy)
 
+
+def register_worker(subparsers: argparse._SubParsersAction) -> None:
+    """Add `worker` to the vta command (entry point group `vta.commands`)."""
     p = subparsers.add_parser("worker", help="join a Dask cluster to measure on this machine")
     p.add_argument("scheduler", help="Dask scheduler address (tcp://HOST:8786)")
     p.add_argument("--resources", default="pynq=1", help="NAME=AMOUNT,... (default: pynq=1)")

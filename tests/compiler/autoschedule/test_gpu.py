@@ -393,7 +393,7 @@ def test_tuning_for_a_gpu_needs_one(capsys):
 
 
 def test_resnet_layers_take_the_gpu_templates_arguments():
-    from compiler.tune.cli import parse_workload
+    from compiler.cli.args import parse_workload
 
     rng = np.random.default_rng(0)
     for layer in ("C1", "C12"):

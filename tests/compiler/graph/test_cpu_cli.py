@@ -86,7 +86,7 @@ def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
 
 
 def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
-    from compiler.graph.cli import model_tasks
+    from compiler.graph.cpu_api import model_tasks
     from compiler.zoo import dqn
 
     (tmp_path / "dqn.onnx").write_bytes(dqn())
@@ -100,7 +100,7 @@ def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
 
 
 def test_wide_1x1_convolutions_are_pointwise_tuning_tasks(tmp_path):
-    from compiler.graph.cli import model_tasks
+    from compiler.graph.cpu_api import model_tasks
     from compiler.zoo import mobilenet_v1
 
     (tmp_path / "m.onnx").write_bytes(mobilenet_v1())

@@ -1,13 +1,15 @@
-"""`vta tune`: workload parsing and the subcommand's options."""
+"""`vta tune` (compiler/cli/tune.py): workload parsing and the subcommand's options; the
+template tuners' registry is the one list of tuner names."""
 
 import argparse
 
 import numpy as np
 import pytest
 
+from compiler.cli.args import parse_workload, tuner_names
+from compiler.cli.tune import register
 from compiler.errors import TuningError
-from compiler.tune import Database
-from compiler.tune.cli import parse_workload, register
+from compiler.tune import TUNERS, Database
 from vta.cli import main
 
 
@@ -22,6 +24,10 @@ def test_workloads_by_op_and_args_or_by_layer_name():
         parse_workload("matmul:a,b", "llvm")
 
 
+def test_tuner_choices_are_the_registry_and_ansor():
+    assert tuner_names() == (*TUNERS, "ansor")
+
+
 def test_tune_subcommand_options():
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))
@@ -33,6 +39,7 @@ def test_tune_subcommand_options():
     assert args.early_stopping is None and not args.no_transfer
     args = parser.parse_args(["tune", "C2", "--early-stopping", "16", "--no-transfer"])
     assert args.early_stopping == 16 and args.no_transfer
+    assert parser.parse_args(["tune", "C2", "--tuner", "xgb-knob"]).tuner == "xgb-knob"
     with pytest.raises(SystemExit):
         parser.parse_args(["tune", "C2", "--tuner", "annealing"])
 

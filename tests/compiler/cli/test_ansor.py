@@ -1,4 +1,5 @@
-"""`vta tune --tuner ansor` and building from the faster tuner's record."""
+"""`vta tune --tuner ansor` (compiler/cli/tune.py) and `vta build` (compiler/cli/build.py)
+building from the faster tuner's record."""
 
 import dataclasses
 

@@ -1,0 +1,121 @@
+"""`vta run MODEL.onnx|DIR --inputs IN.npz`: run an ONNX model (compiled first) or a folder
+written by `vta compile`, with inputs and outputs (`--output OUT.npz`) keyed by the graph's
+tensor names.
+
+On the CPU (`--target llvm`), `--repeat N` times N inferences and reports the median, minimum
+and maximum latency. With `--target vta` (or a folder compiled for it) the model is quantized
+and its convolutions run on an accelerator device (`--device sim|fsim|rtl`), the rest on the
+CPU; the outputs are checked bit for bit against the reference and each layer is reported
+(where it ran and why, cycles, GEMM utilization, DRAM bytes, roofline side; a CPU layer's time
+and kernel); exit 1 when the device's outputs differ. `--json` prints one JSON object as the
+last line of stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from ..errors import CompilerError
+from . import args as A
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `vta run`."""
+    p = subparsers.add_parser(
+        "run",
+        help="run an ONNX model or a compiled model folder",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="MODEL.onnx or a folder written by `vta compile`")
+    p.add_argument("--inputs", required=True, help=".npz of the graph's inputs by name")
+    p.add_argument("--output", help="write the outputs by name to this .npz")
+    p.add_argument("--repeat", type=A.int_at_least(1), default=0, help="time N inferences")
+    p.add_argument("--json", action="store_true", help="one JSON object as the last line")
+    A.add_model(p)
+    A.add_accelerator(p, run=True)
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..graph import accel_api
+
+    if A.is_vta(args.target) or accel_api.is_saved(args.model):
+        return _run_vta(args)
+    from ..graph.cpu_api import load_model, time_inferences
+
+    log = (lambda m: print(m, file=sys.stderr)) if not args.json else None
+    graph = load_model(args.model, args.target, args.db, A.parse_shapes(args.shape), log)
+    inputs = A.read_npz(args.inputs, "--inputs")
+    outputs = graph.run(inputs)
+    if args.output:
+        np.savez(args.output, **outputs)
+    result: dict = {"outputs": {k: list(v.shape) for k, v in outputs.items()}}
+    if args.repeat:
+        lat = time_inferences(graph, inputs, args.repeat)
+        result["latency_ms"] = lat
+        result["repeat"] = args.repeat
+        if not args.json:
+            print(
+                f"latency over {args.repeat} runs: median {lat['median']:.3f} ms, "
+                f"min {lat['min']:.3f} ms, max {lat['max']:.3f} ms"
+            )
+    if not args.json:
+        for k, shape in result["outputs"].items():
+            print(f"output {k}: shape {shape}" + (f" -> {args.output}" if args.output else ""))
+    else:
+        print(json.dumps(result))
+    return 0
+
+
+def _run_vta(args: argparse.Namespace) -> int:
+    """0 when the device matched the reference bit for bit."""
+    from ..graph import accel_api
+
+    if args.repeat:
+        raise CompilerError("--repeat times the CPU target; --target vta reports cycles")
+    inputs = A.read_npz(args.inputs, "--inputs")
+    compiled = accel_api.compile_vta(
+        args.model,
+        args.config,
+        args.calibration,
+        args.db,
+        args.candidates,
+        A.parse_shapes(args.shape),
+    )
+    report, outputs = accel_api.run_vta(
+        compiled, inputs, args.device, model=str(args.model), plot=args.plot
+    )
+    if args.output:
+        np.savez(args.output, **outputs)
+    if args.json:
+        print(json.dumps(report, default=float))
+    else:
+        _print_vta(report)
+    return 0 if report["bit_exact"] else 1
+
+
+def _print_vta(report: dict) -> None:
+    w = max(len(r["name"]) for r in report["layers"])
+    print(f"{'layer':{w}} {'where':5} {'cycles':>9} {'util':>6} {'KB':>7} {'bound':8}  why "
+          "(cpu rows: time, kernel)")  # fmt: skip
+    for r in report["layers"]:
+        if r["where"] == "cpu":
+            ms = f"{r['cpu_seconds'] * 1e3:.2f} ms"
+            print(f"{r['name']:{w}} cpu   {ms:>9} {'':>6} {'':>7} {r['kernel']:8}  {r['why']}")
+            continue
+        cycles, util = r["cycles"] or 0, r["gemm_utilization"] or 0.0
+        print(f"{r['name']:{w}} vta   {cycles:9d} {util:6.3f} {r['dram_bytes'] / 1e3:7.0f} "
+              f"{r['bound']:8}  {r['why']}")  # fmt: skip
+    total = "no" if report["cycles"] is None else f"{report['cycles']:,}"
+    print(f"total: {total} accelerator cycles on {report['device']} ({report['config']}), "
+          f"CPU parts {report['cpu_seconds']:.2f} s, "
+          f"compile {report['compile_seconds']:.1f} s")  # fmt: skip
+    print(f"outputs bit-identical to the quantized reference: {report['bit_exact']}")
+    if report["output_error"] is not None:
+        print(f"vs fp32: max output error {report['output_error']:.3f} of max|fp32| "
+              f"(calibration: {report['calibration']})")  # fmt: skip
