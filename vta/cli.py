@@ -1,7 +1,9 @@
 """The `vta` command: thin subcommands over the Python API.
 
-Subcommands that need the compiler (tune, run, ...) register themselves under the `vta.commands`
-entry-point group as `register(subparsers)` functions, so `vta` never imports the compiler.
+`sim`, `disasm` and `hw-config` live here. The others (tune, run, ... in `compiler/cli/`,
+synth-report in `hw/`, deploy and worker) are `register(subparsers)` functions under the
+`vta.commands` entry-point group, named after their command; only the entry point of the
+command invoked is loaded, so `vta` never imports the compiler for a command of its own.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib.metadata import entry_points
+from collections.abc import Sequence
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from .config import VTAConfig
@@ -92,7 +95,10 @@ def _cmd_hw_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv` (default: this process's arguments): the built-in subcommands, the
+    plugged-in one `argv` names (its entry point loaded) and the other plugged-in ones by name
+    only, so `vta --help` lists them and an unknown name is a usage error."""
     parser = argparse.ArgumentParser(prog="vta", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of an error (for bug reports)"
@@ -132,16 +138,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output file (default: stdout)")
     p.set_defaults(func=_cmd_hw_config)
 
-    for ep in entry_points(group=COMMAND_GROUP):
-        ep.load()(sub)
+    chosen = command_name(sys.argv[1:] if argv is None else argv)
+    for name, ep in plugged_in_commands().items():
+        if name == chosen:
+            ep.load()(sub)
+        elif name not in sub.choices:  # listed; its parser is built only when it runs
+            sub.add_parser(name, help=f"(from {ep.module}; vta {name} --help)", add_help=False)
     return parser
+
+
+def plugged_in_commands() -> dict[str, EntryPoint]:
+    """The `vta.commands` entry points by command name (the first of a name wins)."""
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=COMMAND_GROUP):
+        found.setdefault(ep.name, ep)
+    return found
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The subcommand `argv` names: its first token that is not an option (`vta` itself takes
+    only flags); None when there is none."""
+    return next((token for token in argv if not token.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status is 0 on success, `EXIT_INPUT` when the input is wrong
     (one summary line on stderr, then at most `MAX_DETAIL_LINES` more), 2 for a usage error
-    (argparse) and `EXIT_INTERNAL` for a bug of ours. `--debug` shows tracebacks."""
-    args = build_parser().parse_args(argv)
+    (argparse) and `EXIT_INTERNAL` for a bug of ours (a plugged-in command that fails to load
+    included). `--debug` shows tracebacks."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        parser = build_parser(argv)
+    except Exception as err:  # noqa: BLE001 - a command's module that does not import is a bug
+        if "--debug" in argv:
+            raise
+        print(
+            f"vta {command_name(argv)}: internal error (a bug, please report it): cannot load "
+            f"the command: {type(err).__name__}: {_summary(str(err), 1)}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (VTAError, OSError) as err:

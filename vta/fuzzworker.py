@@ -125,7 +125,7 @@ def _serve_parse(argv: list[str]) -> dict:
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         try:
-            build_parser().parse_args(argv)
+            build_parser(argv).parse_args(argv)
             code = 0
         except SystemExit as exit_:
             code = exit_.code
