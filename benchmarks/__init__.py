@@ -7,7 +7,7 @@ the repository root on `sys.path` (`scripts/_bench_path.py`), the tests through 
 `harness` (timing, foreign load, source version), `peers` (numpy/OpenBLAS in a subprocess, a
 one-node onnxruntime Conv), `hostisa` (`--hide-avx512`), `cpu` (operators against numpy and
 onnxruntime), `tuned` (tuned kernels against the same peers), `models` (whole networks against
-onnxruntime), `vta`, `vta_net`, `vta_accuracy` (the accelerator's layers, networks and
+onnxruntime), `vta`, `vta_accuracy` (the accelerator's layers, networks and
 accuracy), `ansor` (the auto-scheduler), `search` (the model-guided tuner against random search
 on measured wall time), `study` + `study_report` (the tuner study), `gpu` (GPU kernels), `rtl`
 (the RTL and the simulators).

@@ -100,24 +100,29 @@ def resnet18(seed: int = 0, classes: int = 1000) -> bytes:
     return b.model("data", (1, 3, 224, 224), b.gemm(x, 512, classes), (1, classes))
 
 
-def mobilenet_v1(seed: int = 0, classes: int = 1000) -> bytes:
-    """MobileNet-v1 (width 1.0): depthwise-separable blocks with ReLU6, on 1x3x224x224."""
+def mobilenet_v1(seed: int = 0, classes: int = 1000, width: float = 1.0, size: int = 224) -> bytes:
+    """MobileNet-v1: depthwise-separable blocks with ReLU6, on 1x3x`size`x`size`, every
+    layer's channels scaled by the `width` multiplier (at least 8)."""
     b = _Builder(seed)
+
+    def chans(c: int) -> int:
+        return max(8, int(c * width))
 
     def relu6(t: str) -> str:
         lo, hi = b.const("lo", np.array(0.0)), b.const("hi", np.array(6.0))
         return b.node("Clip", [t, lo, hi])
 
-    x = relu6(b.bn(b.conv("data", 3, 32, 3, 2), 32))
-    cin = 32
+    cin = chans(32)
+    x = relu6(b.bn(b.conv("data", 3, cin, 3, 2), cin))
     blocks = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)]
     blocks += [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
     for cout, stride in blocks:
+        cout = chans(cout)
         x = relu6(b.bn(b.conv(x, cin, cin, 3, stride, group=cin), cin))
         x = relu6(b.bn(b.conv(x, cin, cout, 1), cout))
         cin = cout
     x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
-    return b.model("data", (1, 3, 224, 224), b.gemm(x, 1024, classes), (1, classes))
+    return b.model("data", (1, 3, size, size), b.gemm(x, cin, classes), (1, classes))
 
 
 def dqn(seed: int = 0, actions: int = 18) -> bytes:

@@ -28,7 +28,6 @@ from benchmarks.vta import (
     verdicts,
 )
 from benchmarks.vta_accuracy import onnx_accuracy
-from benchmarks.vta_net import accuracy
 from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig
@@ -38,19 +37,16 @@ MODELS = ("dqn", "mobilenet_v1", "resnet18")
 
 def print_accuracy(inputs: int, as_json: bool, models: list[str]) -> None:
     rows = [
-        fn(model, method, inputs)
-        for model in models
-        for fn in (accuracy, onnx_accuracy)
-        for method in CALIBRATIONS
+        onnx_accuracy(model, method, inputs) for model in models for method in CALIBRATIONS
     ]
     if as_json:
         print(json.dumps(rows, indent=1))
         return
     print("weights are seeded random (no pretrained weights are available offline)")
-    print(f"{'model':13} {'path':6} {'calibration':11} {'max error':>9} {'top-1':>8}")
+    print(f"{'model':13} {'calibration':11} {'max error':>9} {'top-1':>8}")
     for r in rows:
         print(
-            f"{r['model']:13} {r.get('path', 'built'):6} {r['calibration']:11} "
+            f"{r['model']:13} {r['calibration']:11} "
             f"{r['max_error']:9.2%} {r['top1_agreement']:4}/{r['inputs']:<3}"
         )
 
@@ -87,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         metavar="N",
         help="quantized vs fp32 on N seeded inputs (DQN, MobileNet-v1, ResNet-18; random "
-        "weights: no pretrained ones offline), per calibration, for the hand-built networks and "
-        "the ONNX path (vta run --target vta)",
+        "weights: no pretrained ones offline), per calibration, as `vta run --target vta` "
+        "quantizes them",
     )
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
                    help="the networks --accuracy measures (default: all)")  # fmt: skip

@@ -280,3 +280,37 @@ def _mixed_model(path) -> None:
         [numpy_helper.from_array(v, k) for k, v in consts.items()],
     )  # fmt: skip
     path.write_bytes(helper.make_model(graph).SerializeToString())  # onnx's newest opset
+
+
+def _zoo(tmp_path, name: str, **options) -> tuple:
+    from compiler import zoo
+
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(getattr(zoo, name)(seed=0, **options))
+    graph = fused_graph(path)
+    (key,) = graph.inputs
+    rng = np.random.default_rng(2)
+    draw = rng.random if name == "dqn" else rng.standard_normal
+    feeds = [{key: draw(graph.value(key).shape).astype(np.float32)} for _ in range(2)]
+    module, q = compile_for_accelerator(path, CFG, feeds, candidates=1)
+    return module, q, feeds, run(graph, feeds[1])
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_dqn_with_padded_channels_on_the_accelerator(tmp_path, device):
+    module, q, feeds, f32 = _zoo(tmp_path, "dqn")
+    out, rows = module.run(feeds[1], device)  # raises if a group differs from the reference
+    assert [r["where"] for r in rows if r["name"].startswith("conv")] == ["vta"] * 3
+    (key,) = out
+    assert np.abs(out[key] - f32[key]).max() < 0.05 * np.abs(f32[key]).max()
+
+
+def test_small_mobilenet_offloads_its_pointwise_convs(tmp_path):
+    module, q, feeds, f32 = _zoo(tmp_path, "mobilenet_v1", width=0.25, size=32)
+    places = {g.name: g.target for g in q.groups if g.nodes[0].op in ("Conv", "VTAConv")}
+    convs = list(places.values())
+    assert convs[:3] == ["cpu", "cpu", "vta"]  # 3-channel stem, depthwise, pointwise
+    assert convs.count("vta") == 13 and convs.count("cpu") == 14
+    out, rows = module.run(feeds[1], "sim")
+    (key,) = out
+    assert np.abs(out[key] - f32[key]).max() < 0.05 * np.abs(f32[key]).max()
