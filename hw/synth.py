@@ -109,25 +109,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Plug `vta synth-report` into the vta command (entry point group `vta.commands`)."""
     parser = subparsers.add_parser("synth-report", help=__doc__.splitlines()[0])
     add_arguments(parser)
-    parser.set_defaults(func=report)
+    parser.set_defaults(func=_cmd_report)
 
 
 def main(argv: list[str] | None = None) -> int:
     """`synth-report [--config NAME] [--json] [--log FILE]`; exit status 1 if it does not fit."""
     parser = argparse.ArgumentParser(prog="synth-report", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    return report(parser.parse_args(argv))
+    return _cmd_report(parser.parse_args(argv))
 
 
-def report(args: argparse.Namespace) -> int:
-    """Synthesize and print the report; 1 if the design does not fit the part."""
-    cfg = VTAConfig.load(args.config)
+def synthesis_report(config: str | Path | None = "pynq", log: Path | None = None) -> dict:
+    """Synthesize the configuration (a preset name or file) and report: resources used against
+    the part's capacity, whether it fits, the LUT headroom, the estimated critical path
+    (`critical_path`, with the signals slower than MARGIN x the clock) and the raw cells;
+    `log` keeps the yosys log."""
+    cfg = VTAConfig.load(config)
     family = part_family(cfg.fpga_part)
     start = time.perf_counter()
-    totals, cells, path, slow = synthesize(cfg, args.log)
+    totals, cells, path, slow = synthesize(cfg, log)
     seconds = time.perf_counter() - start
     capacity = PARTS[family]
-    fits = all(totals[k] <= capacity[k] for k in capacity)
     timing = {
         "delay_ns": path.delay_ns,
         "levels": path.levels,
@@ -142,36 +144,52 @@ def report(args: argparse.Namespace) -> int:
             for p in slow
         ],
     }
-    lut_headroom = 1 - totals["LUT"] / capacity["LUT"]
+    return {
+        "config": cfg.name,
+        "part": cfg.fpga_part,
+        "used": totals,
+        "capacity": capacity,
+        "fits": all(totals[k] <= capacity[k] for k in capacity),
+        "lut_headroom": round(1 - totals["LUT"] / capacity["LUT"], 3),
+        "critical_path": timing,
+        "cells": cells,
+        "seconds": round(seconds, 1),
+    }
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    """Synthesize and print the report; 1 if the design does not fit the part."""
+    report = synthesis_report(args.config, args.log)
     if args.json:
-        report = {
-            "config": cfg.name,
-            "part": cfg.fpga_part,
-            "used": totals,
-            "capacity": capacity,
-            "fits": fits,
-            "lut_headroom": round(lut_headroom, 3),
-            "critical_path": timing,
-            "cells": cells,
-            "seconds": round(seconds, 1),
-        }
         print(json.dumps(report, indent=2))
     else:
-        print(f"yosys synth_xilinx: config {cfg.name} on {cfg.fpga_part} ({seconds:.0f} s)")
-        print(f"{'resource':<8} {'used':>10} {'available':>10} {'util':>7}")
-        for key, cap in capacity.items():
-            print(f"{key:<8} {totals[key]:>10,.1f} {cap:>10,} {100 * totals[key] / cap:>6.1f}%")
-        print(f"{'fits' if fits else 'DOES NOT FIT'}; LUT headroom {100 * lut_headroom:.0f}%")
-        print(
-            f"critical path (estimate, hw/timing.py): {path.delay_ns:.2f} ns over "
-            f"{path.levels} cells -> Fmax {path.fmax_mhz:.0f} MHz "
-            f"({100 * timing['margin']:+.0f}% against {cfg.clock_mhz:g} MHz)"
-        )
-        print(f"  from {timing['start']}")
-        print(f"  to   {timing['end']}")
-        print("  via  " + " > ".join(timing["cell_types"]))
-        target = 1000.0 / (MARGIN * cfg.clock_mhz)
-        print(f"signals with a path over {target:.2f} ns ({MARGIN:g} x the clock): {len(slow)}")
-        for p in slow[:10]:
-            print(f"  {p.delay_ns:6.2f} ns {p.levels:3} cells  {p.nets[0]} -> {p.nets[-1]}")
-    return 0 if fits else 1
+        print(format_report(report))
+    return 0 if report["fits"] else 1
+
+
+def format_report(report: dict) -> str:
+    """The report of `synthesis_report` as a table and the critical path, for people."""
+    timing, totals = report["critical_path"], report["used"]
+    slow = timing["slow_signals"]
+    lines = [
+        f"yosys synth_xilinx: config {report['config']} on {report['part']} "
+        f"({report['seconds']:.0f} s)",
+        f"{'resource':<8} {'used':>10} {'available':>10} {'util':>7}",
+    ]
+    for key, cap in report["capacity"].items():
+        lines.append(f"{key:<8} {totals[key]:>10,.1f} {cap:>10,} {100 * totals[key] / cap:>6.1f}%")
+    lines += [
+        f"{'fits' if report['fits'] else 'DOES NOT FIT'}; "
+        f"LUT headroom {100 * report['lut_headroom']:.0f}%",
+        f"critical path (estimate, hw/timing.py): {timing['delay_ns']:.2f} ns over "
+        f"{timing['levels']} cells -> Fmax {timing['fmax_mhz']:.0f} MHz "
+        f"({100 * timing['margin']:+.0f}% against {timing['clock_mhz']:g} MHz)",
+        f"  from {timing['start']}",
+        f"  to   {timing['end']}",
+        "  via  " + " > ".join(timing["cell_types"]),
+    ]
+    target = 1000.0 / (MARGIN * timing["clock_mhz"])
+    lines.append(f"signals with a path over {target:.2f} ns ({MARGIN:g} x the clock): {len(slow)}")
+    for p in slow[:10]:
+        lines.append(f"  {p['delay_ns']:6.2f} ns {p['levels']:3} cells  {p['from']} -> {p['to']}")
+    return "\n".join(lines)

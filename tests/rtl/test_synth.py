@@ -36,3 +36,26 @@ def test_default_config_fits_the_xc7z020():
     path = report["critical_path"]
     print(json.dumps(path))
     assert path["fmax_mhz"] >= 1.2 * path["clock_mhz"], path
+
+
+def test_report_without_yosys(monkeypatch, capsys):
+    """`synthesis_report` takes plain arguments and returns the report; `vta synth-report`
+    prints it (here over a made-up synthesis, so no yosys is needed)."""
+    from hw import synth
+    from hw.timing import CriticalPath
+    from vta.cli import main
+
+    path = CriticalPath(8.0, 5, [("LUT6", "a"), ("FDRE", "b")], ["core/x", "core/y"])
+    slow = [CriticalPath(9.0, 6, [], ["core/p", "core/q"])]
+    totals = {"LUT": 26_600.0, "FF": 1000.0, "BRAM36": 10.0, "DSP": 300.0}
+    monkeypatch.setattr(synth, "synthesize", lambda cfg, log: (totals, {"LUT6": 7}, path, slow))
+    report = synth.synthesis_report("pynq")
+    assert report["lut_headroom"] == 0.5 and not report["fits"]  # 300 DSPs of 220
+    assert report["critical_path"]["fmax_mhz"] == 125.0
+    assert report["critical_path"]["slow_signals"][0]["from"] == "core/p"
+    assert main(["synth-report", "--config", "pynq"]) == 1
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT; LUT headroom 50%" in out and "Fmax 125 MHz (+25% against 100 MHz)" in out
+    assert "    9.00 ns   6 cells  core/p -> core/q" in out
+    assert main(["synth-report", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["used"] == totals
