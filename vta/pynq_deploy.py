@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import shlex
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from .errors import DeviceError
@@ -38,28 +39,40 @@ def remote_commands(
     return out
 
 
-def deploy(args: argparse.Namespace) -> int:
-    artifacts = [Path(a) for a in args.artifact]
-    missing = [str(a) for a in artifacts if not a.exists()]
+def deploy(
+    artifacts: Sequence[str | Path],
+    host: str,
+    remote_dir: str = DEFAULT_REMOTE_DIR,
+    bitstream: str | Path | None = None,
+    device: str = "pynq",
+    remote_vta: str = "vta",
+    ssh: str = "ssh",
+    scp: str = "scp",
+    dry_run: bool = False,
+) -> int:
+    """Copy the artifacts (and the overlay in the folder `bitstream`) to `remote_dir` on `host`
+    and run each there, printing every command first (`dry_run`: only printing them)."""
+    paths = [Path(a) for a in artifacts]
+    missing = [str(a) for a in paths if not a.exists()]
     if missing:
         raise DeviceError(f"vta deploy: no such artifact {', '.join(missing)}")
     overlay = []
-    if args.bitstream:
-        overlay = [Path(args.bitstream) / name for name in OVERLAY_FILES]
+    if bitstream:
+        overlay = [Path(bitstream) / name for name in OVERLAY_FILES]
         absent = [str(p) for p in overlay if not p.is_file()]
         if absent:
             raise DeviceError(
                 f"vta deploy: the overlay needs {', '.join(absent)} (scripts/build_bitstream)"
             )
-    ssh, scp = shlex.split(args.ssh), shlex.split(args.scp)
-    steps = [[*ssh, args.host, f"mkdir -p {shlex.quote(args.dir)}"]]
-    copies = [*map(str, artifacts), *map(str, overlay)]
-    steps.append([*scp, "-r", *copies, f"{args.host}:{args.dir}/"])
-    commands = remote_commands(artifacts, args.dir, args.remote_vta, bool(overlay), args.device)
-    steps += [[*ssh, args.host, command] for command in commands]
+    ssh_cmd, scp_cmd = shlex.split(ssh), shlex.split(scp)
+    steps = [[*ssh_cmd, host, f"mkdir -p {shlex.quote(remote_dir)}"]]
+    copies = [*map(str, paths), *map(str, overlay)]
+    steps.append([*scp_cmd, "-r", *copies, f"{host}:{remote_dir}/"])
+    commands = remote_commands(paths, remote_dir, remote_vta, bool(overlay), device)
+    steps += [[*ssh_cmd, host, command] for command in commands]
     for step in steps:
         print("+ " + shlex.join(step), flush=True)
-        if args.dry_run:
+        if dry_run:
             continue
         run = subprocess.run(step)
         if run.returncode != 0:
@@ -81,8 +94,12 @@ def parse_resources(text: str) -> dict[str, float]:
     return out
 
 
-def worker(args: argparse.Namespace) -> int:
-    resources = parse_resources(args.resources)
+def worker(
+    scheduler: str, resources: str = "pynq=1", nthreads: int = 1, name: str | None = None
+) -> int:
+    """Serve as a Dask worker of `scheduler` with `resources` (NAME=AMOUNT,...) until the
+    cluster ends it."""
+    amounts = parse_resources(resources)
     try:
         from distributed import Worker  # the optional 'dist' extra, loaded only to serve
     except ImportError as err:
@@ -91,10 +108,8 @@ def worker(args: argparse.Namespace) -> int:
         ) from err
 
     async def serve() -> None:
-        async with Worker(
-            args.scheduler, resources=resources, nthreads=args.nthreads, name=args.name
-        ) as w:
-            print(f"vta worker {w.name} at {w.address} with {resources}", flush=True)
+        async with Worker(scheduler, resources=amounts, nthreads=nthreads, name=name) as w:
+            print(f"vta worker {w.name} at {w.address} with {amounts}", flush=True)
             await w.finished()
 
     asyncio.run(serve())
@@ -113,7 +128,7 @@ def register_deploy(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ssh", default="ssh", help="remote shell command (default: ssh)")
     p.add_argument("--scp", default="scp", help="copy command (default: scp)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    p.set_defaults(func=deploy)
+    p.set_defaults(func=_cmd_deploy)
 
 
 def register_worker(subparsers: argparse._SubParsersAction) -> None:
@@ -123,4 +138,14 @@ def register_worker(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resources", default="pynq=1", help="NAME=AMOUNT,... (default: pynq=1)")
     p.add_argument("--nthreads", type=int, default=1, help="jobs at once (default: 1)")
     p.add_argument("--name", help="worker name (default: Dask's)")
-    p.set_defaults(func=worker)
+    p.set_defaults(func=_cmd_worker)
+
+
+def _cmd_deploy(a: argparse.Namespace) -> int:
+    return deploy(
+        a.artifact, a.host, a.dir, a.bitstream, a.device, a.remote_vta, a.ssh, a.scp, a.dry_run
+    )
+
+
+def _cmd_worker(a: argparse.Namespace) -> int:
+    return worker(a.scheduler, a.resources, a.nthreads, a.name)
