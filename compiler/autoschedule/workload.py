@@ -18,20 +18,26 @@ from .. import te
 from ..errors import TuningError
 from ..te.tensor import Tensor
 from ..topi import nn, testing
+from ..tune.task import check_workload_args, parameter_names
 
 ComputeFunc = Callable[..., list[Tensor]]
 WORKLOADS: dict[str, ComputeFunc] = {}
 REFERENCES: dict[str, Callable[..., list[np.ndarray]]] = {}
+EXTENTS: dict[str, tuple[str, ...]] = {}  # a workload's parameters that are sizes
 
 
 def register_workload(
-    name: str, reference: Callable[..., list[np.ndarray]] | None = None
+    name: str,
+    reference: Callable[..., list[np.ndarray]] | None = None,
+    extents: Sequence[str] = (),
 ) -> Callable[[ComputeFunc], ComputeFunc]:
     """Register `fn(*args) -> [inputs..., outputs...]` as the compute definition `name`, with
-    an optional numpy `reference(inputs, *args) -> outputs`."""
+    an optional numpy `reference(inputs, *args) -> outputs`; `extents` names its parameters
+    that are sizes (extents, strides: each >= 1, `tune.task.check_workload_args`)."""
 
     def register(fn: ComputeFunc) -> ComputeFunc:
         WORKLOADS[name] = fn
+        EXTENTS[name] = tuple(extents)
         if reference is not None:
             REFERENCES[name] = reference
         return fn
@@ -43,6 +49,8 @@ def workload_tensors(name: str, args: Sequence[Any]) -> list[Tensor]:
     """The tensors of a registered workload (inputs, then outputs)."""
     if name not in WORKLOADS:
         raise TuningError(f"unknown auto-scheduler workload {name!r}; known: {sorted(WORKLOADS)}")
+    fn = WORKLOADS[name]
+    check_workload_args(name, args, parameter_names(fn), EXTENTS.get(name, ()))
     try:
         return list(WORKLOADS[name](*args))
     except TypeError as err:
@@ -55,7 +63,7 @@ def _matmul_ref(inputs, n, m, k):
     return [a @ b]
 
 
-@register_workload("matmul", _matmul_ref)
+@register_workload("matmul", _matmul_ref, extents=("n", "m", "k"))
 def matmul(n: int, m: int, k: int) -> list[Tensor]:
     """C[n, m] = A[n, k] @ B[k, m] (float32); the same arguments as the template `matmul`."""
     a = te.placeholder((n, k), "float32", "A")
@@ -70,7 +78,7 @@ def _matmul_relu_ref(inputs, n, m, k):
     return [np.maximum(a @ b, 0)]
 
 
-@register_workload("matmul_relu", _matmul_relu_ref)
+@register_workload("matmul_relu", _matmul_relu_ref, extents=("n", "m", "k"))
 def matmul_relu(n: int, m: int, k: int) -> list[Tensor]:
     """relu(A @ B): a reduction with an elementwise consumer to fuse."""
     a, b, c = matmul(n, m, k)
@@ -87,7 +95,9 @@ def _conv2d_nchw_ref(inputs, c, h, w, f, kh, kw, stride=1, pad=None):
     return [out.astype(np.float32)]
 
 
-@register_workload("conv2d_nchw", _conv2d_nchw_ref)
+@register_workload(
+    "conv2d_nchw", _conv2d_nchw_ref, extents=("c", "h", "w", "f", "kh", "kw", "stride")
+)
 def conv2d_nchw(
     c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int = 1, pad: int | None = None
 ):
@@ -108,7 +118,9 @@ def _conv2d_NCHWc_ref(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=16, oc_bn=16):
     return [testing.nchw_pack(out, oc_bn).astype(np.float32)]
 
 
-@register_workload("conv2d_NCHWc", _conv2d_NCHWc_ref)
+@register_workload(
+    "conv2d_NCHWc", _conv2d_NCHWc_ref, extents=("c", "h", "w", "f", "kh", "kw", "stride")
+)
 def conv2d_NCHWc(
     c: int,
     h: int,
@@ -138,7 +150,7 @@ def _depthwise_ref(inputs, c, h, w, k, stride=1):
     return [out.astype(np.float32)]
 
 
-@register_workload("depthwise_conv2d_nchw", _depthwise_ref)
+@register_workload("depthwise_conv2d_nchw", _depthwise_ref, extents=("c", "h", "w", "k", "stride"))
 def depthwise_conv2d_nchw(c: int, h: int, w: int, k: int, stride: int = 1) -> list[Tensor]:
     """Batch-1 float32 depthwise conv2d NCHW (multiplier 1), padding k // 2."""
     data = te.placeholder((1, c, h, w), "float32", "data")
@@ -150,7 +162,7 @@ def _softmax_ref(inputs, n, m):
     return [testing.softmax_python(inputs[0].astype(np.float64), -1).astype(np.float32)]
 
 
-@register_workload("softmax", _softmax_ref)
+@register_workload("softmax", _softmax_ref, extents=("n", "m"))
 def softmax(n: int, m: int) -> list[Tensor]:
     """Row-wise softmax of an [n, m] float32 matrix."""
     x = te.placeholder((n, m), "float32", "x")
@@ -161,7 +173,7 @@ def _rownorm_ref(inputs, n, m):
     return [np.sqrt((inputs[0].astype(np.float64) ** 2).sum(axis=1)).astype(np.float32)]
 
 
-@register_workload("row_norm", _rownorm_ref)
+@register_workload("row_norm", _rownorm_ref, extents=("n", "m"))
 def row_norm(n: int, m: int) -> list[Tensor]:
     """The 2-norm of each row of an [n, m] matrix: little space, much reduction."""
     x = te.placeholder((n, m), "float32", "x")

@@ -13,12 +13,14 @@ are collected over the whole graph and raised as one OperatorError listing every
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import OperatorError
+from ..te.tensor import MAX_EXTENT
 from .ir import Graph, Node, Value
 from .onnx_normalize import NORMALIZE, Unsupported, check_ranks, onnx_dtype
 from .passes.infer import infer_node
@@ -66,6 +68,19 @@ def opset_of(model) -> int:
     raise OperatorError("the model imports no default-domain (ai.onnx) opset")
 
 
+def check_input_shape(name: str, shape: tuple[int, ...], given: bool = False) -> None:
+    """Refuse a graph input's shape no tensor can have, before anything is built for it: a
+    tensor holds fewer than 2**62 elements (`te.MAX_EXTENT`; the code generator indexes buffers
+    of 2**31 elements or more in int64). `given`: the shape came from `--shape NAME=DIMS`."""
+    count = math.prod(shape)
+    if count >= MAX_EXTENT:
+        what = f"--shape {name}={','.join(map(str, shape))}" if given else f"input {name}"
+        raise OperatorError(
+            f"{what}: the shape {list(shape)} has {count} elements; a tensor has fewer than "
+            f"2**{MAX_EXTENT.bit_length() - 1}"
+        )
+
+
 def _input_shape(inp, given: dict | None) -> tuple[int, ...]:
     """The graph input's static shape: the model's, or `given[name]` where it is symbolic."""
     dims = inp.type.tensor_type.shape.dim
@@ -86,12 +101,14 @@ def _input_shape(inp, given: dict | None) -> tuple[int, ...]:
             )
         if min(shape, default=1) < 1:
             raise OperatorError(f"--shape {inp.name}: every dimension must be >= 1")
+        check_input_shape(inp.name, shape, given=True)
         return shape
     if not all(isinstance(m, int) and m > 0 for m in model):
         raise OperatorError(
             f"input {inp.name} has the shape {model} with symbolic dimensions; give it with "
             f"--shape {inp.name}=D1,D2,..."
         )
+    check_input_shape(inp.name, tuple(model))
     return tuple(model)
 
 

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from ..errors import TuningError
+from ..te.tensor import MAX_EXTENT
 from .space import ConfigEntity, ConfigSpace
 
 Template = Callable[..., Any]
@@ -29,8 +32,11 @@ def target_kind(target: str) -> str:
     return target.split()[0].split("/")[0]
 
 
-def register_template(op: str, target: str) -> Callable[[Template], Template]:
-    """Register `fn(cfg, *args)` as the template of `op` on targets of kind `target`."""
+def register_template(
+    op: str, target: str, extents: Sequence[str] = ()
+) -> Callable[[Template], Template]:
+    """Register `fn(cfg, *args)` as the template of `op` on targets of kind `target`; `extents`
+    names its parameters that are tensor extents (each >= 1; see `check_workload_args`)."""
 
     def register(fn: Template) -> Template:
         old = TEMPLATES.get((op, target))
@@ -40,6 +46,7 @@ def register_template(op: str, target: str) -> Callable[[Template], Template]:
                 f"{old.__module__}.{old.__qualname__}"
             )
         TEMPLATES[(op, target)] = fn
+        fn.workload_extents = tuple(extents)  # type: ignore[attr-defined]
         return fn
 
     return register
@@ -84,6 +91,12 @@ class Task:
         if self.template is None:
             self.template = get_template(self.op, self.target)
         _check_arguments(self.op, self.template, self.args)
+        check_workload_args(
+            self.op,
+            self.args,
+            parameter_names(self.template, skip=1),  # after `cfg`
+            getattr(self.template, "workload_extents", ()),
+        )
 
     @cached_property
     def config_space(self) -> ConfigSpace:
@@ -123,6 +136,46 @@ class Task:
         state = dict(self.__dict__)
         state.pop("config_space", None)
         return state
+
+
+LIMIT_TEXT = f"2**{MAX_EXTENT.bit_length() - 1}"  # MAX_EXTENT (a power of two) as messages say it
+
+
+def check_workload_args(
+    op: str, args: Sequence[Any], names: Sequence[str] = (), extents: Sequence[str] = ()
+) -> None:
+    """Refuse, before any search space is built, a workload argument no tensor can have: a size
+    (an extent or stride: a parameter named in `extents`) must be in 1..2**62-1, and any other
+    integer argument (a padding, channel block, flag or shift) lie strictly within +-2**62. A
+    tensor holds fewer than 2**62 elements (`te.MAX_EXTENT`; the code generator indexes buffers
+    of 2**31 elements or more in int64), so nothing larger sizes anything; the space would
+    otherwise enumerate the divisors of such a number (2**70 kept `vta tune` busy for minutes).
+    A product of sizes too large for a tensor is refused by `te` when the template declares it."""
+    for i, value in enumerate(args):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            continue  # not a size (a dtype, a group's spec): its own checks apply
+        value = int(value)
+        name = names[i] if i < len(names) else f"#{i + 1}"
+        if name in extents:
+            if not 1 <= value < MAX_EXTENT:
+                raise TuningError(
+                    f"{op} argument {name} = {value}: must be in 1..{LIMIT_TEXT}-1 (a size: "
+                    f"a tensor has fewer than {LIMIT_TEXT} elements)"
+                )
+        elif not -MAX_EXTENT < value < MAX_EXTENT:
+            raise TuningError(
+                f"{op} argument {name} = {value}: a workload argument must lie within "
+                f"+-({LIMIT_TEXT}-1) (a tensor has fewer than {LIMIT_TEXT} elements)"
+            )
+
+
+def parameter_names(fn: Callable[..., Any], skip: int = 0) -> tuple[str, ...]:
+    """The names of `fn`'s positional parameters after the first `skip`; () for `*args`."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[skip:]
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _check_arguments(op: str, template: Template, args: tuple) -> None:

@@ -45,9 +45,10 @@ def test_bad_option_values_are_usage_errors(capsys, option, message):
         ("matmul:8,8,8,8", "got 4"),
         (
             "matmul:-1,8,8",
-            "workload 'matmul:-1,8,8': split 'tile_y': the loop's extent must be >= 1",
+            "workload 'matmul:-1,8,8': matmul argument n = -1: must be in 1..2**62-1",
         ),
-        ("matmul:0,8,8", "extent must be >= 1, got 0"),
+        ("matmul:0,8,8", "matmul argument n = 0: must be in 1..2**62-1"),
+        (f"matmul:8,{2**70},8", f"matmul argument m = {2**70}: must be in 1..2**62-1"),
         ("matmul:8,x,8", "arguments must be integers"),
         ("nosuch:1,2", "no template for op 'nosuch'"),
         ("C99", "unknown layer 'C99'"),

@@ -32,7 +32,7 @@ from ..task import register_reference, register_template
 VECTOR_BLOCKS = (8, 16, 32, 64)  # float32 lanes per block: half, one, two or four zmm
 
 
-@register_template("matmul", "llvm")
+@register_template("matmul", "llvm", extents=("n", "m", "k"))
 def matmul(cfg, n: int, m: int, k: int):
     """C[n, m] = A[n, k] @ B[k, m] (float32), B read through its packed copy."""
     cfg.define_split("tile_y", n, num_outputs=2, max_factor=16)
@@ -80,7 +80,7 @@ def matmul_reference(inputs, n, m, k):
     return [a @ b]
 
 
-@register_template("matmul_basic", "llvm")
+@register_template("matmul_basic", "llvm", extents=("n", "m", "k"))
 def matmul_basic(cfg, n: int, m: int, k: int):
     """C[n, m] = A[n, k] @ B[k, m] (float32) on unpacked B, as AutoTVM's basic matmul template.
 
@@ -137,7 +137,7 @@ def _channel_blocks(cfg, c: int, f: int, ic_bn: int, oc_bn: int) -> None:
     )
 
 
-@register_template("conv2d_NCHWc", "llvm")
+@register_template("conv2d_NCHWc", "llvm", extents=("c", "h", "w", "f", "kh", "kw", "stride"))
 def conv2d_NCHWc(
     cfg,
     c: int,
@@ -191,7 +191,7 @@ def conv2d_NCHWc_reference(inputs, c, h, w, f, kh, kw, stride=1, ic_bn=0, oc_bn=
     return [testing.nchw_pack(out, kernel.shape[-1]).astype(np.float32)]
 
 
-@register_template("conv2d_1x1_NCHWc", "llvm")
+@register_template("conv2d_1x1_NCHWc", "llvm", extents=("c", "h", "w", "f"))
 def conv2d_1x1_NCHWc(cfg, c: int, h: int, w: int, f: int, ic_bn: int = 0, oc_bn: int = 0):
     """Batch-1 float32 pointwise conv2d (1x1, stride 1, unpadded) by partial sums over chunks
     of input-channel blocks (`x86.pointwise_chunk`) in the NCHWc layouts of the channel

@@ -63,7 +63,7 @@ def _fits(threads: int, shared_elems: int, register_tile: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------ matmul
-@register_template("matmul", "cuda")
+@register_template("matmul", "cuda", extents=("m", "n", "k"))
 def matmul(cfg, m: int, n: int, k: int):
     """C[m, n] = A[m, k] @ B[k, n] (float32)."""
     _tile(cfg, "tile_y", m, 32)
@@ -110,7 +110,7 @@ def _out(size: int, k: int, stride: int, pad: int) -> int:
     return (size + 2 * pad - k) // stride + 1
 
 
-@register_template("conv2d_nchw", "cuda")
+@register_template("conv2d_nchw", "cuda", extents=("c", "h", "w", "f", "kh", "kw", "stride"))
 def conv2d_nchw(cfg, c: int, h: int, w: int, f: int, kh: int, kw: int, stride: int, pad: int):
     """Batch-1 float32 direct convolution, padding `pad` on every side."""
     oh, ow = _out(h, kh, stride, pad), _out(w, kw, stride, pad)
@@ -173,7 +173,7 @@ def conv2d_nchw_reference(inputs, c, h, w, f, kh, kw, stride, pad):
 
 
 # ---------------------------------------------------------------------------------- depthwise
-@register_template("depthwise_conv2d_nchw", "cuda")
+@register_template("depthwise_conv2d_nchw", "cuda", extents=("c", "h", "w", "k", "stride"))
 def depthwise_conv2d_nchw(cfg, c: int, h: int, w: int, k: int, stride: int, pad: int):
     """Batch-1 float32 depthwise convolution (channel multiplier 1), k x k filters."""
     oh, ow = _out(h, k, stride, pad), _out(w, k, stride, pad)
@@ -231,7 +231,7 @@ def depthwise_reference(inputs, c, h, w, k, stride, pad):
 
 
 # ----------------------------------------------------------------------------------- softmax
-@register_template("softmax", "cuda")
+@register_template("softmax", "cuda", extents=("n", "c"))
 def softmax(cfg, n: int, c: int):
     """Softmax over the last axis of an [n, c] float32 tensor."""
     cfg.define_knob("rows_per_block", [32, 64, 128, 256])

@@ -46,7 +46,9 @@ def _define_knobs(cfg, wl: Conv2DWorkload, fit) -> None:
     )
 
 
-@register_template("conv2d_packed", "vta")
+@register_template(
+    "conv2d_packed", "vta", extents=("n", "ci", "h", "w", "co", "kh", "kw", "stride")
+)
 def conv2d_packed(cfg, n, ci, h, w, co, kh, kw, stride, pad):
     """int8 conv2d in packed layouts (sizes in blocks, as Conv2DWorkload) with shift and clip."""
     wl = Conv2DWorkload(n, ci, h, w, co, kh, kw, stride, pad)

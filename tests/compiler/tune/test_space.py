@@ -1,5 +1,6 @@
 """ConfigSpace, knobs, ConfigEntity indexing and the template registry."""
 
+import itertools
 import math
 import warnings
 
@@ -147,3 +148,27 @@ def test_split_of_a_large_prime_extent_is_immediate():
     knob = SplitKnob("y", 2**31 - 1, 3)
     p = 2**31 - 1
     assert sorted(knob.candidates) == [(1, 1, p), (1, p, 1), (p, 1, 1)]
+
+
+@pytest.mark.parametrize(
+    "n,expected",
+    [
+        (2**62 - 57, [1, 2**62 - 57]),  # the largest prime below 2**62
+        (2147483629 * 2147483647, [1, 2147483629, 2147483647, 2147483629 * 2147483647]),
+        (2**61, [2**k for k in range(62)]),
+    ],
+)
+def test_divisors_of_extents_near_the_tensor_limit_come_from_the_factors(n, expected):
+    # trial division up to sqrt(n) takes 2**31 steps here: minutes; Pollard's rho: milliseconds
+    assert divisors(n) == expected
+
+
+def test_a_factors_split_keeps_products_order_but_visits_only_dividing_prefixes():
+    knob = SplitKnob("x", 2**40, 4)
+    assert len(knob.candidates) == 12341  # C(43, 3): the ordered 4-factorizations of 2**40
+    old = [
+        (2**40 // math.prod(t), *t)
+        for t in itertools.product([2**k for k in range(41)], repeat=3)
+        if math.prod(t) <= 2**40
+    ]
+    assert knob.candidates == old
