@@ -36,9 +36,7 @@ MODELS = ("dqn", "mobilenet_v1", "resnet18")
 
 
 def print_accuracy(inputs: int, as_json: bool, models: list[str]) -> None:
-    rows = [
-        onnx_accuracy(model, method, inputs) for model in models for method in CALIBRATIONS
-    ]
+    rows = [onnx_accuracy(model, method, inputs) for model in models for method in CALIBRATIONS]
     if as_json:
         print(json.dumps(rows, indent=1))
         return
