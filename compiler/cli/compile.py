@@ -33,9 +33,11 @@ def _compile(args: argparse.Namespace) -> int:
         from ..graph import accel_api
 
         compiled = accel_api.compile_vta(
-            args.model, args.config, args.calibration, args.db, args.candidates, shapes
-        )
+            args.model, args.config, args.calibration, args.db, args.candidates, shapes,
+            print_passes=args.print_passes,
+        )  # fmt: skip
         accel_api.save(compiled, args.output)
+        print(f"calibrated on {compiled.calibration}", file=sys.stderr)
     else:
         from ..graph.build_onnx import compile_model
 

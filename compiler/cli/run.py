@@ -86,6 +86,7 @@ def _run_vta(args: argparse.Namespace) -> int:
         args.db,
         args.candidates,
         A.parse_shapes(args.shape),
+        given=inputs,
     )
     report, outputs = accel_api.run_vta(
         compiled, inputs, args.device, model=str(args.model), plot=args.plot

@@ -1,8 +1,9 @@
 """ONNX models on the accelerator, the entry points `vta compile/run/tune MODEL.onnx --target
-vta` call (plain arguments): import, calibrate, quantize and compile a model (`accel_onnx`),
-save and load it (`accel_store`), run it on a device against the bit-exact reference with a
-per-layer report, and tune its conv2d_fused tasks. The rest of the toolkit reaches the
-accelerator path through this module only."""
+vta` call (plain arguments): the model through the graph passes, partitioned, calibrated,
+quantized and compiled into a `hybrid.HybridModule`, saved and loaded, run on a device with
+every accelerator group checked bit for bit against the quantized reference and a per-group
+report, and its conv2d_fused tasks tuned. The rest of the toolkit reaches the accelerator path
+through this module only."""
 
 from __future__ import annotations
 
@@ -16,46 +17,73 @@ import numpy as np
 from vta.config import VTAConfig
 
 from ..errors import CompilerError
-from . import accel_onnx as A
-from . import accel_store
 from .accel import plot_roofline, roofline_side
+from .build_onnx import fused_graph
+from .hybrid import HybridModule, compile_for_accelerator, tuning_tasks
+from .ir import Graph
+from .passes.partition import partition
+from .passes.quantize import calibrate, quantize
+from .reference import run
 
 if TYPE_CHECKING:
     from ..tune.task import Task
     from ..tune.tuner import TuningHistory
 
-CALIBRATION_INPUTS = 4
-Compiled = A.Compiled
+SEEDED_INPUTS = 4
+Compiled = HybridModule
 
 
-def calibration_inputs(net: A.Network, calibration: str | None) -> tuple[np.ndarray, str]:
-    """The calibration batch for `net` (the .npz file `calibration` holds it by input name, or
-    `CALIBRATION_INPUTS` seeded standard-normal inputs) and a description of it."""
+def seeded_inputs(graph: Graph, n: int = SEEDED_INPUTS) -> list[dict[str, np.ndarray]]:
+    """`n` seeded standard-normal inputs of the graph's shapes."""
+    rng = np.random.default_rng(0)
+    shapes = {t: graph.value(t).shape for t in graph.inputs}
+    return [{t: rng.standard_normal(s).astype(np.float32) for t, s in shapes.items()}
+            for _ in range(n)]  # fmt: skip
+
+
+def calibration_inputs(
+    graph: Graph, calibration: str | None, given: Mapping[str, np.ndarray] | None = None
+) -> tuple[list[dict[str, np.ndarray]], str]:
+    """The calibration inputs of `graph` and what they are: the .npz file `calibration` (each
+    input by name, any number of them stacked on the batch axis), else the inputs `given`
+    to the run, else `SEEDED_INPUTS` seeded standard-normal ones."""
     from vta.program_file import read_arrays
 
+    shapes = {t: graph.value(t).shape for t in graph.inputs}
     if calibration:
         arrays = read_arrays(calibration, what="--calibration")
-        if net.input not in arrays:
-            raise CompilerError(f"--calibration {calibration}: no array '{net.input}'")
-        x = arrays[net.input].astype(np.float32)
-        if x.shape[1:] != net.input_shape[1:]:
-            raise CompilerError(
-                f"--calibration {calibration}: '{net.input}' has shape {list(x.shape)}; "
-                f"expected [N, {', '.join(map(str, net.input_shape[1:]))}]"
-            )
-        return x, f"{calibration} ({x.shape[0]} inputs)"
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((CALIBRATION_INPUTS, *net.input_shape[1:])).astype(np.float32)
-    return x, f"{CALIBRATION_INPUTS} seeded standard-normal inputs (no --calibration given)"
+        missing = [t for t in shapes if t not in arrays]
+        if missing:
+            raise CompilerError(f"--calibration {calibration}: no array {', '.join(missing)}")
+        counts = set()
+        for t, shape in shapes.items():
+            x, batch = arrays[t], shape[0] if shape else 1
+            if x.shape[1:] != shape[1:] or x.shape[0] % batch or not x.shape[0]:
+                raise CompilerError(
+                    f"--calibration {calibration}: '{t}' has shape {list(x.shape)}; expected "
+                    f"[k * {batch}, {', '.join(map(str, shape[1:]))}]"
+                )
+            counts.add(x.shape[0] // batch)
+        if len(counts) != 1:
+            raise CompilerError(f"--calibration {calibration}: the inputs hold different counts")
+        (n,) = counts
+        feeds = [{t: arrays[t][k * s[0] : (k + 1) * s[0]].astype(np.float32)
+                  for t, s in shapes.items()} for k in range(n)]  # fmt: skip
+        return feeds, f"{calibration} ({n} inputs)"
+    if given is not None:
+        return [dict(given)], "the inputs given to this run (no --calibration given)"
+    return seeded_inputs(graph), (
+        f"{SEEDED_INPUTS} seeded standard-normal inputs (no --calibration given)"
+    )
 
 
 def is_saved(path: str | Path) -> bool:
     """Whether `path` is a folder written by `save` (a model compiled for the accelerator)."""
-    return accel_store.is_saved(path)
+    return HybridModule.is_saved(path)
 
 
 def save(compiled: Compiled, folder: str | Path) -> None:
-    accel_store.save(compiled, folder)
+    compiled.save(folder)
 
 
 def compile_vta(
@@ -65,17 +93,21 @@ def compile_vta(
     db: str | None = None,
     candidates: int = 8,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
+    given: Mapping[str, np.ndarray] | None = None,
+    print_passes: bool = False,
 ) -> Compiled:
     """The model (an .onnx file, or a folder from `save`) quantized and compiled for the
-    accelerator configuration `config` (a preset name or file; None: the default); its fp32
-    network is `None` for a folder."""
-    if accel_store.is_saved(model):
-        return accel_store.load(model)
-    net = A.import_network(model, dict(shapes or {}))
-    calib, calib_text = calibration_inputs(net, calibration)
-    qn = A.quantize_network(net, calib)
-    qn.calibration = f"{calib_text}, least-mean-square-error exponents"
-    return A.compile_network(qn, VTAConfig.load(config), candidates, db)
+    accelerator configuration `config` (a preset name or file; None: the default), calibrated
+    as `calibration_inputs` says (`given`: the inputs of the run it is compiled for)."""
+    if is_saved(model):
+        return HybridModule.load(model)
+    cfg = VTAConfig.load(config)
+    graph = fused_graph(model, dict(shapes or {}), print_passes)
+    feeds, text = calibration_inputs(graph, calibration, given)
+    module, _ = compile_for_accelerator(graph, cfg, feeds, db, candidates,
+                                        print_passes=print_passes)  # fmt: skip
+    module.calibration = f"{text}, least-mean-square-error exponents"
+    return module
 
 
 def run_vta(
@@ -85,52 +117,45 @@ def run_vta(
     model: str = "",
     plot: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Run the compiled model on `device` and its reference (the same CPU kernels, the
-    offloaded layers in numpy); returns the report (per-layer rows: where each ran and why,
-    cycles, GEMM utilization, DRAM bytes, roofline side; totals; `bit_exact`: the device
-    matched the reference bit for bit; `output_error` against fp32) and the dequantized
-    outputs by name. `plot` writes the layers' roofline plot."""
-    qn, cfg = compiled.qn, compiled.cfg
-    net = qn.net
-    if set(inputs) != {net.input}:
-        raise CompilerError(f"--inputs: give exactly '{net.input}', got {sorted(inputs)}")
-    x = inputs[net.input].astype(np.float32)
-    if x.shape != net.input_shape:
-        raise CompilerError(f"--inputs: '{net.input}' has shape {list(x.shape)}, expected "
-                            f"{list(net.input_shape)}")  # fmt: skip
-    # the reference first: the same CPU kernels, the offloaded layers in numpy; it also takes
-    # the CPU kernels' first-call costs (page faults, waking the thread pool), so the device
-    # run's CPU rows report their steady time
-    ref = A.run(compiled, x)[0]
+    """Run the compiled model on `device` (every accelerator group checked bit for bit against
+    the quantized reference kernel on its inputs) and without one (the accelerator groups by
+    that kernel); returns the report (per-step rows: where each ran and why, cycles, GEMM
+    utilization, DRAM bytes, roofline side, a CPU step's time and kernel; totals;
+    `bit_exact`: the outputs equal; `output_error` against the fp32 graph where the model is
+    an ONNX file) and the outputs by name. `plot` writes the groups' roofline plot."""
+    cfg = compiled.cfg
+    # the reference first: it also takes the CPU kernels' first-call costs (page faults,
+    # waking the thread pool), so the device run's CPU rows report their steady time
+    ref, _ = compiled.run(inputs)
     start = time.perf_counter()
-    acts, rows, cpu = A.run(compiled, x, device)
+    outputs, rows = compiled.run(inputs, device)
     wall = time.perf_counter() - start
-    exact = np.array_equal(acts[net.output], ref[net.output])
-    out = A.dequantized_output(qn, acts)
+    exact = all(np.array_equal(outputs[t], ref[t]) for t in ref)
     error = None
-    if all(ly.weight is not None for ly in net.layers if ly.kind in ("conv", "dwconv", "dense")):
-        f32 = A.forward_f32(net, x)[net.output]
-        error = float(np.abs(out - f32).max() / max(np.abs(f32).max(), 1e-30))
+    if compiled.fp32 is not None:
+        f32 = run(compiled.fp32, {t: np.asarray(v, np.float32) for t, v in inputs.items()})
+        error = max(float(np.abs(outputs[t] - f32[t]).max() / max(np.abs(f32[t]).max(), 1e-30))
+                    for t in f32)  # fmt: skip
     for r in rows:
-        if r["where"] == "vta":
+        if r["where"] == "vta" and "intensity" in r:
             r["bound"] = roofline_side(r["intensity"], cfg)
     cycles = None if device == "fsim" else sum(r.get("cycles") or 0 for r in rows)
     report = {
         "model": str(model),
         "config": cfg.name,
         "device": device,
-        "calibration": qn.calibration,
+        "calibration": compiled.calibration,
         "cycles": cycles,
         "layers": rows,
-        "cpu_seconds": cpu,
+        "cpu_seconds": sum(r["cpu_seconds"] for r in rows if r["where"] == "cpu"),
         "run_seconds": wall,
         "compile_seconds": compiled.compile_seconds,
         "bit_exact": bool(exact),
         "output_error": error,
     }
     if plot:
-        plot_roofline(rows, cfg, plot, Path(model).stem)
-    return report, {net.output: out}
+        plot_roofline([r for r in rows if "intensity" in r], cfg, plot, Path(model).stem)
+    return report, outputs
 
 
 def tune_vta(
@@ -144,11 +169,11 @@ def tune_vta(
     build_timeout: float = 30.0,
     log: Callable[[str], None] = print,
 ) -> list[tuple[Task, tuple, int, TuningHistory]]:
-    """Tune the network's conv2d_fused tasks (quantized with the default calibration, as
-    `compile_vta` without one) on `device` (cycles from the timing-only simulator on sim unless
-    `check`), recording to `db` (needed: `compile_vta(..., db=...)` uses the records); `log`
-    gets the plan before tuning. Returns (task, template arguments, layers using it, history)
-    per task."""
+    """Tune the network's conv2d_fused tasks (`hybrid.tuning_tasks`: the structure of each
+    accelerator group, which its calibration does not change) on `device` (cycles from the
+    timing-only simulator on sim unless `check`), recording to `db` (needed: `compile_vta(...,
+    db=...)` uses the records); `log` gets the plan before tuning. Returns (task, template
+    arguments, groups using it, history) per task."""
     from ..tune import tune_tasks
     from ..tune.database import Database
     from ..tune.measure import DeviceRunner, LocalBuilder, measure_option
@@ -156,9 +181,9 @@ def tune_vta(
 
     if not db:
         raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
-    net = A.import_network(model)
-    qn = A.quantize_network(net, calibration_inputs(net, None)[0])
-    found = A.tuning_tasks(qn, VTAConfig.load(None))
+    cfg = VTAConfig.load(None)
+    graph = partition(fused_graph(model), cfg)
+    found = tuning_tasks(quantize(graph, calibrate(graph, seeded_inputs(graph))), cfg)
     # the XGBoost tuner's loop-nest features need a schedule; these tasks are Programs, so the
     # learned model ranks their knobs instead
     tuner = "xgb-knob" if tuner == "xgb" else tuner

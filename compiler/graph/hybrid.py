@@ -25,7 +25,7 @@ from vta.config import VTAConfig
 from ..errors import OperatorError
 from ..topi.vta.conv2d import Conv2DKnobs
 from . import quant as Q
-from .accel import AccelConv, compile_qconv, pack_act, report_row, unpack_act
+from .accel import AccelConv, compile_qconv, layer_structure, pack_act, report_row, unpack_act
 from .build_onnx import compile_fused
 from .executor import GraphModule
 from .ir import Graph, Group, Node
@@ -64,6 +64,7 @@ class HybridModule:
     constants: dict[str, np.ndarray]
     compile_seconds: float = 0.0
     calibration: str = ""
+    fp32: Graph | None = None  # the fp32 graph it was compiled from (not saved)
 
     def run(
         self, feeds: dict[str, np.ndarray], device: str | None = None
@@ -279,30 +280,58 @@ def compile_hybrid(
 
 
 def compile_for_accelerator(
-    path: str | Path,
+    model: Graph | str | Path,
     cfg: VTAConfig,
     calibration: list[dict[str, np.ndarray]],
-    shapes: dict | None = None,
     db: str | None = None,
     candidates: int = 8,
     method: str = "mse",
     print_passes: bool = False,
     log=None,
 ) -> tuple[HybridModule, Graph]:
-    """An ONNX model compiled for the accelerator: imported, run through the graph passes,
-    partitioned, calibrated on `calibration` (feeds by input name, one dict per input),
-    quantized and compiled; also the quantized graph (the reference executor's program)."""
+    """A model (an ONNX file, or its fused graph) compiled for the accelerator: partitioned,
+    calibrated on `calibration` (feeds by input name, one dict per input), quantized and
+    compiled; also the quantized graph (the reference executor's program)."""
     from .build_onnx import fused_graph
     from .passes.partition import partition
     from .passes.quantize import calibrate, quantize
 
-    graph = partition(fused_graph(path, shapes, print_passes), cfg)
+    graph = model if isinstance(model, Graph) else fused_graph(model, None, print_passes)
+    fp32 = dataclasses.replace(graph, groups=list(graph.groups or []))
+    graph = partition(graph, cfg)
     if print_passes:
         print(f"== partition ==\n{graph}")
     q = quantize(graph, calibrate(graph, calibration), method)
     if print_passes:
         print(f"== quantize ==\n{q}")
-    return compile_hybrid(q, cfg, candidates, db, log), q
+    module = compile_hybrid(q, cfg, candidates, db, log)
+    module.fp32 = fp32
+    return module, q
 
 
-__all__ = ["FORMAT", "HybridModule", "Step", "compile_for_accelerator", "compile_hybrid"]
+def tuning_tasks(graph: Graph, cfg: VTAConfig) -> list[tuple[tuple, int]]:
+    """The quantized graph's distinct conv2d_fused tuning tasks (template arguments) with how
+    many of its accelerator groups each one makes; records of them serve `compile_hybrid`'s
+    `db`."""
+    from ..tune.templates.vta import fused_args
+
+    weights: dict[tuple, int] = {}
+    for g in graph.groups:
+        if g.target == VTA:
+            node = g.nodes[0]
+            q = Q.qconv_of(node.attrs, *(graph.constants[t] for t in node.inputs[1:3]),
+                           graph.constants.get(node.inputs[5]))  # fmt: skip
+            shapes = [graph.value(t).shape if t else None for t in (node.inputs[0], node.inputs[4])]
+            args = fused_args(*layer_structure(node.name, q, shapes[0], cfg, shapes[1]))
+            weights[args] = weights.get(args, 0) + 1
+    return list(weights.items())
+
+
+__all__ = [
+    "FORMAT",
+    "HybridModule",
+    "Step",
+    "compile_for_accelerator",
+    "compile_hybrid",
+    "tuning_tasks",
+]

@@ -314,3 +314,61 @@ def test_small_mobilenet_offloads_its_pointwise_convs(tmp_path):
     out, rows = module.run(feeds[1], "sim")
     (key,) = out
     assert np.abs(out[key] - f32[key]).max() < 0.05 * np.abs(f32[key]).max()
+
+
+def test_cli_runs_calibrated_on_the_given_inputs_and_reports(small, tmp_path, capsys):
+    import json
+
+    from vta.cli import main
+
+    path, _, _, _, feeds = small
+    np.savez(tmp_path / "in.npz", **feeds)
+    code = main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
+                 "--device", "sim", "--json", "--output", str(tmp_path / "out.npz")])  # fmt: skip
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and report["bit_exact"]
+    assert report["calibration"].startswith("the inputs given to this run")
+    assert report["cycles"] == sum(r["cycles"] for r in report["layers"] if r["where"] == "vta")
+    assert report["output_error"] < 0.05
+    assert np.load(tmp_path / "out.npz")["out"].shape == (1, 10)
+    calib = np.random.default_rng(9).standard_normal((3, 16, 8, 8)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", data=calib)
+    code = main(
+        [
+            "run",
+            str(path),
+            "--inputs",
+            str(tmp_path / "in.npz"),
+            "--target",
+            "vta",
+            "--device",
+            "fsim",
+            "--json",
+            "--calibration",
+            str(tmp_path / "calib.npz"),
+        ]
+    )
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and report["calibration"].startswith(f"{tmp_path / 'calib.npz'} (3 inputs)")
+
+
+def test_tune_then_compile_and_run_the_saved_folder(small, tmp_path, capsys):
+    import json
+
+    from vta.cli import main
+
+    path, _, _, _, feeds = small
+    db = tmp_path / "records.db"
+    code = main(["tune", str(path), "--target", "vta", "--n-trial", "4", "--db", str(db)])
+    assert code == 0 and "5 conv2d_fused tasks for 5 layers (tuner xgb-knob)" in (
+        capsys.readouterr().out
+    )
+    folder = tmp_path / "small.vta"
+    assert main(["compile", str(path), "--target", "vta", "-o", str(folder), "--db", str(db)]) == 0
+    assert "seeded standard-normal" in capsys.readouterr().err
+    np.savez(tmp_path / "in.npz", **feeds)
+    code = main(["run", str(folder), "--inputs", str(tmp_path / "in.npz"), "--device", "sim",
+                 "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and report["bit_exact"] and report["output_error"] is None
+    assert report["cycles"] > 0
