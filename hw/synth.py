@@ -2,8 +2,9 @@
 and report LUT, FF, BRAM36 and DSP48 counts against the part's capacity, the LUT headroom, and
 the estimated critical path (hw.timing: cells, ns, Fmax against the configured clock).
 
-Installs Debian's yosys with apt-get when it is missing (needs root). Multipliers are mapped to
-DSP48s; the GEMM core packs two int8 products into each (vta_gemm_core.v).
+Needs yosys on PATH (`apt-get install yosys` on Debian/Ubuntu); without it the report raises a
+one-line `DeviceError` saying so, and installs nothing. Multipliers are mapped to DSP48s; the GEMM
+core packs two int8 products into each (vta_gemm_core.v).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from vta.config import VTAConfig
+from vta.errors import ConfigError, DeviceError
 from vta.hwconfig import generate_header
 
 from .build import TOP, rtl_sources
@@ -39,15 +40,15 @@ CELLS = {
 }
 
 
-def ensure_yosys() -> str:
+def find_yosys() -> str:
+    """The yosys on PATH; a one-line `DeviceError` naming the package when there is none (the
+    toolkit never runs a package manager)."""
     path = shutil.which("yosys")
-    if path:
-        return path
-    print("yosys not found: installing Debian's yosys (apt-get)", file=sys.stderr)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "yosys"], check=True)
-    path = shutil.which("yosys")
-    if not path:
-        sys.exit("synth_report: yosys is still missing after apt-get install")
+    if path is None:
+        raise DeviceError(
+            "synthesis needs yosys on PATH, which is not here: install it "
+            "(apt-get install yosys on Debian/Ubuntu)"
+        )
     return path
 
 
@@ -55,7 +56,7 @@ def part_family(part: str) -> str:
     for name in PARTS:
         if part.startswith(name):
             return name
-    sys.exit(f"synth_report: no capacity table for part {part!r} (known: {', '.join(PARTS)})")
+    raise ConfigError(f"no capacity table for part {part!r} (known: {', '.join(PARTS)})")
 
 
 # The clock margin the report checks paths against: Fmax >= MARGIN x the configured clock.
@@ -67,7 +68,7 @@ def synthesize(
 ) -> tuple[dict[str, float], dict[str, int], CriticalPath, list[CriticalPath]]:
     """Run yosys; return (resource totals, raw cell counts, estimated critical path, the worst
     path into each signal that misses the clock with MARGIN)."""
-    yosys = ensure_yosys()
+    yosys = find_yosys()
     with tempfile.TemporaryDirectory(prefix="vta-synth-") as tmp:
         Path(tmp, "vta_config.vh").write_text(generate_header(cfg))
         sources = " ".join(str(p) for p in rtl_sources())
@@ -86,7 +87,8 @@ def synthesize(
         if log:
             log.write_text(text + run.stderr)
         if run.returncode != 0:
-            sys.exit(f"synth_report: yosys failed:\n{(run.stderr or text)[-3000:]}")
+            tail = (run.stderr or text).strip().splitlines()[-5:]
+            raise DeviceError("yosys failed (--log FILE keeps its log):\n" + "\n".join(tail))
         path, slow = analyse(netlist, TOP, 1000.0 / (MARGIN * cfg.clock_mhz))
     stat = text[text.rfind("Printing statistics") :]
     cells = {name: int(n) for name, n in re.findall(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}

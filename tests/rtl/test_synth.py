@@ -15,9 +15,7 @@ VTA = Path(sys.executable).parent / "vta"  # the command of this environment
 
 @pytest.mark.slow
 @pytest.mark.rtl
-@pytest.mark.skipif(
-    shutil.which("yosys") is None, reason="yosys missing (scripts/synth_report installs it)"
-)
+@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys missing (apt-get install yosys)")
 def test_default_config_fits_the_xc7z020():
     run = subprocess.run(
         [str(VTA), "synth-report", "--config", "pynq", "--json"],
@@ -59,3 +57,29 @@ def test_report_without_yosys(monkeypatch, capsys):
     assert "    9.00 ns   6 cells  core/p -> core/q" in out
     assert main(["synth-report", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["used"] == totals
+
+
+def test_missing_yosys_is_a_one_line_error_that_installs_nothing(monkeypatch, capsys):
+    """Without yosys the report says what to install, as a one-line DeviceError (the CLI: one
+    stderr line, exit 1), and never runs a package manager or any other process."""
+    from hw import synth
+    from vta.cli import main
+    from vta.errors import DeviceError
+
+    which = shutil.which
+    monkeypatch.setattr(
+        shutil, "which", lambda cmd, *a, **k: None if cmd == "yosys" else which(cmd, *a, **k)
+    )
+
+    def no_process(*args, **kwargs):
+        pytest.fail(f"a process was started: {args} {kwargs}")
+
+    monkeypatch.setattr(subprocess, "run", no_process)
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    with pytest.raises(DeviceError) as err:
+        synth.synthesis_report("pynq")
+    message = str(err.value)
+    assert "\n" not in message and "yosys" in message and "apt-get install yosys" in message
+    assert main(["synth-report", "--config", "pynq"]) == 1
+    out, stderr = capsys.readouterr()
+    assert out == "" and stderr.strip().splitlines() == [f"vta synth-report: error: {message}"]
