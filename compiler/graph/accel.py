@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +33,7 @@ from ..topi.vta.fused import (
     eye,
     fused_knob_space,
 )
+from .objects import default_processes
 from .quant import QConv
 
 
@@ -71,15 +74,16 @@ def fused_program(wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs, cfg: VTA
     return conv2d_fused(wl, ep, knobs, cfg)
 
 
-@functools.lru_cache(maxsize=256)
-def choose_knobs(
+Structure = tuple[Conv2DWorkload, Epilogue]  # a layer's workload and canonical epilogue
+_CHOSEN: dict[tuple, Conv2DKnobs] = {}  # choices made in this process
+
+
+def knob_candidates(
     wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, candidates: int, db: str | None
-) -> Conv2DKnobs:
-    """The fastest on the timing-only simulator of the records database's best knobs (`db`)
-    and the `candidates` settings the cycle estimate ranks first (a short tuning run can record
-    knobs worse than the estimate's best; a long one finds better). `ep` in its canonical
-    form (`Epilogue.structure`), so layers that differ only in immediates search once; the
-    candidates are timed unvalidated (the chosen Program is validated when built)."""
+) -> list[Conv2DKnobs]:
+    """The records database's best knobs (`db`) and the `candidates` settings the cycle
+    estimate ranks first (a short tuning run can record knobs worse than the estimate's best;
+    a long one finds better)."""
     space = sorted(
         fused_knob_space(wl, ep, cfg),
         key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
@@ -93,11 +97,43 @@ def choose_knobs(
         tuned = tuned_fused_knobs(wl, ep, db)
         if tuned is not None and tuned in space:
             tried = [tuned, *(k for k in tried if k != tuned)]
-    timed = [
-        (get_device("sim").time(conv2d_fused(wl, ep, k, cfg, validate=False)).cycles, i)
-        for i, k in enumerate(tried)
-    ]
-    return tried[min(timed)[1]]
+    return tried
+
+
+def simulated_cycles(job: tuple[Conv2DWorkload, Epilogue, Conv2DKnobs, VTAConfig]) -> int:
+    """Cycles of one candidate on the timing-only simulator (its Program unvalidated: the
+    chosen one is validated when built)."""
+    wl, ep, k, cfg = job
+    return get_device("sim").time(conv2d_fused(wl, ep, k, cfg, validate=False)).cycles
+
+
+def choose_knobs(
+    structures: list[Structure],
+    cfg: VTAConfig,
+    candidates: int = 8,
+    db: str | None = None,
+    processes: int | None = None,
+) -> dict[Structure, Conv2DKnobs]:
+    """Each structure's fastest candidate (`knob_candidates`) on the timing-only simulator.
+    Epilogues in their canonical form (`Epilogue.structure`: immediates do not change cycles),
+    so layers that differ only in them search once; the candidates of all structures are
+    timed together by `processes` forked workers (default: one per core)."""
+    key = (cfg, candidates, db)
+    todo = list(dict.fromkeys(s for s in structures if (*s, *key) not in _CHOSEN))
+    lists = {s: knob_candidates(*s, cfg, candidates, db) for s in todo}
+    jobs = [(*s, k, cfg) for s in todo for k in lists[s]]
+    n = processes or default_processes(len(jobs) // 8)
+    if n > 1:
+        context = multiprocessing.get_context("fork")  # the workers inherit the imports
+        with ProcessPoolExecutor(n, mp_context=context) as pool:
+            cycles = list(pool.map(simulated_cycles, jobs, chunksize=4))
+    else:
+        cycles = [simulated_cycles(j) for j in jobs]
+    timed = iter(cycles)
+    for s in todo:
+        ranked = [(next(timed), i) for i in range(len(lists[s]))]
+        _CHOSEN[(*s, *key)] = lists[s][min(ranked)[1]]
+    return {s: _CHOSEN[(*s, *key)] for s in structures}
 
 
 @dataclasses.dataclass
@@ -181,7 +217,9 @@ def compile_qconv(
     if q.residual_shift is not None:
         consts["eye"] = eye(q.residual_shift, cfg)
     if knobs is None:
-        knobs = choose_knobs(wl, ep.structure(), cfg, candidates, db)
+        knobs = choose_knobs([(wl, ep.structure())], cfg, candidates, db, processes=1)[
+            (wl, ep.structure())
+        ]
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     return AccelConv(name, wl, ep, knobs, consts, o)

@@ -25,7 +25,15 @@ from vta.config import VTAConfig
 from ..errors import OperatorError
 from ..topi.vta.conv2d import Conv2DKnobs
 from . import quant as Q
-from .accel import AccelConv, compile_qconv, layer_structure, pack_act, report_row, unpack_act
+from .accel import (
+    AccelConv,
+    choose_knobs,
+    compile_qconv,
+    layer_structure,
+    pack_act,
+    report_row,
+    unpack_act,
+)
 from .build_onnx import compile_fused
 from .executor import GraphModule
 from .ir import Graph, Group, Node
@@ -191,12 +199,27 @@ class HybridModule:
         return cls(cfg, steps, inputs, m["outputs"], constants, 0.0, m.get("calibration", ""))
 
 
+def _qconv(node: Node, constants: dict) -> Q.QConv:
+    """The QConv of a VTAConv node."""
+    w, b = constants[node.inputs[1]], constants[node.inputs[2]]
+    return Q.qconv_of(node.attrs, w, b, constants[node.inputs[5]] if node.inputs[5] else None)
+
+
 def _accel(node: Node, constants: dict, in_shape, sc_shape, cfg: VTAConfig, **options):
     """The AccelConv of a VTAConv node."""
-    w, b = constants[node.inputs[1]], constants[node.inputs[2]]
-    sc_w = constants[node.inputs[5]] if node.inputs[5] else None
-    q = Q.qconv_of(node.attrs, w, b, sc_w)
-    return compile_qconv(node.name, q, in_shape, cfg, sc_shape, **options)
+    return compile_qconv(node.name, _qconv(node, constants), in_shape, cfg, sc_shape, **options)
+
+
+def _structures(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
+    """Each accelerator group's (input shape, shortcut input shape, workload, epilogue)."""
+    out = {}
+    for g in graph.groups:
+        if g.target == VTA:
+            node = g.nodes[0]
+            x, sc = (graph.value(t).shape if t else None for t in (node.inputs[0], node.inputs[4]))
+            wl, ep = layer_structure(node.name, _qconv(node, graph.constants), x, cfg, sc)
+            out[g.name] = (x, sc, wl, ep)
+    return out
 
 
 def _segments(graph: Graph) -> list[list[Group]]:
@@ -245,7 +268,9 @@ def compile_hybrid(
     for its CPU runs."""
     start = time.perf_counter()
     runs = _segments(graph)
-    shapes = {t: graph.value(t).shape for t in graph.values}
+    structures = _structures(graph, cfg)
+    canonical = [(wl, ep.structure()) for _, _, wl, ep in structures.values()]
+    chosen = choose_knobs(canonical, cfg, candidates, db)  # all groups' searches at once
     steps: list[Step] = []
     for k, run in enumerate(runs):
         g = run[0]
@@ -254,11 +279,9 @@ def compile_hybrid(
             later.update(t for h in r for t in group_inputs(h))
         if g.target == VTA:
             node = g.nodes[0]
-            in_shape, sc_shape = shapes[node.inputs[0]], None
-            if node.inputs[4]:
-                sc_shape = shapes[node.inputs[4]]
-            accel = _accel(node, graph.constants, in_shape, sc_shape, cfg,
-                           candidates=candidates, db=db)  # fmt: skip
+            in_shape, sc_shape, wl, ep = structures[g.name]
+            knobs = chosen[(wl, ep.structure())]
+            accel = _accel(node, graph.constants, in_shape, sc_shape, cfg, knobs=knobs)
             step = Step("vta", g.name, [node.inputs[0]], node.outputs, [g.name], g.reason,
                         node=node, accel=accel, shapes=(in_shape, sc_shape))  # fmt: skip
         elif len(run) == 1 and g.nodes[0].op in ("Quantize", "Dequantize"):
@@ -316,14 +339,9 @@ def tuning_tasks(graph: Graph, cfg: VTAConfig) -> list[tuple[tuple, int]]:
     from ..tune.templates.vta import fused_args
 
     weights: dict[tuple, int] = {}
-    for g in graph.groups:
-        if g.target == VTA:
-            node = g.nodes[0]
-            q = Q.qconv_of(node.attrs, *(graph.constants[t] for t in node.inputs[1:3]),
-                           graph.constants.get(node.inputs[5]))  # fmt: skip
-            shapes = [graph.value(t).shape if t else None for t in (node.inputs[0], node.inputs[4])]
-            args = fused_args(*layer_structure(node.name, q, shapes[0], cfg, shapes[1]))
-            weights[args] = weights.get(args, 0) + 1
+    for _, _, wl, ep in _structures(graph, cfg).values():
+        args = fused_args(wl, ep)
+        weights[args] = weights.get(args, 0) + 1
     return list(weights.items())
 
 

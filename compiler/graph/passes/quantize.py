@@ -105,9 +105,15 @@ class _Quantizer:
         self.fp32 = set(graph.inputs) | set(graph.constants)
         self.int8: dict[str, tuple[int, int]] = {}  # tensor -> (exponent, zero) of its t__q
 
-    def add(self, group: Group) -> None:
-        """Append `group` and run its nodes on every calibration input."""
+    def add(self, group: Group, outputs: list[np.ndarray] | None = None) -> None:
+        """Append `group` and run its nodes on every calibration input (or take its one
+        node's `outputs`, one per input, computed already)."""
         self.q.groups.append(group)
+        if outputs is not None:
+            (name,) = group.nodes[0].outputs
+            for e, y in zip(self.env, outputs, strict=True):
+                e[name] = y
+            return
         consts = self.q.constants
         for node in group.nodes:
             for e in self.env:
@@ -160,8 +166,9 @@ def _conv_parts(graph: Graph, node: Node) -> tuple[np.ndarray, np.ndarray, int, 
 
 def _quantize_group(
     s: _Quantizer, g: Group, p: AccelPattern, correct_bias: bool, pre_shift: bool
-) -> Node:
-    """The VTAConv node of accelerator group `g` (its int8 inputs made first)."""
+) -> tuple[Node, list[np.ndarray]]:
+    """The VTAConv node of accelerator group `g` (its int8 inputs made first) and its output on
+    each calibration input (from the accumulator bias correction computed anyway)."""
     src = s.src
     x, res = p.conv.inputs[0], p.residual
     sc_x = p.shortcut.inputs[0] if p.shortcut else None
@@ -184,15 +191,18 @@ def _quantize_group(
     qc = quantized(bias)  # may raise LoweringError before anything is added
     for t in filter(None, (x, res, sc_x)):
         s.need_int8(t)
+    acc = Q.accumulate(qc, s.int8_batch(x), res and s.int8_batch(res),
+                       sc_x and s.int8_batch(sc_x))  # fmt: skip
     if correct_bias:
-        acc = Q.accumulate(qc, s.int8_batch(x), res and s.int8_batch(res),
-                           sc_x and s.int8_batch(sc_x))  # fmt: skip
         offset = (1 << qc.shift >> 1) + (z_out << qc.shift)  # rounding, output zero point
         err = (acc - offset) * 2.0 ** (qc.e_out - qc.shift) - np.concatenate(s.observed[p.preact])
-        qc = quantized(bias - err.mean(axis=(0, 2, 3)))
+        corrected = quantized(bias - err.mean(axis=(0, 2, 3)))
+        acc += (corrected.bias.astype(np.int64) - qc.bias)[None, :, None, None]  # only it moved
+        qc = corrected
     hi = 127
     if p.clip_max is not None:
         hi = int(np.clip(np.floor(p.clip_max * 2.0**-qc.e_out) + z_out, z_out, 127))
+    y = np.minimum(Q.requantize(acc, qc), np.int8(hi))  # the node's reference kernel, on acc
     q = s.q
     consts = [q.add_constant(f"{g.name}__w", qc.weight), q.add_constant(f"{g.name}__b", qc.bias)]
     sc_w = q.add_constant(f"{g.name}__scw", qc.sc_weight) if p.shortcut else ""
@@ -202,7 +212,8 @@ def _quantize_group(
     q.values[out] = Value(out, src.value(p.output).shape, "int8")
     s.int8[p.output] = (qc.e_out, z_out)
     attrs = {**Q.qconv_attrs(qc), "clip_hi": hi}
-    return Node("VTAConv", inputs, [out], attrs, g.name)
+    per_input = np.cumsum([e[x + QUANTIZED].shape[0] for e in s.env])[:-1]
+    return Node("VTAConv", inputs, [out], attrs, g.name), np.split(y, per_input)
 
 
 def quantize(
@@ -223,11 +234,11 @@ def quantize(
     for g in graph.groups:
         if g.target == VTA:
             try:
-                node = _quantize_group(s, g, patterns[id(g)], correct_bias, pre_shift)
+                node, outputs = _quantize_group(s, g, patterns[id(g)], correct_bias, pre_shift)
             except LoweringError as e:
                 g = Group(g.name, g.pattern, g.nodes, CPU, f"fp32: {e}")
             else:
-                s.add(Group(g.name, Pattern.OUT_FUSABLE, [node], VTA, g.reason))
+                s.add(Group(g.name, Pattern.OUT_FUSABLE, [node], VTA, g.reason), outputs)
                 continue
         for t in group_inputs(g):
             s.need_fp32(t)
