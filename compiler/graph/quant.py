@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ..errors import LoweringError
+from ..topi.testing import conv2d_nchw_python
 
 QMAX = 127
 CALIBRATIONS = ("minmax", "percentile", "mse")
@@ -80,14 +81,13 @@ def dequantize(q: np.ndarray, e: int, zero: int = 0) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class QConv:
     """A quantized convolution (or dense, as a 1x1 conv) with its fused epilogue: int8 weights
-    (O, I, KH, KW), int32 bias (rounding included), right shift (an int, or one per output
-    channel where each channel's weights have their own exponent), ReLU, and an optional residual
+    (O, I, KH, KW), int32 bias (rounding included), right shift, ReLU, and an optional residual
     (added as residual << residual_shift after the products are shifted right by pre_shift) or
     shortcut conv (weights sc_weight, stride sc_stride)."""
 
     weight: np.ndarray
     bias: np.ndarray
-    shift: int | np.ndarray
+    shift: int
     relu: bool
     stride: int
     pad: int
@@ -129,16 +129,14 @@ def quantize_conv(
     pad: int = 0,
     e_residual: int | None = None,
     shortcut: tuple[np.ndarray, np.ndarray, int, int] | None = None,
-    per_channel: bool = False,
     pre_shift: bool = True,
     zeros: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> QConv:
     """Quantize a float conv (+ bias) whose input has exponent e_in and output e_out; with
     `e_residual`, a residual at that exponent is added before the shift; `shortcut` =
     (weight, bias, input exponent, stride) of a conv accumulated into the same rows;
-    `per_channel`: each output channel's weights get their own exponent (and the shift, then
-    one per channel, brings them to e_out: for layers the CPU runs); `pre_shift` False: a
-    residual more than 2^6 coarser than the products gets weights that much coarser instead;
+    `pre_shift` False: a residual more than 2^6 coarser than the products gets weights that
+    much coarser instead;
     `zeros`: the zero points of (input, residual, shortcut input, output), folded into the bias
     (an output zero point -128 takes the ReLU's place: the int8 clip cuts at value 0)."""
     z_in, z_res, z_sc, z_out = zeros
@@ -147,10 +145,6 @@ def quantize_conv(
     if z_out and not relu:
         raise LoweringError("quantization: only a ReLU's output takes a zero point")
     relu = relu and not z_out
-    if per_channel:
-        if e_residual is not None or shortcut is not None:
-            raise LoweringError("quantization: per-channel weights take no residual or shortcut")
-        return _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad, z_in, z_out)
     e_acc = e_in + pow2_exponent(float(np.abs(weight).max(initial=0.0)))
     sc_bias, sc_shift = np.zeros_like(bias), 0
     if shortcut is not None:
@@ -199,24 +193,9 @@ def _sums(w: np.ndarray) -> np.ndarray:
     return w.reshape(w.shape[0], -1).astype(np.float64).sum(axis=1)
 
 
-def _quantize_per_channel(weight, bias, e_in, e_out, relu, stride, pad, z_in, z_out) -> QConv:
-    e_w = np.array([pow2_exponent(float(np.abs(w).max(initial=0.0))) for w in weight])
-    e_acc = e_in + e_w
-    e_out = max(e_out, int(e_acc.max()))
-    shift = e_out - e_acc
-    if shift.max() > 31:
-        raise LoweringError(f"quantization: requantizing shift {shift.max()} exceeds 31")
-    w_q = quantize(weight * 2.0 ** -e_w.reshape(-1, *[1] * (weight.ndim - 1)), 0)
-    b_q = np.rint(np.asarray(bias, np.float64) * 2.0**-e_acc) + (1 << shift >> 1)
-    b_q += (z_out << shift) - z_in * _sums(w_q)
-    b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
-    return QConv(w_q, b_q, shift.astype(np.int64), relu, stride, pad, e_in, e_out)
-
-
 def requantize(acc: np.ndarray, q: QConv) -> np.ndarray:
-    """int8 clip(acc >> shift) of an int64 NCHW accumulator (shift: one, or one per channel)."""
-    shift = np.asarray(q.shift).reshape(-1, 1, 1) if np.ndim(q.shift) else q.shift
-    return np.clip(acc >> shift, 0 if q.relu else -128, QMAX).astype(np.int8)
+    """int8 clip(acc >> shift) of an int64 NCHW accumulator."""
+    return np.clip(acc >> q.shift, 0 if q.relu else -128, QMAX).astype(np.int8)
 
 
 def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
@@ -224,19 +203,10 @@ def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
     products are summed in float64 (BLAS) where every partial sum is an integer below 2^53,
     so exactly; numpy has no fast integer matrix product (ResNet-18's calibration spent 23 s
     in int64 einsum)."""
-    x = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     o, c, kh, kw = w.shape
-    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
-    w = w.astype(np.int64)
     bound = int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0)) * c * kh * kw
     dt = np.float64 if bound < 2**53 else np.int64
-    x, w = x.astype(dt), w.astype(dt)
-    acc = np.zeros((x.shape[0], o, oh, ow), dt)
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
-            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j], optimize=True)
-    return acc.astype(np.int64)
+    return conv2d_nchw_python(x.astype(dt), w.astype(dt), stride, pad).astype(np.int64)
 
 
 def accumulate(
@@ -244,18 +214,9 @@ def accumulate(
     x: np.ndarray,
     residual: np.ndarray | None = None,
     sc_in: np.ndarray | None = None,
-    dw: bool = False,
-    products: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The int64 NCHW accumulator of a quantized conv (depthwise if `dw`) before its shift;
-    `products`: the main conv's, computed elsewhere (exactly)."""
-    if products is not None:
-        acc = products.astype(np.int64)
-    elif dw:
-        zero = np.zeros(q.weight.shape[0], np.int64)
-        acc = depthwise(x.astype(np.int64), q.weight.astype(np.int64), zero, q.stride, q.pad)
-    else:
-        acc = conv_int(x, q.weight, q.stride, q.pad)
+    """The int64 NCHW accumulator of a quantized conv before its shift."""
+    acc = conv_int(x, q.weight, q.stride, q.pad)
     if q.sc_weight is not None:
         acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0) << q.sc_shift
     acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]
@@ -269,28 +230,3 @@ def run_qconv(
 ) -> np.ndarray:
     """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
     return requantize(accumulate(q, x, residual, sc_in), q)
-
-
-def conv_f32(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    o, _, kh, kw = w.shape
-    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
-    acc = np.zeros((x.shape[0], o, oh, ow), np.float32)
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
-            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j], optimize=True)
-    return acc + b[None, :, None, None]
-
-
-def depthwise(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    """Depthwise conv, w (C, 1, KH, KW): fp32 for float x, exact int64 for integer x."""
-    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    c, _, kh, kw = w.shape
-    oh, ow = (x.shape[2] - kh) // stride + 1, (x.shape[3] - kw) // stride + 1
-    acc = np.zeros((x.shape[0], c, oh, ow), x.dtype if x.dtype.kind == "f" else np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
-            acc += patch * w[None, :, 0, i, j, None, None].astype(acc.dtype)
-    return acc + b[None, :, None, None].astype(acc.dtype)

@@ -42,20 +42,27 @@ def windows(data: np.ndarray, kernel, stride, dilation, padding, fill: float) ->
     return win[:, :, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, ::dh, ::dw]
 
 
-def conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any, dilation=1):
-    """Reference conv2d: a [N, C, H, W], w [OC, C, KH, KW]."""
+def conv2d_nchw_python(
+    a: np.ndarray, w: np.ndarray, stride: Any, padding: Any, dilation: Any = 1, groups: int = 1
+) -> np.ndarray:
+    """The toolkit's one numpy convolution (references, the graph's reference executor, the
+    quantized accelerator's oracle): a [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH,
+    OW] in a's dtype (exact for integers)."""
     pads = get_pad_tuple(padding, w.shape[2:])
-    win = windows(a, w.shape[2:], stride, dilation, pads, 0.0)
-    return np.einsum("ncyxij,ocij->noyx", win, w, optimize=True).astype(a.dtype)
+    n, c = a.shape[:2]
+    oc, cg, kh, kw = w.shape
+    win = windows(a, (kh, kw), stride, dilation, pads, 0)
+    oh, ow = win.shape[2:4]
+    win = win.reshape(n, groups, c // groups, oh, ow, kh, kw)
+    wg = w.reshape(groups, oc // groups, cg, kh, kw)
+    out = np.einsum("ngchwij,gocij->ngohw", win, wg, optimize=True)
+    return out.reshape(n, oc, oh, ow).astype(a.dtype)
 
 
 def depthwise_conv2d_python_nchw(a: np.ndarray, w: np.ndarray, stride, padding, dilation=1):
-    """Reference depthwise conv2d: a [N, C, H, W], w [C, M, KH, KW] -> [N, C * M, OH, OW]."""
-    pads = get_pad_tuple(padding, w.shape[2:])
-    win = windows(a, w.shape[2:], stride, dilation, pads, 0.0)
-    out = np.einsum("ncyxij,cmij->ncmyx", win, w)
-    n, c, m, oh, ow = out.shape
-    return out.reshape(n, c * m, oh, ow).astype(a.dtype)
+    """Depthwise conv2d: a [N, C, H, W], w [C, M, KH, KW] -> [N, C * M, OH, OW]."""
+    c, m, kh, kw = w.shape
+    return conv2d_nchw_python(a, w.reshape(c * m, 1, kh, kw), stride, padding, dilation, c)
 
 
 def pool2d_python(

@@ -1,32 +1,15 @@
-"""Power-of-two quantization of convolutions: per-channel weight exponents for CPU layers."""
+"""Power-of-two quantization of convolutions: residuals, zero points."""
 
 import numpy as np
 import pytest
 
 from compiler.errors import LoweringError
-from compiler.graph.quant import conv_f32, dequantize, quantize, quantize_conv, run_qconv
+from compiler.graph.quant import dequantize, quantize, quantize_conv, run_qconv
+from compiler.topi.testing import conv2d_nchw_python
 
 
-def test_per_channel_exponents_keep_small_channels_precise():
-    rng = np.random.default_rng(0)
-    scale = np.array([1, 1 / 4, 1 / 16, 1 / 64], np.float32)[:, None, None, None]
-    w = rng.standard_normal((4, 8, 3, 3)).astype(np.float32) * scale
-    b = rng.normal(0, 0.1, 4).astype(np.float32)
-    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
-    want = conv_f32(x, w, b, 1, 1)
-    errors = []
-    for per_channel in (False, True):
-        q = quantize_conv(w, b, -4, -6, False, 1, 1, per_channel=per_channel)
-        got = dequantize(run_qconv(q, quantize(x, -4)), q.e_out)
-        errors.append(np.abs(got - want)[:, 3].max() / np.abs(want[:, 3]).max())
-    assert np.ndim(q.shift) == 1 and len(q.shift) == 4
-    assert errors[1] < errors[0] / 4  # the smallest channel: its own exponent
-
-
-def test_per_channel_refuses_a_residual():
-    w = np.ones((2, 2, 1, 1), np.float32)
-    with pytest.raises(LoweringError, match="per-channel"):
-        quantize_conv(w, np.zeros(2, np.float32), 0, 0, False, e_residual=2, per_channel=True)
+def conv_f32(x, w, b, stride: int, pad: int) -> np.ndarray:
+    return conv2d_nchw_python(x, w, stride, pad) + b[None, :, None, None]
 
 
 @pytest.mark.parametrize("pre_shift", [True, False])
