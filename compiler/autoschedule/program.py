@@ -15,10 +15,11 @@ import numpy as np
 from ..errors import TuningError
 from ..schedule.schedule import Schedule, create_schedule
 from ..te.tensor import PlaceholderOp, Tensor
+from ..tune.dispatch import register_program_kind
 from ..tune.task import workload_key
 from . import dag
 from .steps import Step, replay, step_from_json
-from .workload import REFERENCES, workload_tensors
+from .workload import REFERENCES, WORKLOADS, import_workload, workload_module, workload_tensors
 
 KIND = "ansor"  # records of auto-scheduler programs: workload "ansor:OP", config {"kind": ...}
 
@@ -74,9 +75,16 @@ class SearchTask:
         return list(REFERENCES[self.name](inputs, *self.args))
 
     def __getstate__(self) -> dict:
-        return {"name": self.name, "args": self.args, "target": self.target}
+        # the module registering the workload travels with it: a worker imports it before
+        # rebuilding the definition (the graph's `graph_group` is registered by
+        # compiler.graph.tasks, which the auto-scheduler does not import)
+        state = {"name": self.name, "args": self.args, "target": self.target}
+        module = workload_module(self.name)
+        return {**state, "module": module} if module else state
 
     def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        import_workload(state["name"], state.pop("module", None))
         self.__dict__.update(state)
 
 
@@ -124,6 +132,20 @@ class Program:
             raise TuningError(f"not an auto-scheduler record config: {str(config)[:80]}")
         steps = [step_from_json(s) for s in config.get("steps", [])]
         return cls(task, steps, int(config.get("sketch", 0)))
+
+
+def _load_program(op: str, args: tuple, target: str, config: Any) -> Program | None:
+    """A record's program, for the dispatch context (`tune.dispatch.ApplyHistoryBest`); None
+    for an unregistered workload or a record of another version of the step language."""
+    if op not in WORKLOADS:
+        return None
+    try:
+        return Program.from_json(SearchTask(op, args, target), config)
+    except TuningError:
+        return None
+
+
+register_program_kind(KIND, _load_program)
 
 
 def run_program(program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -9,6 +9,7 @@ not pickle).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +44,20 @@ def register_workload(
         return fn
 
     return register
+
+
+def workload_module(name: str) -> str | None:
+    """The module that registers the workload `name` (imported by a worker before it rebuilds
+    the definition), or None for an unregistered one."""
+    fn = WORKLOADS.get(name)
+    return getattr(fn, "__module__", None) if fn is not None else None
+
+
+def import_workload(name: str, module: str | None) -> None:
+    """Register the workload `name` by importing `module` (a task's registering module, sent
+    with it to a worker) unless it is registered already."""
+    if name not in WORKLOADS and module:
+        importlib.import_module(module)
 
 
 def workload_tensors(name: str, args: Sequence[Any]) -> list[Tensor]:
