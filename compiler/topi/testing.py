@@ -47,16 +47,23 @@ def conv2d_nchw_python(
 ) -> np.ndarray:
     """The toolkit's one numpy convolution (references, the graph's reference executor, the
     quantized accelerator's oracle): a [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH,
-    OW] in a's dtype (exact for integers)."""
-    pads = get_pad_tuple(padding, w.shape[2:])
-    n, c = a.shape[:2]
+    OW] in a's dtype (exact for integers). One matrix product per kernel offset (BLAS for
+    floats: in float64 about twice as fast as one product over all windows)."""
+    top, left, bottom, right = get_pad_tuple(padding, w.shape[2:])
+    (sh, sw), (dh, dw) = pair(stride), pair(dilation)
+    n, c, h, wd = a.shape
     oc, cg, kh, kw = w.shape
-    win = windows(a, (kh, kw), stride, dilation, pads, 0)
-    oh, ow = win.shape[2:4]
-    win = win.reshape(n, groups, c // groups, oh, ow, kh, kw)
+    oh, ow = out_size(h, kh, sh, dh, top + bottom), out_size(wd, kw, sw, dw, left + right)
+    x = np.pad(a, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    x = x.reshape(n, groups, cg, *x.shape[2:])
     wg = w.reshape(groups, oc // groups, cg, kh, kw)
-    out = np.einsum("ngchwij,gocij->ngohw", win, wg, optimize=True)
-    return out.reshape(n, oc, oh, ow).astype(a.dtype)
+    acc = np.zeros((n, groups, oc // groups, oh, ow), np.result_type(a, w))
+    for i in range(kh):
+        for j in range(kw):
+            y, z = i * dh, j * dw
+            patch = x[..., y : y + sh * (oh - 1) + 1 : sh, z : z + sw * (ow - 1) + 1 : sw]
+            acc += np.einsum("ngchw,goc->ngohw", patch, wg[..., i, j], optimize=True)
+    return acc.reshape(n, oc, oh, ow).astype(a.dtype)
 
 
 def depthwise_conv2d_python_nchw(a: np.ndarray, w: np.ndarray, stride, padding, dilation=1):
