@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from compiler.autoschedule import AnsorTuner, SearchTask
-from compiler.autoschedule.groups import describe, group_similarity, group_tasks
 from compiler.autoschedule.task_scheduler import ScheduleResult, TaskScheduler, network_tasks
+from compiler.graph.tasks import describe, group_similarity, group_tasks
 from compiler.topi import x86
 from compiler.tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
 from compiler.tune.measure import compiler_build, time_kernel
@@ -119,7 +119,7 @@ def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, 
 
 def resnet18_pairs(winograd: bool = True) -> list[tuple[tuple[str, tuple], float]]:
     """ResNet-18's auto-scheduler tasks ((workload, args), weight): its fused convolution
-    groups (`autoschedule.groups.group_tasks`, what `vta tune MODEL --tuner ansor` tunes);
+    groups (`graph.tasks.group_tasks`, what `vta tune MODEL --tuner ansor` tunes);
     without the Winograd ones unless `winograd`."""
     from compiler.zoo import resnet18
 

@@ -15,10 +15,7 @@ from ..tune import tune
 from ..tune.database import Database
 from ..tune.measure import MeasureOption
 from ..tune.tuner import TuningHistory
-from . import (
-    gpu_steps,  # noqa: F401 - registers the GPU step kinds
-    groups,  # noqa: F401 - registers the network groups' workload
-)
+from . import gpu_steps  # noqa: F401 - registers the GPU step kinds
 from .annotate import annotate, crossover, mutate
 from .program import Program, SearchTask
 from .search import AnsorTuner

@@ -1,6 +1,7 @@
 """The auto-scheduler's tuning runs (what `vta tune --tuner ansor` runs): named workloads one
-after another, or a model's fused convolution groups (`groups.py`) sharing a budget of
-`n_trial` per task, allocated by the gradient task scheduler.
+after another, or a model's fused convolution groups (the graph's `graph_group` workloads,
+extracted by `compiler.graph.tasks.group_tasks` and handed in by the caller) sharing a budget
+of `n_trial` per task, allocated by the gradient task scheduler.
 
 Targets: llvm, and cuda where a GPU exists to time the programs (workloads only).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..codegen.nvptx_arch import is_cuda_target
 from ..errors import TuningError
@@ -25,7 +27,6 @@ from ..tune.measure import (
 )
 from ..tune.tuner import TuningHistory
 from . import auto_schedule
-from .groups import group_similarity, group_tasks
 from .program import SearchTask
 from .task_scheduler import ScheduleResult, TaskScheduler, network_tasks
 
@@ -97,16 +98,21 @@ class NetworkTuning:
 
 def tune_network(
     model: str,
+    tasks: Callable[[str, str], Sequence[tuple[tuple[str, tuple], float]]],
     target: str,
     n_trial: int,
     db: str | None,
     seed: int = 0,
     build_timeout: float = 30.0,
     log: Callable[[str], None] | None = print,
+    similarity: Callable[[Any], str] | None = None,
 ) -> NetworkTuning:
-    """Tune the model's fused convolution groups with `n_trial` trials per task, allocated by
-    the gradient task scheduler, recording to `db` (needed: its records make the compiled
-    model); `log` gets the plan before the search starts."""
+    """Tune the model's fused convolution groups, `tasks(model, target)` (((workload, args),
+    uses in the model) each: `compiler.graph.tasks.group_tasks`, called once the options are
+    checked), with `n_trial` trials per task, allocated by the gradient task scheduler
+    (`similarity(args[0])`: a task's similarity key, `graph.tasks.group_similarity`),
+    recording to `db` (needed: its records make the compiled model); `log` gets the plan
+    before the search starts."""
     option = _measure_option(target, True, build_timeout)
     try:
         if db is None:
@@ -114,18 +120,18 @@ def tune_network(
                 "tuning a model needs --db FILE (its records make the compiled model)"
             )
         with Database(db) as database:
-            tasks, weights = network_tasks(group_tasks(model, target), target)
+            found, weights = network_tasks(tasks(model, target), target)
             if log:
                 log(
-                    f"{model}: {len(tasks)} tasks, {n_trial * len(tasks)} trials "
+                    f"{model}: {len(found)} tasks, {n_trial * len(found)} trials "
                     "(gradient scheduler)"
                 )
             start = time.perf_counter()
-            similar = [group_similarity(t.args[0]) for t in tasks]
+            similar = [similarity(t.args[0]) for t in found] if similarity else None
             sched = TaskScheduler(
-                tasks, weights, option, database=database, unit=8, seed=seed, similarity=similar
+                found, weights, option, database=database, unit=8, seed=seed, similarity=similar
             )
             result = sched.tune(n_trial * len(tasks))
     finally:
         option.close()
-    return NetworkTuning(list(tasks), list(weights), result, time.perf_counter() - start)
+    return NetworkTuning(list(found), list(weights), result, time.perf_counter() - start)

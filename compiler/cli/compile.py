@@ -40,15 +40,17 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"calibrated on {compiled.calibration}", file=sys.stderr)
     else:
         from ..graph.build_onnx import compile_model
+        from ..tune.dispatch import cpu_history
 
-        graph = compile_model(
-            Path(args.model),
-            target=args.target,
-            db=args.db,
-            shapes=shapes,
-            log=lambda m: print(m, file=sys.stderr),
-            print_passes=args.print_passes,
-        )
+        with cpu_history(args.db, args.target) as records:  # --db's records, then the shipped
+            graph = compile_model(
+                Path(args.model),
+                target=args.target,
+                shapes=shapes,
+                log=lambda m: print(m, file=sys.stderr),
+                print_passes=args.print_passes,
+                records=records,
+            )
         graph.save(args.output)
     print(f"compiled {args.model} in {time.perf_counter() - start:.2f} s -> {args.output}")
     return 0

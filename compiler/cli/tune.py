@@ -187,11 +187,18 @@ def _ansor(args: argparse.Namespace, target: str, names: list[str]) -> int:
 
 
 def _ansor_model(args: argparse.Namespace, target: str, model: str) -> int:
-    from ..autoschedule.groups import describe
     from ..autoschedule.tuning import tune_network
+    from ..graph.tasks import describe, group_similarity, group_tasks
 
     tuned = tune_network(
-        model, target, args.n_trial, args.db, seed=args.seed, build_timeout=args.build_timeout
+        model,
+        group_tasks,
+        target,
+        args.n_trial,
+        args.db,
+        seed=args.seed,
+        build_timeout=args.build_timeout,
+        similarity=group_similarity,
     )
     result = tuned.result
     for task, w, cost in zip(tuned.tasks, tuned.weights, result.best_costs, strict=True):

@@ -1,7 +1,9 @@
 """ONNX -> compiled graph on the CPU: the model is imported into the graph IR
 (`onnx_import`), runs the graph passes (`passes`: shape inference, constant and batch-norm
-folding, simplification, fusion), and every fused group becomes `build.Group`s for
-`build.build_graph`.
+folding, simplification, fusion), every fused group becomes `build.Group`s
+(`lower_groups`), the CPU-layout passes choose how dense layers and convolutions are computed
+(`passes.cpu_layout`), and `build.build_graph` compiles them with the schedules of a dispatch
+context (`tune.dispatch.cpu_history`: `--db` records, then the shipped ones).
 
 Layout: 4-d activations between convolutions and pools stay in NCHW[x]c with the block
 `x86.channel_block(C)`, packed once where a plain tensor first meets such a group and
@@ -13,6 +15,7 @@ elementwise followers too. Intermediate tensors share the arena by liveness (`pl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +23,7 @@ import numpy as np
 from ..codegen.target import target_scope
 from ..errors import OperatorError
 from ..topi import testing, x86
+from ..tune.dispatch import ApplyHistoryBest, cpu_history
 from .build import Group, Node, build_graph, plan_offsets, view_aliases
 from .build_ops import OPS
 from .executor import GraphModule
@@ -27,6 +31,7 @@ from .ir import Graph
 from .ir import Node as IRNode
 from .onnx_import import import_onnx
 from .passes import run_passes
+from .passes.cpu_layout import run_cpu_passes
 from .passes.fuse import group_inputs
 
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
@@ -44,12 +49,15 @@ def compile_model(
     shapes: dict | None = None,
     log=None,
     print_passes: bool = False,
+    records: ApplyHistoryBest | None = None,
 ) -> GraphModule:
     """The ONNX model at `path` compiled into a GraphModule; `shapes` gives inputs' shapes
     where the model leaves dimensions symbolic (`--shape NAME=DIMS`); `print_passes` prints
-    the graph IR after every pass, then the CPU's groups in their layouts and the memory plan
-    (to stdout)."""
-    return compile_fused(fused_graph(path, shapes, print_passes), target, db, log, print_passes)
+    the graph IR after every pass, then the CPU's groups in their layouts, the CPU-layout
+    passes' choices and the memory plan (to stdout). Schedules come from the dispatch context
+    `records`, else from `tune.dispatch.cpu_history(db, target)`."""
+    graph = fused_graph(path, shapes, print_passes)
+    return compile_fused(graph, target, db, log, print_passes, records)
 
 
 def compile_fused(
@@ -58,20 +66,71 @@ def compile_fused(
     db: str | None = None,
     log=None,
     print_passes: bool = False,
+    records: ApplyHistoryBest | None = None,
 ) -> GraphModule:
     """A fused graph compiled into a GraphModule (see `compile_model`)."""
     with target_scope(target):
         groups, tensor_shapes, params, inputs, outputs = lower_groups(graph)
-    offsets, arena, bound = plan_offsets(groups, tensor_shapes, set(outputs))
     if print_passes:
         print(f"== layout (NCHW[x]c) ==\n{format_groups(groups, tensor_shapes, params)}")
+    own = records is None
+    records = cpu_history(db, target) if records is None else records
+    try:
+        return compile_groups(
+            groups, tensor_shapes, params, inputs, outputs, target, log, records, print_passes
+        )
+    finally:
+        if own:
+            records.close()
+
+
+def compile_groups(
+    groups: list[Group],
+    shapes: dict,
+    params: dict,
+    inputs: list[str],
+    outputs: list[str],
+    target: str = "llvm",
+    log=None,
+    records: ApplyHistoryBest | None = None,
+    print_passes: bool = False,
+) -> GraphModule:
+    """Lowered groups (`lower_groups`) compiled into a GraphModule: the CPU-layout passes
+    (`passes.cpu_layout`, with the dispatch context `records` for the pointwise choice), the
+    memory plan, then the build with the schedules `records` holds (none: the defaults)."""
+    with target_scope(target):
+        cpu = run_cpu_passes(groups, shapes, params, records, print_passes)
+    offsets, arena, bound = plan_offsets(groups, cpu.shapes, set(outputs))
+    if print_passes:
         views = view_aliases(groups, set(outputs))
-        print(f"== memory plan ==\n{format_plan(offsets, tensor_shapes, arena, bound, views)}")
+        print(f"== memory plan ==\n{format_plan(offsets, cpu.shapes, arena, bound, views)}")
     graph = build_graph(
-        groups, tensor_shapes, params, inputs, outputs, offsets, arena, target, log, db
+        groups, cpu.shapes, cpu.constants, inputs, outputs, offsets, arena, target, log, records
     )
     graph.manifest["arena_lower_bound"] = bound
     return graph
+
+
+@dataclass
+class CPUGroups:
+    """A fused graph lowered for the CPU and through the CPU-layout passes: its groups, tensor
+    shapes (constants' included), constants, input and output names."""
+
+    groups: list[Group]
+    shapes: dict
+    params: dict
+    inputs: list[str]
+    outputs: list[str]
+
+
+def cpu_groups(graph: Graph, target: str, records: ApplyHistoryBest | None = None) -> CPUGroups:
+    """The fused graph's groups as the build compiles them (`lower_groups`, then the
+    CPU-layout passes with the dispatch context `records`; none: a 1x1 conv is pointwise
+    wherever that pays), for task extraction (`tasks`)."""
+    with target_scope(target):
+        groups, shapes, params, inputs, outputs = lower_groups(graph)
+        cpu = run_cpu_passes(groups, shapes, params, records)
+    return CPUGroups(groups, cpu.shapes, cpu.constants, inputs, outputs)
 
 
 def format_groups(groups: list[Group], shapes: dict, params: dict) -> str:
@@ -541,4 +600,13 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     return low.groups, low.shapes, low.params, list(graph.inputs), list(graph.outputs)
 
 
-__all__ = ["compile_fused", "compile_model", "fused_graph", "import_groups", "lower_groups"]
+__all__ = [
+    "CPUGroups",
+    "compile_fused",
+    "compile_groups",
+    "compile_model",
+    "cpu_groups",
+    "fused_graph",
+    "import_groups",
+    "lower_groups",
+]

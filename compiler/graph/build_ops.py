@@ -1,17 +1,23 @@
 """Graph operators as topi computes on the CPU: each entry takes the node's input tensors (te
 placeholders or the outputs of earlier nodes of the same fused group), its attributes and its
 constant inputs, and returns the output tensor. Names follow ONNX; packed-layout operators
-carry the channel block in their tensors' last axis."""
+carry the channel block in their tensors' last axis.
+
+A fused group (`Group`: `Node`s in order) is one kernel: `group_tensors` is its compute
+definition from these operators, `schedule_group` the default x86 schedule of its anchor
+(the build, task extraction and the auto-scheduler's `graph_group` workload share them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .. import te, topi
 from ..errors import OperatorError
+from ..schedule.schedule import Schedule
 from ..te.tensor import Tensor
 from ..tir import expr as E
 from ..topi import nn, tag, x86
@@ -44,9 +50,9 @@ def conv2d_nchwc(ins: list[Tensor], attrs: dict) -> Tensor:
     data, weight, *rest = ins
     w = _window(attrs)
     channels = data.shape[1] * data.shape[4]
-    if attrs.get("winograd"):  # weight transformed by nn.winograd_weight (graph.build)
+    if attrs.get("winograd"):  # weight transformed by nn.winograd_weight (passes.cpu_layout)
         out = nn.conv2d_winograd_NCHWc(data, weight, attrs["pads"][0], attrs["winograd"])
-    elif attrs.get("pointwise"):  # 1x1 by input-channel chunks (graph.build.pointwise_convs)
+    elif attrs.get("pointwise"):  # 1x1 by input-channel chunks (passes.cpu_layout)
         out = nn.conv2d_1x1_NCHWc(data, weight, attrs["pointwise"])
     elif attrs.get("group", 1) == channels and channels > 1:
         out = nn.depthwise_conv2d_NCHWc(data, weight, w["stride"], w["padding"], w["dilation"])
@@ -405,3 +411,88 @@ OPS: dict[str, Compute] = {
 
 def placeholder(name: str, shape: tuple[int, ...], dtype: str = "float32") -> Tensor:
     return te.placeholder(tuple(int(s) for s in shape), dtype, name)
+
+
+@dataclass
+class Node:
+    """One operator: ONNX op type, input and output tensor names, attributes."""
+
+    op: str
+    inputs: list[str]
+    output: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Group:
+    """A fused group: its nodes in order; the kernel writes the last node's output."""
+
+    name: str
+    nodes: list[Node]
+
+    @property
+    def output(self) -> str:
+        return self.nodes[-1].output
+
+    @property
+    def inputs(self) -> list[str]:
+        """Tensors read from outside the group, in first-use order."""
+        made = {n.output for n in self.nodes}
+        seen: dict[str, None] = {}
+        for n in self.nodes:
+            for t in n.inputs:
+                if t not in made:
+                    seen.setdefault(t)
+        return list(seen)
+
+
+def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
+    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc or conv2d_1x1_NCHWc,
+    else the default."""
+    found: dict[str, Any] = {}
+
+    def visit(t: Tensor) -> None:
+        op = t.op
+        if getattr(op, "tag", None) is None or id(op) in found:
+            return
+        found[id(op)] = op.tag
+        for i in op.input_tensors:
+            visit(i)
+
+    visit(outs)
+    tags = set(found.values())
+    if tag.CONV2D_WINOGRAD in tags:
+        return x86.schedule_conv2d_winograd_NCHWc(outs)
+    if tag.CONV2D_1X1 in tags:
+        return x86.schedule_conv2d_1x1_NCHWc(outs, **(knobs or {}))
+    if tag.CONV2D_NCHWC in tags:
+        if knobs:
+            return x86.schedule_conv2d_NCHWc_knobs(outs, **knobs)
+        return x86.schedule_conv2d_NCHWc(outs)
+    if tag.DEPTHWISE_CONV2D_NCHWC in tags:
+        return x86.schedule_depthwise_conv2d_NCHWc(outs)
+    if tag.DENSE_PACK in tags:
+        return x86.schedule_dense_pack(outs)
+    if tag.POOL in tags:
+        return x86.schedule_pool(outs)
+    if tag.SOFTMAX in tags:
+        return x86.schedule_softmax(outs)
+    return x86.schedule_injective(outs)
+
+
+def group_tensors(group: Group, shapes: dict[str, tuple[int, ...]]) -> list[Tensor]:
+    """The group's compute definition: a placeholder per input (in `group.inputs` order),
+    then the output tensor."""
+    tensors: dict[str, Tensor] = {t: placeholder(t, shapes[t]) for t in group.inputs}
+    args = list(tensors.values())
+    for node in group.nodes:
+        if node.op not in OPS:
+            raise OperatorError(f"node '{node.output}': op {node.op} has no CPU kernel")
+        tensors[node.output] = OPS[node.op]([tensors[t] for t in node.inputs], node.attrs)
+    out = tensors[group.output]
+    if out.shape != tuple(shapes[group.output]):
+        raise OperatorError(
+            f"group {group.name}: computes {out.shape} for '{group.output}', "
+            f"the graph says {tuple(shapes[group.output])}"
+        )
+    return [*args, out]

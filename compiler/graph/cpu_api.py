@@ -17,7 +17,7 @@ from .executor import GraphModule
 
 if TYPE_CHECKING:
     from ..tune.tuner import TuningHistory
-    from .build import ConvTask
+    from .tasks import ConvTask
 
 Log = Callable[[str], None]
 
@@ -31,14 +31,16 @@ def load_model(
 ) -> GraphModule:
     """A compiled model folder loads as it is; an .onnx file is compiled (`shapes` fixes its
     symbolic inputs' shapes, `db` gives tuned tasks their records)."""
-    from .build_onnx import compile_model  # the compiler pipeline only when compiling
+    from ..tune.dispatch import cpu_history  # the compiler pipeline only when compiling
+    from .build_onnx import compile_model
 
     p = Path(path)
     if p.is_dir():
         return GraphModule.load(p)
     if not p.is_file():
         raise CompilerError(f"{path}: no such model file or compiled model folder")
-    return compile_model(p, target=target, db=db, shapes=dict(shapes or {}), log=log)
+    with cpu_history(db, target) as records:  # --db's records, then the shipped ones
+        return compile_model(p, target, shapes=dict(shapes or {}), log=log, records=records)
 
 
 def time_inferences(
@@ -57,26 +59,12 @@ def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[C
     """The model's distinct convolution tuning tasks (with the graph's channel blocks;
     convolutions the build computes by Winograd have none, 1x1 ones it computes by
     input-channel chunks have the pointwise template's) and how many kernels of the graph
-    each one makes; `log` gets the table of all the fused graph's distinct kernels first."""
-    from ..codegen.target import target_scope
-    from .build import conv_task, pointwise_convs, winograd_convs
-    from .build_onnx import fused_graph, lower_groups
-    from .passes import extract_tasks, format_tasks
+    each one makes (`tasks.template_tasks` of the CPU-layout passes' groups); `log` gets the
+    table of all the fused graph's distinct kernels first."""
+    from .tasks import model_groups, template_tasks
 
-    graph = fused_graph(path)
-    log(format_tasks(graph, extract_tasks(graph)))
-    with target_scope(target):
-        groups, shapes, params, _, _ = lower_groups(graph)
-        params = dict(params)
-        winograd_convs(groups, shapes, params)  # these have no template task
-        shapes = {**shapes, **{k: v.shape for k, v in params.items()}}
-        pointwise_convs(groups, shapes, [])
-    weights: dict[ConvTask, int] = {}
-    for g in groups:
-        task = conv_task(g, shapes)
-        if task:
-            weights[task] = weights.get(task, 0) + 1
-    return list(weights.items())
+    cpu = model_groups(path, target, log)
+    return template_tasks(cpu.groups, cpu.shapes)
 
 
 def tune_model(

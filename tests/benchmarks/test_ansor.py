@@ -76,7 +76,7 @@ def test_hand_written_schedule_peer_is_measured():
 
 
 def test_scheduler_tasks_are_the_networks_fused_groups():
-    from compiler.autoschedule.groups import WORKLOAD, group_similarity
+    from compiler.graph.tasks import WORKLOAD, group_similarity
 
     pairs = ansor.resnet18_pairs()
     assert {name for (name, _), _ in pairs} == {WORKLOAD}

@@ -9,7 +9,7 @@ import pytest
 from compiler.autoschedule import AnsorTuner, SearchTask
 from compiler.autoschedule.annotate import annotate, mutate
 from compiler.autoschedule.features import _compact, featurize
-from compiler.autoschedule.groups import WORKLOAD
+from compiler.graph.tasks import WORKLOAD
 from compiler.tune.tir_features import lower_for_features, store_nest, stores
 
 

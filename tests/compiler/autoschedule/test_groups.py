@@ -6,11 +6,11 @@ import re
 import numpy as np
 import pytest
 
-from compiler.autoschedule.groups import WORKLOAD, describe, graph_group, group_spec, group_tasks
 from compiler.autoschedule.program import SearchTask
 from compiler.errors import TuningError
 from compiler.graph.build import Group, Node
 from compiler.graph.build_onnx import compile_model
+from compiler.graph.tasks import WORKLOAD, describe, graph_group, group_spec, group_tasks
 from compiler.tune.database import Database
 from compiler.zoo import _Builder
 from vta.cli import main
@@ -106,3 +106,27 @@ def test_vta_tune_model_with_ansor_then_run_with_its_records(tmp_path, capsys):
         assert main([*argv, "--output", str(tmp_path / out)]) == 0
     tuned, plain = np.load(tmp_path / "tuned.npz"), np.load(tmp_path / "plain.npz")
     np.testing.assert_allclose(tuned["relu_17"], plain["relu_17"], rtol=1e-5, atol=1e-5)
+
+
+def test_workers_rebuild_the_graphs_workload_without_autoschedule_importing_the_graph():
+    """The auto-scheduler never imports compiler.graph (graph -> autoschedule only); a task of
+    the graph's `graph_group` carries the module registering it, which a fresh process (a
+    measurement worker) imports when it loads the task."""
+    import pickle
+    import subprocess
+    import sys
+
+    g = Group("g", [Node("Conv", ["a", "w"], "c", {"kernel_shape": [1, 1]})])
+    spec = group_spec(g, {"a": (1, 1, 4, 4, 16), "w": (1, 1, 1, 1, 16, 16), "c": (1, 1, 4, 4, 16)})
+    code = (
+        "import pickle, sys; import compiler.autoschedule; "
+        "assert not [m for m in sys.modules if m.startswith('compiler.graph')]; "
+        "task = pickle.loads(sys.stdin.buffer.read()); print(len(task.tensors))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=pickle.dumps(SearchTask(WORKLOAD, (spec,))),
+        capture_output=True,
+        check=True,
+    )
+    assert out.stdout.split() == [b"3"]

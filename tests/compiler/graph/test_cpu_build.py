@@ -5,16 +5,19 @@ import itertools
 import numpy as np
 import pytest
 
-from compiler.graph.build import (
-    Group,
-    Node,
-    build_graph,
-    conv_task,
-    plan_offsets,
-    view_aliases,
-)
+from compiler.graph.build import Group, Node, plan_offsets, view_aliases
+from compiler.graph.build_onnx import compile_groups
+from compiler.graph.tasks import conv_task
 from compiler.runtime.module import aligned
 from compiler.topi import testing
+from compiler.tune.dispatch import cpu_history
+
+
+def build_graph(groups, shapes, consts, inputs, outputs, target="llvm", db=None):
+    """The groups through the CPU-layout passes, the memory plan and the build, with the
+    schedules of `db`'s and the shipped records (as `vta compile --db` makes them)."""
+    with cpu_history(db, target) as records:
+        return compile_groups(groups, shapes, consts, inputs, outputs, target, records=records)
 
 
 def test_small_cnn_matches_numpy(tmp_path):
@@ -66,8 +69,7 @@ def test_small_cnn_matches_numpy(tmp_path):
         "f": (1, 32),
         "y": (1, 10),
     }
-    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
-    g = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
+    g = build_graph(groups, shapes, consts, ["x"], ["y"])
 
     r = np.maximum(testing.conv2d_nchw_python(x, w1, 1, 1) + b1[None, :, None, None], 0)
     p = testing.pool2d_python(r, 3, 2, 1, 1, "max")
@@ -99,10 +101,9 @@ def conv_graph():
         Group("unpack", [Node("UnpackNCHWc", ["c"], "y")]),
     ]
     shapes = {"x": x.shape, "xp": (1, 1, 6, 6, 16), "c": (1, 2, 6, 6, 16), "y": (1, 32, 6, 6)}
-    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     consts = {"w": testing.oihw_pack(w, 16, 16)}
     ref = testing.conv2d_nchw_python(x, w, 1, 1)
-    return groups, shapes, consts, offsets, arena, x, ref
+    return groups, shapes, consts, x, ref
 
 
 def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
@@ -110,8 +111,8 @@ def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
     from compiler.tune.record import MeasureInput, Record
     from compiler.tune.task import create_task
 
-    groups, shapes, consts, offsets, arena, x, ref = conv_graph()
-    untuned = build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena)
+    groups, shapes, consts, x, ref = conv_graph()
+    untuned = build_graph(groups, shapes, consts, ["x"], ["y"])
     assert untuned.manifest["untuned"] == ["conv2d_NCHWc(16, 6, 6, 32, 3, 3, 1, 16, 16)"]
 
     task = create_task("conv2d_NCHWc", (16, 6, 6, 32, 3, 3, 1), "llvm")
@@ -125,9 +126,7 @@ def test_records_apply_to_convolutions_with_the_graphs_blocks(tmp_path):
     )
     with Database(tmp_path / "r.db") as db:
         db.add_batch([Record.of(MeasureInput(task, space.get(index)), [1e-4])])
-    tuned = build_graph(
-        groups, shapes, consts, ["x"], ["y"], offsets, arena, db=str(tmp_path / "r.db")
-    )
+    tuned = build_graph(groups, shapes, consts, ["x"], ["y"], db=str(tmp_path / "r.db"))
     assert tuned.manifest["untuned"] == []
     np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
 
@@ -137,13 +136,12 @@ def test_an_unpadded_strided_convolution_is_a_task_and_takes_its_record(tmp_path
     from compiler.tune.record import MeasureInput, Record
     from compiler.tune.task import create_task
 
-    groups, shapes, consts, offsets, arena, x, _ = conv_graph()
+    groups, shapes, consts, x, _ = conv_graph()
     w = np.random.default_rng(2).standard_normal((32, 16, 4, 4)).astype(np.float32)
     attrs = {"kernel_shape": [4, 4], "pads": [0] * 4, "strides": [2, 2]}
     groups[1] = Group("conv", [Node("Conv", ["xp", "w"], "c", attrs)])
     shapes = {**shapes, "c": (1, 2, 2, 2, 16), "y": (1, 32, 2, 2)}
     consts = {"w": testing.oihw_pack(w, 16, 16)}
-    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     task = conv_task(groups[1], {**shapes, "w": consts["w"].shape})
     assert task.task_args() == (16, 6, 6, 32, 4, 4, 2, 16, 16, 0)
 
@@ -151,9 +149,7 @@ def test_an_unpadded_strided_convolution_is_a_task_and_takes_its_record(tmp_path
     cfg = tuning.config_space.get(0)
     with Database(tmp_path / "r.db") as db:
         db.add_batch([Record.of(MeasureInput(tuning, cfg), [1e-4])])
-    tuned = build_graph(
-        groups, shapes, consts, ["x"], ["y"], offsets, arena, db=str(tmp_path / "r.db")
-    )
+    tuned = build_graph(groups, shapes, consts, ["x"], ["y"], db=str(tmp_path / "r.db"))
     assert tuned.manifest["untuned"] == []
     ref = testing.conv2d_nchw_python(x, w, 2, 0)
     np.testing.assert_allclose(tuned.run({"x": x})["y"], ref, rtol=1e-4, atol=1e-4)
@@ -178,10 +174,9 @@ def pointwise_graph(c=160, size=5, k=1, stride=1):
         "c": (1, 2, out, out, 16),
         "y": (1, 32, out, out),
     }
-    offsets, arena, _ = plan_offsets(groups, shapes, {"y"})
     consts = {"w": testing.oihw_pack(w, 16, 16)}
     ref = testing.conv2d_nchw_python(x, w, stride, 0)
-    return (groups, shapes, consts, ["x"], ["y"], offsets, arena), x, ref
+    return (groups, shapes, consts, ["x"], ["y"]), x, ref
 
 
 @pytest.mark.parametrize(
@@ -289,7 +284,7 @@ def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, mon
     from compiler.tune.task import create_task
 
     monkeypatch.setattr(shipped, "RECORDS_DIR", tmp_path)
-    groups, shapes, consts, offsets, arena, x, ref = conv_graph()
+    groups, shapes, consts, x, ref = conv_graph()
     task = create_task("conv2d_NCHWc", (16, 6, 6, 32, 3, 3, 1, 16, 16), "llvm")
     avx512 = "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+avx2,+fma"
     with Database() as db:
@@ -298,7 +293,7 @@ def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, mon
     assert n == 1 and path.name == "x86_64-avx512.jsonl"
 
     def build(target):
-        return build_graph(groups, shapes, consts, ["x"], ["y"], offsets, arena, target=target)
+        return build_graph(groups, shapes, consts, ["x"], ["y"], target=target)
 
     graph = build(avx512)
     assert graph.manifest["untuned"] == []
@@ -313,7 +308,7 @@ def test_shipped_records_serve_tasks_only_on_their_instruction_set(tmp_path, mon
 
 def test_winograd_reaches_7x7_outputs_only_with_16_vector_registers():
     from compiler.codegen.target import target_scope
-    from compiler.graph.build import winograd_min_output
+    from compiler.graph.passes.cpu_layout import winograd_min_output
 
     with target_scope("llvm -mcpu=haswell"):
         assert winograd_min_output() == 7
@@ -342,3 +337,25 @@ def test_winograd_convolutions_match_onnxruntime(tmp_path):
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, x)[0]
     got = graph.run(x)[y]
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * np.abs(want).max())
+
+
+def test_cpu_layout_passes_print_their_choices(tmp_path, capsys):
+    """`--print-passes` shows what the CPU-layout passes chose, between the layout and the
+    memory plan: here two 3x3 convs at 16x16 by Winograd, the strided one direct."""
+    from compiler.graph.build_onnx import compile_model
+    from compiler.zoo import _Builder
+
+    b = _Builder(seed=5)
+    x1 = b.node("Relu", [b.bn(b.conv("x", 16, 32, 3), 32)])
+    y = b.node("Relu", [b.conv(b.conv(x1, 32, 32, 3), 32, 32, 3, stride=2)])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b.model("x", (1, 16, 16, 16), y, (1, 32, 8, 8)))
+    graph = compile_model(path, target="llvm", print_passes=True)
+    out = capsys.readouterr().out
+    names = ["== layout", "== pack_dense_weights ==", "== winograd_convs", "== pointwise_convs"]
+    assert [out.index(n) for n in [*names, "== memory plan =="]] == sorted(
+        out.index(n) for n in [*names, "== memory plan =="]
+    )
+    chosen = out.split("== winograd_convs")[1].split("==")[1].strip().splitlines()
+    assert len(chosen) == graph.manifest["winograd"] == 2
+    assert all("[1,2,16,16,16]" in line or "16,16," in line for line in chosen), chosen

@@ -172,3 +172,39 @@ def test_a_factors_split_keeps_products_order_but_visits_only_dividing_prefixes(
         if math.prod(t) <= 2**40
     ]
     assert knob.candidates == old
+
+
+def test_a_dispatch_context_answers_from_its_first_source_with_a_record():
+    """Named sources are searched in order (the user's records, then the shipped ones): the
+    first with a record answers, with its name; programs of registered kinds the same way."""
+    from compiler.tune import Record
+    from compiler.tune.dispatch import ApplyHistoryBest, register_program_kind
+
+    task = create_task("space_test_op", (8,), "llvm")
+
+    def records(*pairs):
+        db = Database()
+        db.add_batch(
+            [
+                Record(task.workload_key, "llvm", task.config_space.get(i).to_json(), i, [c])
+                for i, c in pairs
+            ]
+        )
+        return db
+
+    mine, shipped = records((1, 2.0), (3, 1.0)), records((2, 0.5))
+    with ApplyHistoryBest([("records", mine), ("shipped", shipped)]) as ctx:
+        found = ctx.query([task])
+        assert (found.config.index, found.cost, found.source) == (3, 1.0, "records")
+        assert ctx.query([task], lambda cfg: cfg.index == 2).source == "shipped"
+        assert ctx.query([task], lambda cfg: cfg.index == 0) is None
+        assert get_config(task).index == 3  # get_config asks the context of the `with`
+        register_program_kind("test_kind", lambda op, args, target, config: (op, config))
+        assert ctx.program("test_kind", "space_test_op", (8,), "llvm") is None
+        key = '["test_kind:space_test_op",[8]]'
+        shipped.add_batch([Record(key, "llvm", {"kind": "test_kind"}, 0, [0.1])])
+        found = ctx.program("test_kind", "space_test_op", (8,), "llvm")
+        assert (found.config, found.source) == (("space_test_op", {"kind": "test_kind"}), "shipped")
+    assert mine.best(task.workload_key, "llvm").cost == 1.0  # a given Database stays open
+    mine.close()
+    shipped.close()

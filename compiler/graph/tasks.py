@@ -1,0 +1,323 @@
+"""The CPU graph's tuning tasks and schedules, in one place: what the build compiles, what
+`vta tune MODEL.onnx` tunes (template tasks) and what `vta tune MODEL.onnx --tuner ansor`
+tunes (the groups' auto-scheduler workloads) are all read off the CPU's lowered groups after
+the CPU-layout passes (`passes.cpu_layout`: dense packing, Winograd, pointwise), which mark
+each convolution with the kernel that computes it.
+
+- Template tasks: a group's convolution is a `conv2d_NCHWc` task (or `conv2d_1x1_NCHWc` for a
+  conv marked `pointwise`) with the graph's channel blocks (`conv_task`); Winograd convs have
+  none. `template_tasks` lists a model's distinct ones with their use counts.
+- The auto-scheduler's workload `graph_group`: a fused group (a convolution with its bias,
+  residual add, ReLU or clip, in the graph's packed layouts) keyed by its spec (JSON: its
+  inputs' shapes and its nodes with local tensor names) and rebuilt from it with the graph's
+  own operator computes (`build_ops.group_tensors`). This module registers it in the
+  auto-scheduler's workload registry; tasks carry the registering module to measurement
+  workers, which import it (`autoschedule.workload.import_workload`). `group_tasks` lists a
+  model's distinct groups with their use counts.
+- `group_schedule`: a kernel's schedule from the dispatch context (`tune.dispatch
+  .ApplyHistoryBest`): its template task's record with the graph's blocks from the first
+  source holding one, or the group's auto-scheduler program when it measured faster (or there
+  is no template record), with the source it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..autoschedule.program import KIND
+from ..autoschedule.workload import register_workload
+from ..errors import TuningError
+from ..schedule.schedule import create_schedule
+from ..te.tensor import Tensor
+from ..tune.dispatch import ApplyHistoryBest
+from ..tune.task import create_task
+from .build_ops import Group, Node, group_tensors, schedule_group
+
+DIRECT, POINTWISE = "conv2d_NCHWc", "conv2d_1x1_NCHWc"  # the convolution templates
+WORKLOAD = "graph_group"  # the auto-scheduler's workload of a fused group
+AUTO_SCHEDULED = "auto-scheduler records"  # the origin of a kernel scheduled by a program
+
+
+# ------------------------------------------------------------------------- template tasks
+class ConvTask(NamedTuple):
+    """A group's convolution tuning task: the template (`conv2d_NCHWc`, or `conv2d_1x1_NCHWc`
+    for a conv marked `pointwise`), its args, the graph's channel blocks and the padding on
+    every side (None: the template's default kh // 2)."""
+
+    template: str
+    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride (pointwise: c, h, w, f)
+    blocks: tuple[int, int]  # ic_bn, oc_bn
+    padding: int | None
+
+    def task_args(self, blocks: bool = True) -> tuple:
+        """The template's arguments: with the graph's blocks fixed, or (0, 0) = free."""
+        tail = () if self.padding is None else (self.padding,)
+        if blocks:
+            return (*self.args, *self.blocks, *tail)
+        return (*self.args, 0, 0, *tail) if tail else self.args
+
+    def label(self) -> str:
+        return f"{self.template}{self.task_args()}"
+
+
+def conv_task(group: Group, shapes: dict) -> ConvTask | None:
+    """The group's tuning task for a batch-1, group-1, undilated convolution with a square
+    kernel, equal strides and the same zero padding on every side, else None."""
+    for n in group.nodes:
+        if n.op != "Conv" or n.attrs.get("winograd"):
+            continue
+        data, w = shapes[n.inputs[0]], shapes[n.inputs[1]]
+        kh, kw = w[2], w[3]
+        stride = list(n.attrs.get("strides") or [1, 1])
+        pads = list(n.attrs.get("pads") or [0, 0, 0, 0])
+        if (
+            n.attrs.get("group", 1) != 1
+            or data[0] != 1
+            or kh != kw
+            or stride[0] != stride[1]
+            or len(set(pads)) != 1
+            or any(d != 1 for d in n.attrs.get("dilations") or [1, 1])
+        ):
+            return None
+        args = (data[1] * data[4], data[2], data[3], w[0] * w[5])
+        if n.attrs.get("pointwise"):
+            return ConvTask(POINTWISE, args, (data[4], w[5]), None)
+        padding = None if pads[0] == kh // 2 else pads[0]
+        return ConvTask(DIRECT, (*args, kh, kw, stride[0]), (data[4], w[5]), padding)
+    return None
+
+
+def template_tasks(groups: list[Group], shapes: dict) -> list[tuple[ConvTask, int]]:
+    """The distinct convolution tuning tasks of the groups (after the CPU-layout passes) and
+    how many groups use each, in the groups' order."""
+    counts: dict[ConvTask, int] = {}
+    for g in groups:
+        task = conv_task(g, shapes)
+        if task:
+            counts[task] = counts.get(task, 0) + 1
+    return list(counts.items())
+
+
+def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float, str] | None:
+    """The task's template knobs from the first records source holding a record with the
+    graph's channel blocks (tuned with them fixed, or freely with these blocks among the
+    configs tried): (knobs, cost in seconds, the source's name), or None."""
+    variants = (task.task_args(), task.task_args(blocks=False))
+    found = records.query(
+        [create_task(task.template, args, "llvm") for args in variants],
+        lambda cfg: (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == task.blocks,
+    )
+    if found is None:
+        return None
+    best = found.config
+    if task.template == POINTWISE:
+        return {"tile_p": best["tile_p"].size[1]}, found.cost, found.source
+    knobs = {
+        "tile_oh": best["tile_oh"].size[1],
+        "tile_ow": best["tile_ow"].size[1],
+        "unroll_kw": best["unroll_kw"].val,
+        "parallel": best["parallel"].val,
+        "pad": best["pad"].val,
+    }
+    return knobs, found.cost, found.source
+
+
+def records_keep_direct(records: ApplyHistoryBest | None, direct: ConvTask | None) -> bool:
+    """Whether the first records source holding a record of a 1x1 conv's direct task or of
+    its pointwise one holds only the direct one (records tuned before the pointwise kernel
+    existed; the AVX-512 records shipped)."""
+    if direct is None or records is None:
+        return False
+    pointwise = direct._replace(template=POINTWISE, args=direct.args[:4])
+    for name, db in records.sources:
+        one = ApplyHistoryBest([(name, db)])
+        if tuned_knobs(one, pointwise):
+            return False
+        if tuned_knobs(one, direct):
+            return True
+    return False
+
+
+# ----------------------------------------------------------- the auto-scheduler's workload
+def tunable(group: Group) -> bool:
+    """Groups the auto-scheduler tunes: those with a convolution (dense, depthwise or grouped)."""
+    return any(n.op == "Conv" for n in group.nodes)
+
+
+def group_spec(group: Group, shapes: dict) -> str:
+    """The group as canonical JSON: inputs' shapes in order, nodes with inputs named `inK`
+    (the group's K-th input) or `nK` (its K-th node's output) and their attributes, the
+    output's shape."""
+    local = {t: f"in{k}" for k, t in enumerate(group.inputs)}
+    nodes = []
+    for k, n in enumerate(group.nodes):
+        # `pointwise` is how the template build computes a 1x1 conv (same function, same
+        # weights), not part of what the group computes
+        attrs = {a: v for a, v in n.attrs.items() if a != "pointwise"}
+        nodes.append([n.op, [local[t] for t in n.inputs], attrs])
+        local[n.output] = f"n{k}"
+    spec = {
+        "inputs": [list(shapes[t]) for t in group.inputs],
+        "nodes": nodes,
+        "output": list(shapes[group.output]),
+    }
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def describe(spec: str) -> str:
+    """A group spec in one line: its operators, a convolution's kernel/stride/groups, and
+    the shape of its first input, e.g. `Conv(3x3/1)+Add+Relu on [1, 2, 56, 56, 32]`."""
+    group, shapes = _group(spec)
+    ops = []
+    for n in group.nodes:
+        if n.op == "Conv":
+            kh, kw = n.attrs.get("kernel_shape", ["?", "?"])
+            stride = (n.attrs.get("strides") or [1])[0]
+            groups = n.attrs.get("group", 1)
+            how = f", {groups} groups" if groups > 1 else ""
+            how += ", Winograd" if n.attrs.get("winograd") else ""
+            ops.append(f"Conv({kh}x{kw}/{stride}{how})")
+        else:
+            ops.append(n.op)
+    return f"{'+'.join(ops)} on {list(shapes['in0'])}"
+
+
+def _group(spec: str) -> tuple[Group, dict]:
+    try:
+        d = json.loads(spec)
+        shapes = {f"in{k}": tuple(shape) for k, shape in enumerate(d["inputs"])}
+        shapes[f"n{len(d['nodes']) - 1}"] = tuple(d["output"])
+        nodes = [
+            Node(op, list(ins), f"n{k}", dict(attrs))
+            for k, (op, ins, attrs) in enumerate(d["nodes"])
+        ]
+    except (ValueError, KeyError, TypeError) as err:
+        raise TuningError(f"graph_group: not a group spec ({err}): {spec[:80]}") from None
+    if not nodes:
+        raise TuningError("graph_group: the spec has no nodes")
+    return Group("graph_group", nodes), shapes
+
+
+def _reference(inputs: list[np.ndarray], spec: str) -> list[np.ndarray]:
+    """The group built with the graph's default schedule, run on the same inputs."""
+    from ..driver import build
+
+    tensors = graph_group(spec)
+    out = np.zeros(tensors[-1].shape, tensors[-1].dtype)
+    build(schedule_group(tensors[-1]), tensors, target="llvm")(*inputs, out)
+    return [out]
+
+
+@register_workload(WORKLOAD, _reference)
+def graph_group(spec: str) -> list[Tensor]:
+    """The fused group's compute definition: its inputs in order, then its output. Operations
+    are renamed apart (a bias and a residual are both `add`): programs name stages by them."""
+    group, shapes = _group(spec)
+    tensors = group_tensors(group, shapes)
+    seen: Counter[str] = Counter()
+    for op in [st.op for st in create_schedule([tensors[-1].op]).stages]:
+        seen[op.name] += 1
+        if seen[op.name] > 1:
+            op.name = f"{op.name}_{seen[op.name] - 1}"
+    return tensors
+
+
+def group_similarity(spec: str) -> str:
+    """The task scheduler's similarity key of a group: its operators with a convolution's
+    kernel, stride and algorithm, without shapes (`Conv(3x3/1, Winograd)+Add+Relu`), so the
+    gradient rule compares a group's throughput with groups that compute alike."""
+    return describe(spec).split(" on ")[0]
+
+
+def group_workloads(groups: list[Group], shapes: dict) -> list[tuple[tuple[str, tuple], int]]:
+    """The groups' distinct tunable ones (after the CPU-layout passes) as ((WORKLOAD,
+    (spec,)), how many groups use each), in the groups' order."""
+    counts = Counter(group_spec(g, shapes) for g in groups if tunable(g))
+    return [((WORKLOAD, (spec,)), n) for spec, n in counts.items()]
+
+
+# ------------------------------------------------------------------------ a model's tasks
+def model_groups(path: str | Path, target: str, log: Callable[[str], None] | None = None):
+    """The model's CPU groups after the graph passes, the lowering and the CPU-layout passes
+    without records (`build_onnx.cpu_groups`; what tuning sees: a 1x1 conv is pointwise
+    wherever that pays); `log` gets the fused graph's table of distinct kernels first."""
+    from .build_onnx import cpu_groups, fused_graph  # build_onnx imports the build, which
+    from .passes import extract_tasks, format_tasks  # imports this module
+
+    graph = fused_graph(path)
+    if log:
+        log(format_tasks(graph, extract_tasks(graph)))
+    return cpu_groups(graph, target)
+
+
+def group_tasks(path: str | Path, target: str = "llvm") -> list[tuple[tuple[str, tuple], int]]:
+    """The model's distinct tunable groups as ((WORKLOAD, (spec,)), how many kernels of the
+    graph each one makes), in the graph's order (what `vta tune MODEL --tuner ansor` tunes)."""
+    cpu = model_groups(path, target)
+    return group_workloads(cpu.groups, cpu.shapes)
+
+
+# ---------------------------------------------------------------------- kernels' schedules
+class GroupSchedule(NamedTuple):
+    """A kernel's schedule: its template task (None: none), the template knobs or the
+    auto-scheduler program to build it with (None: the default schedule), and the records
+    source they came from (None: the default)."""
+
+    task: ConvTask | None
+    knobs: dict | None
+    program: Any
+    origin: str | None
+
+
+def group_schedule(records: ApplyHistoryBest | None, group: Group, shapes: dict) -> GroupSchedule:
+    """The group's schedule from the dispatch context: its template task's knobs from the
+    first source with a record of the graph's channel blocks, unless the group's
+    auto-scheduler program (the whole group, its fused epilogue included) measured faster
+    than that record (or there is none)."""
+    task = conv_task(group, shapes)
+    found = tuned_knobs(records, task) if task and records else None
+    if records and tunable(group):
+        program = records.program(KIND, WORKLOAD, (group_spec(group, shapes),), "llvm")
+        if program is not None and (found is None or program.cost < found[1]):
+            return GroupSchedule(task, None, program.config, AUTO_SCHEDULED)
+    if found:
+        return GroupSchedule(task, found[0], None, found[2])
+    return GroupSchedule(task, None, None, None)
+
+
+def kernel_signature(g: Group, shapes: dict) -> str:
+    """Groups with equal signatures compute the same function of their parameters (one
+    kernel)."""
+    local = {t: f"in{k}:{tuple(shapes[t])}" for k, t in enumerate(g.inputs)}
+    parts = []
+    for k, n in enumerate(g.nodes):
+        attrs = sorted((a, repr(v)) for a, v in n.attrs.items())
+        parts.append(f"{n.op}({','.join(local[t] for t in n.inputs)}){attrs}")
+        local[n.output] = f"n{k}"
+    return ";".join(parts)
+
+
+__all__ = [
+    "AUTO_SCHEDULED",
+    "ConvTask",
+    "GroupSchedule",
+    "WORKLOAD",
+    "conv_task",
+    "describe",
+    "graph_group",
+    "group_schedule",
+    "group_similarity",
+    "group_spec",
+    "group_tasks",
+    "group_workloads",
+    "kernel_signature",
+    "model_groups",
+    "template_tasks",
+    "tunable",
+]
