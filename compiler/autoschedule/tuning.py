@@ -131,7 +131,7 @@ def tune_network(
             sched = TaskScheduler(
                 found, weights, option, database=database, unit=8, seed=seed, similarity=similar
             )
-            result = sched.tune(n_trial * len(tasks))
+            result = sched.tune(n_trial * len(found))
     finally:
         option.close()
     return NetworkTuning(list(found), list(weights), result, time.perf_counter() - start)
