@@ -28,6 +28,7 @@ from benchmarks.vta import (
     verdicts,
 )
 from benchmarks.vta_accuracy import onnx_accuracy
+from benchmarks.vta_compile import bench_compile, print_compile
 from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
 from vta.config import VTAConfig
@@ -85,8 +86,19 @@ def main(argv: list[str] | None = None) -> int:
         "quantizes them",
     )
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
-                   help="the networks --accuracy measures (default: all)")  # fmt: skip
+                   help="the networks --accuracy and --compile measure (default: all)")  # fmt: skip
+    p.add_argument(
+        "--compile",
+        type=int,
+        metavar="N",
+        help="compile time of the networks for the accelerator, stage by stage, against the "
+        "CPU path's (median of N cold compiles each); goal: ResNet-18 <= 2.5 s",
+    )
     args = p.parse_args(argv)
+    if args.compile:
+        rows = [bench_compile(m, args.compile, args.config) for m in args.models]
+        print(json.dumps(rows, indent=1)) if args.json else print_compile(rows)
+        return 0
     if args.accuracy:
         print_accuracy(args.accuracy, args.json, args.models)
         return 0

@@ -116,6 +116,9 @@ def _print_vta(report: dict) -> None:
     print(f"total: {total} accelerator cycles on {report['device']} ({report['config']}), "
           f"CPU parts {report['cpu_seconds']:.2f} s, "
           f"compile {report['compile_seconds']:.1f} s")  # fmt: skip
+    if report["compile_times"]:
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in report["compile_times"].items())
+        print(f"compile seconds by stage: {parts}")
     print(f"outputs bit-identical to the quantized reference: {report['bit_exact']}")
     if report["output_error"] is not None:
         print(f"vs fp32: max output error {report['output_error']:.3f} of max|fp32| "

@@ -11,10 +11,10 @@ short search on the timing-only simulator over the cycle estimate's best candida
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -68,14 +68,52 @@ def pack_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
     return np.ascontiguousarray(w)
 
 
-@functools.lru_cache(maxsize=256)
+Job = tuple[Conv2DWorkload, Epilogue, Conv2DKnobs, VTAConfig]  # one Program to build
+_PROGRAMS: dict[Job, Program] = {}  # built in this process, by structure
+
+
 def fused_program(wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs, cfg: VTAConfig) -> Program:
-    """The Program of one layer structure (built once per structure and process)."""
-    return conv2d_fused(wl, ep, knobs, cfg)
+    """The validated Program of one layer structure (built once per structure and process)."""
+    job = (wl, ep, knobs, cfg)
+    if job not in _PROGRAMS:
+        _PROGRAMS[job] = conv2d_fused(wl, ep, knobs, cfg)
+    return _PROGRAMS[job]
+
+
+def worker_pool(processes: int | None = None) -> contextlib.AbstractContextManager:
+    """Forked workers (one per core by default) for a compile's independent jobs, which
+    inherit this process's imports; None (run them here) with one."""
+    n = processes or default_processes(1 << 30)
+    if n <= 1:
+        return contextlib.nullcontext(None)
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+
+
+def _map(fn, jobs: list, pool: Executor | None) -> list:
+    if pool is None:
+        return [fn(j) for j in jobs]
+    return list(pool.map(fn, jobs, chunksize=2))  # jobs of ~25 ms: balance over IPC
+
+
+def _build(job: Job) -> Program:
+    return conv2d_fused(*job)
+
+
+def build_programs(jobs: list[Job], pool: Executor | None = None) -> list[Program]:
+    """The validated Programs of `jobs`, those not built yet built in the `pool`."""
+    todo = list(dict.fromkeys(j for j in jobs if j not in _PROGRAMS))
+    _PROGRAMS.update(zip(todo, _map(_build, todo, pool), strict=True))
+    return [_PROGRAMS[j] for j in jobs]
 
 
 Structure = tuple[Conv2DWorkload, Epilogue]  # a layer's workload and canonical epilogue
 _CHOSEN: dict[tuple, Conv2DKnobs] = {}  # choices made in this process
+
+
+def clear_caches() -> None:
+    """Forget this process's knob choices and built Programs (a benchmark times cold compiles)."""
+    _CHOSEN.clear()
+    _PROGRAMS.clear()
 
 
 def knob_candidates(
@@ -100,7 +138,7 @@ def knob_candidates(
     return tried
 
 
-def simulated_cycles(job: tuple[Conv2DWorkload, Epilogue, Conv2DKnobs, VTAConfig]) -> int:
+def simulated_cycles(job: Job) -> int:
     """Cycles of one candidate on the timing-only simulator (its Program unvalidated: the
     chosen one is validated when built)."""
     wl, ep, k, cfg = job
@@ -112,24 +150,17 @@ def choose_knobs(
     cfg: VTAConfig,
     candidates: int = 8,
     db: str | None = None,
-    processes: int | None = None,
+    pool: Executor | None = None,
 ) -> dict[Structure, Conv2DKnobs]:
     """Each structure's fastest candidate (`knob_candidates`) on the timing-only simulator.
     Epilogues in their canonical form (`Epilogue.structure`: immediates do not change cycles),
     so layers that differ only in them search once; the candidates of all structures are
-    timed together by `processes` forked workers (default: one per core)."""
+    timed together, in the `pool` (`worker_pool`) if given."""
     key = (cfg, candidates, db)
     todo = list(dict.fromkeys(s for s in structures if (*s, *key) not in _CHOSEN))
     lists = {s: knob_candidates(*s, cfg, candidates, db) for s in todo}
     jobs = [(*s, k, cfg) for s in todo for k in lists[s]]
-    n = processes or default_processes(len(jobs) // 8)
-    if n > 1:
-        context = multiprocessing.get_context("fork")  # the workers inherit the imports
-        with ProcessPoolExecutor(n, mp_context=context) as pool:
-            cycles = list(pool.map(simulated_cycles, jobs, chunksize=4))
-    else:
-        cycles = [simulated_cycles(j) for j in jobs]
-    timed = iter(cycles)
+    timed = iter(_map(simulated_cycles, jobs, pool))
     for s in todo:
         ranked = [(next(timed), i) for i in range(len(lists[s]))]
         _CHOSEN[(*s, *key)] = lists[s][min(ranked)[1]]
@@ -217,9 +248,7 @@ def compile_qconv(
     if q.residual_shift is not None:
         consts["eye"] = eye(q.residual_shift, cfg)
     if knobs is None:
-        knobs = choose_knobs([(wl, ep.structure())], cfg, candidates, db, processes=1)[
-            (wl, ep.structure())
-        ]
+        knobs = choose_knobs([(wl, ep.structure())], cfg, candidates, db)[(wl, ep.structure())]
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     return AccelConv(name, wl, ep, knobs, consts, o)

@@ -27,12 +27,14 @@ from ..topi.vta.conv2d import Conv2DKnobs
 from . import quant as Q
 from .accel import (
     AccelConv,
+    build_programs,
     choose_knobs,
     compile_qconv,
     layer_structure,
     pack_act,
     report_row,
     unpack_act,
+    worker_pool,
 )
 from .build_onnx import compile_fused
 from .executor import GraphModule
@@ -72,6 +74,7 @@ class HybridModule:
     constants: dict[str, np.ndarray]
     compile_seconds: float = 0.0
     calibration: str = ""
+    compile_times: dict[str, float] = dataclasses.field(default_factory=dict)  # by stage
     fp32: Graph | None = None  # the fp32 graph it was compiled from (not saved)
 
     def run(
@@ -268,38 +271,51 @@ def compile_hybrid(
     for its CPU runs."""
     start = time.perf_counter()
     runs = _segments(graph)
+    subs = {}  # the CPU runs as graphs of their own, by run index
+    for k, run in enumerate(runs):
+        if run[0].target != VTA and run[0].nodes[0].op not in ("Quantize", "Dequantize"):
+            later = set(graph.outputs).union(*(group_inputs(h) for r in runs[k + 1 :] for h in r))
+            subs[k] = _subgraph(graph, run, later)
     structures = _structures(graph, cfg)
     canonical = [(wl, ep.structure()) for _, _, wl, ep in structures.values()]
-    chosen = choose_knobs(canonical, cfg, candidates, db)  # all groups' searches at once
+    with worker_pool() as pool:
+        chosen = choose_knobs(canonical, cfg, candidates, db, pool)  # all searches at once
+        knob_search = time.perf_counter() - start
+        knobs = {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
+        build_programs([(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()],
+                       pool)  # fmt: skip
+    programs = time.perf_counter() - start - knob_search
+    modules = {k: compile_fused(sub, "llvm", log=log) for k, sub in subs.items()}
+    times = {
+        "knob search": knob_search,
+        "Programs": programs,
+        "CPU kernels": time.perf_counter() - start - knob_search - programs,
+    }
     steps: list[Step] = []
     for k, run in enumerate(runs):
         g = run[0]
-        later = set(graph.outputs)
-        for r in runs[k + 1 :]:
-            later.update(t for h in r for t in group_inputs(h))
         if g.target == VTA:
             node = g.nodes[0]
-            in_shape, sc_shape, wl, ep = structures[g.name]
-            knobs = chosen[(wl, ep.structure())]
-            accel = _accel(node, graph.constants, in_shape, sc_shape, cfg, knobs=knobs)
+            in_shape, sc_shape, _, _ = structures[g.name]
+            accel = _accel(node, graph.constants, in_shape, sc_shape, cfg, knobs=knobs[g.name])
             step = Step("vta", g.name, [node.inputs[0]], node.outputs, [g.name], g.reason,
                         node=node, accel=accel, shapes=(in_shape, sc_shape))  # fmt: skip
-        elif len(run) == 1 and g.nodes[0].op in ("Quantize", "Dequantize"):
+        elif k not in subs:
             node = g.nodes[0]
             step = Step(node.op.lower(), g.name, node.inputs, node.outputs, [g.name], g.reason,
                         node=node)  # fmt: skip
         else:
-            sub = _subgraph(graph, run, later)
-            module = compile_fused(sub, "llvm", log=log)
             why = "; ".join(dict.fromkeys(f"{h.name}: {h.reason}" for h in run))
-            step = Step("cpu", g.name, sub.inputs, sub.outputs, [h.name for h in run], why,
-                        module=module)  # fmt: skip
+            step = Step("cpu", g.name, subs[k].inputs, subs[k].outputs, [h.name for h in run],
+                        why, module=modules[k])  # fmt: skip
         steps.append(step)
     read = {t for s in steps if s.node is not None for t in s.node.inputs}
     constants = {t: v for t, v in graph.constants.items() if t in read}
     inputs = {t: tuple(graph.value(t).shape) for t in graph.inputs}
     seconds = time.perf_counter() - start
-    return HybridModule(cfg, steps, inputs, list(graph.outputs), constants, seconds)
+    module = HybridModule(cfg, steps, inputs, list(graph.outputs), constants, seconds)
+    module.compile_times = times
+    return module
 
 
 def compile_for_accelerator(
@@ -319,15 +335,29 @@ def compile_for_accelerator(
     from .passes.partition import partition
     from .passes.quantize import calibrate, quantize
 
+    times, mark = {}, time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        times[stage], mark = now - mark, now
+
     graph = model if isinstance(model, Graph) else fused_graph(model, None, print_passes)
     fp32 = dataclasses.replace(graph, groups=list(graph.groups or []))
+    lap("import and graph passes")
     graph = partition(graph, cfg)
     if print_passes:
         print(f"== partition ==\n{graph}")
-    q = quantize(graph, calibrate(graph, calibration), method)
+    lap("partition")
+    observed = calibrate(graph, calibration)
+    lap("calibration")
+    q = quantize(graph, observed, method)
     if print_passes:
         print(f"== quantize ==\n{q}")
+    lap("quantization")
     module = compile_hybrid(q, cfg, candidates, db, log)
+    module.compile_times = {**times, **module.compile_times}
+    module.compile_seconds = sum(module.compile_times.values())
     module.fp32 = fp32
     return module, q
 
