@@ -40,6 +40,7 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"calibrated on {compiled.calibration}", file=sys.stderr)
     else:
         from ..graph.build_onnx import compile_model
+        from ..graph.hybrid import HybridModule
         from ..tune.dispatch import cpu_history
 
         with cpu_history(args.db, args.target) as records:  # --db's records, then the shipped
@@ -51,6 +52,6 @@ def _compile(args: argparse.Namespace) -> int:
                 print_passes=args.print_passes,
                 records=records,
             )
-        graph.save(args.output)
+        HybridModule.cpu_only(graph).save(args.output)  # the one compiled-model folder
     print(f"compiled {args.model} in {time.perf_counter() - start:.2f} s -> {args.output}")
     return 0

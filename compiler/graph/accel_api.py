@@ -79,7 +79,7 @@ def calibration_inputs(
 
 def is_saved(path: str | Path) -> bool:
     """Whether `path` is a folder written by `save` (a model compiled for the accelerator)."""
-    return HybridModule.is_saved(path)
+    return HybridModule.saved_target(path) == "vta"
 
 
 def save(compiled: Compiled, folder: str | Path) -> None:

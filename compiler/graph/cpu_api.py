@@ -29,14 +29,19 @@ def load_model(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     log: Log | None = None,
 ) -> GraphModule:
-    """A compiled model folder loads as it is; an .onnx file is compiled (`shapes` fixes its
-    symbolic inputs' shapes, `db` gives tuned tasks their records)."""
+    """A model folder `vta compile --target llvm` wrote loads as it is (its one GraphModule);
+    an .onnx file is compiled (`shapes` fixes its symbolic inputs' shapes, `db` gives tuned
+    tasks their records)."""
     from ..tune.dispatch import cpu_history  # the compiler pipeline only when compiling
     from .build_onnx import compile_model
+    from .hybrid import HybridModule
 
     p = Path(path)
     if p.is_dir():
-        return GraphModule.load(p)
+        if HybridModule.saved_target(p) != "llvm":
+            raise CompilerError(f"{path}: not a model folder `vta compile --target llvm` wrote")
+        (step,) = HybridModule.load(p).steps
+        return step.module
     if not p.is_file():
         raise CompilerError(f"{path}: no such model file or compiled model folder")
     with cpu_history(db, target) as records:  # --db's records, then the shipped ones

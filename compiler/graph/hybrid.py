@@ -65,9 +65,11 @@ class Step:
 
 @dataclasses.dataclass
 class HybridModule:
-    """A compiled model for one accelerator configuration (see the module's docstring)."""
+    """A compiled model for one accelerator configuration (see the module's docstring), or,
+    with `cfg` None, for the CPU alone (one step: the whole graph's GraphModule): the one
+    compiled-model folder format of both targets."""
 
-    cfg: VTAConfig
+    cfg: VTAConfig | None
     steps: list[Step]
     inputs: dict[str, tuple[int, ...]]
     outputs: list[str]
@@ -159,7 +161,8 @@ class HybridModule:
             steps.append(d)
         manifest = {
             "format": FORMAT,
-            "config": self.cfg.to_dict(),
+            "target": "llvm" if self.cfg is None else "vta",
+            "config": None if self.cfg is None else self.cfg.to_dict(),
             "inputs": {t: list(v) for t, v in self.inputs.items()},
             "outputs": self.outputs,
             "calibration": self.calibration,
@@ -172,6 +175,24 @@ class HybridModule:
     def is_saved(folder: str | Path) -> bool:
         return (Path(folder) / "model.json").is_file()
 
+    @staticmethod
+    def saved_target(folder: str | Path) -> str | None:
+        """The target a folder `save` wrote was compiled for (llvm or vta), None for any
+        other path."""
+        try:
+            target = json.loads((Path(folder) / "model.json").read_text()).get("target")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return target if target in ("llvm", "vta") else None
+
+    @classmethod
+    def cpu_only(cls, module: GraphModule) -> HybridModule:
+        """A model compiled for the CPU alone (`vta compile --target llvm`) as one step."""
+        inputs = {s.name: tuple(s.shape) for s in module.inputs}
+        outputs = [s.name for s in module.outputs]
+        step = Step("cpu", "graph", list(inputs), outputs, [], "", module=module)
+        return cls(None, [step], inputs, outputs, {})
+
     @classmethod
     def load(cls, folder: str | Path) -> HybridModule:
         """The module `save` wrote, its Programs rebuilt from their structure and knobs."""
@@ -180,7 +201,7 @@ class HybridModule:
             m = json.loads((folder / "model.json").read_text())
             if m.get("format") != FORMAT:
                 raise OperatorError(f"{folder}: model.json is not a {FORMAT} manifest")
-            cfg = VTAConfig.from_dict(m["config"])
+            cfg = None if m["config"] is None else VTAConfig.from_dict(m["config"])
             with np.load(folder / "accel.npz", allow_pickle=False) as z:
                 constants = {k: z[k] for k in z.files}
             steps = []

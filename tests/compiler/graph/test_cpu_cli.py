@@ -31,6 +31,19 @@ def test_compile_then_run_matches_onnxruntime(model, capsys):
     (ref,) = sess.run(None, random_inputs("dqn"))
     (name,) = out.files
     np.testing.assert_allclose(out[name], ref, rtol=1e-3, atol=1e-4 * np.abs(ref).max())
+    # the one compiled-model folder: model.json and the CPU's GraphModule, as an accelerator
+    # model's folder holds its CPU segments
+    manifest = json.loads((model / "c" / "model.json").read_text())
+    assert manifest["target"] == "llvm" and manifest["config"] is None
+    assert [s["module"] for s in manifest["steps"]] == ["cpu0"]
+
+
+def test_run_refuses_a_folder_of_another_format(model, tmp_path, capsys):
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "graph.json").write_text("{}")
+    args = ["run", str(tmp_path / "other"), "--inputs", str(model / "in.npz")]
+    assert main(args) == 1
+    assert "not a model folder `vta compile --target llvm` wrote" in capsys.readouterr().err
 
 
 def test_run_names_a_missing_and_an_extra_input(model, tmp_path, capsys):
