@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from hw.build import build_model
-from hw.programs import conv_like
+from testkit.examples import all_examples, blocked_gemm
+from testkit.program_fuzz import random_program
+from testkit.programs import conv_like
 from vta.config import VTAConfig
 from vta.device import get_device
-from vta.examples import all_examples, blocked_gemm
-from vta.fuzz import random_program
 from vta.program import Program
 from vta.validate import validate_program
 

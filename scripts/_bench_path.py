@@ -1,5 +1,6 @@
-"""Puts the repository root on `sys.path`: the benchmarks' logic (`benchmarks/`) is not installed,
-so `scripts/bench_*.py` import this first and run from a checkout as `python scripts/bench_x.py`."""
+"""Puts the repository root on `sys.path`: the benchmarks' logic (`benchmarks/`) and the Programs
+they run (`testkit/`) are not installed, so `scripts/bench_*.py` import this first and run from a
+checkout as `python scripts/bench_x.py`."""
 
 import sys
 from pathlib import Path

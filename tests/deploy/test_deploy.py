@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sim.cycle import schedule
+from testkit.examples import all_examples
 from vta.cli import main
 from vta.device import get_device
-from vta.examples import all_examples
 from vta.pynq_deploy import parse_resources, remote_commands
 
 VTA = str(Path(sys.executable).with_name("vta"))

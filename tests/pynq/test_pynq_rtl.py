@@ -9,15 +9,15 @@ import pynq
 import pytest
 
 from hw.build import verilator_available
-from hw.programs import conv_like
 from hw.pynq_rtl import CONTROL_ADDRESS, DRAM_BASE, VerilatedBoard
+from testkit.examples import all_examples
+from testkit.program_fuzz import random_program
+from testkit.programs import conv_like
 from vta import regmap
 from vta.cli import main
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeviceError
-from vta.examples import all_examples
-from vta.fuzz import random_program
 from vta.isa import AluInsn, AluOp, FinishInsn, MemInsn, MemType, encode_stream
 from vta.program import Program
 from vta.pynq_driver import relocate

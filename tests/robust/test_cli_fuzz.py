@@ -1,5 +1,5 @@
 """Property-based fuzzing of the `vta` subcommands' arguments in a child process
-(`vta.fuzzworker`, working in a scratch directory): `sim`, `disasm` and `hw-config` run; the
+(`testkit.fuzzworker`, working in a scratch directory): `sim`, `disasm` and `hw-config` run; the
 arguments of `synth-report` and `deploy` (which would synthesize or reach a board) and random
 token lists for every subcommand are parsed only. Exit statuses must be 0, 1 (with a summary
 line and at most a short list on stderr, no traceback) or 2 (usage); a signal, a hang or any
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vta.examples import all_examples
-from vta.fuzzworker import Worker
+from testkit.examples import all_examples
+from testkit.fuzzworker import Worker
 
 SIZES = [pytest.param(1, id="default"), pytest.param(10, id="slow", marks=pytest.mark.slow)]
 INPUTS = {

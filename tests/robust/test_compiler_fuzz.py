@@ -1,8 +1,8 @@
-"""Property-based fuzzing of the compiler in a child process (`vta.fuzzworker` calling
-`compiler.fuzz`): tensor declarations with random shapes, dtypes and operators (division by zero
-and -1, gathers and constant indices out of range) built and run on the CPU; records databases
-that are damaged, foreign or random bytes; `vta tune` argument lists. Every input must end in
-success or one of the toolkit's errors: a signal, a hang or a foreign exception fails."""
+"""Property-based fuzzing of the compiler in a child process (`testkit.fuzzworker` calling
+`testkit.compiler_fuzz`): tensor declarations with random shapes, dtypes and operators (division
+by zero and -1, gathers and constant indices out of range) built and run on the CPU; records
+databases that are damaged, foreign or random bytes; `vta tune` argument lists. Every input must
+end in success or one of the toolkit's errors: a signal, a hang or a foreign exception fails."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.fuzz import OPS
-from vta.fuzzworker import Worker
+from testkit.compiler_fuzz import OPS
+from testkit.fuzzworker import Worker
 
 SIZES = [pytest.param(1, id="default"), pytest.param(10, id="slow", marks=pytest.mark.slow)]
 INPUTS = {"te": 150, "database": 100, "tune": 150}
@@ -63,7 +63,7 @@ def test_tensor_programs(worker, scale, derandomize, capsys):
     )
     def case(shape, dtype, op, offset, seed):
         kwargs = dict(shape=shape, dtype=dtype, op=op, offset=offset, seed=seed)
-        answer = worker.request(op="call", fn="compiler.fuzz:te_case", kwargs=kwargs)
+        answer = worker.request(op="call", fn="testkit.compiler_fuzz:te_case", kwargs=kwargs)
         tried.append(answer["outcome"])
         _expect_handled(answer, str(kwargs))
 
@@ -111,7 +111,7 @@ def test_records_databases(worker, scale, derandomize, tmp_path_factory, capsys)
         path = root / f"case{len(tried)}.db"
         _database_bytes(kind, data, path)
         answer = worker.request(
-            op="call", fn="compiler.fuzz:database_case", kwargs={"path": str(path)}
+            op="call", fn="testkit.compiler_fuzz:database_case", kwargs={"path": str(path)}
         )
         tried.append(answer["outcome"])
         _expect_handled(answer, f"{kind} {data!r}")

@@ -1,5 +1,5 @@
 """Property-based fuzzing of ONNX import and CPU compilation in a child process
-(`vta.fuzzworker` calling `compiler.fuzz:onnx_case`): one-node models of the supported
+(`testkit.fuzzworker` calling `testkit.compiler_fuzz:onnx_case`): one-node models of the supported
 operators with random input shapes (empty dimensions included), weights that may not fit, and
 random attribute values (negative, zero, out of range, unknown modes); and convolutions and
 pools that fit their input with random windows, half of them followed by a second node the
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.fuzz import onnx_case
-from vta.fuzzworker import Worker
+from testkit.compiler_fuzz import onnx_case
+from testkit.fuzzworker import Worker
 
 SIZES = [pytest.param(150, id="default"), pytest.param(1500, id="slow", marks=pytest.mark.slow)]
 ACCEL_SIZES = [pytest.param(40, id="default"), pytest.param(400, id="slow", marks=pytest.mark.slow)]
@@ -302,7 +302,8 @@ def worker(tmp_path_factory):
 
 def fuzz(worker, capsys, strategy, fn: str, examples: int, what: str, derandomize: bool) -> None:
     """`examples` models of `strategy` (the fixed sequence when `derandomize`) through
-    `compiler.fuzz:<fn>` in the worker: each must run or end in one of the toolkit's errors."""
+    `testkit.compiler_fuzz:<fn>` in the worker: each must run or end in one of the toolkit's
+    errors."""
     tried = []
 
     @settings(
@@ -315,7 +316,7 @@ def fuzz(worker, capsys, strategy, fn: str, examples: int, what: str, derandomiz
     def case(model, seed):
         op, inputs, attrs, then = model
         kwargs = dict(op=op, inputs=inputs, attrs=attrs, seed=seed, then=then)
-        answer = worker.request(op="call", fn=f"compiler.fuzz:{fn}", kwargs=kwargs)
+        answer = worker.request(op="call", fn=f"testkit.compiler_fuzz:{fn}", kwargs=kwargs)
         tried.append(answer["outcome"])
         assert answer["outcome"] in ("ok", "error"), f"{kwargs}: {answer.get('message')}"
 

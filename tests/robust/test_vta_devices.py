@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
+from testkit.examples import all_examples
 from vta.config import load_config
 from vta.errors import DeviceError, VTAError
-from vta.examples import all_examples
 from vta.isa import AluInsn, FinishInsn, MemInsn, MemType, encode_stream
 from vta.program import Program
 from vta.validate import validate_program

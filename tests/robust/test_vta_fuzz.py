@@ -1,5 +1,5 @@
 """Property-based fuzzing of Program files and configuration files in a child process
-(`vta.fuzzworker`): every input either works or raises one of the toolkit's exceptions with a
+(`testkit.fuzzworker`): every input either works or raises one of the toolkit's exceptions with a
 short message; a signal, a hang, a memory blow-up or any other exception fails the test.
 
 The default suite tries a few thousand inputs; `./scripts/test --slow` ten times as many. Each
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testkit.examples import all_examples
+from testkit.fuzzworker import Worker, WorkerDied
+from testkit.program_fuzz import random_program
 from vta.config import CONFIG_DIR, preset_names
-from vta.examples import all_examples
-from vta.fuzz import random_program
-from vta.fuzzworker import Worker, WorkerDied
 from vta.program import Program
 
 SIZES = [pytest.param(1, id="default"), pytest.param(10, id="slow", marks=pytest.mark.slow)]

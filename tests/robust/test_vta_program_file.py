@@ -10,9 +10,9 @@ import zlib
 import numpy as np
 import pytest
 
+from testkit.examples import all_examples
+from testkit.fuzzworker import Worker
 from vta.errors import ProgramError
-from vta.examples import all_examples
-from vta.fuzzworker import Worker
 from vta.program import Program
 
 MIB = 1 << 20

@@ -8,7 +8,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, Timer
 
-from vta.examples import alu_reference
+from testkit.examples import alu_reference
 from vta.isa import AluOp
 
 STAGES = 3  # the GEMM core's pipeline: (inp, wgt) in stage 1, (acc, reset) and out in stage 3

@@ -9,13 +9,13 @@ from axi_mem import AxiMemory
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from hw.programs import conv_like
 from sim.cycle import schedule
 from sim.functional import FunctionalSimulator
+from testkit.examples import all_examples
+from testkit.program_fuzz import random_program
+from testkit.programs import conv_like
 from vta import regmap
 from vta.config import VTAConfig
-from vta.examples import all_examples
-from vta.fuzz import random_program
 
 PAGE = 4096
 

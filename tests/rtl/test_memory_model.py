@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from hw.build import verilator_available
-from hw.programs import conv_like
+from testkit.examples import all_examples
+from testkit.program_fuzz import random_program
+from testkit.programs import conv_like
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeviceError
-from vta.examples import all_examples
-from vta.fuzz import random_program
 
 pytestmark = [
     pytest.mark.rtl,

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from hw.build import build_model, cache_root, verilator_available
-from hw.programs import conv_like
+from testkit.examples import all_examples, blocked_gemm
+from testkit.programs import conv_like
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeviceError
-from vta.examples import all_examples, blocked_gemm
 from vta.isa import FinishInsn, GemmInsn, MemInsn, MemType, encode_stream
 from vta.program import Program
 

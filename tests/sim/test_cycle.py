@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from sim.cycle import CycleSimulator, schedule
 from sim.functional import FunctionalSimulator
 from sim.timing import fetch_arrivals, insn_cost
+from testkit.examples import all_examples, blocked_gemm
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeadlockError, DeviceError, ProgramError
-from vta.examples import all_examples, blocked_gemm
 from vta.isa import (
     MODULE_FLAGS,
     FinishInsn,
@@ -497,7 +497,7 @@ def test_schedule_matches_clocked_reference(body, matched, cmd_depth, token_dept
 @pytest.mark.parametrize("seed", range(8))
 def test_timing_only_reports_what_a_full_run_reports(seed):
     """`time` skips the data, not the timing: the same cycles, per-module stats and counters."""
-    from vta.fuzz import random_program
+    from testkit.program_fuzz import random_program
 
     program = random_program(seed, "pynq")
     sim = CycleSimulator()

@@ -530,7 +530,7 @@ def test_stream_without_finish_is_rejected() -> None:
 
 
 def test_reference_examples_when_available() -> None:
-    examples = pytest.importorskip("vta.examples")
+    examples = pytest.importorskip("testkit.examples")
     for cfg in ("pynq", "tiny"):
         for example in examples.all_examples(cfg):
             outputs, _ = FunctionalSimulator().run(example.program)

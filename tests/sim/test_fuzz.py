@@ -1,15 +1,15 @@
-"""Differential fuzzing: random valid Programs (vta.fuzz) give bit-identical final DRAM and equal
-counters on every device: fsim against sim by default, the verilated RTL where it builds.
-A failure names the seeds; `random_program(seed, config)` rebuilds the Program."""
+"""Differential fuzzing: random valid Programs (testkit.program_fuzz) give bit-identical final
+DRAM and equal counters on every device: fsim against sim by default, the verilated RTL where it
+builds. A failure names the seeds; `random_program(seed, config)` rebuilds the Program."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
+from testkit.program_fuzz import random_program
 from vta.device import get_device
 from vta.errors import DeviceError
-from vta.fuzz import random_program
 from vta.isa import TokenQueue, encode_stream, insn_module
 from vta.program import Program
 from vta.stats import Stats

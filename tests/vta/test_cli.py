@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
+from testkit.examples import blocked_gemm
 from vta.cli import main
-from vta.examples import blocked_gemm
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from testkit.examples import all_examples, alu, alu_reference, blocked_gemm
 from vta.device import get_device
 from vta.errors import DeviceError, ProgramError
-from vta.examples import all_examples, alu, alu_reference, blocked_gemm
 from vta.isa import AluOp, MemType
 from vta.validate import find_problems
 

@@ -1,5 +1,5 @@
-"""vta.fuzz: every generated Program validates, seeds are deterministic, and across seeds the
-Programs cover every opcode, memory type, ALU op and operand kind, padding direction, loop
+"""testkit.program_fuzz: every generated Program validates, seeds are deterministic, and across
+seeds the Programs cover every opcode, memory type, ALU op and operand kind, padding direction, loop
 nesting and token queue, with virtual threads that really overlap."""
 
 from collections import Counter
@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from testkit.program_fuzz import FuzzKnobs, random_program
 from vta.config import VTAConfig
-from vta.fuzz import FuzzKnobs, random_program
 from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn, Module, TokenQueue, insn_module
 from vta.program import Program
 from vta.validate import find_problems

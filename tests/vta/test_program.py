@@ -6,8 +6,8 @@ import zipfile
 import numpy as np
 import pytest
 
+from testkit.examples import save_load_out
 from vta.errors import ProgramError, ValidationError
-from vta.examples import save_load_out
 from vta.program import Program
 
 

@@ -490,7 +490,7 @@ def test_many_findings_are_summarized(base):
 def test_validation_accepts_large_programs():
     """A valid program of tens of thousands of instructions has no findings (its speed is
     measured by scripts/bench_sim.py)."""
-    from vta.examples import blocked_gemm
+    from testkit.examples import blocked_gemm
 
     ex = blocked_gemm("pynq", 128, 1024, 512, block=(16, 64, 16), threads=2)
     assert len(ex.program) > 10_000

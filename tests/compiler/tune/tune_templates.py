@@ -345,7 +345,7 @@ def vta_gemm(cfg, batch, in_channels, out_channels):
 
 
 def build_vta_gemm(task, params):
-    from vta.examples import blocked_gemm
+    from testkit.examples import blocked_gemm
 
     batch, in_channels, out_channels = task.args
     return blocked_gemm("pynq", batch, in_channels, out_channels, **params).program

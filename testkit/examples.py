@@ -12,11 +12,11 @@ import dataclasses
 
 import numpy as np
 
-from .builder import ProgramBuilder
-from .config import VTAConfig
-from .errors import ProgramError
-from .isa import ALU_OP_GATES, AluOp, MemType, Module, available_alu_ops
-from .program import Program
+from vta.builder import ProgramBuilder
+from vta.config import VTAConfig
+from vta.errors import ProgramError
+from vta.isa import ALU_OP_GATES, AluOp, MemType, Module, available_alu_ops
+from vta.program import Program
 
 LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
 INT8_MIN, INT8_MAX = -128, 127

@@ -1,4 +1,4 @@
-"""Cases for fuzzing the compiler's public entry points in a child process (`vta.fuzzworker`'s
+"""Cases for fuzzing the compiler's public entry points in a child process (`testkit.fuzzworker`'s
 "call" request): each takes JSON-able arguments, does the real work and returns a short summary;
 a toolkit error is the expected answer to bad input, anything else is a bug."""
 
@@ -139,9 +139,9 @@ def onnx_case(
     import tempfile
     from pathlib import Path
 
-    from .graph import reference
-    from .graph.build_onnx import compile_model
-    from .graph.onnx_import import import_onnx
+    from compiler.graph import reference
+    from compiler.graph.build_onnx import compile_model
+    from compiler.graph.onnx_import import import_onnx
 
     model, feeds = onnx_model(op, inputs, attrs, seed, then)
     want = reference.run(import_onnx(model), feeds)["y"]
@@ -166,10 +166,9 @@ def accel_case(
     import tempfile
     from pathlib import Path
 
+    from compiler.graph.hybrid import compile_for_accelerator
+    from compiler.graph.reference import run
     from vta.config import VTAConfig
-
-    from .graph.hybrid import compile_for_accelerator
-    from .graph.reference import run
 
     model, feeds = onnx_model(op, inputs, attrs, seed, then)
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,10 +17,10 @@ from collections import deque
 
 import numpy as np
 
-from .builder import ProgramBuilder
-from .config import VTAConfig
-from .isa import AluOp, MemType, Module, TokenQueue, available_alu_ops, requant_imm
-from .program import Program
+from vta.builder import ProgramBuilder
+from vta.config import VTAConfig
+from vta.isa import AluOp, MemType, Module, TokenQueue, available_alu_ops, requant_imm
+from vta.program import Program
 
 LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
 Queue = tuple[Module, Module]  # (producer, consumer): the arguments of dep_pop / dep_push

@@ -1,17 +1,18 @@
 """Run untrusted inputs through the toolkit's entry points in a separate process.
 
-`Worker` keeps one child process (`python -m vta.fuzzworker`) that takes JSON requests on stdin
-and answers one JSON line each, so a fuzzing harness tries thousands of inputs without a process
-start per input and still sees a signal, a hang (no answer within the timeout) or a blow-up of
-memory (an address-space limit turns it into MemoryError) as a failure of that input.
+`Worker` keeps one child process (`python -m testkit.fuzzworker`, the repository root put on its
+`PYTHONPATH`: `testkit/` is not installed) that takes JSON requests on stdin and answers one JSON
+line each, so a fuzzing harness tries thousands of inputs without a process start per input and
+still sees a signal, a hang (no answer within the timeout) or a blow-up of memory (an
+address-space limit turns it into MemoryError) as a failure of that input.
 
 Requests: {"op": "program", "path", "validate"} loads a Program file (validating it unless
 "validate" is false) and, if it loads, runs it on `fsim` and `sim` with small budgets;
 {"op": "config", "path"} loads a configuration file; {"op": "cli", "argv"} runs
 `vta.cli.main(argv)` capturing its output; {"op": "parse", "argv"} only parses the arguments
 (for subcommands that would build hardware or reach a board); {"op": "call", "fn":
-"compiler.fuzz:te_case", "kwargs"} calls a fuzzing case of `compiler.fuzz` (the only module it
-may call). Answers: {"outcome": "ok" |
+"testkit.compiler_fuzz:te_case", "kwargs"} calls a fuzzing case of `testkit.compiler_fuzz` (the
+only module it may call). Answers: {"outcome": "ok" |
 "error" | "bug", "type", "message"} ("error": one of the toolkit's exceptions; "bug": anything
 else), and for "cli" and "parse" the "exit" status, "stdout" and "stderr".
 """
@@ -27,9 +28,13 @@ import select
 import subprocess
 import sys
 import traceback
+from pathlib import Path
 
 MEMORY_LIMIT = 4 << 30  # the child's address space
 RUN_BUDGET = 1_000_000  # cycles (sim) and steps (fsim) of each fuzzed run
+CASES = "testkit.compiler_fuzz"  # the one module whose `*_case` functions "call" may run
+# the child runs in a scratch cwd: it finds `testkit` (not installed) through PYTHONPATH
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
 
 class WorkerDied(RuntimeError):
@@ -55,9 +60,10 @@ class Worker:
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
-            env = dict(os.environ, PYTHONFAULTHANDLER="1")
+            path = [REPO_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+            env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONPATH=os.pathsep.join(path))
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vta.fuzzworker", str(self.memory_limit)],
+                [sys.executable, "-m", "testkit.fuzzworker", str(self.memory_limit)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -91,8 +97,8 @@ class Worker:
 
 # ----------------------------------------------------------------------------- the child
 def _serve_program(path: str, validate: bool) -> None:
-    from .device import get_device
-    from .program import Program
+    from vta.device import get_device
+    from vta.program import Program
 
     program = Program.load(path, validate=validate)
     get_device("fsim", max_steps=RUN_BUDGET).execute(program, program.dram)
@@ -100,13 +106,13 @@ def _serve_program(path: str, validate: bool) -> None:
 
 
 def _serve_config(path: str) -> None:
-    from .config import VTAConfig
+    from vta.config import VTAConfig
 
     VTAConfig.load(path)
 
 
 def _serve_cli(argv: list[str]) -> dict:
-    from .cli import main
+    from vta.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -120,7 +126,7 @@ def _serve_cli(argv: list[str]) -> dict:
 
 
 def _serve_parse(argv: list[str]) -> dict:
-    from .cli import build_parser
+    from vta.cli import build_parser
 
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
@@ -134,7 +140,7 @@ def _serve_parse(argv: list[str]) -> dict:
 
 def _serve_call(fn: str, kwargs: dict) -> str:
     module, _, name = fn.partition(":")
-    if module != "compiler.fuzz" or not name.endswith("_case"):
+    if module != CASES or not name.endswith("_case"):
         raise KeyError(f"not a fuzzing case: {fn!r}")
     import importlib
 
@@ -142,7 +148,7 @@ def _serve_call(fn: str, kwargs: dict) -> str:
 
 
 def _answer(request: dict) -> dict:
-    from .errors import VTAError
+    from vta.errors import VTAError
 
     op = request.get("op")
     try:

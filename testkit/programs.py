@@ -1,4 +1,5 @@
-"""A Program that exercises the RTL beyond `vta.examples` (random ones come from `vta.fuzz`):
+"""A Program that exercises the RTL beyond `testkit.examples` (random ones come from
+`testkit.program_fuzz`):
 a conv-like kernel, for differential testing of `fsim`, `sim` and `rtl` and the RTL benchmark.
 """
 
@@ -6,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from testkit.examples import Example
 from vta.builder import ProgramBuilder
 from vta.config import VTAConfig
-from vta.examples import Example
 from vta.isa import AluOp, MemType, Module
 
 LOAD, COMPUTE, STORE = Module.LOAD, Module.COMPUTE, Module.STORE
