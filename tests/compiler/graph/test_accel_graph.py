@@ -372,3 +372,15 @@ def test_tune_then_compile_and_run_the_saved_folder(small, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0 and report["bit_exact"] and report["output_error"] is None
     assert report["cycles"] > 0
+
+
+def test_compile_prints_the_partition_and_quantization_passes(small, tmp_path, capsys):
+    from vta.cli import main
+
+    path = small[0]
+    folder = tmp_path / "printed"
+    assert main(["compile", str(path), "--target", "vta", "-o", str(folder), "--print-passes"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("== fuse ==") < out.index("== partition ==") < out.index("== quantize ==")
+    assert "on cpu (depthwise conv: one channel per product)" in out
+    assert "VTAConv(" in out and "Quantize(" in out and "Dequantize(" in out
