@@ -42,6 +42,8 @@ Loop = tuple[int, int, int] | tuple[int, int, int, int]
 
 def as_module(module: Module | str | int) -> Module:
     """A `Module` from its name ("load", "compute", "store") or number (0, 1, 2)."""
+    if isinstance(module, Module):  # the common case, without the enum's lookup
+        return module
     try:
         return Module[module.upper()] if isinstance(module, str) else Module(module)
     except (KeyError, ValueError):
@@ -50,6 +52,8 @@ def as_module(module: Module | str | int) -> Module:
 
 def _mem_type(memory_type: MemType | str) -> MemType:
     """A memory type a LOAD fills, by enum or name (ACC_8BIT and OUT are not loadable)."""
+    if isinstance(memory_type, MemType) and memory_type in LOAD_ROUTES:
+        return memory_type
     for mem in LOAD_ROUTES:
         if memory_type in (mem, mem.name, mem.name.lower()):
             return mem
