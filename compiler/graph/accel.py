@@ -169,7 +169,8 @@ def choose_knobs(
 
 @dataclasses.dataclass
 class AccelConv:
-    """One offloaded layer: workload, epilogue, knobs and the packed constant inputs."""
+    """One offloaded layer: workload, epilogue, knobs, its Program and the packed constant
+    inputs the Program reads."""
 
     name: str
     wl: Conv2DWorkload
@@ -177,13 +178,10 @@ class AccelConv:
     knobs: Conv2DKnobs
     consts: dict[str, np.ndarray]
     out_channels: int
-
-    def program(self, cfg: VTAConfig) -> Program:
-        return fused_program(self.wl, self.ep, self.knobs, cfg)
+    program: Program
 
     def run(
         self,
-        cfg: VTAConfig,
         device: str,
         x: np.ndarray,
         residual: np.ndarray | None = None,
@@ -195,7 +193,7 @@ class AccelConv:
             feed["residual"] = residual
         if sc_in is not None:
             feed["sc_data"] = sc_in
-        outs, stats = get_device(device).run(self.program(cfg), feed)
+        outs, stats = get_device(device).run(self.program, feed)
         return outs["out"], stats
 
 
@@ -234,9 +232,12 @@ def compile_qconv(
     candidates: int = 8,
     db: str | None = None,
     knobs: Conv2DKnobs | None = None,
+    program: Program | None = None,
 ) -> AccelConv:
     """The accelerator layer of a quantized conv on NCHW input `in_shape` (`sc_shape`: the
-    shortcut conv's input), with the given `knobs` or ones chosen by `choose_knobs`."""
+    shortcut conv's input), with the given `knobs` or ones chosen by `choose_knobs`, and its
+    Program (`program`: one built before, e.g. loaded from a compiled model's folder, which
+    must have this configuration and the layer's buffers)."""
     wl, ep = layer_structure(name, q, in_shape, cfg, sc_shape)
     o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
     consts = {"kernel": pack_weight(q.weight, cfg)}
@@ -251,7 +252,11 @@ def compile_qconv(
         knobs = choose_knobs([(wl, ep.structure())], cfg, candidates, db)[(wl, ep.structure())]
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
-    return AccelConv(name, wl, ep, knobs, consts, o)
+    if program is None:
+        program = fused_program(wl, ep, knobs, cfg)
+    elif program.config != cfg or {b.name for b in program.buffers} < {"data", "out", *consts}:
+        raise LoweringError(f"{name}: its Program is not one of this layer and configuration")
+    return AccelConv(name, wl, ep, knobs, consts, o, program)
 
 
 def report_row(layer: AccelConv, st: Stats) -> dict:

@@ -7,8 +7,8 @@ accelerator first reads them and stay packed between its groups.
 `run(feeds, device)` runs it on a device and checks every accelerator group's output bit for
 bit against the quantized reference kernel on the same inputs (`reference.vta_conv`); with
 device None the accelerator groups run that kernel. Saved to a folder (`model.json`, each CPU
-segment's `GraphModule` folder, `accel.npz` with the quantized weights and knobs) and loaded
-without calibrating, searching or compiling.
+segment's `GraphModule` folder, each accelerator group's Program file, `accel.npz` with the
+quantized weights) and loaded without calibrating, searching or compiling.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from vta.config import VTAConfig
+from vta.program import Program
 
 from ..errors import OperatorError
 from ..topi.vta.conv2d import Conv2DKnobs
@@ -123,7 +124,7 @@ class HybridModule:
             if t not in packed:
                 packed[t] = pack_act(env[t], self.cfg)
         res_in, sc_in = (packed[t] if t else None for t in (res, sc))
-        out, stats = layer.run(self.cfg, device, packed[x], res_in, sc_in)
+        out, stats = layer.run(device, packed[x], res_in, sc_in)
         y = unpack_act(out, layer.out_channels)
         expected = run_node(node, [env[t] if t else None for t in node.inputs])[0]
         hi = node.attrs["clip_hi"]
@@ -140,8 +141,9 @@ class HybridModule:
 
     # ---- save and load ------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:
-        """model.json, accel.npz (quantized weights, biases, the constants numpy steps read)
-        and cpu<k>/ (each CPU segment's GraphModule)."""
+        """model.json, accel.npz (quantized weights, biases, the constants numpy steps read),
+        cpu<k>/ (each CPU segment's GraphModule) and <group>.npz (each accelerator group's
+        Program, in the Program file format every device and `vta sim` read)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         steps = []
@@ -157,6 +159,8 @@ class HybridModule:
                              "attrs": n.attrs, "name": n.name}  # fmt: skip
             if s.accel is not None:
                 d["knobs"] = dataclasses.asdict(s.accel.knobs)
+                d["program"] = f"{s.name}.npz"
+                s.accel.program.save(folder / d["program"])
                 d["shapes"] = [None if x is None else list(x) for x in s.shapes]
             steps.append(d)
         manifest = {
@@ -195,7 +199,7 @@ class HybridModule:
 
     @classmethod
     def load(cls, folder: str | Path) -> HybridModule:
-        """The module `save` wrote, its Programs rebuilt from their structure and knobs."""
+        """The module `save` wrote, its Programs read back (validated, as every Program file)."""
         folder = Path(folder)
         try:
             m = json.loads((folder / "model.json").read_text())
@@ -214,7 +218,8 @@ class HybridModule:
                 if "knobs" in d:
                     step.shapes = tuple(None if x is None else tuple(x) for x in d["shapes"])
                     step.accel = _accel(node, constants, *step.shapes, cfg,
-                                        knobs=Conv2DKnobs(**d["knobs"]))  # fmt: skip
+                                        knobs=Conv2DKnobs(**d["knobs"]),
+                                        program=Program.load(folder / d["program"]))  # fmt: skip
                 steps.append(step)
         except (OSError, KeyError, TypeError, ValueError) as e:
             why = f"{type(e).__name__}: {e}"

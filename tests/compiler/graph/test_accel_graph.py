@@ -164,6 +164,10 @@ def test_a_device_that_differs_from_the_reference_is_an_error(small, monkeypatch
 def test_saved_module_runs_without_compiling(small, tmp_path):
     _, _, _, module, feeds = small
     module.save(tmp_path / "m")
+    # the accelerator groups' Programs are in the folder as Program files any device runs
+    from vta.cli import main
+
+    assert main(["sim", str(tmp_path / "m" / "c1.npz"), "--timing-only"]) == 0
     again = HybridModule.load(tmp_path / "m")
     assert HybridModule.is_saved(tmp_path / "m")
     np.testing.assert_array_equal(again.run(feeds, "fsim")[0]["out"], module.run(feeds)[0]["out"])
