@@ -162,9 +162,11 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
     groups: list[Group] = []
     for g in graph.groups:
         found = match(graph, g)
-        batch = (graph.value(g.nodes[0].inputs[0]).shape or (0,))[0]
+        batch = (graph.value(g.nodes[0].inputs[0]).shape or (0,))[0] if found else 0
         if found is None or batch % cfg.batch:
-            g.target, g.reason = CPU, _cpu_reason(graph, g)
+            g.target = CPU
+            g.reason = (f"batch {batch} is not a multiple of the configuration's {cfg.batch}"
+                        if found else _cpu_reason(graph, g))  # fmt: skip
             groups.append(g)
             continue
         p, k = found

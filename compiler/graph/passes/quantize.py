@@ -55,7 +55,8 @@ def _nonnegative(graph: Graph, t: str, producers: dict, observed: dict) -> bool:
     node = producers.get(t)
     if node is None:
         return False
-    if node.op == "Relu" or (node.op == "Clip" and (node.attrs.get("min") or -1) >= 0):
+    low = node.attrs.get("min") if node.op == "Clip" else None
+    if node.op == "Relu" or (low is not None and low >= 0):
         return True
     if node.op in ("MaxPool", "Flatten", "Reshape"):
         return _nonnegative(graph, node.inputs[0], producers, observed)

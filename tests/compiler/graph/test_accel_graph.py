@@ -315,6 +315,11 @@ def test_small_mobilenet_offloads_its_pointwise_convs(tmp_path):
     convs = list(places.values())
     assert convs[:3] == ["cpu", "cpu", "vta"]  # 3-channel stem, depthwise, pointwise
     assert convs.count("vta") == 13 and convs.count("cpu") == 14
+    # a ReLU6 output the CPU made is never negative: quantized with zero point -128 for the
+    # unpadded 1x1 convs that read it
+    producers = q.producers()
+    clipped = [n for n in q.nodes if n.op == "Quantize" and producers[n.inputs[0]].op == "Clip"]
+    assert clipped and all(n.attrs["zero"] == -128 for n in clipped)
     out, rows = module.run(feeds[1], "sim")
     (key,) = out
     assert np.abs(out[key] - f32[key]).max() < 0.05 * np.abs(f32[key]).max()
