@@ -31,7 +31,11 @@ from .program import SearchTask
 from .task_scheduler import ScheduleResult, TaskScheduler, network_tasks
 
 
-def _measure_option(target: str, model: bool, build_timeout: float) -> MeasureOption:
+def _measure_option(
+    target: str, model: bool, build_timeout: float, threads: int | None
+) -> MeasureOption:
+    """CPU programs are timed with `threads` threads (None: the thread pool's size, as a
+    compiled network runs them: `CPURunner`)."""
     if is_cuda_target(target):
         if model:
             raise TuningError("--tuner ansor tunes models for --target llvm only")
@@ -42,7 +46,7 @@ def _measure_option(target: str, model: bool, build_timeout: float) -> MeasureOp
             )
         runner: Runner = CUDARunner()
     elif target.split()[:1] == ["llvm"]:
-        runner = CPURunner(threads=1, pool=None)
+        runner = CPURunner(threads=threads, pool=None)
     else:
         raise TuningError(f"--tuner ansor supports --target llvm or cuda, not {target!r}")
     return measure_option(LocalBuilder(timeout=build_timeout), runner)
@@ -57,10 +61,12 @@ def tune_workloads(
     batch_size: int = 64,
     early_stopping: int | None = None,
     build_timeout: float = 30.0,
+    threads: int | None = None,
 ) -> tuple[list[TuningHistory], str]:
-    """Search each workload (op, args) for `n_trial` measurements in turn, recording to `db`;
-    returns the histories (the best program is `best_config`) and the throughputs' unit."""
-    option = _measure_option(target, False, build_timeout)
+    """Search each workload (op, args) for `n_trial` measurements in turn, recording to `db`,
+    CPU programs timed with `threads` threads (None: the thread pool's size); returns the
+    histories (the best program is `best_config`) and the throughputs' unit."""
+    option = _measure_option(target, False, build_timeout, threads)
     database = Database(db) if db else None
     try:
         if not workloads:
@@ -106,14 +112,16 @@ def tune_network(
     build_timeout: float = 30.0,
     log: Callable[[str], None] | None = print,
     similarity: Callable[[Any], str] | None = None,
+    threads: int | None = None,
 ) -> NetworkTuning:
     """Tune the model's fused convolution groups, `tasks(model, target)` (((workload, args),
     uses in the model) each: `compiler.graph.tasks.group_tasks`, called once the options are
     checked), with `n_trial` trials per task, allocated by the gradient task scheduler
     (`similarity(args[0])`: a task's similarity key, `graph.tasks.group_similarity`),
-    recording to `db` (needed: its records make the compiled model); `log` gets the plan
-    before the search starts."""
-    option = _measure_option(target, True, build_timeout)
+    recording to `db` (needed: its records make the compiled model), programs timed with
+    `threads` threads (None: the thread pool's size, which the compiled model's kernels run
+    on); `log` gets the plan before the search starts."""
+    option = _measure_option(target, True, build_timeout, threads)
     try:
         if db is None:
             raise TuningError(

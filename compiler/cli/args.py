@@ -30,6 +30,25 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def int_in_range(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from low to high."""
+
+    def parse(text: str) -> int:
+        value = int_at_least(low)(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{value} is above the maximum {high}")
+        return value
+
+    return parse
+
+
+def thread_count(text: str) -> int:
+    """An argparse type: a kernel thread count, 1 to `tune.measure.MAX_THREADS`."""
+    from ..tune.measure import MAX_THREADS
+
+    return int_in_range(1, MAX_THREADS)(text)
+
+
 def positive_seconds(text: str) -> float:
     """An argparse type: a finite number of seconds > 0."""
     try:

@@ -51,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="do not train the cost model on the database's records of other workloads",
     )
     A.add_tuning(p)
+    p.add_argument(
+        "--threads",
+        type=A.thread_count,
+        metavar="N",
+        help="threads each CPU kernel is timed with: the count the tuned code will run with "
+        "(default: the thread pool's size: VTA_NUM_THREADS or OMP_NUM_THREADS, else the cores "
+        "this process may use)",
+    )
     p.set_defaults(func=_tune)
 
 
@@ -98,6 +106,7 @@ def _workloads(args: argparse.Namespace, target: str, names: list[str]) -> int:
         early_stopping=args.early_stopping,
         transfer=not args.no_transfer,
         seed=args.seed,
+        threads=args.threads,
     )
     for name, history in zip(names, histories, strict=True):
         best = format_throughput(history.best_throughput, unit)
@@ -131,6 +140,7 @@ def _cpu_model(args: argparse.Namespace, target: str, model: str) -> int:
         tuner=args.tuner,
         seed=args.seed,
         build_timeout=args.build_timeout,
+        threads=args.threads,
     )
     for task, _, h in found:
         print(f"{task.label()}: {len(h.throughputs)} trials, {h.errors} errors")
@@ -175,6 +185,7 @@ def _ansor(args: argparse.Namespace, target: str, names: list[str]) -> int:
         batch_size=args.batch_size,
         early_stopping=args.early_stopping,
         build_timeout=args.build_timeout,
+        threads=args.threads,
     )
     for name, history in zip(names, histories, strict=True):
         best = format_throughput(history.best_throughput, unit)
@@ -199,6 +210,7 @@ def _ansor_model(args: argparse.Namespace, target: str, model: str) -> int:
         seed=args.seed,
         build_timeout=args.build_timeout,
         similarity=group_similarity,
+        threads=args.threads,
     )
     result = tuned.result
     for task, w, cost in zip(tuned.tasks, tuned.weights, result.best_costs, strict=True):

@@ -81,10 +81,13 @@ def tune_model(
     seed: int = 0,
     build_timeout: float = 30.0,
     log: Log = print,
+    threads: int | None = None,
 ) -> list[tuple[ConvTask, int, TuningHistory]]:
     """Tune every convolution task of the model in turn on this CPU, resuming from and
-    recording to `db` (needed: its records make the compiled model); `log` gets the kernel
-    table and the task list before tuning. Returns (task, kernels using it, history) each."""
+    recording to `db` (needed: its records make the compiled model), each kernel timed with
+    `threads` threads (None: the thread pool's size, `codegen.parallel.default_threads`, which
+    the compiled model runs its kernels on); `log` gets the kernel table and the task list
+    before tuning. Returns (task, kernels using it, history) each."""
     from ..tune import tune_tasks
     from ..tune.database import Database
     from ..tune.measure import CPURunner, LocalBuilder, measure_option
@@ -99,7 +102,9 @@ def tune_model(
     for k, (task, weight) in enumerate(found, 1):
         log(f"  [{k}/{len(found)}] {task.label()} x{weight}")
     tasks = [create_task(t.template, t.task_args(), "llvm") for t, _ in found]
-    option = measure_option(LocalBuilder(timeout=build_timeout), CPURunner(threads=1, pool=None))
+    option = measure_option(
+        LocalBuilder(timeout=build_timeout), CPURunner(threads=threads, pool=None)
+    )
     try:
         with Database(db) as records:
             histories = tune_tasks(tasks, n_trial, option, tuner=tuner, database=records, seed=seed)

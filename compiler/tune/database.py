@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TuningError
-from .record import SCHEMA_VERSION, MeasureErrorNo, Record
+from .record import SCHEMA_VERSION, MeasureErrorNo, Record, legacy_threads
 
 APPLICATION_ID = 0x56544152  # "VTAR": SQLite header field identifying a records file
 _TABLES = {"schema_version", "records"}
 _SELECT = (
     "SELECT workload, target, config, config_index, costs, error_no, error_msg, all_cost, "
-    "measured_at FROM records"
+    "measured_at, threads FROM records"
 )
 
 _SCHEMA = """
@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS records (
     error_msg    TEXT    NOT NULL DEFAULT '',
     all_cost     REAL    NOT NULL DEFAULT 0,
     measured_at  REAL    NOT NULL,
-    stored_at    REAL    NOT NULL
+    stored_at    REAL    NOT NULL,
+    threads      INTEGER
 );
 CREATE INDEX IF NOT EXISTS records_task ON records (workload, target);
 CREATE UNIQUE INDEX IF NOT EXISTS records_once ON records (workload, target, config, measured_at);
@@ -95,12 +96,18 @@ class Database:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 self.conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] == 1:  # version 1 ranked by the mean of the costs, 2 by the minimum
-                self.conn.execute("ALTER TABLE records RENAME COLUMN mean_cost TO cost")
-                self.conn.execute(
-                    "UPDATE records SET cost = (SELECT MIN(value) FROM json_each(records.costs)) "
-                    "WHERE error_no = 0"
-                )
+            elif row[0] in (1, 2):
+                if row[0] == 1:  # version 1 ranked by the mean of the costs, 2 by the minimum
+                    self.conn.execute("ALTER TABLE records RENAME COLUMN mean_cost TO cost")
+                    self.conn.execute(
+                        "UPDATE records SET cost = "
+                        "(SELECT MIN(value) FROM json_each(records.costs)) WHERE error_no = 0"
+                    )
+                # version 3 adds the thread count: older rows get what their writer measured
+                # with where the row tells (`record.legacy_threads`), else NULL (unknown)
+                self.conn.execute("ALTER TABLE records ADD COLUMN threads INTEGER")
+                self.conn.create_function("legacy_threads", 2, legacy_threads)
+                self.conn.execute("UPDATE records SET threads = legacy_threads(workload, target)")
                 self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise TuningError(
@@ -137,6 +144,7 @@ class Database:
                 r.all_cost,
                 r.timestamp,
                 now,
+                r.threads,
             )
             for r in records
         ]
@@ -144,8 +152,8 @@ class Database:
             before = self.conn.total_changes
             self.conn.executemany(
                 f"{verb} INTO records (workload, target, config, config_index, costs, cost, "
-                "error_no, error_class, error_msg, all_cost, measured_at, stored_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "error_no, error_class, error_msg, all_cost, measured_at, stored_at, threads) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             return self.conn.total_changes - before
@@ -158,11 +166,16 @@ class Database:
         return self._decode(cur)
 
     @_sqlite_errors
-    def best(self, workload: str, target: str) -> Record | None:
-        """The successful record with the lowest cost, if any (damaged rows are passed over)."""
+    def best(self, workload: str, target: str, threads: int | None = None) -> Record | None:
+        """The successful record with the lowest cost, if any (damaged rows are passed over);
+        with `threads`, the fastest of those measured with that thread count if there is one,
+        else the fastest of the others."""
+        order, params = ("cost", [workload, target])
+        if threads is not None:
+            order, params = ("(threads IS NOT ?), cost", [*params, threads])
         cur = self.conn.execute(
-            f"{_SELECT} WHERE workload = ? AND target = ? AND error_no = 0 ORDER BY cost",
-            (workload, target),
+            f"{_SELECT} WHERE workload = ? AND target = ? AND error_no = 0 ORDER BY {order}",
+            params,
         )
         for row in cur:
             found = self._decode([row])
@@ -174,7 +187,7 @@ class Database:
         """Records of the rows that decode; the others are counted in `skipped` (one warning
         per call)."""
         out, bad = [], 0
-        for w, t, c, i, costs, e, msg, a, ts in rows:
+        for w, t, c, i, costs, e, msg, a, ts, threads in rows:
             try:
                 config, costs = json.loads(c), json.loads(costs)
                 if not (isinstance(config, dict) and isinstance(costs, list)):
@@ -190,6 +203,7 @@ class Database:
                         str(msg),
                         float(a),
                         float(ts),
+                        None if threads is None else int(threads),
                     )
                 )
             except (ValueError, TypeError):

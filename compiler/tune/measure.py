@@ -27,6 +27,7 @@ import numpy as np
 from vta.device import get_device
 from vta.program import Program
 
+from ..codegen.parallel import default_threads
 from ..driver import build
 from ..errors import TuningError
 from ..runtime import load_module, set_num_threads
@@ -314,6 +315,7 @@ class Runner(abc.ABC):
 
     cost_unit = "s"
     deterministic = False
+    threads: int | None = None  # the thread count its records were measured with (None: n/a)
 
     def __init__(self, timeout: float = 10.0, n_parallel: int = 1, pool: Any = None):
         self.timeout = timeout
@@ -332,14 +334,24 @@ class Runner(abc.ABC):
         for inp, outcome in zip(inputs, self.pool.map(_run_job, jobs, self.timeout), strict=True):
             if outcome.ok:
                 costs, error_no, msg = outcome.value
-                records.append(Record.of(inp, costs, MeasureErrorNo(error_no), msg))
+                records.append(
+                    Record.of(inp, costs, MeasureErrorNo(error_no), msg, threads=self.threads)
+                )
             elif outcome.status == "timeout":
                 records.append(
-                    Record.of(inp, [], MeasureErrorNo.TIMEOUT, "run: " + outcome.message)
+                    Record.of(
+                        inp, [], MeasureErrorNo.TIMEOUT, "run: " + outcome.message, self.threads
+                    )
                 )
             else:
                 records.append(
-                    Record.of(inp, [], MeasureErrorNo.RUNTIME_ERROR, "run: " + outcome.message)
+                    Record.of(
+                        inp,
+                        [],
+                        MeasureErrorNo.RUNTIME_ERROR,
+                        "run: " + outcome.message,
+                        self.threads,
+                    )
                 )
         return records
 
@@ -347,11 +359,19 @@ class Runner(abc.ABC):
         self.pool.close()
 
 
+MAX_THREADS = 1024  # the most threads a runner (and `vta tune --threads`) accepts
+
+
 class CPURunner(Runner):
     """Wall time on this CPU: warm-up, then `repeat` timings of >= min_repeat_ms each; the
-    fastest is the config's cost. `threads` fixes the kernels' thread count (None: every core).
-    On a shared machine, one thread per kernel is the robust choice: a foreign process busy on
-    one of two cores halves a 2-thread kernel's speed but leaves a 1-thread kernel's alone."""
+    fastest is the config's cost. `threads` fixes the kernels' thread count; None: the size of
+    the thread pool a compiled network runs its kernels on (`codegen.parallel.default_threads`:
+    VTA_NUM_THREADS / OMP_NUM_THREADS, else the cores this process may use), so records are
+    measured as the code will run. With a Dask pool and None the workers' own pools decide
+    and the records' thread count is unknown. Each record says its count (`Record.threads`).
+    On a shared machine one thread per kernel measures more steadily (a foreign process busy on
+    one of two cores halves a 2-thread kernel's speed but leaves a 1-thread kernel's alone),
+    but it tunes for one thread: use it where the code will run with one."""
 
     def __init__(
         self,
@@ -365,6 +385,11 @@ class CPURunner(Runner):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
+        if threads is not None and not 1 <= threads <= MAX_THREADS:
+            raise TuningError(f"threads must be 1 to {MAX_THREADS}, got {threads}")
+        if threads is None and isinstance(self.pool, LocalPool):
+            threads = default_threads()
+        self.threads = threads
         self.params = dict(
             check=check,
             rtol=rtol,
@@ -443,7 +468,9 @@ class MeasureOption:
         if self.runner.deterministic:
             for n, key in enumerate(keys):
                 if (known := self._known.get(key)) is not None:
-                    records[n] = Record.of(inputs[n], known.costs, known.error_no, known.error_msg)
+                    records[n] = Record.of(
+                        inputs[n], known.costs, known.error_no, known.error_msg, known.threads
+                    )
         todo = [n for n, r in enumerate(records) if r is None]
         for n, r in zip(todo, self._build_and_run([inputs[n] for n in todo]), strict=True):
             records[n] = r
@@ -473,7 +500,7 @@ class MeasureOption:
         built = [i for i, b in enumerate(builds) if b.error_no == MeasureErrorNo.NO_ERROR]
         ran = self.runner.run([inputs[i] for i in built], [builds[i] for i in built])
         records = [
-            Record.of(inp, [], b.error_no, b.error_msg)
+            Record.of(inp, [], b.error_no, b.error_msg, threads=self.runner.threads)
             for inp, b in zip(inputs, builds, strict=True)
         ]
         for i, r in zip(built, ran, strict=True):

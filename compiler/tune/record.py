@@ -21,8 +21,10 @@ from .space import ConfigEntity
 from .task import Task
 
 # The records' format version: the SQLite schema's and each JSON line's "v". Version 1 ranked
-# configs by the mean of their costs (its files are migrated on open); 2 by the minimum.
-SCHEMA_VERSION = 2
+# configs by the mean of their costs (its files are migrated on open); 2 by the minimum; 3 adds
+# the thread count a CPU record was measured with (`Record.threads`; `legacy_threads` for older
+# records).
+SCHEMA_VERSION = 3
 
 
 class MeasureErrorNo(enum.IntEnum):
@@ -58,6 +60,7 @@ class Record:
     error_msg: str = ""
     all_cost: float = 0.0  # seconds of building and running, per config of its batch
     timestamp: float = field(default_factory=time.time)
+    threads: int | None = None  # the kernels' thread count when measured (None: unknown, n/a)
 
     def __post_init__(self) -> None:
         self.error_no = MeasureErrorNo(self.error_no)
@@ -69,8 +72,9 @@ class Record:
         costs: Iterable[float],
         error_no: MeasureErrorNo = MeasureErrorNo.NO_ERROR,
         error_msg: str = "",
+        threads: int | None = None,
     ) -> Record:
-        """The record of measuring `inp`."""
+        """The record of measuring `inp` (with `threads` threads: CPU wall time)."""
         task, config = inp.task, inp.config
         return cls(
             task.workload_key,
@@ -80,6 +84,7 @@ class Record:
             list(costs),
             error_no,
             error_msg,
+            threads=threads,
         )
 
     @property
@@ -98,5 +103,18 @@ class Record:
     @classmethod
     def from_json(cls, line: str) -> Record:
         data = json.loads(line)
-        data.pop("v", None)
+        if data.pop("v", 1) < 3:
+            data["threads"] = legacy_threads(data["workload"], data["target"])
         return cls(**data)
+
+
+def legacy_threads(workload: str, target: str) -> int | None:
+    """The thread count of a record written before records said it (schema < 3), as far as
+    its workload and target tell: the auto-scheduler (workload ["ansor:OP", ...]) measured on
+    the CPU with `CPURunner(threads=1)` from its first version, so 1; a template record on the
+    CPU was measured with 1 thread by `vta tune MODEL.onnx` but with every core of the tuning
+    host by `vta tune WORKLOAD`, which the record cannot tell apart, so unknown (None); other
+    targets' records (cycles, GPU time) have no thread count (None)."""
+    if target.split()[:1] == ["llvm"] and workload.startswith('["ansor:'):
+        return 1
+    return None

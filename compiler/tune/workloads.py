@@ -45,10 +45,13 @@ def workload_measure_option(
     check: bool = False,
     scheduler: str | None = None,
     build_timeout: float = 30.0,
+    threads: int | None = None,
 ) -> MeasureOption:
     """How candidates of `target` are built and measured: on this machine, or on a Dask pool at
     `scheduler` (an accelerator board's measurements go to the workers started with `vta worker
-    --resources pynq=1`); the cycle simulator times Programs without data unless `check`."""
+    --resources pynq=1`); the cycle simulator times Programs without data unless `check`. CPU
+    kernels run with `threads` threads (None: the network executor's pool size, as deployed:
+    `CPURunner`)."""
     resources = {"gpu": 1} if is_cuda_target(target) else None
     pool = DaskPool(scheduler, resources) if scheduler else None
     if is_cuda_target(target):
@@ -59,7 +62,7 @@ def workload_measure_option(
             runner_pool = DaskPool(scheduler, BOARD_RESOURCES[device])
         runner = DeviceRunner(device, check=check or device != "sim", pool=runner_pool)
     else:
-        runner = CPURunner(pool=pool)
+        runner = CPURunner(threads=threads, pool=pool)
     return measure_option(LocalBuilder(timeout=build_timeout, pool=pool), runner)
 
 
@@ -77,15 +80,18 @@ def tune_workloads(
     early_stopping: int | None = None,
     transfer: bool = True,
     seed: int = 0,
+    threads: int | None = None,
 ) -> tuple[list[TuningHistory], str]:
-    """Tune `tasks` (of `target`) one after another; returns their histories and the unit of
-    their throughputs (GFLOPS, or per cycle on the accelerator's devices)."""
+    """Tune `tasks` (of `target`) one after another, CPU kernels measured with `threads`
+    threads (None: the thread pool's size, `codegen.parallel.default_threads`); returns their
+    histories and the unit of their throughputs (GFLOPS, or per cycle on the accelerator's
+    devices)."""
     if is_cuda_target(target) and not gpu_available():
         raise TuningError(
             f"cannot tune for {target}: {cuda_status()}; "
             "`vta build WORKLOAD --target cuda --check` builds and checks kernels without one"
         )
-    option = workload_measure_option(target, device, check, scheduler, build_timeout)
+    option = workload_measure_option(target, device, check, scheduler, build_timeout, threads)
     database = Database(db) if db else None
     try:
         histories = tune_tasks(
