@@ -92,6 +92,7 @@ def build_graph(
         steps = []
         kernels: dict[str, Kernel] = {}
         untuned: dict[str, None] = {}
+        notes: list[str] = []  # kernels whose records were measured with another thread count
         used = dict.fromkeys(records.names if records else [], 0)
         views = view_aliases(groups, set(outputs))
         for g in groups:
@@ -105,6 +106,8 @@ def build_graph(
                 elif chosen.task:
                     untuned[chosen.task.label()] = None
                 name = f"k{len(kernels)}_{g.name}"
+                if chosen.note:
+                    notes.append(f"{name}: {chosen.note}")
                 kernels[key] = Kernel(
                     name,
                     functools.partial(_lowered, tgt, g, shapes, name, chosen.knobs, chosen.program),
@@ -131,6 +134,8 @@ def build_graph(
         )
         for name in untuned:
             log(f"untuned (default schedule): {name}")
+        for note in notes:
+            log(note)
     graph.manifest["untuned"] = list(untuned)
     graph.manifest["tuned_from"] = used
     graph.manifest["winograd"] = winograd

@@ -104,10 +104,12 @@ def template_tasks(groups: list[Group], shapes: dict) -> list[tuple[ConvTask, in
     return list(counts.items())
 
 
-def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float, str] | None:
+def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float, str, str] | None:
     """The task's template knobs from the first records source holding a record with the
     graph's channel blocks (tuned with them fixed, or freely with these blocks among the
-    configs tried): (knobs, cost in seconds, the source's name), or None."""
+    configs tried; measured with the build's thread count if any source has one): (knobs,
+    cost in seconds, the source's name, the thread-count note: `dispatch.thread_note`), or
+    None."""
     variants = (task.task_args(), task.task_args(blocks=False))
     found = records.query(
         [create_task(task.template, args, "llvm") for args in variants],
@@ -117,7 +119,7 @@ def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float,
         return None
     best = found.config
     if task.template == POINTWISE:
-        return {"tile_p": best["tile_p"].size[1]}, found.cost, found.source
+        return {"tile_p": best["tile_p"].size[1]}, found.cost, found.source, found.note
     knobs = {
         "tile_oh": best["tile_oh"].size[1],
         "tile_ow": best["tile_ow"].size[1],
@@ -125,7 +127,7 @@ def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float,
         "parallel": best["parallel"].val,
         "pad": best["pad"].val,
     }
-    return knobs, found.cost, found.source
+    return knobs, found.cost, found.source, found.note
 
 
 def records_keep_direct(records: ApplyHistoryBest | None, direct: ConvTask | None) -> bool:
@@ -136,7 +138,7 @@ def records_keep_direct(records: ApplyHistoryBest | None, direct: ConvTask | Non
         return False
     pointwise = direct._replace(template=POINTWISE, args=direct.args[:4])
     for name, db in records.sources:
-        one = ApplyHistoryBest([(name, db)])
+        one = ApplyHistoryBest([(name, db)], threads=records.threads)
         if tuned_knobs(one, pointwise):
             return False
         if tuned_knobs(one, direct):
@@ -266,28 +268,33 @@ def group_tasks(path: str | Path, target: str = "llvm") -> list[tuple[tuple[str,
 # ---------------------------------------------------------------------- kernels' schedules
 class GroupSchedule(NamedTuple):
     """A kernel's schedule: its template task (None: none), the template knobs or the
-    auto-scheduler program to build it with (None: the default schedule), and the records
-    source they came from (None: the default)."""
+    auto-scheduler program to build it with (None: the default schedule), the records
+    source they came from (None: the default) and, when the record was measured with another
+    thread count than the build's, the note saying so (`dispatch.thread_note`)."""
 
     task: ConvTask | None
     knobs: dict | None
     program: Any
     origin: str | None
+    note: str = ""
 
 
 def group_schedule(records: ApplyHistoryBest | None, group: Group, shapes: dict) -> GroupSchedule:
     """The group's schedule from the dispatch context: its template task's knobs from the
     first source with a record of the graph's channel blocks, unless the group's
     auto-scheduler program (the whole group, its fused epilogue included) measured faster
-    than that record (or there is none)."""
+    than that record (or there is none). A record measured with the build's thread count
+    wins over one measured with another, whatever their costs (they are not comparable)."""
     task = conv_task(group, shapes)
     found = tuned_knobs(records, task) if task and records else None
     if records and tunable(group):
         program = records.program(KIND, WORKLOAD, (group_spec(group, shapes),), "llvm")
-        if program is not None and (found is None or program.cost < found[1]):
-            return GroupSchedule(task, None, program.config, AUTO_SCHEDULED)
+        if program is not None and (
+            found is None or (bool(program.note), program.cost) < (bool(found[3]), found[1])
+        ):
+            return GroupSchedule(task, None, program.config, AUTO_SCHEDULED, program.note)
     if found:
-        return GroupSchedule(task, found[0], None, found[2])
+        return GroupSchedule(task, found[0], None, found[2], found[3])
     return GroupSchedule(task, None, None, None)
 
 

@@ -105,7 +105,9 @@ class Database:
                     )
                 # version 3 adds the thread count: older rows get what their writer measured
                 # with where the row tells (`record.legacy_threads`), else NULL (unknown)
-                self.conn.execute("ALTER TABLE records ADD COLUMN threads INTEGER")
+                columns = {c[1] for c in self.conn.execute("PRAGMA table_info(records)")}
+                if "threads" not in columns:
+                    self.conn.execute("ALTER TABLE records ADD COLUMN threads INTEGER")
                 self.conn.create_function("legacy_threads", 2, legacy_threads)
                 self.conn.execute("UPDATE records SET threads = legacy_threads(workload, target)")
                 self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))

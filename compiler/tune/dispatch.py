@@ -9,6 +9,12 @@ best measured config of that workload and target, and outside it (or with no rec
 FallbackConfigEntity with a warning, never an error. A CPU model build's context is
 `cpu_history(db, target)`: the user's records, then the records shipped for the target's
 instruction set.
+
+Records say the thread count they were measured with (`Record.threads`); a context prefers,
+in every source, records measured with the thread count the build will run with (`threads`,
+default the thread pool's size, `codegen.parallel.default_threads`). A record measured with
+another count (or an unknown one) answers only where no source holds a matching one, and its
+`Dispatched.note` says so, for the compile log.
 """
 
 from __future__ import annotations
@@ -48,19 +54,38 @@ class Dispatched:
     source: str
     kind: str = TEMPLATE
     task: Task | None = None  # a template config's task
+    note: str = ""  # why it may not suit: measured with another thread count than the build's
+
+
+def thread_note(measured: int | None, running: int) -> str:
+    """'' when a record measured with `measured` threads suits a build running `running`; else
+    what the compile log says ('record measured with 1 thread, running with 2')."""
+    if measured == running:
+        return ""
+    what = "an unknown thread count" if measured is None else _threads(measured)
+    return f"record measured with {what}, running with {running}"
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread" if n == 1 else f"{n} threads"
 
 
 class ApplyHistoryBest:
     """The dispatch context: named records sources searched in order, the first holding a
     usable record of a workload answering for it. Databases given by path (and all of them
     with `own=True`) are closed with the context. As a `with` block, `get_config` answers
-    from it."""
+    from it. `threads`: the thread count the build's kernels will run with (None: the thread
+    pool's size); records measured with it are preferred over all others."""
 
     def __init__(
         self,
         sources: Database | str | Path | Sequence[tuple[str, Database | str | Path]] = (),
         own: bool = False,
+        threads: int | None = None,
     ):
+        from ..codegen.parallel import default_threads
+
+        self.threads = default_threads() if threads is None else threads
         if isinstance(sources, (Database, str, Path)):
             sources = [("records", sources)]
         self.sources: list[tuple[str, Database]] = []
@@ -92,10 +117,13 @@ class ApplyHistoryBest:
         self.close()
 
     def config(self, task: Task) -> ConfigEntity | None:
-        """The best record of the task in the first source with one its space parses."""
-        for _, db in self.sources:
-            best = db.best(task.workload_key, task.target)
-            if best is not None:
+        """The best record of the task in the first source with one its space parses,
+        measured with the context's thread count if any source has one."""
+        for exact in (True, False):
+            for _, db in self.sources:
+                best = db.best(task.workload_key, task.target, self.threads)
+                if best is None or (exact and best.threads != self.threads):
+                    continue
                 try:
                     return task.config_space.from_json(best.config)
                 except TuningError:
@@ -107,39 +135,47 @@ class ApplyHistoryBest:
     ) -> Dispatched | None:
         """In the first source holding a successful record of any of `tasks` that its task's
         space parses and `accept` takes, the fastest of them (its config, cost, source and
-        task); None when no source holds one."""
-        for name, db in self.sources:
-            best: Dispatched | None = None
-            for task in tasks:
-                for r in db.records(task.workload_key, task.target):
-                    if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs:
-                        continue
-                    if best is not None and min(r.costs) >= best.cost:
-                        continue
-                    try:
-                        cfg = task.config_space.from_json(r.config)
-                    except Exception:  # a record of another template version
-                        continue
-                    if accept is None or accept(cfg):
-                        best = Dispatched(cfg, min(r.costs), name, TEMPLATE, task)
-            if best is not None:
-                return best
+        task); records measured with the context's thread count first (in any source), the
+        others only when none is; None when no source holds one."""
+        for exact in (True, False):
+            for name, db in self.sources:
+                best: Dispatched | None = None
+                for task in tasks:
+                    for r in db.records(task.workload_key, task.target):
+                        if r.error_no != MeasureErrorNo.NO_ERROR or not r.costs:
+                            continue
+                        if exact and r.threads != self.threads:
+                            continue
+                        if best is not None and min(r.costs) >= best.cost:
+                            continue
+                        try:
+                            cfg = task.config_space.from_json(r.config)
+                        except Exception:  # a record of another template version
+                            continue
+                        if accept is None or accept(cfg):
+                            note = thread_note(r.threads, self.threads)
+                            best = Dispatched(cfg, min(r.costs), name, TEMPLATE, task, note)
+                if best is not None:
+                    return best
         return None
 
     def program(self, kind: str, op: str, args: tuple, target: str) -> Dispatched | None:
         """The best program of kind `kind` (a registered program kind) of the workload
-        op(args) in the first source whose best record of it rebuilds; None: none."""
+        op(args) in the first source whose best record of it rebuilds, measured with the
+        context's thread count if any source has one; None: none."""
         load = PROGRAM_KINDS.get(kind)
         if load is None:
             return None
         key = workload_key(f"{kind}:{op}", tuple(args))
-        for name, db in self.sources:
-            best = db.best(key, target)
-            if best is None:
-                continue
-            program = load(op, tuple(args), target, best.config)
-            if program is not None:
-                return Dispatched(program, best.cost, name, kind)
+        for exact in (True, False):
+            for name, db in self.sources:
+                best = db.best(key, target, self.threads)
+                if best is None or (exact and best.threads != self.threads):
+                    continue
+                program = load(op, tuple(args), target, best.config)
+                if program is not None:
+                    note = thread_note(best.threads, self.threads)
+                    return Dispatched(program, best.cost, name, kind, note=note)
         return None
 
 
@@ -147,16 +183,23 @@ _stack: list[ApplyHistoryBest] = []
 _warned: set[tuple[str, str]] = set()
 
 
-def apply_history_best(records: Database | str | Path) -> ApplyHistoryBest:
+def apply_history_best(
+    records: Database | str | Path, threads: int | None = None
+) -> ApplyHistoryBest:
     """Within `with apply_history_best(db):`, get_config returns the best record of each
-    workload and target in `db` (a Database stays open afterwards, a path is closed)."""
-    return ApplyHistoryBest(records)
+    workload and target in `db` (a Database stays open afterwards, a path is closed), one
+    measured with `threads` threads (None: the thread pool's size) where there is one."""
+    return ApplyHistoryBest(records, threads=threads)
 
 
-def cpu_history(db: str | Path | None, target: str | Any) -> ApplyHistoryBest:
+def cpu_history(
+    db: str | Path | None, target: str | Any, threads: int | None = None
+) -> ApplyHistoryBest:
     """A CPU model build's dispatch context: the user's records `db` (source "records"), then
     the records shipped for `target`'s instruction set (`shipped.shipped_records`: none
-    with VTA_SHIPPED_RECORDS=0) as "shipped records (ARCH-ISA)"."""
+    with VTA_SHIPPED_RECORDS=0) as "shipped records (ARCH-ISA)"; records measured with
+    `threads` threads (None: the thread pool's size, which the model's kernels run on) are
+    preferred."""
     from ..codegen.target import target_scope
     from .shipped import shipped_name, shipped_records
 
@@ -165,7 +208,7 @@ def cpu_history(db: str | Path | None, target: str | Any) -> ApplyHistoryBest:
         shipped = shipped_records(tgt)
         if shipped:
             sources.append((f"shipped records ({shipped_name(tgt)})", shipped))
-    return ApplyHistoryBest(sources, own=True)
+    return ApplyHistoryBest(sources, own=True, threads=threads)
 
 
 def get_config(task: Task) -> ConfigEntity:
@@ -186,18 +229,26 @@ def get_config(task: Task) -> ConfigEntity:
 
 
 def best_config(
-    task_or_workload: Task | tuple[str, tuple], target: str, db_path: str | Path
+    task_or_workload: Task | tuple[str, tuple],
+    target: str,
+    db_path: str | Path,
+    threads: int | None = None,
 ) -> ConfigEntity | None:
     """The best recorded config of a task (or an (op, args) workload) on `target` in the
-    records database at `db_path`; None when the file or a usable record is missing."""
+    records database at `db_path`, one measured with `threads` threads (None: the thread
+    pool's size) if there is one; None when the file or a usable record is missing."""
     if not Path(db_path).exists():
         return None
     task = task_or_workload
     if not isinstance(task, Task):
         op, args = task_or_workload
         task = create_task(op, args, target)
+    if threads is None:
+        from ..codegen.parallel import default_threads
+
+        threads = default_threads()
     with Database(db_path) as db:
-        best = db.best(task.workload_key, target)
+        best = db.best(task.workload_key, target, threads)
     if best is None:
         return None
     try:

@@ -103,8 +103,9 @@ class Record:
     @classmethod
     def from_json(cls, line: str) -> Record:
         data = json.loads(line)
-        if data.pop("v", 1) < 3:
-            data["threads"] = legacy_threads(data["workload"], data["target"])
+        workload, target = data.get("workload"), data.get("target")
+        if data.pop("v", 1) < 3 and isinstance(workload, str) and isinstance(target, str):
+            data["threads"] = legacy_threads(workload, target)
         return cls(**data)
 
 
