@@ -12,7 +12,10 @@ beat their direct records by 8-19%, and its default tile of 6 positions was the 
 or within 4% of it on all five). A model compiled for the CPU uses them only when its target
 has that instruction set, and only for tasks the user's own records (`--db`) do not cover; the
 compile log says how many kernels came from them. `VTA_SHIPPED_RECORDS=0` turns them
-off (the default schedules then serve every untuned task).
+off (the default schedules then serve every untuned task). Their lines (schema 2) do not say
+the thread count they were measured with, and neither does their history, so they read as
+unknown (`record.legacy_threads`): a build prefers a record measured with its own thread count
+to them, and the compile log names each kernel a shipped record serves.
 
 `ship(db, target)` rewrites the target's file from a records database (the best record per
 task), which is how the files were made: `scripts/ship_records RECORDS.db`.
