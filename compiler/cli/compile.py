@@ -34,7 +34,7 @@ def _compile(args: argparse.Namespace) -> int:
 
         compiled = accel_api.compile_vta(
             args.model, args.config, args.calibration, args.db, args.candidates, shapes,
-            print_passes=args.print_passes,
+            print_passes=args.print_passes, log=lambda m: print(m, file=sys.stderr),
         )  # fmt: skip
         accel_api.save(compiled, args.output)
         print(f"calibrated on {compiled.calibration}", file=sys.stderr)

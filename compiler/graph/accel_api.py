@@ -95,15 +95,17 @@ def compile_vta(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     given: Mapping[str, np.ndarray] | None = None,
     print_passes: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> Compiled:
     """The model (an .onnx file, or a folder from `save`) quantized and compiled for the
     accelerator configuration `config` (a preset name or file; None: the default), calibrated
-    as `calibration_inputs` says (`given`: the inputs of the run it is compiled for)."""
+    as `calibration_inputs` says (`given`: the inputs of the run it is compiled for); `log`
+    gets the import's notes (an opset upgrade)."""
     if is_saved(model):
         return HybridModule.load(model)
     cfg = VTAConfig.load(config)
     start = time.perf_counter()
-    graph = fused_graph(model, dict(shapes or {}), print_passes)
+    graph = fused_graph(model, dict(shapes or {}), print_passes, log)
     imported = time.perf_counter() - start
     feeds, text = calibration_inputs(graph, calibration, given)
     module, _ = compile_for_accelerator(graph, cfg, feeds, db, candidates,

@@ -56,7 +56,7 @@ def compile_model(
     the graph IR after every pass, then the CPU's groups in their layouts, the CPU-layout
     passes' choices and the memory plan (to stdout). Schedules come from the dispatch context
     `records`, else from `tune.dispatch.cpu_history(db, target)`."""
-    graph = fused_graph(path, shapes, print_passes)
+    graph = fused_graph(path, shapes, print_passes, log)
     return compile_fused(graph, target, db, log, print_passes, records)
 
 
@@ -164,11 +164,12 @@ def format_plan(offsets: dict, shapes: dict, arena: int, bound: int, views: dict
 
 
 def fused_graph(
-    path: str | Path, given_shapes: dict | None = None, print_passes: bool = False
+    path: str | Path, given_shapes: dict | None = None, print_passes: bool = False, log=None
 ) -> Graph:
-    """The model's graph IR after the passes (fused)."""
+    """The model's graph IR after the passes (fused); `log` gets the import's notes (an
+    opset upgrade)."""
     try:
-        graph = import_onnx(path, given_shapes)
+        graph = import_onnx(path, given_shapes, log)
     except OperatorError as e:
         raise OperatorError(f"{path}: {e}") from None
     graph, _ = run_passes(graph, print_passes)
@@ -242,6 +243,11 @@ class _Lowering:
     def lower(self, nodes: list[IRNode], name: str) -> None:
         """The fused group's nodes as `build.Group`s: the anchor's kernel with the followers
         that run in its layout, then the rest (if any) as a group of its own."""
+        while nodes:  # a loop over the group's parts, not recursion
+            nodes, name = self.lower_part(nodes, name)
+
+    def lower_part(self, nodes: list[IRNode], name: str) -> tuple[list[IRNode], str]:
+        """The first part of `nodes` lowered; the rest (empty when all are) and its name."""
         anchor, first, packed = nodes[0], 1, True
         x = anchor.inputs[0] if anchor.inputs else ""
         if anchor.op == "Conv" and self.is_packed_conv(anchor):
@@ -255,19 +261,21 @@ class _Lowering:
         elif anchor.op in ("Gemm", "MatMul") and self.is_dense(anchor):
             (members, out), packed = self.dense(anchor), False
         elif anchor.op == "Split":
-            return self.split(anchor)
+            self.split(anchor)
+            return [], name
         elif len(nodes) == 1 and self.is_packed_flatten(anchor):
-            return self.packed_flatten(anchor)
+            self.packed_flatten(anchor)
+            return [], name
         else:
-            return self.plain_group(name, nodes)
+            self.plain_group(name, nodes)
+            return [], name
         start = x if first == 0 else anchor.outputs[0]
         end, prev = first, start
         while end < len(nodes) and self.follows(nodes[end], prev, packed):
             prev = nodes[end].outputs[0]
             end += 1
         self.finish(name, nodes[first:end], members, out, start, packed)
-        if end < len(nodes):
-            self.lower(nodes[end:], nodes[end].label)
+        return nodes[end:], nodes[end].label if end < len(nodes) else name
 
     def follows(self, n: IRNode, prev: str, packed: bool) -> bool:
         """Whether n, reading value `prev`, runs in prev's layout inside its kernel: an

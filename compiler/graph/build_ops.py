@@ -449,17 +449,14 @@ class Group:
 def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
     """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc or conv2d_1x1_NCHWc,
     else the default."""
-    found: dict[str, Any] = {}
-
-    def visit(t: Tensor) -> None:
-        op = t.op
+    found: dict[int, Any] = {}
+    stack = [outs]  # iterative: a group's tensors may chain deeper than Python recurses
+    while stack:
+        op = stack.pop().op
         if getattr(op, "tag", None) is None or id(op) in found:
-            return
+            continue
         found[id(op)] = op.tag
-        for i in op.input_tensors:
-            visit(i)
-
-    visit(outs)
+        stack.extend(op.input_tensors)
     tags = set(found.values())
     if tag.CONV2D_WINOGRAD in tags:
         return x86.schedule_conv2d_winograd_NCHWc(outs)

@@ -1,5 +1,8 @@
-"""ONNX (opsets 11-18) -> graph IR with static shapes. A model of a newer opset imports where
-its operators are defined as at opset 18.
+"""ONNX (opsets 7 and later) -> graph IR with static shapes. A model of opset 7-10 is first
+upgraded to opset 13 by `onnx.version_converter` (`upgrade`); a model of an opset after 18
+(and no newer than the installed onnx package knows) imports where its operators are defined
+as at opset 18. A model that breaks ONNX's rules (a value written twice, an initializer whose
+data is not as long as its dims claim) is refused before anything is converted (`validate`).
 
 Every attribute ONNX defines for a supported operator is present on the IR node, defaults
 filled from the operator's schema at the model's opset; inputs that must be constant
@@ -27,6 +30,8 @@ from .passes.infer import infer_node
 from .reference import run_node
 
 OPSETS = range(11, 19)
+OLDEST = 7  # opsets OLDEST..OPSETS[0]-1 are upgraded to UPGRADE_TO
+UPGRADE_TO = 13
 
 SUPPORTED = (
     "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
@@ -58,14 +63,113 @@ def load(model: Any):
 
 
 def opset_of(model) -> int:
+    """The model's default-domain opset: OLDEST up to the newest the onnx package knows."""
+    import onnx
+
+    newest = onnx.defs.onnx_opset_version()
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
-            if o.version < OPSETS[0]:
+            if o.version < OLDEST:
                 raise OperatorError(
-                    f"the model uses ONNX opset {o.version}; supported are {OPSETS[0]}-{OPSETS[-1]}"
+                    f"the model uses ONNX opset {o.version}; supported are {OLDEST} and later "
+                    f"(below {OPSETS[0]} upgraded to {UPGRADE_TO})"
+                )
+            if o.version > newest:
+                raise OperatorError(
+                    f"the model uses ONNX opset {o.version}; the installed onnx package knows "
+                    f"opsets up to {newest}"
                 )
             return int(o.version)
     raise OperatorError("the model imports no default-domain (ai.onnx) opset")
+
+
+def upgrade(model, log=None):
+    """The model at opset UPGRADE_TO when its opset is below OPSETS (`log` gets one line),
+    else the model itself."""
+    version = opset_of(model)
+    if version >= OPSETS[0]:
+        return model
+    import onnx
+    from onnx import version_converter
+
+    if model.ir_version < 4:  # before IR 4 the converter sees only initializers listed as inputs
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        model.ir_version = 4
+    try:
+        upgraded = version_converter.convert_version(model, UPGRADE_TO)
+    except Exception as e:  # the converter's own errors (RuntimeError, ValueError, ...)
+        message = " ".join(str(e).split()) or type(e).__name__
+        raise OperatorError(
+            f"the model's ONNX opset {version} cannot be upgraded to {UPGRADE_TO}: {message}"
+        ) from None
+    if log is not None:
+        log(
+            f"upgraded the model from ONNX opset {version} to {UPGRADE_TO} (onnx.version_converter)"
+        )
+    return upgraded
+
+
+def tensor_array(t, what: str) -> np.ndarray:
+    """A TensorProto's array, its declared size checked against its data first (a tensor whose
+    dims claim more elements than its data holds would have numpy allocate them all)."""
+    from onnx import helper, numpy_helper
+
+    dims = [int(d) for d in t.dims]
+    if any(d < 0 for d in dims):
+        raise OperatorError(f"{what}: negative dimension in {dims}")
+    if t.data_location != 1:  # not external data (numpy_helper reads that itself)
+        count = math.prod(dims)
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type))
+            field = helper.tensor_dtype_to_field(t.data_type)
+        except Exception:
+            raise OperatorError(f"{what}: unknown element type {t.data_type}") from None
+        bits = 4 if "int4" in dtype.name or "float4" in dtype.name else dtype.itemsize * 8
+        if t.HasField("raw_data"):
+            have, want = len(t.raw_data), (count * bits + 7) // 8
+            unit = "bytes"
+        else:
+            per = 2 if dtype.kind == "c" else 1  # complex: real and imaginary parts
+            have, want = len(getattr(t, field)), count * per
+            if bits == 4:
+                want = (count + 1) // 2
+            unit = f"{field} entries"
+        if have != want:
+            raise OperatorError(
+                f"{what}: dims {dims} declare {count} elements ({want} {unit}), the data holds "
+                f"{have} {unit}"
+            )
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:
+        message = " ".join(str(e).split()) or type(e).__name__
+        raise OperatorError(f"{what}: unreadable ({message})") from None
+
+
+def validate(model) -> None:
+    """ONNX's rules the importer relies on: every value is written once (by one node, or as a
+    graph input or initializer), and every initializer's data is as long as its dims claim."""
+    g = model.graph
+    written: dict[str, str] = {}
+    for i in g.input:
+        written.setdefault(i.name, f"graph input {i.name}")
+    for t in g.initializer:
+        if t.name in written and not written[t.name].startswith("graph input"):
+            raise OperatorError(f"initializer {t.name} is defined twice")
+        written[t.name] = f"initializer {t.name}"
+    for n in g.node:
+        label = f"node {n.name or (n.output[0] if n.output else '?')} ({n.op_type})"
+        for o in n.output:
+            if not o:
+                continue
+            if o in written:
+                raise OperatorError(
+                    f"{label} writes {o}, which {written[o]} already defines (each value is "
+                    f"written once)"
+                )
+            written[o] = label
+    for t in g.initializer:
+        tensor_array(t, f"initializer {t.name}")
 
 
 def check_input_shape(name: str, shape: tuple[int, ...], given: bool = False) -> None:
@@ -114,13 +218,11 @@ def _input_shape(inp, given: dict | None) -> tuple[int, ...]:
 
 class _Importer:
     def __init__(self, model, shapes: dict | None):
-        from onnx import numpy_helper
-
         self.opset = opset_of(model)
         g = model.graph
         self.graph = Graph([], [], [o.name for o in g.output], name=g.name or "graph")
         for t in g.initializer:
-            self.graph.add_constant(t.name, numpy_helper.to_array(t))
+            self.graph.add_constant(t.name, tensor_array(t, f"initializer {t.name}"))
         inputs = [i for i in g.input if i.name not in self.graph.constants]
         unknown = set(shapes or ()) - {i.name for i in inputs}
         if unknown:
@@ -352,11 +454,11 @@ def _py(v: Any) -> Any:
 
 
 def _constant(attrs: dict) -> np.ndarray:
-    from onnx import TensorProto, numpy_helper
+    from onnx import TensorProto
 
     set_ = {k: v for k, v in attrs.items() if v is not None}
     if "value" in set_ and isinstance(set_["value"], TensorProto):
-        return numpy_helper.to_array(set_["value"])
+        return tensor_array(set_["value"], "value")
     for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
                        ("value_int", np.int64), ("value_ints", np.int64)):  # fmt: skip
         if key in set_:
@@ -364,10 +466,14 @@ def _constant(attrs: dict) -> np.ndarray:
     raise Unsupported(f"Constant with {', '.join(set_) or 'no value'}: only tensors and numbers")
 
 
-def import_onnx(model: str | Path | bytes | Any, shapes: dict | None = None) -> Graph:
+def import_onnx(model: str | Path | bytes | Any, shapes: dict | None = None, log=None) -> Graph:
     """The ONNX model (a path, serialized bytes or a ModelProto) as a graph IR with static
-    shapes; `shapes` gives inputs' shapes where the model leaves dimensions symbolic."""
+    shapes; `shapes` gives inputs' shapes where the model leaves dimensions symbolic; `log`
+    gets a line when the model's opset is upgraded."""
     m = load(model)
+    opset_of(m)
+    validate(m)
+    m = upgrade(m, log)
     return _Importer(m, shapes).run(m)
 
 

@@ -140,3 +140,54 @@ def test_every_unsupported_node_is_listed_at_once(files, capsys):
     assert code == 1
     assert "2 node(s) cannot be imported: node s1 (Gelu): operator not supported; " in err
     assert "node sm (Shrink): operator not supported" in err
+
+
+def _broken_model(path, case: str) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    nodes, inits, opset = [helper.make_node("Add", ["x", "w"], ["y"])], [], 13
+    if case == "ssa":
+        nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Tanh", ["x"], ["y"])]
+    elif case == "undefined":
+        nodes = [helper.make_node("Relu", ["x"], ["t"])]
+    elif case == "opset":
+        nodes, opset = [helper.make_node("Relu", ["x"], ["y"])], 1000
+    else:  # 1.6e12 elements claimed over 16 bytes
+        inits = [onnx.TensorProto(name="w", data_type=TensorProto.FLOAT,
+                                  dims=[1_600_000, 1_000_000], raw_data=bytes(16))]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path.write_bytes(model.SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("ssa", "node y (Tanh) writes y, which node y (Relu) already defines"),
+        ("undefined", "graph output y is not computed by any node"),
+        ("opset", "the model uses ONNX opset 1000; the installed onnx package knows opsets up to"),
+        ("huge", "initializer w: dims [1600000, 1000000] declare 1600000000000 elements"),
+    ],
+)
+def test_models_breaking_onnx_rules_are_refused_in_one_line(files, capsys, case, message):
+    root, _ = files
+    _broken_model(root / f"{case}.onnx", case)
+    code, err = _run(capsys, "compile", root / f"{case}.onnx", "-o", root / case)
+    assert code == 1, err
+    assert message in err and f"{root / case}.onnx: " in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_old_opset_is_upgraded_and_the_log_says_so(files, capsys):
+    root, _ = files
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Dropout", ["r"], ["y"])],
+        "old",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)], ir_version=3)
+    (root / "old.onnx").write_bytes(model.SerializeToString())
+    code, err = _run(capsys, "compile", root / "old.onnx", "-o", root / "old")
+    assert code == 0, err
+    assert "upgraded the model from ONNX opset 7 to 13 (onnx.version_converter)" in err

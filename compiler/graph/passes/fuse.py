@@ -6,7 +6,10 @@ that value has no other reader and is no graph output, and the kinds fit:
   of its output's shape;
 - injective nodes fuse with each other, and a reduction absorbs the injective nodes before it;
 - a reduction group absorbs elementwise and broadcast followers of its output's shape;
-- opaque nodes fuse with nothing.
+- opaque nodes fuse with nothing;
+- a group holds at most MAX_GROUP_NODES nodes: its kernel inlines them into one expression,
+  which the lowering passes follow recursively (a chain of thousands of nodes becomes a
+  chain of groups).
 Each group runs as one kernel; a group only reads its nodes' inputs from earlier groups (its
 intermediate values have one reader each, inside the group), so groups run in order.
 """
@@ -16,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Graph, Group, Pattern, format_attr, pattern_of
+
+MAX_GROUP_NODES = 64
 
 
 def _joined(group: Pattern, node: Pattern) -> Pattern | None:
@@ -43,6 +48,8 @@ def fuse(graph: Graph) -> Graph:
             g = group_of.get(t)
             readers = {id(n) for n in users.get(t, [])}
             if g is None or len(readers) != 1 or t in graph.outputs:
+                continue
+            if len(g.nodes) >= MAX_GROUP_NODES:
                 continue
             if g.nodes[-1].outputs[0] != t or len(g.nodes[-1].outputs) != 1:
                 continue  # only the group's last value can be extended
@@ -126,4 +133,12 @@ def format_tasks(graph: Graph, tasks: list[Task]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Task", "extract_tasks", "format_tasks", "fuse", "group_inputs", "signature"]
+__all__ = [
+    "MAX_GROUP_NODES",
+    "Task",
+    "extract_tasks",
+    "format_tasks",
+    "fuse",
+    "group_inputs",
+    "signature",
+]

@@ -50,17 +50,18 @@ def _flat(values: list[np.ndarray]) -> np.ndarray:
 def _nonnegative(graph: Graph, t: str, producers: dict, observed: dict) -> bool:
     """Whether fp32 tensor `t` is never negative by construction (a ReLU's output, a max pool
     or flatten of one; a graph input whose calibration values all are)."""
-    if t in graph.inputs:
-        return bool(_flat(observed[t]).min(initial=0.0) >= 0)
-    node = producers.get(t)
-    if node is None:
-        return False
-    low = node.attrs.get("min") if node.op == "Clip" else None
-    if node.op == "Relu" or (low is not None and low >= 0):
-        return True
-    if node.op in ("MaxPool", "Flatten", "Reshape"):
-        return _nonnegative(graph, node.inputs[0], producers, observed)
-    return False
+    while True:  # back through max pools, flattens and reshapes (a loop: chains may be long)
+        if t in graph.inputs:
+            return bool(_flat(observed[t]).min(initial=0.0) >= 0)
+        node = producers.get(t)
+        if node is None:
+            return False
+        low = node.attrs.get("min") if node.op == "Clip" else None
+        if node.op == "Relu" or (low is not None and low >= 0):
+            return True
+        if node.op not in ("MaxPool", "Flatten", "Reshape"):
+            return False
+        t = node.inputs[0]
 
 
 def zero_points(
