@@ -40,6 +40,15 @@ def test_tune_with_ansor_then_build_picks_its_record(tmp_path, capsys):
         d.add_batch([Record.from_json(template.to_json())])
     assert faster_program("matmul", (16, 32, 8), "llvm", db) is None
 
+    # ... unless it was measured with another thread count than the kernel will run with
+    other = tmp_path / "other.db"
+    assert ours.threads is not None
+    twice = dataclasses.replace(template, costs=[ours.cost / 4], threads=ours.threads + 1)
+    with Database(other) as d:
+        d.add_batch([ours, twice])
+    assert faster_program("matmul", (16, 32, 8), "llvm", other, ours.threads) is not None
+    assert faster_program("matmul", (16, 32, 8), "llvm", other, ours.threads + 1) is None
+
 
 def test_ansor_cli_rejects_bad_input(tmp_path, capsys):
     assert main(["tune", "nosuchop:1,2", "--tuner", "ansor", "--n-trial", "1"]) == 1
