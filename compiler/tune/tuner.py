@@ -100,10 +100,14 @@ class Tuner(abc.ABC):
         callbacks: Sequence[Callback] = (),
         database: Database | None = None,
     ) -> TuningHistory:
-        """Measure up to n_trial configs in total (stored records count toward it)."""
+        """Measure up to n_trial configs in total (stored records count toward it: those
+        measured with the runner's thread count; others, from another count or of an unknown
+        one, are not resumed from, as their timings are not this run's)."""
         self.cost_unit = measure_option.cost_unit
         if database is not None:
-            self.load_records(database.records(self.task.workload_key, self.task.target))
+            threads = getattr(getattr(measure_option, "runner", None), "threads", None)
+            stored = database.records(self.task.workload_key, self.task.target)
+            self.load_records([r for r in stored if r.threads == threads])
         best_at = int(np.argmax(self.history.throughputs)) if self.history.throughputs else 0
         while len(self.history.throughputs) < n_trial and self.has_next():
             todo = min(batch_size, n_trial - len(self.history.throughputs))

@@ -214,3 +214,15 @@ def test_an_old_database_without_the_thread_count_still_loads(tmp_path):
         '"config_index":0,"costs":[1.0],"v":2}',
     ]
     assert [Record.from_json(ln).threads for ln in lines] == [1, None]
+
+
+def test_a_run_resumes_only_from_records_of_its_thread_count(tmp_path, pool_of_3):
+    db = tmp_path / "r.db"
+    argv = ["tune", TINY, "--n-trial", "2", "--batch-size", "2", "--db", str(db)]
+    assert main([*argv, "--threads", "1"]) == 0
+    assert main([*argv, "--threads", "1"]) == 0  # resumed: its 2 trials are done
+    with Database(db) as records:
+        assert [r.threads for r in records.records()] == [1, 1]
+    assert main(argv) == 0  # 3 threads: the 1-thread timings are not this run's
+    with Database(db) as records:
+        assert [r.threads for r in records.records()] == [1, 1, 3, 3]
