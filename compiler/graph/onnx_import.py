@@ -32,6 +32,7 @@ from .reference import run_node
 OPSETS = range(11, 19)
 OLDEST = 7  # opsets OLDEST..OPSETS[0]-1 are upgraded to UPGRADE_TO
 UPGRADE_TO = 13
+MAX_CONCAT_INPUTS = 64  # a Concat of more inputs imports as a tree of Concats
 
 SUPPORTED = (
     "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
@@ -390,6 +391,16 @@ class _Importer:
             return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
+        if op == "Concat":  # a kernel's arguments are few: a wide concat becomes a tree
+            while len(ir.inputs) > MAX_CONCAT_INPUTS:
+                parts = []
+                for k in range(0, len(ir.inputs), MAX_CONCAT_INPUTS):
+                    chunk = ir.inputs[k : k + MAX_CONCAT_INPUTS]
+                    part = chunk[0] if len(chunk) == 1 else self.graph.fresh(f"{outputs[0]}_part")
+                    if len(chunk) > 1:
+                        self.emit(Node("Concat", chunk, [part], dict(attrs), ""))
+                    parts.append(part)
+                ir.inputs = parts
         self.emit(ir)
 
     def used_extra_outputs(self, node, extra: list[str]) -> None:

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.errors import OperatorError
 from compiler.graph import reference
 from compiler.graph.build_onnx import compile_model
-from compiler.graph.onnx_import import import_onnx
+from compiler.graph.onnx_import import MAX_CONCAT_INPUTS, import_onnx
 from compiler.graph.passes import run_passes
 from compiler.graph.passes.fuse import MAX_GROUP_NODES
 
@@ -144,3 +144,29 @@ def test_broken_models_are_one_line_errors(tmp_path, case):
         import_onnx(path)
     assert message in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_a_concat_of_thousands_of_inputs_compiles_as_a_tree(tmp_path):
+    """A kernel of more than 1024 arguments cannot be called through ctypes (the executor's
+    per-kernel profile binds each): a Concat of many inputs imports as Concats of at most
+    MAX_CONCAT_INPUTS."""
+    n = 1100
+    names = [f"r{k}" for k in range(n)]
+    nodes = [helper.make_node("Mul", ["x", f"s{k}"], [names[k]]) for k in range(n)]
+    nodes.append(helper.make_node("Concat", names, ["y"], axis=1))
+    scales = {f"s{k}": np.float32(k) for k in range(n)}
+    graph = helper.make_graph(
+        nodes,
+        "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3 * n])],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in scales.items()],
+    )
+    path = tmp_path / "wide.onnx"
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+    graph = import_onnx(path)
+    assert max(len(n.inputs) for n in graph.nodes) == MAX_CONCAT_INPUTS
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    want = np.concatenate([x * np.float32(k) for k in range(n)], axis=1)
+    (got,) = compile_model(path).run({"x": x}).values()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
