@@ -87,6 +87,7 @@ def _run_vta(args: argparse.Namespace) -> int:
         args.candidates,
         A.parse_shapes(args.shape),
         given=inputs,
+        log=(lambda m: print(m, file=sys.stderr)) if not args.json else None,
     )
     report, outputs = accel_api.run_vta(
         compiled, inputs, args.device, model=str(args.model), plot=args.plot
