@@ -128,6 +128,7 @@ class AnalyticRunner:
 
     cost_unit = "s"
     deterministic = True
+    threads = None  # its costs depend on no thread count
 
     def run(self, inputs, builds):
         return [
