@@ -251,21 +251,16 @@ def _structures(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
     return out
 
 
+def _is_cpu_run(g: Group) -> bool:
+    """Whether group `g` joins a run of CPU groups (not an accelerator or boundary node)."""
+    return g.target != VTA and g.nodes[0].op not in ("Quantize", "Dequantize")
+
+
 def _segments(graph: Graph) -> list[list[Group]]:
     """The groups in runs: consecutive fp32 CPU groups together, every other group alone."""
     runs: list[list[Group]] = []
     for g in graph.groups:
-        cpu = g.target != VTA and g.nodes[0].op not in ("Quantize", "Dequantize")
-        if (
-            cpu
-            and runs
-            and runs[-1][0].target != VTA
-            and runs[-1][0].nodes[0].op
-            not in (
-                "Quantize",
-                "Dequantize",
-            )
-        ):
+        if _is_cpu_run(g) and runs and _is_cpu_run(runs[-1][0]):
             runs[-1].append(g)
         else:
             runs.append([g])
@@ -299,7 +294,7 @@ def compile_hybrid(
     runs = _segments(graph)
     subs = {}  # the CPU runs as graphs of their own, by run index
     for k, run in enumerate(runs):
-        if run[0].target != VTA and run[0].nodes[0].op not in ("Quantize", "Dequantize"):
+        if _is_cpu_run(run[0]):
             later = set(graph.outputs).union(*(group_inputs(h) for r in runs[k + 1 :] for h in r))
             subs[k] = _subgraph(graph, run, later)
     structures = _structures(graph, cfg)
@@ -369,7 +364,7 @@ def compile_for_accelerator(
         times[stage], mark = now - mark, now
 
     graph = model if isinstance(model, Graph) else fused_graph(model, None, print_passes)
-    fp32 = dataclasses.replace(graph, groups=list(graph.groups or []))
+    fp32 = dataclasses.replace(graph)  # partition gives `graph` new node and group lists
     lap("import and graph passes")
     graph = partition(graph, cfg)
     if print_passes:

@@ -106,6 +106,7 @@ class _Quantizer:
         self.env = [{t: observed[t][i] for t in graph.inputs} for i in range(n)]
         self.fp32 = set(graph.inputs) | set(graph.constants)
         self.int8: dict[str, tuple[int, int]] = {}  # tensor -> (exponent, zero) of its t__q
+        self._chosen: dict[str, tuple[int, int]] = {}  # exponents chosen, Quantize or not
 
     def add(self, group: Group, outputs: list[np.ndarray] | None = None) -> None:
         """Append `group` and run its nodes on every calibration input (or take its one
@@ -131,8 +132,10 @@ class _Quantizer:
         """(exponent, zero point) of tensor `t`'s int8 form (chosen now if it has none yet)."""
         if t in self.int8:
             return self.int8[t]
-        z = self.zeros.get(t, 0)
-        return Q.exponent(_flat(self.observed[t]), self.method, z), z
+        if t not in self._chosen:  # asked by a group before its Quantize exists
+            z = self.zeros.get(t, 0)
+            self._chosen[t] = Q.exponent(_flat(self.observed[t]), self.method, z), z
+        return self._chosen[t]
 
     def need_int8(self, t: str) -> None:
         """A Quantize of fp32 tensor `t` unless its int8 form exists."""
