@@ -2,7 +2,8 @@
 dry-run the build under plain tclsh and check the Vivado commands it would issue.
 
 `BOARDS` is the one table of board facts (part, processing system, the PS ports the block
-design uses, the register block's address); the TCL receives all of it as arguments. The dry
+design uses, the register block's address); the parts' resources and memory-port width are
+hw/parts.py's. The TCL receives all of it as arguments. The dry
 run (`dry_run`, `check_build`) needs only tclsh: it records every Vivado command and checks
 the part, the IP packaging, the clock, reset, control and memory connections, the addresses,
 the constraints and the exported outputs (tests/fpga/).
@@ -26,6 +27,7 @@ from vta.hwconfig import generate_header
 from vta.regmap import IP_NAME
 
 from .build import TOP, rtl_sources
+from .parts import part_for
 
 FPGA_DIR = Path(__file__).resolve().parent / "fpga"
 BUILD_SCRIPT = FPGA_DIR / "build.tcl"
@@ -33,7 +35,8 @@ DRY_RUN_SCRIPT = FPGA_DIR / "dryrun.tcl"
 MEMORY_MASTERS = ("m_axi_fetch", "m_axi_load", "m_axi_compute", "m_axi_store")
 CONTROL_SLAVE = "s_axi_control"
 PS_CLOCK = {"ps7": "ps/FCLK_CLK0", "psu": "ps/pl_clk0"}  # the PS's first fabric clock
-# The setting of the memory port's width (a Zynq-7000's ACP is always 64 bits wide).
+# The setting of the memory port's width (a Zynq-7000's ACP has none: it is always as wide as
+# the part's memory port, hw/parts.py).
 PORT_WIDTH_SETTING = {"psu": "CONFIG.PSU__SAXIGP0__DATA_WIDTH"}
 CLOCKED_PINS = (f"{IP_NAME}/clk", "mem_sc/aclk", "ctrl_ic/ACLK", "rst/slowest_sync_clk")
 
@@ -200,7 +203,10 @@ def check_build(calls: list[list[str]], board: Board, cfg: VTAConfig) -> list[tu
         ),
         (
             f"{board.memory_port} as wide as the {cfg.bus_width}-bit bus",
-            str(cfg.bus_width) == settings.get(PORT_WIDTH_SETTING.get(board.ps, ""), "64"),
+            str(cfg.bus_width)
+            == settings.get(
+                PORT_WIDTH_SETTING.get(board.ps, ""), str(part_for(board.part).bus_bits)
+            ),
         ),
         (
             f"memory masters through the SmartConnect to {board.memory_port}",

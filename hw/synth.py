@@ -1,6 +1,7 @@
-"""Synthesize the VTA RTL with yosys `synth_xilinx` for the configuration's Xilinx 7-series part
-and report LUT, FF, BRAM36 and DSP48 counts against the part's capacity, the LUT headroom, and
-the estimated critical path (hw.timing: cells, ns, Fmax against the configured clock).
+"""Synthesize the VTA RTL with yosys `synth_xilinx` for the configuration's Xilinx part (the
+family from hw/parts.py: xc7 for the Zynq-7020, xcup for the ZU3EG) and report LUT, FF, BRAM36
+and DSP48 counts against the part's capacity, the LUT headroom, and the estimated critical path
+(hw.timing: cells, ns, Fmax against the configured clock).
 
 Needs yosys on PATH (`apt-get install yosys` on Debian/Ubuntu); without it the report raises a
 one-line `DeviceError` saying so, and installs nothing. Multipliers are mapped to DSP48s; the GEMM
@@ -19,24 +20,27 @@ import time
 from pathlib import Path
 
 from vta.config import VTAConfig
-from vta.errors import ConfigError, DeviceError
+from vta.errors import DeviceError
 from vta.hwconfig import generate_header
 
 from .build import TOP, rtl_sources
+from .parts import part_for
 from .timing import CriticalPath, analyse
 
-# Capacity of the parts the presets name (7-series resources).
-PARTS = {
-    "xc7z020": {"LUT": 53_200, "FF": 106_400, "BRAM36": 140, "DSP": 220},
-}
-# yosys cell name -> (resource, amount of that resource per cell)
+# yosys cell name -> (resource, amount of that resource per cell); 7-series (E1) and
+# UltraScale+ (E2, the 8-port LUT RAMs) cells. A LUT RAM or shift register counts the LUTs
+# (SLICEM LUT6s) it occupies.
 CELLS = {
     **{f"LUT{n}": ("LUT", 1) for n in range(1, 7)},
-    **{c: ("LUT", 1) for c in ("RAM32X1D", "RAM64X1D", "RAM32M", "RAM64M", "RAM128X1D")},
+    "INV": ("LUT", 1),  # an inverter is a LUT1 (synth_xilinx keeps it as its own cell)
+    **{c: ("LUT", 1) for c in ("RAM32X1S", "RAM64X1S", "SRL16E", "SRLC32E")},
+    **{c: ("LUT", 2) for c in ("RAM32X1D", "RAM64X1D", "RAM128X1S")},
+    **{c: ("LUT", 4) for c in ("RAM32M", "RAM64M", "RAM128X1D", "RAM256X1S")},
+    **{c: ("LUT", 8) for c in ("RAM32M16", "RAM64M8")},
     **{c: ("FF", 1) for c in ("FDRE", "FDSE", "FDCE", "FDPE")},
-    "RAMB36E1": ("BRAM36", 1),
-    "RAMB18E1": ("BRAM36", 0.5),
-    "DSP48E1": ("DSP", 1),
+    **{c: ("BRAM36", 1) for c in ("RAMB36E1", "RAMB36E2")},
+    **{c: ("BRAM36", 0.5) for c in ("RAMB18E1", "RAMB18E2")},
+    **{c: ("DSP", 1) for c in ("DSP48E1", "DSP48E2")},
 }
 
 
@@ -52,13 +56,6 @@ def find_yosys() -> str:
     return path
 
 
-def part_family(part: str) -> str:
-    for name in PARTS:
-        if part.startswith(name):
-            return name
-    raise ConfigError(f"no capacity table for part {part!r} (known: {', '.join(PARTS)})")
-
-
 # The clock margin the report checks paths against: Fmax >= MARGIN x the configured clock.
 MARGIN = 1.2
 
@@ -68,13 +65,14 @@ def synthesize(
 ) -> tuple[dict[str, float], dict[str, int], CriticalPath, list[CriticalPath]]:
     """Run yosys; return (resource totals, raw cell counts, estimated critical path, the worst
     path into each signal that misses the clock with MARGIN)."""
+    family = part_for(cfg.fpga_part).family
     yosys = find_yosys()
     with tempfile.TemporaryDirectory(prefix="vta-synth-") as tmp:
         Path(tmp, "vta_config.vh").write_text(generate_header(cfg))
         sources = " ".join(str(p) for p in rtl_sources())
         netlist = Path(tmp, "netlist.json")
         script = (
-            f"read_verilog -I{tmp} {sources}\nsynth_xilinx -family xc7 -top {TOP} -flatten\n"
+            f"read_verilog -I{tmp} {sources}\nsynth_xilinx -family {family} -top {TOP} -flatten\n"
             f"stat\nwrite_json {netlist}\n"
         )
         Path(tmp, "synth.ys").write_text(script)
@@ -127,11 +125,11 @@ def synthesis_report(config: str | Path | None = "pynq", log: Path | None = None
     (`critical_path`, with the signals slower than MARGIN x the clock) and the raw cells;
     `log` keeps the yosys log."""
     cfg = VTAConfig.load(config)
-    family = part_family(cfg.fpga_part)
+    part = part_for(cfg.fpga_part)
     start = time.perf_counter()
     totals, cells, path, slow = synthesize(cfg, log)
     seconds = time.perf_counter() - start
-    capacity = PARTS[family]
+    capacity = part.capacity
     timing = {
         "delay_ns": path.delay_ns,
         "levels": path.levels,

@@ -1,7 +1,9 @@
 """Critical-path estimate of a yosys `synth_xilinx` netlist (its `write_json` output).
 
 The longest register-to-register path, in cells and in nanoseconds, with the per-cell delays
-below (Xilinx 7-series data-sheet values for speed grade -1, rounded; docs/fpga.md) and a
+below (Xilinx 7-series data-sheet values for speed grade -1, rounded; docs/fpga.md; an
+UltraScale+ netlist's cells, RAMB*E2, DSP48E2, CARRY8 and MUXF9, take their 7-series
+counterparts' delays, which overstates that faster family's paths) and a
 fixed allowance for every routed net. It is an estimate, not Vivado's timing: placement and
 real routing are unknown, so the net allowance is deliberately generous (0.5 ns per net; a
 short net in a placed 7-series design takes 0.2-0.4 ns, a long or high-fanout one more).
@@ -38,8 +40,11 @@ DSP_CLK_TO_P = 0.33  # P register clock to out
 
 FLIP_FLOPS = {"FDRE", "FDSE", "FDCE", "FDPE"}
 LUTS = {f"LUT{n}" for n in range(1, 7)} | {"INV"}
-BLOCK_RAMS = {"RAMB18E1", "RAMB36E1"}
-DEDICATED = {("CARRY4", "CI"), ("MUXF7", "I0"), ("MUXF7", "I1"), ("MUXF8", "I0"), ("MUXF8", "I1")}
+BLOCK_RAMS = {"RAMB18E1", "RAMB36E1", "RAMB18E2", "RAMB36E2"}
+DSPS = {"DSP48E1", "DSP48E2"}
+CARRIES = {"CARRY4", "CARRY8"}
+MUXES = {"MUXF7", "MUXF8", "MUXF9"}
+DEDICATED = {(c, "CI") for c in CARRIES} | {(m, i) for m in MUXES for i in ("I0", "I1")}
 CLOCKS = {"BUFG", "BUFGCTRL"}
 
 
@@ -102,9 +107,10 @@ class _Netlist:
         if kind in FLIP_FLOPS:
             return FF_CLK_TO_Q
         if kind in BLOCK_RAMS:
-            reg = self.params(name).get("DOA_REG" if "A" in port[:4] else "DOB_REG", 0)
+            # port A's data outputs: DOADO, DOPADOP (E1), DOUTADOUT, DOUTPADOUTP (E2)
+            reg = self.params(name).get("DOA_REG" if "ADO" in port else "DOB_REG", 0)
             return BRAM_CLK_TO_OUT_REG if reg else BRAM_CLK_TO_OUT
-        if kind == "DSP48E1":
+        if kind in DSPS:
             p = self.params(name)
             if p.get("PREG", 0):
                 return DSP_CLK_TO_P
@@ -121,11 +127,11 @@ class _Netlist:
         inputs = [p for p, d in self.cells[name].get("port_directions", {}).items() if d == "input"]
         if kind in LUTS:
             return [(p, LUT) for p in inputs]
-        if kind in ("MUXF7", "MUXF8"):
+        if kind in MUXES:
             return [(p, MUXF) for p in inputs]
-        if kind == "CARRY4":
+        if kind in CARRIES:
             return [(p, CARRY_CHAIN if p == "CI" else CARRY_DATA) for p in inputs]
-        if kind == "DSP48E1":
+        if kind in DSPS:
             p = self.params(name)
             arcs = [("C", DSP_C_TO_P), ("PCIN", DSP_C_TO_P)] if not p.get("CREG", 0) else []
             if not p.get("MREG", 0) and not p.get("AREG", 0) and not p.get("BREG", 0):
@@ -142,7 +148,7 @@ class _Netlist:
             return None if port == "C" else FF_SETUP
         if kind in BLOCK_RAMS:
             return None if port.startswith("CLK") else BRAM_SETUP
-        if kind == "DSP48E1":
+        if kind in DSPS:
             p = self.params(name)
             if port in ("A", "B"):
                 if p.get("AREG", 0) or p.get("BREG", 0):
