@@ -285,6 +285,10 @@ class CycleSimulator(Device):
             write_trace(self.trace, sched, program.config)
         return stats
 
+    def cycles(self, program: Program) -> int:
+        """The run's cycles alone: the schedule without the Stats' counters."""
+        return schedule(program, self.max_cycles).cycles
+
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
         """Run `program` on a copy of `dram`; return the final image and the run's Stats."""
         sched = schedule(program, self.max_cycles)

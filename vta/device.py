@@ -44,6 +44,10 @@ class Device(abc.ABC):
         others run the Program on its own DRAM image."""
         return self.execute(program, program.dram)[1]
 
+    def cycles(self, program: Program) -> int | None:
+        """The cycles of a run and nothing else (a knob search ranks candidates by it)."""
+        return self.time(program).cycles
+
     def new_stats(self, config: VTAConfig) -> Stats:
         return Stats(
             device=self.name, clock_mhz=config.clock_mhz, macs_per_cycle=config.macs_per_cycle

@@ -89,24 +89,8 @@ def worker_pool(processes: int | None = None) -> contextlib.AbstractContextManag
     return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
 
 
-def _map(fn, jobs: list, pool: Executor | None) -> list:
-    if pool is None:
-        return [fn(j) for j in jobs]
-    return list(pool.map(fn, jobs, chunksize=2))  # jobs of ~25 ms: balance over IPC
-
-
-def _build(job: Job) -> Program:
-    return conv2d_fused(*job)
-
-
-def build_programs(jobs: list[Job], pool: Executor | None = None) -> list[Program]:
-    """The validated Programs of `jobs`, those not built yet built in the `pool`."""
-    todo = list(dict.fromkeys(j for j in jobs if j not in _PROGRAMS))
-    _PROGRAMS.update(zip(todo, _map(_build, todo, pool), strict=True))
-    return [_PROGRAMS[j] for j in jobs]
-
-
 Structure = tuple[Conv2DWorkload, Epilogue]  # a layer's workload and canonical epilogue
+SearchJob = tuple[Structure, list[Conv2DKnobs], list[Epilogue], VTAConfig]
 _CHOSEN: dict[tuple, Conv2DKnobs] = {}  # choices made in this process
 
 
@@ -138,33 +122,61 @@ def knob_candidates(
     return tried
 
 
-def simulated_cycles(job: Job) -> int:
-    """Cycles of one candidate on the timing-only simulator (its Program unvalidated: the
-    chosen one is validated when built)."""
-    wl, ep, k, cfg = job
-    return get_device("sim").time(conv2d_fused(wl, ep, k, cfg, validate=False)).cycles
+def search_structure(job: SearchJob) -> tuple[Conv2DKnobs, list[Program]]:
+    """The candidate (`knob_candidates`) the timing-only simulator finds fastest (the first
+    of equals; candidates' Programs unvalidated: they are dropped), and the validated Programs
+    of the structure's layers (`epilogues`) with it."""
+    (wl, canonical), candidates, epilogues, cfg = job
+    best = candidates[0]
+    if len(candidates) > 1:
+        sim = get_device("sim")
+        cycles = [
+            sim.cycles(conv2d_fused(wl, canonical, k, cfg, validate=False)) for k in candidates
+        ]
+        best = candidates[cycles.index(min(cycles))]
+    return best, [conv2d_fused(wl, ep, best, cfg) for ep in epilogues]
+
+
+def _tiles(wl: Conv2DWorkload, k: Conv2DKnobs) -> int:
+    """How many tiles knobs `k` cut the workload into (its stream's length grows with it)."""
+    return (
+        (wl.n // k.tile_b)
+        * (wl.oh // k.tile_h)
+        * (wl.ow // k.tile_w)
+        * (wl.ci // k.tile_ci)
+        * (wl.co // k.tile_co)
+    )
 
 
 def choose_knobs(
-    structures: list[Structure],
+    layers: list[tuple[Conv2DWorkload, Epilogue]],
     cfg: VTAConfig,
     candidates: int = 8,
     db: str | None = None,
     pool: Executor | None = None,
 ) -> dict[Structure, Conv2DKnobs]:
-    """Each structure's fastest candidate (`knob_candidates`) on the timing-only simulator.
-    Epilogues in their canonical form (`Epilogue.structure`: immediates do not change cycles),
-    so layers that differ only in them search once; the candidates of all structures are
-    timed together, in the `pool` (`worker_pool`) if given."""
+    """Each layer structure's knobs (`search_structure`), keyed by workload and canonical
+    epilogue (`Epilogue.structure`: immediates do not change cycles, so layers that differ
+    only in them search once), and the layers' Programs built with them (`fused_program`
+    returns them). One job per structure, in the `pool` (`worker_pool`) if given, the longest
+    (by tiles) first, so the workers finish together."""
     key = (cfg, candidates, db)
-    todo = list(dict.fromkeys(s for s in structures if (*s, *key) not in _CHOSEN))
-    lists = {s: knob_candidates(*s, cfg, candidates, db) for s in todo}
-    jobs = [(*s, k, cfg) for s in todo for k in lists[s]]
-    timed = iter(_map(simulated_cycles, jobs, pool))
-    for s in todo:
-        ranked = [(next(timed), i) for i in range(len(lists[s]))]
-        _CHOSEN[(*s, *key)] = lists[s][min(ranked)[1]]
-    return {s: _CHOSEN[(*s, *key)] for s in structures}
+    layers_of: dict[Structure, list[Epilogue]] = {}
+    for wl, ep in layers:
+        layers_of.setdefault((wl, ep.structure()), [])
+        if ep not in layers_of[(wl, ep.structure())]:
+            layers_of[(wl, ep.structure())].append(ep)
+    todo = [s for s in layers_of if (*s, *key) not in _CHOSEN]
+    jobs = [(s, knob_candidates(*s, cfg, candidates, db), layers_of[s], cfg) for s in todo]
+    jobs.sort(key=lambda j: -sum(_tiles(j[0][0], k) for k in j[1]))
+    found = pool.map(search_structure, jobs) if pool else map(search_structure, jobs)
+    for job, (knobs, programs) in zip(jobs, found, strict=True):
+        (wl, _), _, epilogues, _ = job
+        _CHOSEN[(*job[0], *key)] = knobs
+        _PROGRAMS.update(
+            {(wl, ep, knobs, cfg): p for ep, p in zip(epilogues, programs, strict=True)}
+        )
+    return {s: _CHOSEN[(*s, *key)] for s in layers_of}
 
 
 @dataclasses.dataclass
@@ -249,7 +261,7 @@ def compile_qconv(
     if q.residual_shift is not None:
         consts["eye"] = eye(q.residual_shift, cfg)
     if knobs is None:
-        knobs = choose_knobs([(wl, ep.structure())], cfg, candidates, db)[(wl, ep.structure())]
+        knobs = choose_knobs([(wl, ep)], cfg, candidates, db)[(wl, ep.structure())]
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
     if program is None:

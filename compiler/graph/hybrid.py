@@ -28,7 +28,6 @@ from ..topi.vta.conv2d import Conv2DKnobs
 from . import quant as Q
 from .accel import (
     AccelConv,
-    build_programs,
     choose_knobs,
     compile_qconv,
     layer_structure,
@@ -298,19 +297,15 @@ def compile_hybrid(
             later = set(graph.outputs).union(*(group_inputs(h) for r in runs[k + 1 :] for h in r))
             subs[k] = _subgraph(graph, run, later)
     structures = _structures(graph, cfg)
-    canonical = [(wl, ep.structure()) for _, _, wl, ep in structures.values()]
-    with worker_pool() as pool:
-        chosen = choose_knobs(canonical, cfg, candidates, db, pool)  # all searches at once
-        knob_search = time.perf_counter() - start
-        knobs = {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
-        build_programs([(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()],
-                       pool)  # fmt: skip
-    programs = time.perf_counter() - start - knob_search
+    with worker_pool() as pool:  # all searches at once, each building its layers' Programs
+        chosen = choose_knobs([(wl, ep) for _, _, wl, ep in structures.values()], cfg,
+                              candidates, db, pool)  # fmt: skip
+    knobs = {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
+    search = time.perf_counter() - start
     modules = {k: compile_fused(sub, "llvm", log=log) for k, sub in subs.items()}
     times = {
-        "knob search": knob_search,
-        "Programs": programs,
-        "CPU kernels": time.perf_counter() - start - knob_search - programs,
+        "knob search, Programs": search,
+        "CPU kernels": time.perf_counter() - start - search,
     }
     steps: list[Step] = []
     for k, run in enumerate(runs):

@@ -42,13 +42,16 @@ def _where(slot: Slot | None, row: int) -> str:
     return f"{slot}+{row}" if slot is not None else str(row)
 
 
-def _span(uops: np.ndarray, loops: Sequence[UopLoop], col: int) -> tuple[int, int]:
-    """First and end row micro-op column `col` reaches under the loops (factors >= 0)."""
+def _spans(uops: np.ndarray, loops: Sequence[UopLoop]) -> list[tuple[int, int]]:
+    """First and end row each micro-op column reaches under the loops (factors >= 0)."""
     if len(uops) == 1:  # the common single micro-op kernel, without numpy reductions
-        lo = hi = int(uops[0, col])
+        lows = highs = uops[0].tolist()
     else:
-        lo, hi = int(uops[:, col].min()), int(uops[:, col].max())
-    return lo, hi + 1 + sum((loop[0] - 1) * loop[1 + col] for loop in loops)
+        lows, highs = uops.min(axis=0).tolist(), uops.max(axis=0).tolist()
+    return [
+        (lo, hi + 1 + sum((loop[0] - 1) * loop[1 + col] for loop in loops))
+        for col, (lo, hi) in enumerate(zip(lows, highs, strict=True))
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,8 +164,13 @@ class _KernelOp:
     slots_: tuple[Slot | None, ...]
     module = Module.COMPUTE
 
+    @functools.cached_property
+    def spans(self) -> list[tuple[int, int]]:
+        """The rows each micro-op column reaches (`_spans`), computed once."""
+        return _spans(self.uops, self.loops)
+
     def writes(self) -> list[Rows]:
-        return [(MemType.OUT, *_span(self.uops, self.loops, 0))]
+        return [(MemType.OUT, *self.spans[0])]
 
     def resolve(self, rows: dict[Slot, int]):
         base = [0 if s is None else rows[s] for s in self.slots_]
@@ -190,8 +198,7 @@ class Gemm(_KernelOp):
     def reads(self) -> list[Rows]:
         if self.reset:
             return []
-        inp, wgt = _span(self.uops, self.loops, 1), _span(self.uops, self.loops, 2)
-        return [(MemType.INP, *inp), (MemType.WGT, *wgt)]
+        return [(MemType.INP, *self.spans[1]), (MemType.WGT, *self.spans[2])]
 
     def emit(self, b: ProgramBuilder) -> None:
         b.gemm(self.uops, list(self.loops), reset=self.reset)

@@ -12,9 +12,8 @@ prologue's tokens cancel) and nothing is left to drain (the epilogue).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-
-import numpy as np
 
 from vta.builder import ProgramBuilder
 from vta.isa import SHARED_BUFFERS, Module, TokenQueue
@@ -50,15 +49,49 @@ class SyncedStream(list):
         return "\n".join([f"# {self.title}: {len(self)}"] + [str(s) for s in self])
 
 
-def _newest(last: np.ndarray, lo: int, hi: int) -> int:
-    """The newest operation index over rows [lo, hi) (one row without a numpy reduction)."""
-    return int(last[lo]) if hi - lo == 1 else int(last[lo:hi].max())
+class _Newest:
+    """The newest operation index per SRAM row, as constant runs of rows (operations touch
+    row ranges, so a few runs describe a whole buffer: far cheaper than an array per row)."""
+
+    __slots__ = ("depth", "starts", "values")
+
+    def __init__(self, depth: int):
+        self.depth = depth
+        self.starts = [0, depth]  # run k covers rows [starts[k], starts[k + 1])
+        self.values = [-1]
+
+    def get(self, lo: int, hi: int) -> int:
+        """The newest index over rows [lo, hi)."""
+        hi = min(hi, self.depth)
+        if lo >= hi:
+            return -1
+        first = bisect.bisect_right(self.starts, lo) - 1
+        end = bisect.bisect_left(self.starts, hi, first)
+        return max(self.values[first:end])
+
+    def set(self, lo: int, hi: int, index: int) -> None:
+        """Rows [lo, hi) were touched by operation `index`."""
+        hi = min(hi, self.depth)
+        if lo >= hi:
+            return
+        starts, values = self.starts, self.values
+        first = bisect.bisect_right(starts, lo) - 1
+        end = bisect.bisect_left(starts, hi, first)
+        new_starts, new_values = [lo], [index]
+        if starts[first] < lo:
+            new_starts.insert(0, starts[first])
+            new_values.insert(0, values[first])
+        if starts[end] > hi:
+            new_starts.append(hi)
+            new_values.append(values[end - 1])
+        starts[first:end] = new_starts
+        values[first:end] = new_values
 
 
 def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set[Module]]]:
     """For each op, the modules it pops from before it and pushes to after it."""
-    last_write = {m: np.full(depth[m], -1) for m in SHARED_BUFFERS}
-    last_read = {m: np.full(depth[m], -1) for m in SHARED_BUFFERS}
+    last_write = {m: _Newest(depth[m]) for m in SHARED_BUFFERS}
+    last_read = {m: _Newest(depth[m]) for m in SHARED_BUFFERS}
     waited: dict[tuple[Module, Module], int] = {}
     pops: list[set[Module]] = [set() for _ in ops]
     pushes: list[set[Module]] = [set() for _ in ops]
@@ -68,11 +101,11 @@ def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set
         for mem, lo, hi in reads:
             if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][1] == module:
                 producer = SHARED_BUFFERS[mem][0]
-                need[producer] = max(need.get(producer, -1), _newest(last_write[mem], lo, hi))
+                need[producer] = max(need.get(producer, -1), last_write[mem].get(lo, hi))
         for mem, lo, hi in writes:
             if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][0] == module:
                 reader = SHARED_BUFFERS[mem][1]
-                need[reader] = max(need.get(reader, -1), _newest(last_read[mem], lo, hi))
+                need[reader] = max(need.get(reader, -1), last_read[mem].get(lo, hi))
         for other, a in need.items():
             if a > waited.get((other, module), -1):
                 waited[(other, module)] = a
@@ -80,10 +113,10 @@ def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set
                 pops[b].add(other)
         for mem, lo, hi in reads:
             if mem in SHARED_BUFFERS:
-                last_read[mem][lo:hi] = b
+                last_read[mem].set(lo, hi, b)
         for mem, lo, hi in writes:
             if mem in SHARED_BUFFERS:
-                last_write[mem][lo:hi] = b
+                last_write[mem].set(lo, hi, b)
     return pops, pushes
 
 
