@@ -41,10 +41,11 @@ _INTRINSIC_MATH = {
     "floor",
     "ceil",
     "round",
+    "nearbyint",
     "trunc",
     "pow",
 }
-_LIBM = {"erf"}
+_LIBM = {"erf", "asinh", "acosh", "atanh"}
 
 
 def scalar_type(dtype: str) -> ir.Type:

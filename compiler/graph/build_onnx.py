@@ -25,7 +25,7 @@ from ..errors import OperatorError
 from ..topi import testing, x86
 from ..tune.dispatch import ApplyHistoryBest, cpu_history
 from .build import Group, Node, build_graph, plan_offsets, view_aliases
-from .build_ops import OPS
+from .build_ops import OPS, UNARY
 from .executor import GraphModule
 from .ir import Graph
 from .ir import Node as IRNode
@@ -34,8 +34,9 @@ from .passes import run_passes
 from .passes.cpu_layout import run_cpu_passes
 from .passes.fuse import group_inputs
 
-_UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
-_BINARY = ("Add", "Sub", "Mul", "Div", "Pow")
+_UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", *UNARY)
+_BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu")
+_ORDERED = ("Sub", "Div", "Pow", "PRelu")  # binary operators whose operands do not commute
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
           "ReduceSum", "ReduceMean", "ReduceMax", "MatMul", "Gemm", "Resize",
@@ -287,7 +288,7 @@ class _Lowering:
             return False
         if self.shape(n.outputs[0]) != self.shape(prev):
             return False
-        if n.op in ("Sub", "Div", "Pow") and n.inputs[0] != prev:
+        if n.op in _ORDERED and n.inputs[0] != prev:
             return False
         other = next((t for t in n.inputs if t != prev), prev)
         if n.op in _UNARY or other == prev:

@@ -352,6 +352,81 @@ def _hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:
     return nn.clip(topi.add(topi.multiply(x, alpha), beta), 0.0, 1.0)
 
 
+Scalar = Callable[[E.Expr, dict[str, Any]], E.Expr]
+
+
+def _softplus(x: E.Expr) -> E.Expr:
+    """log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))."""
+    return E.Max(x, te.const(0.0, x.dtype)) + te.log(1.0 + te.exp(-te.abs(x)))
+
+
+def _gelu(x: E.Expr, approximate: str) -> E.Expr:
+    """ONNX Gelu: x/2 (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3))."""
+    if approximate == "tanh":
+        inner = te.tanh(float(np.sqrt(2 / np.pi)) * (x + 0.044715 * x * x * x))
+    else:
+        inner = te.erf(x * float(1 / np.sqrt(2)))
+    return 0.5 * x * (1.0 + inner)
+
+
+def _sign(x: E.Expr) -> E.Expr:
+    zero = te.const(0.0, x.dtype)
+    return te.select(x > zero, 1.0, te.select(x < zero, -1.0, zero))
+
+
+def _elu(x: E.Expr, alpha: float) -> E.Expr:
+    return te.select(x > te.const(0.0, x.dtype), x, alpha * (te.exp(x) - 1.0))
+
+
+def _celu(x: E.Expr, alpha: float) -> E.Expr:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    zero = te.const(0.0, x.dtype)
+    return E.Max(x, zero) + E.Min(zero, _elu(x * (1.0 / alpha), alpha))
+
+
+# elementwise operators of one input: the output value from the input's and the attributes
+UNARY: dict[str, Scalar] = {
+    "Abs": lambda x, a: te.abs(x),
+    "Neg": lambda x, a: -x,
+    "Exp": lambda x, a: te.exp(x),
+    "Log": lambda x, a: te.log(x),
+    "Sqrt": lambda x, a: te.sqrt(x),
+    "Reciprocal": lambda x, a: 1.0 / x,
+    "Erf": lambda x, a: te.erf(x),
+    "Sin": lambda x, a: te.sin(x),
+    "Cos": lambda x, a: te.cos(x),
+    "Tan": lambda x, a: te.tan(x),
+    "Asin": lambda x, a: te.asin(x),
+    "Acos": lambda x, a: te.acos(x),
+    "Atan": lambda x, a: te.atan(x),
+    "Sinh": lambda x, a: te.sinh(x),
+    "Cosh": lambda x, a: te.cosh(x),
+    "Asinh": lambda x, a: te.asinh(x),
+    "Acosh": lambda x, a: te.acosh(x),
+    "Atanh": lambda x, a: te.atanh(x),
+    "Floor": lambda x, a: te.floor(x),
+    "Ceil": lambda x, a: te.ceil(x),
+    "Round": lambda x, a: te.nearbyint(x),
+    "Sign": lambda x, a: _sign(x),
+    "Elu": lambda x, a: _elu(x, float(a["alpha"])),
+    "Selu": lambda x, a: float(a["gamma"]) * _elu(x, float(a["alpha"])),
+    "Celu": lambda x, a: _celu(x, float(a["alpha"])),
+    "ThresholdedRelu": lambda x, a: te.select(x > float(a["alpha"]), x, te.const(0.0, x.dtype)),
+    "Softplus": lambda x, a: _softplus(x),
+    "Softsign": lambda x, a: x / (1.0 + te.abs(x)),
+    "Mish": lambda x, a: x * te.tanh(_softplus(x)),
+    "Gelu": lambda x, a: _gelu(x, a["approximate"]),
+}
+
+
+def _elementwise(op: str) -> Compute:
+    """The compute of the UNARY operator `op` (fuses as elementwise)."""
+    fn = UNARY[op]
+    return lambda ins, attrs: te.compute(
+        ins[0].shape, lambda *i: fn(ins[0](*i), attrs), name=op.lower(), tag=tag.ELEMWISE
+    )
+
+
 OPS: dict[str, Compute] = {
     "Conv": conv2d_nchwc,
     "ConvGeneric": conv2d_generic,
@@ -366,7 +441,8 @@ OPS: dict[str, Compute] = {
     "Clip": clip,
     "Sigmoid": _unary(topi.sigmoid),
     "Tanh": _unary(topi.tanh),
-    "Exp": _unary(topi.exp),
+    **{op: _elementwise(op) for op in UNARY},
+    "PRelu": _binary(topi.prelu),
     "HardSigmoid": lambda ins, a: _hard_sigmoid(
         ins[0], float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
     ),

@@ -139,11 +139,14 @@ PATTERNS: dict[str, Pattern] = {
     **dict.fromkeys(
         (
             "Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid HardSwish Exp Identity Cast Neg Sqrt "
-            "Abs Erf"
+            "Abs Erf Log Reciprocal Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh "
+            "Floor Ceil Round Sign Elu Selu Celu ThresholdedRelu Softplus Softsign Mish Gelu"
         ).split(),
         Pattern.ELEMWISE,
     ),
-    **dict.fromkeys("Add Sub Mul Div Pow Max Min BatchNormalization".split(), Pattern.BROADCAST),
+    **dict.fromkeys(
+        "Add Sub Mul Div Pow Max Min PRelu BatchNormalization".split(), Pattern.BROADCAST
+    ),
     **dict.fromkeys(
         (
             "Reshape Flatten Transpose Concat Split Slice Squeeze Unsqueeze Pad Resize Gather "

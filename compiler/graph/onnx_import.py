@@ -39,8 +39,12 @@ SUPPORTED = (
     "HardSwish Add Sub Mul Div Pow MaxPool AveragePool GlobalAveragePool GlobalMaxPool Gemm "
     "MatMul Flatten Reshape Transpose Concat Split Slice Squeeze Unsqueeze Pad Softmax "
     "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Gather Cast "
-    "ConstantOfShape Sum LRN"
+    "ConstantOfShape Sum LRN Max Min Mean Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan Asin "
+    "Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
+    "ThresholdedRelu Softplus Softsign Mish Gelu"
 ).split()
+VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
+NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports
 FOLD_ONLY = ("Shape", "Gather", "Cast", "ConstantOfShape")  # where they fold to constants
 
 
@@ -249,10 +253,14 @@ class _Importer:
         leaves unset (most redefinitions after 18 only admit more element types)."""
         import onnx
 
-        newer = onnx.defs.get_schema(node.op_type, self.opset)
-        if newer.since_version <= OPSETS[-1]:
+        try:
+            newer = onnx.defs.get_schema(node.op_type, self.opset)
+        except onnx.defs.SchemaError:
+            raise Unsupported(f"operator not defined at opset {self.opset}") from None
+        base = max(OPSETS[-1], NEWER.get(node.op_type, 0))
+        if newer.since_version <= base:
             return
-        known = onnx.defs.get_schema(node.op_type, OPSETS[-1])
+        known = onnx.defs.get_schema(node.op_type, base)
         added = set(newer.attributes) - set(known.attributes)
         same_io = [i.name for i in newer.inputs] == [i.name for i in known.inputs] and [
             o.name for o in newer.outputs
@@ -380,14 +388,8 @@ class _Importer:
         if op in ("Dropout", "MaxPool", "BatchNormalization"):
             ir.outputs = outputs[:1]  # the optional outputs (mask, indices, statistics)
             self.used_extra_outputs(node, outputs[1:])
-        if op == "Sum":  # variadic: a chain of Adds
-            acc = inputs[0]
-            for k, t in enumerate(inputs[1:], 1):
-                out = outputs[0] if k == len(inputs) - 1 else self.graph.fresh(f"{outputs[0]}_{k}")
-                self.emit(Node("Add", [acc, t], [out], {}, f"{node.name}_{k}" if node.name else ""))
-                acc = out
-            if len(inputs) == 1:
-                self.emit(Node("Identity", inputs, outputs, {}, node.name))
+        if op in VARIADIC:
+            self.variadic(node, inputs)
             return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
@@ -402,6 +404,26 @@ class _Importer:
                     parts.append(part)
                 ir.inputs = parts
         self.emit(ir)
+
+    def variadic(self, node, inputs: list[str]) -> None:
+        """Sum, Max, Min or Mean of any number of inputs (broadcasting) as a chain of binary
+        nodes (`VARIADIC`); Mean's sum then divided by the count."""
+        out = node.output[0]
+        mean = node.op_type == "Mean" and len(inputs) > 1
+        final = self.graph.fresh(f"{out}_sum") if mean else out
+        acc = inputs[0]
+        for k, t in enumerate(inputs[1:], 1):
+            dst = final if k == len(inputs) - 1 else self.graph.fresh(f"{out}_{k}")
+            name = f"{node.name}_{k}" if node.name else ""
+            self.emit(Node(VARIADIC[node.op_type], [acc, t], [dst], {}, name))
+            acc = dst
+        if len(inputs) == 1:
+            self.emit(Node("Identity", inputs, [out], {}, node.name))
+        if mean:
+            dtype = np.dtype(self.graph.value(final).dtype or "float32")
+            count = self.graph.add_constant(self.graph.fresh(f"{out}_count"),
+                                            np.array(len(inputs), dtype))  # fmt: skip
+            self.emit(Node("Div", [final, count], [out], {}, node.name))
 
     def used_extra_outputs(self, node, extra: list[str]) -> None:
         for t in extra:

@@ -345,6 +345,11 @@ def _cast(imp, node, attrs):
     return None
 
 
+def _gelu(imp, node, attrs):
+    _choice(attrs, "approximate", ("none", "tanh"))
+    return None
+
+
 RANKS = {  # the rank each input of the 2-d image operators must have
     "Conv": {0: 4, 1: 4, 2: 1},
     "ConvTranspose": {0: 4, 1: 4, 2: 1},
@@ -391,6 +396,7 @@ NORMALIZE = {
     "Dropout": _dropout,
     "Gather": _gather,
     "Cast": _cast,
+    "Gelu": _gelu,
 }
 
 

@@ -6,6 +6,7 @@ explicit), so each kernel reads its attributes without defaults of its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -145,6 +146,38 @@ def hard_sigmoid(x, *, alpha, beta) -> np.ndarray:
     return np.clip(alpha * x + beta, 0, 1).astype(x.dtype)
 
 
+def _typed(fn: Callable[..., np.ndarray]) -> Kernel:
+    """A one-input elementwise kernel whose output keeps the input's dtype."""
+    return lambda ins, a: [np.asarray(fn(ins[0], **a)).astype(ins[0].dtype)]
+
+
+def elu(x, *, alpha) -> np.ndarray:
+    return np.where(x > 0, x, alpha * np.expm1(x))
+
+
+def celu(x, *, alpha) -> np.ndarray:
+    return np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(x / alpha))
+
+
+def softplus(x) -> np.ndarray:
+    return np.logaddexp(x, 0)
+
+
+def erf(x) -> np.ndarray:
+    """The error function (math.erf in float64 per element: numpy has none)."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def gelu(x, *, approximate) -> np.ndarray:
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
+def prelu(x, slope) -> np.ndarray:
+    return np.where(x < 0, x * slope, x).astype(x.dtype)
+
+
 def slice_(x, *, starts, ends, axes, steps) -> np.ndarray:
     index = [slice(None)] * x.ndim
     for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
@@ -245,6 +278,37 @@ KERNELS: dict[str, Kernel] = {
     "HardSigmoid": _one(hard_sigmoid),
     "LRN": _one(lrn),
     "HardSwish": lambda ins, a: [ins[0] * hard_sigmoid(ins[0], alpha=1 / 6, beta=0.5)],
+    "Abs": _typed(np.abs),
+    "Neg": _typed(np.negative),
+    "Exp": _typed(np.exp),
+    "Log": _typed(np.log),
+    "Sqrt": _typed(np.sqrt),
+    "Reciprocal": _typed(np.reciprocal),
+    "Erf": _typed(erf),
+    "Sin": _typed(np.sin),
+    "Cos": _typed(np.cos),
+    "Tan": _typed(np.tan),
+    "Asin": _typed(np.arcsin),
+    "Acos": _typed(np.arccos),
+    "Atan": _typed(np.arctan),
+    "Sinh": _typed(np.sinh),
+    "Cosh": _typed(np.cosh),
+    "Asinh": _typed(np.arcsinh),
+    "Acosh": _typed(np.arccosh),
+    "Atanh": _typed(np.arctanh),
+    "Floor": _typed(np.floor),
+    "Ceil": _typed(np.ceil),
+    "Round": _typed(np.round),  # halves to even
+    "Sign": _typed(np.sign),
+    "Elu": _typed(elu),
+    "Selu": _typed(lambda x, alpha, gamma: gamma * elu(x, alpha=alpha)),
+    "Celu": _typed(celu),
+    "ThresholdedRelu": _typed(lambda x, alpha: np.where(x > alpha, x, 0)),
+    "Softplus": _typed(softplus),
+    "Softsign": _typed(lambda x: x / (1 + np.abs(x))),
+    "Mish": _typed(lambda x: x * np.tanh(softplus(x))),
+    "Gelu": _typed(gelu),
+    "PRelu": _one(prelu),
     "Add": lambda ins, a: [ins[0] + ins[1]],
     "Sub": lambda ins, a: [ins[0] - ins[1]],
     "Mul": lambda ins, a: [ins[0] * ins[1]],

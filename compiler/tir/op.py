@@ -33,6 +33,10 @@ UNARY_MATH = (
     "atan",
     "asin",
     "acos",
+    "asinh",
+    "acosh",
+    "atanh",
+    "nearbyint",
 )
 
 
@@ -56,6 +60,9 @@ exp, exp2, log, log2, log10, sqrt = (
 )
 sin, cos, tan, tanh, erf = (_unary(n) for n in ("sin", "cos", "tan", "tanh", "erf"))
 floor, ceil, round, trunc = (_unary(n) for n in ("floor", "ceil", "round", "trunc"))  # noqa: A001
+sinh, cosh, asin, acos, atan = (_unary(n) for n in ("sinh", "cosh", "asin", "acos", "atan"))
+asinh, acosh, atanh = (_unary(n) for n in ("asinh", "acosh", "atanh"))
+nearbyint = _unary("nearbyint")  # rounds halves to even (the default rounding mode)
 
 
 def abs(x: Any) -> Expr:  # noqa: A001

@@ -10,6 +10,7 @@ from .broadcast import (
     minimum,
     multiply,
     power,
+    prelu,
     subtract,
 )
 from .math import exp, log, negative, sigmoid, sqrt, tanh
@@ -26,6 +27,7 @@ __all__ = [
     "negative",
     "nn",
     "power",
+    "prelu",
     "sigmoid",
     "sqrt",
     "subtract",

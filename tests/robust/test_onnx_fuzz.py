@@ -81,6 +81,17 @@ OPERATORS = {
     "Clip": ([data], {}),
     "HardSigmoid": ([data], {"alpha": st.floats(-2, 2), "beta": st.floats(-2, 2)}),
     "GlobalAveragePool": ([data], {}),
+    **dict.fromkeys(
+        (
+            "Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh "
+            "Acosh Atanh Floor Ceil Round Sign Softplus Softsign Mish"
+        ).split(),
+        ([data], {}),
+    ),
+    **dict.fromkeys(("Elu", "Celu", "ThresholdedRelu"), ([data], {"alpha": st.floats(-2, 2)})),
+    "Selu": ([data], {"alpha": st.floats(-2, 2), "gamma": st.floats(-2, 2)}),
+    "PRelu": ([data, weight], {}),
+    **dict.fromkeys(("Max", "Min", "Sum", "Mean"), ([data, data, weight], {})),
     "Resize": (
         [
             data,
@@ -132,7 +143,7 @@ def windows(draw):
 FOLLOWERS = (
     "Add", "Mul", "Sub", "Div", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish", "Conv",
     "MaxPool", "GlobalAveragePool", "Flatten", "Transpose", "Softmax", "ReduceMean", "Concat",
-    "Pad", "Resize", "BatchNormalization",
+    "Pad", "Resize", "BatchNormalization", "PRelu", "Max", "Erf", "Softplus", "Elu",
 )  # fmt: skip
 ACCEL_FOLLOWERS = ("Relu", "Clip", "Conv", "MaxPool", "GlobalAveragePool", "Flatten", "Add")
 
@@ -146,7 +157,7 @@ def followers(draw, channels: int, ops: tuple[str, ...] = FOLLOWERS):
         [[channels, 1, 1], [1, channels, 1, 1], [1], [channels], [1, 1, 1, 1], [2, 1, 1]]
     )
     op = draw(st.sampled_from(ops))
-    if op in ("Add", "Mul", "Sub", "Div"):
+    if op in ("Add", "Mul", "Sub", "Div", "PRelu", "Max"):
         return {"op": op, "inputs": [{"weight": draw(operand)}], "attrs": {}}
     if op == "Clip":
         lo, hi = draw(st.lists(st.floats(-2, 2), min_size=2, max_size=2))

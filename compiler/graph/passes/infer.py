@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import OperatorError
-from ..ir import Graph, Node
+from ..ir import PATTERNS, Graph, Node, Pattern
 from ..reference import pool_out_size
 
 Shape = tuple[int, ...]
@@ -25,6 +25,13 @@ def _broadcast(ins: list[Shape], a: dict) -> list[Shape]:
         return [tuple(np.broadcast_shapes(*ins))]
     except ValueError:
         raise OperatorError(f"shapes {' and '.join(map(str, ins))} do not broadcast") from None
+
+
+def _unidirectional(ins: list[Shape], a: dict) -> list[Shape]:
+    """The first input's shape, the second broadcast to it (PRelu's slope)."""
+    if _broadcast(ins, a)[0] != ins[0]:
+        raise OperatorError(f"{ins[1]} does not broadcast to {ins[0]}")
+    return [ins[0]]
 
 
 def _conv(ins: list[Shape], a: dict) -> list[Shape]:
@@ -155,14 +162,10 @@ def _unsqueeze(ins: list[Shape], a: dict) -> list[Shape]:
 
 
 SHAPES: dict[str, ShapeFn] = {
-    **dict.fromkeys(
-        (
-            "Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid HardSwish Identity Dropout Softmax "
-            "LogSoftmax Cast LRN"
-        ).split(),
-        _same,
-    ),
-    **dict.fromkeys("Add Sub Mul Div Pow Max Min".split(), _broadcast),
+    **{op: _same for op, kind in PATTERNS.items() if kind == Pattern.ELEMWISE},
+    **{op: _broadcast for op, kind in PATTERNS.items() if kind == Pattern.BROADCAST},
+    **dict.fromkeys("Dropout Softmax LogSoftmax LRN".split(), _same),
+    "PRelu": _unidirectional,
     "BatchNormalization": _batch_norm,
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,

@@ -1,0 +1,170 @@
+"""The operators beyond the convolutional networks' (elementwise math and activations,
+variadic Max/Min/Sum/Mean): seeded one-node models on the reference executor and compiled
+for the CPU, both against onnxruntime; and fused into a convolution's group."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.graph import reference
+from compiler.graph.build_onnx import compile_model
+from compiler.graph.onnx_import import import_onnx
+from compiler.graph.passes import run_passes
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def one_node(op, feeds, attrs=None, consts=None, opset=18, outputs=("y",), out=np.float32):
+    """A model of one `op` node reading the graph inputs `feeds` (name -> array), then the
+    initializers `consts` (name -> array, None for an omitted input), in order; its
+    outputs of dtype `out`."""
+    consts = consts or {}
+    names = [*feeds, *(k if v is not None else "" for k, v in consts.items())]
+    node = helper.make_node(op, names, list(outputs), **(attrs or {}))
+    graph = helper.make_graph(
+        [node],
+        op,
+        [
+            helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for k, v in feeds.items()
+        ],
+        [
+            helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.dtype(out)), None)
+            for o in outputs
+        ],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items() if v is not None],
+    )
+    ir_version = 8 if opset <= 18 else 10
+    m = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version
+    )
+    return m.SerializeToString()
+
+
+def check(tmp_path, model, feeds, rtol=1e-4):
+    """The reference executor's and the compiled CPU graph's outputs equal onnxruntime's."""
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    (tmp_path / "m.onnx").write_bytes(model)
+    ref = reference.run(import_onnx(model), feeds)
+    cpu = compile_model(tmp_path / "m.onnx").run(feeds)
+    for got in (ref, cpu):
+        for value, expected in zip(got.values(), want, strict=True):
+            assert value.shape == expected.shape and value.dtype == expected.dtype
+            scale = float(np.abs(expected).max()) if expected.size else 0.0
+            np.testing.assert_allclose(value, expected, rtol=rtol, atol=1e-5 * scale)
+
+
+def uniform(lo, hi, shape=(3, 4, 5), seed=0):
+    return np.random.default_rng(seed).uniform(lo, hi, shape).astype(np.float32)
+
+
+NORMAL = uniform(-3, 3)
+UNARY = {  # op: (input, attributes)
+    "Abs": (NORMAL, {}),
+    "Neg": (NORMAL, {}),
+    "Exp": (NORMAL, {}),
+    "Log": (uniform(0.01, 10), {}),
+    "Sqrt": (uniform(0, 10), {}),
+    "Reciprocal": (uniform(0.5, 3), {}),
+    "Erf": (NORMAL, {}),
+    "Sin": (NORMAL, {}),
+    "Cos": (NORMAL, {}),
+    "Tan": (uniform(-1.4, 1.4), {}),
+    "Asin": (uniform(-0.99, 0.99), {}),
+    "Acos": (uniform(-0.99, 0.99), {}),
+    "Atan": (NORMAL, {}),
+    "Sinh": (NORMAL, {}),
+    "Cosh": (NORMAL, {}),
+    "Asinh": (NORMAL, {}),
+    "Acosh": (uniform(1, 10), {}),
+    "Atanh": (uniform(-0.99, 0.99), {}),
+    "Floor": (NORMAL, {}),
+    "Ceil": (NORMAL, {}),
+    "Round": (np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, -0.6, 3.7], np.float32), {}),
+    "Sign": (np.array([-2.0, 0.0, 3.0, -0.0, 1e-30], np.float32), {}),
+    "Elu": (NORMAL, {}),
+    "Elu_alpha": (NORMAL, {"alpha": 0.4}),
+    "Selu": (NORMAL, {}),
+    "Selu_attrs": (NORMAL, {"alpha": 1.2, "gamma": 0.8}),
+    "Celu": (NORMAL, {}),
+    "Celu_alpha": (NORMAL, {"alpha": 2.5}),
+    "ThresholdedRelu": (NORMAL, {}),
+    "ThresholdedRelu_alpha": (NORMAL, {"alpha": -0.5}),
+    "Softplus": (uniform(-30, 30), {}),
+    "Softsign": (NORMAL, {}),
+    "HardSigmoid": (NORMAL, {}),
+    "HardSigmoid_attrs": (NORMAL, {"alpha": 0.5, "beta": 0.1}),
+    "HardSwish": (NORMAL, {}),
+    "Mish": (NORMAL, {}),
+}
+
+
+@pytest.mark.parametrize("case", list(UNARY))
+def test_unary_operator(tmp_path, case):
+    x, attrs = UNARY[case]
+    check(tmp_path, one_node(case.split("_")[0], {"x": x}, attrs), {"x": x})
+
+
+@pytest.mark.parametrize("approximate", [None, "none", "tanh"])
+def test_gelu_at_opset_20(tmp_path, approximate):
+    attrs = {} if approximate is None else {"approximate": approximate}
+    check(tmp_path, one_node("Gelu", {"x": NORMAL}, attrs, opset=20), {"x": NORMAL})
+
+
+def test_gelu_refuses_an_unknown_approximation():
+    from compiler.errors import OperatorError
+
+    with pytest.raises(OperatorError, match="approximate='fast' is not supported"):
+        import_onnx(one_node("Gelu", {"x": NORMAL}, {"approximate": "fast"}, opset=20))
+
+
+@pytest.mark.parametrize(
+    "slope", [uniform(-1, 1, (5,)), uniform(-1, 1, (4, 1)), np.float32(0.2), NORMAL]
+)
+def test_prelu_broadcasts_the_slope(tmp_path, slope):
+    check(tmp_path, one_node("PRelu", {"x": NORMAL}, consts={"s": slope}), {"x": NORMAL})
+
+
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum", "Mean"])
+@pytest.mark.parametrize("shapes", [[(3, 4, 5)], [(3, 1, 5), (4, 1), (5,)], [(2, 3), (2, 3)]])
+def test_variadic_operator_broadcasts(tmp_path, op, shapes):
+    feeds = {f"x{k}": uniform(-3, 3, s, seed=k) for k, s in enumerate(shapes)}
+    check(tmp_path, one_node(op, feeds), feeds)
+
+
+def test_pow_broadcasts_a_computed_exponent(tmp_path):
+    feeds = {"x": uniform(0.5, 2), "e": uniform(-2, 2, (5,))}
+    check(tmp_path, one_node("Pow", feeds), feeds)
+
+
+def test_activations_fuse_into_the_convolution(tmp_path):
+    """A conv's elementwise followers (activations, a per-channel PRelu, a Max with a
+    constant) join its group and run in its packed layout."""
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Gelu", ["c"], ["g"]),
+        helper.make_node("PRelu", ["g", "slope"], ["p"]),
+        helper.make_node("Max", ["p", "floor"], ["m"]),
+        helper.make_node("Mish", ["m"], ["y"]),
+    ]
+    inits = {
+        "w": rng.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.2,
+        "slope": rng.uniform(0, 0.5, (16, 1, 1)).astype(np.float32),
+        "floor": np.float32(-0.05),
+    }
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 10, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    data = model.SerializeToString()
+    fused, _ = run_passes(import_onnx(data))
+    assert [[n.op for n in g.nodes] for g in fused.groups] == [
+        ["Conv", "Gelu", "PRelu", "Max", "Mish"]
+    ]
+    x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
+    check(tmp_path, data, {"x": x})
