@@ -30,6 +30,7 @@ from .executor import GraphModule
 from .ir import Graph
 from .ir import Node as IRNode
 from .onnx_import import import_onnx
+from .onnx_normalize import REDUCE_OPS
 from .passes import run_passes
 from .passes.cpu_layout import run_cpu_passes
 from .passes.fuse import group_inputs
@@ -39,8 +40,9 @@ _BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu")
 _ORDERED = ("Sub", "Div", "Pow", "PRelu")  # binary operators whose operands do not commute
 _PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
-          "ReduceSum", "ReduceMean", "ReduceMax", "MatMul", "Gemm", "Resize",
-          "ConvTranspose", "Conv", "BatchNormalization", "LRN")  # fmt: skip
+          "MatMul", "Gemm", "Resize", "ConvTranspose", "Conv", "BatchNormalization", "LRN",
+          *REDUCE_OPS, "Normalize", "CumSum", "Expand", "Tile", "DepthToSpace",
+          "SpaceToDepth")  # fmt: skip
 
 
 def compile_model(

@@ -153,10 +153,24 @@ def pad(ins: list[Tensor], attrs: dict) -> Tensor:
     )
 
 
-def reduce(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
-    """ReduceSum/Mean/Max over `axes` (keepdims or not), then an elementwise copy that the
-    injective schedule vectorizes (the reduction stays a stage of its own)."""
-    x, axes, keep = ins[0], list(attrs["axes"]), bool(attrs["keepdims"])
+_prod = te.comm_reducer(lambda a, b: a * b, lambda t: 1, "prod")
+# ONNX Reduce*: (reducer, the value reduced from the input's, the output from the reduction's)
+REDUCERS: dict[str, tuple[Any, Callable[[E.Expr], E.Expr], Callable[[E.Expr], E.Expr]]] = {
+    "ReduceSum": (te.sum, lambda v: v, lambda r: r),
+    "ReduceMean": (te.sum, lambda v: v, lambda r: r),  # scaled by 1 / count in `reduce`
+    "ReduceMax": (te.max, lambda v: v, lambda r: r),
+    "ReduceMin": (te.min, lambda v: v, lambda r: r),
+    "ReduceProd": (_prod, lambda v: v, lambda r: r),
+    "ReduceL1": (te.sum, te.abs, lambda r: r),
+    "ReduceL2": (te.sum, lambda v: v * v, te.sqrt),
+    "ReduceSumSquare": (te.sum, lambda v: v * v, lambda r: r),
+    "ReduceLogSum": (te.sum, lambda v: v, te.log),
+}
+
+
+def _reduction(x: Tensor, axes: list[int], keep: bool, name: str, body) -> Tensor:
+    """A stage reducing `body(input index, output index)` over `axes` of x (keepdims or
+    not): the reduction of `REDUCERS` or `te` reducer `body` returns."""
     rv = {ax: te.reduce_axis(x.shape[ax], f"r{ax}") for ax in axes}
     kept = [ax for ax in range(x.ndim) if ax not in rv]
     shape = tuple(1 if ax in rv else x.shape[ax] for ax in range(x.ndim) if keep or ax not in rv)
@@ -164,13 +178,119 @@ def reduce(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
     def f(*i):
         out = dict(zip(range(x.ndim) if keep else kept, i, strict=True))
         index = [rv[ax] if ax in rv else out[ax] for ax in range(x.ndim)]
-        reducer = te.max if kind == "max" else te.sum
-        return reducer(x(*index), axis=list(rv.values()))
+        return body(index, i, list(rv.values()))
 
-    red = te.compute(shape, f, name=f"reduce_{kind}")
+    return te.compute(shape, f, name=name)
+
+
+def reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Reduce* over `axes` (keepdims or not): a reduction stage (ReduceLogSumExp: the
+    maximum, then the sum of exp(x - max)), then an elementwise stage that the injective
+    schedule vectorizes."""
+    x, axes, keep = ins[0], list(attrs["axes"]), bool(attrs["keepdims"])
+    if op == "ReduceLogSumExp":
+        top = _reduction(x, axes, keep, "reduce_max", lambda v, o, r: te.max(x(*v), axis=r))
+        red = _reduction(
+            x, axes, keep, "reduce_sumexp", lambda v, o, r: te.sum(te.exp(x(*v) - top(*o)), axis=r)
+        )
+        return te.compute(
+            red.shape, lambda *i: te.log(red(*i)) + top(*i), name="reduce_out", tag=tag.INJECTIVE
+        )
+    reducer, before, after = REDUCERS[op]
+    red = _reduction(x, axes, keep, op.lower(), lambda v, o, r: reducer(before(x(*v)), axis=r))
     count = float(np.prod([x.shape[ax] for ax in axes]))
-    scale = 1.0 / count if kind == "mean" else 1.0
-    return te.compute(shape, lambda *i: red(*i) * scale, name="reduce_out", tag=tag.INJECTIVE)
+    scale = 1.0 / count if op == "ReduceMean" else 1.0
+    return te.compute(
+        red.shape, lambda *i: after(red(*i) * scale), name="reduce_out", tag=tag.INJECTIVE
+    )
+
+
+def normalize(ins: list[Tensor], attrs: dict) -> Tensor:
+    """(x - mean) / sqrt(variance + epsilon), the statistics over `axes` (the graph's
+    Normalize: Layer, Instance and Group normalization without their scale and bias)."""
+    x, axes = ins[0], list(attrs["axes"])
+    scale = 1.0 / float(np.prod([x.shape[ax] for ax in axes]))
+    total = _reduction(x, axes, True, "norm_sum", lambda v, o, r: te.sum(x(*v), axis=r))
+
+    def stat(i):  # the statistics' index of input index i
+        return [E.const(0) if ax in axes else i[ax] for ax in range(x.ndim)]
+
+    squares = _reduction(
+        x,
+        axes,
+        True,
+        "norm_squares",
+        lambda v, o, r: te.sum(te.power(x(*v) - total(*o) * scale, 2.0), axis=r),
+    )
+    eps = float(attrs["epsilon"])
+    return te.compute(
+        x.shape,
+        lambda *i: (x(*i) - total(*stat(i)) * scale) / te.sqrt(squares(*stat(i)) * scale + eps),
+        name="normalize",
+        tag=tag.INJECTIVE,
+    )
+
+
+def cumsum(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX CumSum along `axis` (exclusive, reverse): each output sums the input's elements
+    before (or after) it, a reduction over the axis with a condition; then a copy."""
+    x, ax = ins[0], int(attrs["axis"])
+    k = te.reduce_axis(x.shape[ax], "k")
+    exclusive, reverse = bool(attrs["exclusive"]), bool(attrs["reverse"])
+
+    def taken(i, j):
+        if reverse:
+            return j > i if exclusive else j >= i
+        return j < i if exclusive else j <= i
+
+    red = te.compute(
+        x.shape,
+        lambda *i: te.sum(x(*i[:ax], k, *i[ax + 1 :]), axis=k, where=taken(i[ax], k)),
+        name="cumsum",
+    )
+    return te.compute(x.shape, lambda *i: red(*i), name="cumsum_out", tag=tag.INJECTIVE)
+
+
+def tile(ins: list[Tensor], attrs: dict) -> Tensor:
+    x = ins[0]
+    shape = tuple(n * r for n, r in zip(x.shape, attrs["repeats"], strict=True))
+    return te.compute(
+        shape,
+        lambda *i: x(
+            *(E.FloorMod(i[k], x.shape[k]) if x.shape[k] > 1 else 0 for k in range(x.ndim))
+        ),
+        name="tile",
+        tag=tag.INJECTIVE,
+    )
+
+
+def depth_to_space(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX DepthToSpace, modes DCR (depth, column, row) and CRD."""
+    x, bs = ins[0], int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    oc = c // (bs * bs)
+
+    def f(b, o, y, xx):
+        offset = E.FloorMod(y, bs) * bs + E.FloorMod(xx, bs)
+        ch = offset * oc + o if attrs["mode"] == "DCR" else o * bs * bs + offset
+        return x(b, ch, E.FloorDiv(y, bs), E.FloorDiv(xx, bs))
+
+    return te.compute((n, oc, h * bs, w * bs), f, name="depth_to_space", tag=tag.INJECTIVE)
+
+
+def space_to_depth(ins: list[Tensor], attrs: dict) -> Tensor:
+    x, bs = ins[0], int(attrs["blocksize"])
+    n, c, h, w = x.shape
+
+    def f(b, o, y, xx):
+        offset = E.FloorDiv(o, c)
+        return x(
+            b, E.FloorMod(o, c), y * bs + E.FloorDiv(offset, bs), xx * bs + E.FloorMod(offset, bs)
+        )
+
+    return te.compute(
+        (n, c * bs * bs, h // bs, w // bs), f, name="space_to_depth", tag=tag.INJECTIVE
+    )
 
 
 def matmul(ins: list[Tensor], attrs: dict) -> Tensor:
@@ -476,9 +596,13 @@ OPS: dict[str, Compute] = {
     "Slice": slice_,
     "LRN": lrn,
     "Pad": pad,
-    "ReduceSum": lambda ins, a: reduce("sum", ins, a),
-    "ReduceMean": lambda ins, a: reduce("mean", ins, a),
-    "ReduceMax": lambda ins, a: reduce("max", ins, a),
+    **{op: lambda ins, a, op=op: reduce(op, ins, a) for op in (*REDUCERS, "ReduceLogSumExp")},
+    "Normalize": normalize,
+    "CumSum": cumsum,
+    "Expand": lambda ins, a: topi.broadcast_to(ins[0], a["shape"]),
+    "Tile": tile,
+    "DepthToSpace": depth_to_space,
+    "SpaceToDepth": space_to_depth,
     "PackNCHWc": lambda ins, a: nn.pack_nchwc(ins[0], int(a["block"])),
     "UnpackNCHWc": _unary(nn.unpack_nchwc),
     "RepackNCHWc": lambda ins, a: nn.repack_nchwc(ins[0], int(a["block"])),

@@ -150,11 +150,17 @@ PATTERNS: dict[str, Pattern] = {
     **dict.fromkeys(
         (
             "Reshape Flatten Transpose Concat Split Slice Squeeze Unsqueeze Pad Resize Gather "
-            "Expand PackNCHWc UnpackNCHWc"
+            "Expand Tile DepthToSpace SpaceToDepth PackNCHWc UnpackNCHWc"
         ).split(),
         Pattern.INJECTIVE,
     ),
-    **dict.fromkeys("ReduceMean ReduceSum ReduceMax".split(), Pattern.REDUCTION),
+    **dict.fromkeys(
+        (
+            "ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 "
+            "ReduceSumSquare ReduceLogSum ReduceLogSumExp Normalize"
+        ).split(),
+        Pattern.REDUCTION,
+    ),
     **dict.fromkeys(
         (
             "Conv ConvTranspose Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool"

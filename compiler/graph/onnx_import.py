@@ -25,7 +25,14 @@ import numpy as np
 from ..errors import OperatorError
 from ..te.tensor import MAX_EXTENT
 from .ir import Graph, Node, Value
-from .onnx_normalize import NORMALIZE, Unsupported, check_ranks, onnx_dtype
+from .onnx_normalize import (
+    NORMALIZE,
+    REDUCE_OPS,
+    Unsupported,
+    axis_of,
+    check_ranks,
+    onnx_dtype,
+)
 from .passes.infer import infer_node
 from .reference import run_node
 
@@ -41,11 +48,13 @@ SUPPORTED = (
     "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Gather Cast "
     "ConstantOfShape Sum LRN Max Min Mean Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan Asin "
     "Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
-    "ThresholdedRelu Softplus Softsign Mish Gelu"
-).split()
+    "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
+    "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth"
+).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports
-FOLD_ONLY = ("Shape", "Gather", "Cast", "ConstantOfShape")  # where they fold to constants
+FOLD_ONLY = ("Shape", "Gather", "Cast", "ConstantOfShape", "Range")  # they fold to constants
+NORMALIZATIONS = ("LayerNormalization", "InstanceNormalization", "GroupNormalization")
 
 
 class _Unknown(Exception):
@@ -391,6 +400,9 @@ class _Importer:
         if op in VARIADIC:
             self.variadic(node, inputs)
             return
+        if op in NORMALIZATIONS:
+            self.normalization(node, attrs)
+            return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
         if op == "Concat":  # a kernel's arguments are few: a wide concat becomes a tree
@@ -424,6 +436,48 @@ class _Importer:
             count = self.graph.add_constant(self.graph.fresh(f"{out}_count"),
                                             np.array(len(inputs), dtype))  # fmt: skip
             self.emit(Node("Div", [final, count], [out], {}, node.name))
+
+    def normalization(self, node, attrs: dict) -> None:
+        """Layer, Instance and Group normalization as the graph's Normalize over the axes
+        their statistics span, times the scale, plus the bias: per channel (per group for
+        GroupNormalization before opset 21, whose statistics are taken on the input reshaped
+        to [N, groups, rest])."""
+        x, shape, op = node.input[0], self.shape(node.input[0]), node.op_type
+        rank, label = len(shape), node.name or node.output[0]
+        per_channel = (shape[1], *[1] * (rank - 2)) if rank > 1 else None
+        param = per_channel
+        if op == "LayerNormalization":
+            axes, param = list(range(axis_of(attrs["axis"], rank), rank)), None
+            self.used_extra_outputs(node, list(node.output[1:]))
+        elif op == "InstanceNormalization":
+            axes = list(range(2, rank))
+        else:
+            groups = attrs["num_groups"]
+            if groups < 1 or rank < 2 or shape[1] % groups:
+                raise Unsupported(f"num_groups={groups} does not divide the {shape[1]} channels")
+            x = self.reshaped(x, [shape[0], groups, int(np.prod(shape[1:])) // groups], label)
+            axes, param = [2], (groups, 1) if self.opset < 21 else per_channel
+        if not axes:
+            raise Unsupported(f"the input of rank {rank} has no axes to normalize over")
+        y = self.graph.fresh(f"{label}_normalized")
+        self.emit(Node("Normalize", [x], [y], {"axes": axes, "epsilon": attrs["epsilon"]}, label))
+        if op == "GroupNormalization" and param == per_channel:
+            y = self.reshaped(y, list(shape), label)
+        for k, binary in ((1, "Mul"), (2, "Add")):
+            if len(node.input) > k and node.input[k]:
+                p = node.input[k] if param is None else self.reshaped(node.input[k], param, label)
+                y2 = self.graph.fresh(f"{label}_{binary.lower()}")
+                self.emit(Node(binary, [y, p], [y2], {}, f"{label}_{binary.lower()}"))
+                y = y2
+        if self.graph.value(y).shape != shape:
+            y = self.reshaped(y, list(shape), label)
+        self.emit(Node("Identity", [y], [node.output[0]], {}, ""))
+
+    def reshaped(self, t: str, shape: list[int], label: str) -> str:
+        """Value t reshaped to `shape` (a new value)."""
+        out = self.graph.fresh(f"{t}_reshaped")
+        self.emit(Node("Reshape", [t], [out], {"shape": list(shape), "allowzero": 0}, label))
+        return out
 
     def used_extra_outputs(self, node, extra: list[str]) -> None:
         for t in extra:

@@ -14,6 +14,11 @@ from typing import Any
 
 import numpy as np
 
+REDUCE_OPS = tuple(
+    "ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare "
+    "ReduceLogSum ReduceLogSumExp".split()
+)
+
 
 class Unsupported(Exception):
     """One problem of one node (collected, then reported together)."""
@@ -26,7 +31,8 @@ def onnx_dtype(elem_type: int) -> str:
     return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
 
 
-def _axis(axis: int, rank: int, what: str = "axis") -> int:
+def axis_of(axis: int, rank: int, what: str = "axis") -> int:
+    """The axis in 0..rank-1 (ONNX counts negative axes from the end)."""
     if not -rank <= axis < rank:
         raise Unsupported(f"{what} {axis} is out of range for rank {rank}")
     return axis % rank
@@ -172,13 +178,13 @@ def _transpose(imp, node, attrs):
 
 
 def _concat(imp, node, attrs):
-    attrs["axis"] = _axis(attrs["axis"], len(imp.shape(node.input[0])))
+    attrs["axis"] = axis_of(attrs["axis"], len(imp.shape(node.input[0])))
     return None
 
 
 def _split(imp, node, attrs):
     shape = imp.shape(node.input[0])
-    attrs["axis"] = ax = _axis(attrs["axis"], len(shape))
+    attrs["axis"] = ax = axis_of(attrs["axis"], len(shape))
     split = imp.const(node, 1, "split") if imp.opset >= 13 else attrs.get("split")
     n = len(node.output)
     if split is None or len(split) == 0:
@@ -199,7 +205,7 @@ def _slice(imp, node, attrs):
     ends = [int(v) for v in imp.const(node, 2, "ends")]
     shape = imp.shape(node.input[0])
     axes = imp.const(node, 3, "axes")
-    axes = list(range(len(starts))) if axes is None else [_axis(int(a), len(shape)) for a in axes]
+    axes = list(range(len(starts))) if axes is None else [axis_of(int(a), len(shape)) for a in axes]
     steps = imp.const(node, 4, "steps")
     steps = [1] * len(starts) if steps is None else [int(v) for v in steps]
     if 0 in steps:
@@ -220,7 +226,7 @@ def _squeeze(imp, node, attrs):
     axes = imp.const(node, 1, "axes") if imp.opset >= 13 else attrs.get("axes")
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
-    axes = sorted(_axis(int(a), len(shape)) for a in axes)
+    axes = sorted(axis_of(int(a), len(shape)) for a in axes)
     bad = [a for a in axes if shape[a] != 1]
     if bad:
         raise Unsupported(f"axes {bad} of shape {list(shape)} are not 1")
@@ -233,7 +239,7 @@ def _unsqueeze(imp, node, attrs):
     if axes is None:
         raise Unsupported("axes are missing")
     rank = len(imp.shape(node.input[0])) + len(axes)
-    attrs["axes"] = sorted(_axis(int(a), rank) for a in axes)
+    attrs["axes"] = sorted(axis_of(int(a), rank) for a in axes)
     if len(set(attrs["axes"])) != len(attrs["axes"]):
         raise Unsupported(f"axes {list(axes)} repeat an axis")
     return list(node.input[:1])
@@ -246,7 +252,7 @@ def _pad(imp, node, attrs):
     axes = imp.const(node, 3, "axes")
     rank = len(imp.shape(node.input[0]))
     if axes is not None:
-        axes = [_axis(int(a), rank) for a in axes]
+        axes = [axis_of(int(a), rank) for a in axes]
         full = [0] * (2 * rank)
         for k, a in enumerate(axes):
             full[a], full[a + rank] = pads[k], pads[k + len(axes)]
@@ -267,7 +273,7 @@ def _pad(imp, node, attrs):
 
 
 def _softmax(imp, node, attrs):
-    attrs["axis"] = _axis(attrs["axis"], len(imp.shape(node.input[0])))
+    attrs["axis"] = axis_of(attrs["axis"], len(imp.shape(node.input[0])))
     return None
 
 
@@ -288,8 +294,54 @@ def _reduce(imp, node, attrs):
         if attrs.get("noop_with_empty_axes", 0):
             raise Unsupported("noop_with_empty_axes=1 with no axes is not supported")
         axes = range(rank)
-    attrs["axes"] = sorted({_axis(int(a), rank) for a in axes})
+    attrs["axes"] = sorted({axis_of(int(a), rank) for a in axes})
     return list(node.input[:1])
+
+
+def _cumsum(imp, node, attrs):
+    axis = imp.const(node, 1, "axis")
+    if axis.size != 1:
+        raise Unsupported(f"axis {axis.tolist()} is not one value")
+    attrs["axis"] = axis_of(int(axis.reshape(-1)[0]), len(imp.shape(node.input[0])))
+    return list(node.input[:1])
+
+
+def _expand(imp, node, attrs):
+    shape = [int(v) for v in imp.const(node, 1, "shape")]
+    try:
+        attrs["shape"] = list(np.broadcast_shapes(imp.shape(node.input[0]), tuple(shape)))
+    except ValueError:
+        raise Unsupported(f"shape {shape} does not broadcast with the input's") from None
+    return list(node.input[:1])
+
+
+def _tile(imp, node, attrs):
+    repeats = [int(v) for v in imp.const(node, 1, "repeats")]
+    if len(repeats) != len(imp.shape(node.input[0])) or min(repeats, default=0) < 0:
+        raise Unsupported(f"repeats {repeats}: one count >= 0 per input axis expected")
+    attrs["repeats"] = repeats
+    return list(node.input[:1])
+
+
+def _range(imp, node, attrs):
+    start, limit, delta = (imp.const(node, k, what).item()
+                           for k, what in enumerate(("start", "limit", "delta")))  # fmt: skip
+    if delta == 0:
+        raise Unsupported("delta must not be 0")
+    attrs["count"] = max(int(np.ceil((limit - start) / delta)), 0)
+    return None
+
+
+def _depth_to_space(imp, node, attrs):
+    _choice(attrs, "mode", ("DCR", "CRD"))
+    b, (_, c, h, w) = attrs["blocksize"], imp.shape(node.input[0])
+    if b < 1:
+        raise Unsupported(f"blocksize {b} must be positive")
+    if node.op_type == "DepthToSpace" and c % (b * b):
+        raise Unsupported(f"{c} channels do not divide into blocks of {b}x{b}")
+    if node.op_type == "SpaceToDepth" and (h % b or w % b):
+        raise Unsupported(f"the {h}x{w} image does not divide into blocks of {b}x{b}")
+    return None
 
 
 def _resize(imp, node, attrs):
@@ -303,7 +355,7 @@ def _resize(imp, node, attrs):
     scales = imp.const(node, 2, "scales")
     sizes = imp.const(node, 3, "sizes")
     axes = attrs.get("axes") or list(range(len(shape)))
-    axes = [_axis(int(a), len(shape)) for a in axes]
+    axes = [axis_of(int(a), len(shape)) for a in axes]
     if sizes is not None and sizes.size:
         _choice(attrs, "keep_aspect_ratio_policy", ("stretch",))
         full = list(shape)
@@ -333,7 +385,7 @@ def _dropout(imp, node, attrs):
 
 
 def _gather(imp, node, attrs):
-    attrs["axis"] = _axis(attrs["axis"], len(imp.shape(node.input[0])))
+    attrs["axis"] = axis_of(attrs["axis"], len(imp.shape(node.input[0])))
     return None
 
 
@@ -357,6 +409,8 @@ RANKS = {  # the rank each input of the 2-d image operators must have
     "AveragePool": {0: 4},
     "GlobalAveragePool": {0: 4},
     "GlobalMaxPool": {0: 4},
+    "DepthToSpace": {0: 4},
+    "SpaceToDepth": {0: 4},
 }
 
 
@@ -389,9 +443,13 @@ NORMALIZE = {
     "Softmax": _softmax,
     "LogSoftmax": _softmax,
     "LRN": _lrn,
-    "ReduceMean": _reduce,
-    "ReduceSum": _reduce,
-    "ReduceMax": _reduce,
+    **dict.fromkeys(REDUCE_OPS, _reduce),
+    "CumSum": _cumsum,
+    "Expand": _expand,
+    "Tile": _tile,
+    "Range": _range,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _depth_to_space,
     "Resize": _resize,
     "Dropout": _dropout,
     "Gather": _gather,
@@ -400,4 +458,4 @@ NORMALIZE = {
 }
 
 
-__all__ = ["NORMALIZE", "Unsupported", "onnx_dtype"]
+__all__ = ["NORMALIZE", "REDUCE_OPS", "Unsupported", "axis_of", "onnx_dtype"]

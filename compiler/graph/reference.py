@@ -239,8 +239,54 @@ def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mo
     return out.astype(x.dtype)
 
 
-def _reduce(fn) -> Kernel:
-    return lambda ins, a: [fn(ins[0], axis=tuple(a["axes"]), keepdims=bool(a["keepdims"]))]
+def _reduce(fn, before=None, after=None) -> Kernel:
+    """ONNX Reduce*: `after` of the reduction `fn` of `before` of the input (keeping its
+    dtype)."""
+
+    def kernel(ins, a):
+        x = ins[0] if before is None else before(ins[0])
+        out = fn(x, axis=tuple(a["axes"]), keepdims=bool(a["keepdims"]))
+        return [np.asarray(out if after is None else after(out)).astype(ins[0].dtype)]
+
+    return kernel
+
+
+def log_sum_exp(x, *, axes, keepdims, **_) -> np.ndarray:
+    top = x.max(axis=tuple(axes), keepdims=True)
+    out = np.log(np.exp(x - top).sum(axis=tuple(axes), keepdims=True)) + top
+    return out if keepdims else np.squeeze(out, axis=tuple(axes))
+
+
+def normalize(x, *, axes, epsilon) -> np.ndarray:
+    """(x - mean) / sqrt(variance + epsilon), the statistics over `axes`."""
+    mean = x.mean(axis=tuple(axes), keepdims=True)
+    var = np.square(x - mean).mean(axis=tuple(axes), keepdims=True)
+    return ((x - mean) / np.sqrt(var + epsilon)).astype(x.dtype)
+
+
+def cumsum(x, *, axis, exclusive, reverse) -> np.ndarray:
+    y = np.flip(x, axis) if reverse else x
+    out = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if exclusive:  # each sum without its own element
+        out = out - y
+    return np.flip(out, axis) if reverse else out
+
+
+def depth_to_space(x, *, blocksize, mode) -> np.ndarray:
+    n, c, h, w = x.shape
+    b = blocksize
+    if mode == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+def space_to_depth(x, *, blocksize) -> np.ndarray:
+    n, c, h, w = x.shape
+    b = blocksize
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return y.reshape(n, c * b * b, h // b, w // b)
 
 
 def pack_nchwc(x, *, block) -> np.ndarray:
@@ -330,6 +376,20 @@ KERNELS: dict[str, Kernel] = {
     "ReduceMean": _reduce(np.mean),
     "ReduceSum": _reduce(np.sum),
     "ReduceMax": _reduce(np.max),
+    "ReduceMin": _reduce(np.min),
+    "ReduceProd": _reduce(np.prod),
+    "ReduceL1": _reduce(np.sum, np.abs),
+    "ReduceL2": _reduce(np.sum, np.square, np.sqrt),
+    "ReduceSumSquare": _reduce(np.sum, np.square),
+    "ReduceLogSum": _reduce(np.sum, None, np.log),
+    "ReduceLogSumExp": _typed(log_sum_exp),
+    "Normalize": _one(normalize),
+    "CumSum": _one(cumsum),
+    "Expand": lambda ins, a: [np.broadcast_to(ins[0], a["shape"]).copy()],
+    "Tile": lambda ins, a: [np.tile(ins[0], a["repeats"])],
+    "Range": lambda ins, a: [np.arange(*ins).astype(ins[0].dtype)],
+    "DepthToSpace": _one(depth_to_space),
+    "SpaceToDepth": _one(space_to_depth),
     "Resize": _one(resize),
     "Identity": lambda ins, a: [ins[0]],
     "Dropout": lambda ins, a: [ins[0]],

@@ -92,6 +92,19 @@ OPERATORS = {
     "Selu": ([data], {"alpha": st.floats(-2, 2), "gamma": st.floats(-2, 2)}),
     "PRelu": ([data, weight], {}),
     **dict.fromkeys(("Max", "Min", "Sum", "Mean"), ([data, data, weight], {})),
+    **dict.fromkeys(
+        (
+            "ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp"
+        ).split(),
+        ([data], {"axes": ints, "keepdims": small}),
+    ),
+    "LayerNormalization": ([data, weight, weight], {"axis": small, "epsilon": st.floats(0, 1)}),
+    "InstanceNormalization": ([data, weight, weight], {"epsilon": st.floats(0, 1)}),
+    "CumSum": ([data, int_input], {"exclusive": small, "reverse": small}),
+    "Expand": ([data, int_input], {}),
+    "Tile": ([data, int_input], {}),
+    "DepthToSpace": ([data], {"blocksize": small, "mode": st.sampled_from(["DCR", "CRD", "x"])}),
+    "SpaceToDepth": ([data], {"blocksize": small}),
     "Resize": (
         [
             data,

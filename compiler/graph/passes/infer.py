@@ -154,6 +154,15 @@ def _reduce(ins: list[Shape], a: dict) -> list[Shape]:
     return [tuple(d for i, d in enumerate(ins[0]) if i not in axes)]
 
 
+def _blocks(shape: Shape, b: int, way: int) -> Shape:
+    """SpaceToDepth's output shape (way 1: H and W blocks into channels), DepthToSpace's
+    (way -1)."""
+    n, c, h, w = shape
+    if way > 0:
+        return (n, c * b * b, h // b, w // b)
+    return (n, c // (b * b), h * b, w * b)
+
+
 def _unsqueeze(ins: list[Shape], a: dict) -> list[Shape]:
     out = list(ins[0])
     for ax in sorted(a["axes"]):
@@ -188,7 +197,14 @@ SHAPES: dict[str, ShapeFn] = {
     "Pad": lambda ins, a: [
         tuple(d + a["pads"][i] + a["pads"][i + len(ins[0])] for i, d in enumerate(ins[0]))
     ],
-    **dict.fromkeys(("ReduceMean", "ReduceSum", "ReduceMax"), _reduce),
+    **{op: _reduce for op, kind in PATTERNS.items() if op.startswith("Reduce")},
+    "Normalize": _same,
+    "CumSum": _same,
+    "Expand": lambda ins, a: [tuple(a["shape"])],
+    "Tile": lambda ins, a: [tuple(d * r for d, r in zip(ins[0], a["repeats"], strict=True))],
+    "Range": lambda ins, a: [(a["count"],)],
+    "DepthToSpace": lambda ins, a: [_blocks(ins[0], a["blocksize"], -1)],
+    "SpaceToDepth": lambda ins, a: [_blocks(ins[0], a["blocksize"], 1)],
     "Resize": lambda ins, a: [tuple(a["sizes"])],
     "Gather": lambda ins, a: [ins[0][: a["axis"]] + tuple(ins[1]) + ins[0][a["axis"] + 1 :]],
     "PackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] // a["block"], *ins[0][2:], a["block"])],

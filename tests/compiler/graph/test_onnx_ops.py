@@ -168,3 +168,116 @@ def test_activations_fuse_into_the_convolution(tmp_path):
     ]
     x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
     check(tmp_path, data, {"x": x})
+
+
+REDUCE = [
+    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize(
+    "axes, keepdims, opset", [([1], 1, 18), ([-1, 0], 0, 18), (None, 1, 18), ([0, 2], 0, 13)]
+)
+def test_reduction(tmp_path, op, axes, keepdims, opset):
+    """Every Reduce, its axes an input (opset 18) or an attribute (before; ReduceSum's an
+    input from 13), or absent (all axes)."""
+    x = uniform(0.5, 1.5) if op in ("ReduceProd", "ReduceLogSum") else NORMAL
+    attrs, consts = {"keepdims": keepdims}, {}
+    if axes is not None and (opset >= 18 or op == "ReduceSum"):
+        consts = {"axes": np.array(axes, np.int64)}
+    elif axes is not None:
+        attrs["axes"] = axes
+    check(tmp_path, one_node(op, {"x": x}, attrs, consts, opset=opset), {"x": x})
+
+
+@pytest.mark.parametrize(
+    "attrs, with_bias", [({}, True), ({"axis": 1, "epsilon": 0.1}, True), ({"axis": -2}, False)]
+)
+def test_layer_normalization(tmp_path, attrs, with_bias):
+    axis = attrs.get("axis", -1) % 3
+    consts = {"scale": uniform(0.5, 2, NORMAL.shape[axis:], seed=1)}
+    if with_bias:
+        consts["bias"] = uniform(-1, 1, NORMAL.shape[axis:], seed=2)
+    check(tmp_path, one_node("LayerNormalization", {"x": NORMAL}, attrs, consts), {"x": NORMAL})
+
+
+def test_layer_normalization_refuses_its_statistics_outputs():
+    from compiler.errors import OperatorError
+
+    model = one_node(
+        "LayerNormalization", {"x": NORMAL}, consts={"s": uniform(1, 2, (5,))},
+        outputs=("y", "mean"),
+    )  # fmt: skip
+    with pytest.raises(OperatorError, match="reads mean, an optional output|graph output mean"):
+        import_onnx(model)
+
+
+def test_instance_normalization(tmp_path):
+    x = uniform(-2, 2, (2, 3, 4, 5))
+    consts = {"scale": uniform(0.5, 2, (3,), seed=1), "bias": uniform(-1, 1, (3,), seed=2)}
+    attrs = {"epsilon": 1e-3}
+    check(tmp_path, one_node("InstanceNormalization", {"x": x}, attrs, consts), {"x": x})
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+def test_group_normalization(tmp_path, opset):
+    """Scale and bias per group at opset 18, per channel from 21."""
+    x = uniform(-2, 2, (2, 6, 3, 4))
+    per = 3 if opset == 18 else 6
+    consts = {"scale": uniform(0.5, 2, (per,), seed=1), "bias": uniform(-1, 1, (per,), seed=2)}
+    model = one_node("GroupNormalization", {"x": x}, {"num_groups": 3}, consts, opset=opset)
+    check(tmp_path, model, {"x": x})
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("axis", [1, -1])
+def test_cumsum(tmp_path, exclusive, reverse, axis):
+    attrs = {"exclusive": exclusive, "reverse": reverse}
+    model = one_node("CumSum", {"x": NORMAL}, attrs, {"axis": np.array(axis, np.int64)})
+    check(tmp_path, model, {"x": NORMAL})
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5), (2, 1, 1, 1), (4, 1), (2, 3, 1, 5)])
+def test_expand(tmp_path, shape):
+    x = uniform(-1, 1, (3, 1, 5))
+    check(tmp_path, one_node("Expand", {"x": x}, consts={"s": np.array(shape, np.int64)}), {"x": x})
+
+
+def test_tile(tmp_path):
+    x = uniform(-1, 1, (2, 1, 3))
+    check(tmp_path, one_node("Tile", {"x": x}, consts={"r": np.array([2, 3, 1])}), {"x": x})
+
+
+def test_range_folds_into_a_constant(tmp_path):
+    """Range of constants folds; its result feeds a computed node."""
+    x = uniform(-1, 1, (7,))
+    nodes = [
+        helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+        helper.make_node("Add", ["x", "r"], ["y"]),
+    ]
+    inits = {"start": np.float32(1.5), "limit": np.float32(-2), "delta": np.float32(-0.5)}
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    assert [n.op for n in import_onnx(model).nodes] == ["Add"]
+    check(tmp_path, model.SerializeToString(), {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space(tmp_path, mode):
+    x = uniform(-1, 1, (2, 8, 3, 2))
+    attrs = {"blocksize": 2, "mode": mode}
+    check(tmp_path, one_node("DepthToSpace", {"x": x}, attrs), {"x": x})
+
+
+def test_space_to_depth(tmp_path):
+    x = uniform(-1, 1, (2, 3, 6, 4))
+    check(tmp_path, one_node("SpaceToDepth", {"x": x}, {"blocksize": 2}), {"x": x})
