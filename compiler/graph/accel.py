@@ -82,9 +82,10 @@ def fused_program(wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs, cfg: VTA
 
 def worker_pool(processes: int | None = None) -> contextlib.AbstractContextManager:
     """Forked workers (one per core by default) for a compile's independent jobs, which
-    inherit this process's imports; None (run them here) with one."""
+    inherit this process's imports; None (run them here) with one, or in a daemonic process
+    (another pool's worker, which may not have children)."""
     n = processes or default_processes(1 << 30)
-    if n <= 1:
+    if n <= 1 or multiprocessing.current_process().daemon:
         return contextlib.nullcontext(None)
     return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
 

@@ -30,6 +30,7 @@ from .accel import (
     AccelConv,
     choose_knobs,
     compile_qconv,
+    fused_program,
     layer_structure,
     pack_act,
     report_row,
@@ -250,6 +251,26 @@ def _structures(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
     return out
 
 
+def layer_knobs(
+    structures: dict[str, tuple], cfg: VTAConfig, candidates: int, db: str | None, pool=None
+) -> dict[str, Conv2DKnobs]:
+    """Each accelerator group's knobs (`accel.choose_knobs`, all searches at once; its layers'
+    Programs are built with them)."""
+    layers = [(wl, ep) for _, _, wl, ep in structures.values()]
+    chosen = choose_knobs(layers, cfg, candidates, db, pool)
+    return {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
+
+
+def accelerator_programs(
+    graph: Graph, cfg: VTAConfig, candidates: int = 8, db: str | None = None, pool=None
+) -> dict[str, Program]:
+    """The quantized graph's accelerator groups' Programs, knobs chosen as `compile_hybrid`
+    chooses them, without compiling its CPU kernels (what the co-design search times)."""
+    structures = _structures(graph, cfg)
+    knobs = layer_knobs(structures, cfg, candidates, db, pool)
+    return {g: fused_program(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()}
+
+
 def _is_cpu_run(g: Group) -> bool:
     """Whether group `g` joins a run of CPU groups (not an accelerator or boundary node)."""
     return g.target != VTA and g.nodes[0].op not in ("Quantize", "Dequantize")
@@ -298,9 +319,7 @@ def compile_hybrid(
             subs[k] = _subgraph(graph, run, later)
     structures = _structures(graph, cfg)
     with worker_pool() as pool:  # all searches at once, each building its layers' Programs
-        chosen = choose_knobs([(wl, ep) for _, _, wl, ep in structures.values()], cfg,
-                              candidates, db, pool)  # fmt: skip
-    knobs = {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
+        knobs = layer_knobs(structures, cfg, candidates, db, pool)
     search = time.perf_counter() - start
     modules = {k: compile_fused(sub, "llvm", log=log) for k, sub in subs.items()}
     times = {
@@ -395,6 +414,7 @@ __all__ = [
     "FORMAT",
     "HybridModule",
     "Step",
+    "accelerator_programs",
     "compile_for_accelerator",
     "compile_hybrid",
     "tuning_tasks",
