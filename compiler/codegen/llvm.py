@@ -469,7 +469,9 @@ class CodeGenLLVM:
         return self.b.add(r, self.b.select(fix, b, _splat(b.type, 0)))
 
     def _cmp(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
-        if dt.is_float(dtype):
+        if dt.is_float(dtype):  # as in C: only != holds when an operand is NaN
+            if op == "!=":
+                return self.b.fcmp_unordered(op, a, b)
             return self.b.fcmp_ordered(op, a, b)
         if dt.is_uint(dtype) or dt.is_bool(dtype):
             return self.b.icmp_unsigned(op, a, b)

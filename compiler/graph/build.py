@@ -116,11 +116,12 @@ def build_graph(
             names = [*g.inputs, g.output]
             slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
             steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
+    dtypes = tensor_dtypes(groups)
     graph = GraphModule.build(
         steps,
-        [TensorSpec(t, tuple(shapes[t])) for t in inputs],
-        [TensorSpec(t, tuple(shapes[t])) for t in outputs],
-        [np.asarray(constants[p], np.float32) for p in params],
+        [TensorSpec(t, tuple(shapes[t]), dtypes.get(t, "float32")) for t in inputs],
+        [TensorSpec(t, tuple(shapes[t]), dtypes.get(t, "float32")) for t in outputs],
+        [np.asarray(constants[p], dtypes.get(p, "float32")) for p in params],
         arena_bytes,
         target,
     )
@@ -164,6 +165,16 @@ def _slot(t: str, inputs: list[str], outputs: list[str], params: list[str], offs
     return Slot("arena", offset=int(offsets[t]))
 
 
+def tensor_dtypes(groups: list[Group]) -> dict[str, str]:
+    """The dtype of every tensor the groups read or write that is not float32."""
+    return {t: d for g in groups for t, d in g.dtypes.items()}
+
+
+def tensor_bytes(t: str, shapes: dict, dtypes: dict[str, str]) -> int:
+    """Tensor t's size in bytes (its dtype float32 unless `dtypes` says otherwise)."""
+    return int(np.prod(shapes[t])) * np.dtype(dtypes.get(t, "float32")).itemsize
+
+
 VIEWS = ("Reshape", "Copy")  # row-major: the output's bytes are the input's
 
 
@@ -196,7 +207,8 @@ def plan_offsets(groups: list[Group], shapes: dict, skip: set[str]) -> tuple[dic
         for k, g in enumerate(groups)
         if g.output not in skip and g.output not in aliases
     }
-    size = {t: -(-int(np.prod(shapes[t])) * 4 // ALIGN) * ALIGN for t in life}
+    dtypes = tensor_dtypes(groups)
+    size = {t: -(-tensor_bytes(t, shapes, dtypes) // ALIGN) * ALIGN for t in life}
     offsets: dict[str, int] = {}
     for t in sorted(life, key=lambda t: (-size[t], life[t][0])):
         a, b = life[t]
@@ -227,5 +239,7 @@ __all__ = [
     "group_tensors",
     "plan_offsets",
     "schedule_group",
+    "tensor_bytes",
+    "tensor_dtypes",
     "view_aliases",
 ]

@@ -24,7 +24,15 @@ from ..codegen.target import target_scope
 from ..errors import OperatorError
 from ..topi import testing, x86
 from ..tune.dispatch import ApplyHistoryBest, cpu_history
-from .build import Group, Node, build_graph, plan_offsets, view_aliases
+from .build import (
+    Group,
+    Node,
+    build_graph,
+    plan_offsets,
+    tensor_bytes,
+    tensor_dtypes,
+    view_aliases,
+)
 from .build_ops import OPS, UNARY
 from .executor import GraphModule
 from .ir import Graph
@@ -37,8 +45,14 @@ from .passes.fuse import group_inputs
 
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", *UNARY)
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu")
+# operators the CPU runs on tensors of other dtypes than float32 (integers, bool)
+TYPED = ("Cast", "Gather", "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual",
+         "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "Where", "Reshape",
+         "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Slice",
+         "Expand", "Tile", "Add", "Sub", "Mul")  # fmt: skip
+CPU_DTYPES = ("float32", "int64", "int32", "bool")  # the dtypes of the CPU's tensors
 _ORDERED = ("Sub", "Div", "Pow", "PRelu")  # binary operators whose operands do not commute
-_PLAIN = (*_UNARY, *_BINARY, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+_PLAIN = (*_UNARY, *_BINARY, *TYPED, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
           "MatMul", "Gemm", "Resize", "ConvTranspose", "Conv", "BatchNormalization", "LRN",
           *REDUCE_OPS, "Normalize", "CumSum", "Expand", "Tile", "DepthToSpace",
@@ -106,7 +120,8 @@ def compile_groups(
     offsets, arena, bound = plan_offsets(groups, cpu.shapes, set(outputs))
     if print_passes:
         views = view_aliases(groups, set(outputs))
-        print(f"== memory plan ==\n{format_plan(offsets, cpu.shapes, arena, bound, views)}")
+        plan = format_plan(offsets, cpu.shapes, arena, bound, views, tensor_dtypes(groups))
+        print(f"== memory plan ==\n{plan}")
     graph = build_graph(
         groups, cpu.shapes, cpu.constants, inputs, outputs, offsets, arena, target, log, records
     )
@@ -150,7 +165,9 @@ def format_groups(groups: list[Group], shapes: dict, params: dict) -> str:
     return "\n".join(lines)
 
 
-def format_plan(offsets: dict, shapes: dict, arena: int, bound: int, views: dict) -> str:
+def format_plan(
+    offsets: dict, shapes: dict, arena: int, bound: int, views: dict, dtypes: dict
+) -> str:
     """Every arena tensor's offset and size (a view: the tensor whose bytes it shares), the
     arena against its lower bound."""
     lines = [
@@ -158,7 +175,7 @@ def format_plan(offsets: dict, shapes: dict, arena: int, bound: int, views: dict
         + (
             f"view of %{views[name]}"
             if name in views
-            else f"{int(np.prod(shapes[name])) * 4} bytes"
+            else f"{tensor_bytes(name, shapes, dtypes)} bytes"
         )
         for name, off in sorted(offsets.items(), key=lambda kv: kv[1])
     ]
@@ -227,7 +244,10 @@ class _Lowering:
         """Value t in its own layout: a constant (as a parameter), a plain value, or the
         unpacking of a packed one (inside `members`' group when given, else its own)."""
         if t in self.graph.constants:
-            self.params.setdefault(t, self.graph.constants[t].astype(np.float32))
+            value = self.graph.constants[t]  # floats as float32, others in their own dtype
+            self.params.setdefault(
+                t, value.astype(np.float32) if value.dtype.kind == "f" else value
+            )
             return t
         if t in self.plain:
             return t
@@ -534,11 +554,41 @@ class _Lowering:
                 )
             if op == "Conv":  # not a packed one: grouped or with a computed weight
                 op = "ConvGeneric"
+            self.check_dtypes(n)
             members.append(Node(op, ins, n.outputs[0], attrs))
             self.shapes[n.outputs[0]] = self.shape(n.outputs[0])
             local[n.outputs[0]] = n.outputs[0]
-        self.groups.append(Group(name, members))
+        self.groups.append(self.typed(Group(name, members)))
         self.plain.add(nodes[-1].outputs[0])
+
+    def check_dtypes(self, n: IRNode) -> None:
+        """An error unless n's tensors are float32, or of `CPU_DTYPES` and n one of the
+        operators the CPU runs on them (`TYPED`)."""
+        other = {self.dtype_of(t) for t in (*n.inputs, *n.outputs) if t} - {"float32"}
+        if other - set(CPU_DTYPES):
+            raise OperatorError(
+                f"node {n.label} ({n.op}): {', '.join(sorted(other))} tensors; the CPU runs "
+                f"{', '.join(CPU_DTYPES)} tensors"
+            )
+        if other and n.op not in TYPED:
+            raise OperatorError(
+                f"node {n.label} ({n.op}): {', '.join(sorted(other))} tensors; the CPU runs "
+                f"{n.op} on float32 only"
+            )
+
+    def dtype_of(self, t: str) -> str:
+        """The dtype of tensor t: a parameter's, else its graph value's (float32 for the
+        tensors the lowering makes up)."""
+        if t in self.params:
+            return self.params[t].dtype.name
+        value = self.graph.values.get(t)
+        return value.dtype if value is not None and value.dtype else "float32"
+
+    def typed(self, group: Group) -> Group:
+        """The group with the dtypes of its inputs and output that are not float32."""
+        names = [*group.inputs, group.output]
+        group.dtypes = {t: d for t in names if (d := self.dtype_of(t)) != "float32"}
+        return group
 
     def split(self, node: IRNode) -> None:
         """Split as one Slice group per output."""
@@ -550,7 +600,7 @@ class _Lowering:
             src = self.operand_plain(x, members)
             members.append(Node("Slice", [src], out, attrs))
             self.shapes[out] = self.shape(out)
-            self.groups.append(Group(f"{node.label}_{k}", members))
+            self.groups.append(self.typed(Group(f"{node.label}_{k}", members)))
             self.plain.add(out)
             start += size
 
@@ -574,9 +624,11 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     """(groups, tensor shapes, constant parameters, input names, output names) of a fused
     graph; an OperatorError lists every group the CPU cannot run."""
     low = _Lowering(graph)
-    bad = [t for t in graph.inputs if graph.value(t).dtype != "float32"]
+    bad = [t for t in graph.inputs if graph.value(t).dtype not in CPU_DTYPES]
     if bad:
-        raise OperatorError(f"inputs {', '.join(bad)}: the CPU graph runs float32 inputs only")
+        raise OperatorError(
+            f"inputs {', '.join(bad)}: the CPU graph runs {', '.join(CPU_DTYPES)} inputs only"
+        )
     shapes = [(n.label, graph.value(o).shape) for n in graph.nodes for o in n.outputs if o]
     empty = [label for label, shape in shapes if not shape or 0 in shape]
     if empty:

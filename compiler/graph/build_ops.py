@@ -539,6 +539,66 @@ UNARY: dict[str, Scalar] = {
 }
 
 
+def cast(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Cast: to bool a value is whether it is nonzero; floats to integers truncate."""
+    x, to = ins[0], attrs["to"]
+    if to == "bool":
+        return te.compute(x.shape, lambda *i: x(*i) != E.convert(0, x(*i)), "cast", tag.ELEMWISE)
+    return te.compute(x.shape, lambda *i: te.cast(x(*i), to), name="cast", tag=tag.ELEMWISE)
+
+
+def gather(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Gather along `axis` by an index tensor (computed or constant; negative indices
+    count from the end). An index outside the axis reads past the data, which the
+    bounds-checked load refuses (recorded for the executor to raise) instead of reading
+    another element."""
+    data, indices, ax = ins[0], ins[1], int(attrs["axis"])
+    n, k = data.shape[ax], indices.ndim
+    past = int(np.prod(data.shape))  # any index this large lies outside the data
+
+    def f(*o):
+        i = te.cast(indices(*o[ax : ax + k]), "int64")
+        i = te.select(i < 0, i + n, i)
+        i = te.select(te.all(i >= 0, i < n), i, te.const(past, "int64"))
+        return data(*o[:ax], te.cast(i, "int32"), *o[ax + k :])
+
+    shape = (*data.shape[:ax], *indices.shape, *data.shape[ax + 1 :])
+    return te.compute(shape, f, name="gather", tag=tag.INJECTIVE)
+
+
+def arg_reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX ArgMax/ArgMin along `axis` (int64): the extreme value, then the first (or with
+    `select_last_index` the last) index holding it."""
+    x, ax = ins[0], int(attrs["axis"])
+    keep, last = bool(attrs["keepdims"]), bool(attrs["select_last_index"])
+    reducer = te.max if op == "ArgMax" else te.min
+    top = _reduction(x, [ax], True, "arg_value", lambda v, o, r: reducer(x(*v), axis=r))
+    n = x.shape[ax]
+
+    def pick(v, o, r):
+        k = te.cast(v[ax], "int64")
+        hit = x(*v) == top(*v[:ax], 0, *v[ax + 1 :])
+        if last:
+            return te.max(te.select(hit, k, te.const(-1, "int64")), axis=r)
+        return te.min(te.select(hit, k, te.const(n, "int64")), axis=r)
+
+    index = _reduction(x, [ax], keep, "arg_index", pick)
+    return te.compute(index.shape, lambda *i: index(*i), name="arg_out", tag=tag.INJECTIVE)
+
+
+def is_inf(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX IsInf: +inf where `detect_positive`, -inf where `detect_negative`."""
+    x = ins[0]
+    signs = [s for s, key in ((1, "detect_positive"), (-1, "detect_negative")) if attrs[key]]
+
+    def f(*i):
+        v = x(*i)
+        hits = [v == E.convert(s * float("inf"), v) for s in signs]
+        return te.any(*hits) if hits else E.const(False, "bool")
+
+    return te.compute(x.shape, f, name="isinf", tag=tag.ELEMWISE)
+
+
 def _elementwise(op: str) -> Compute:
     """The compute of the UNARY operator `op` (fuses as elementwise)."""
     fn = UNARY[op]
@@ -563,6 +623,26 @@ OPS: dict[str, Compute] = {
     "Tanh": _unary(topi.tanh),
     **{op: _elementwise(op) for op in UNARY},
     "PRelu": _binary(topi.prelu),
+    "Cast": cast,
+    "Gather": gather,
+    "ArgMax": lambda ins, a: arg_reduce("ArgMax", ins, a),
+    "ArgMin": lambda ins, a: arg_reduce("ArgMin", ins, a),
+    "Equal": _binary(topi.equal),
+    "Less": _binary(topi.less),
+    "Greater": _binary(topi.greater),
+    "LessOrEqual": _binary(topi.less_equal),
+    "GreaterOrEqual": _binary(topi.greater_equal),
+    "And": _binary(topi.logical_and),
+    "Or": _binary(topi.logical_or),
+    "Xor": _binary(topi.logical_xor),
+    "Not": lambda ins, a: te.compute(
+        ins[0].shape, lambda *i: E.Not(ins[0](*i)), name="not", tag=tag.ELEMWISE
+    ),
+    "IsNaN": lambda ins, a: te.compute(
+        ins[0].shape, lambda *i: ins[0](*i) != ins[0](*i), name="isnan", tag=tag.ELEMWISE
+    ),
+    "IsInf": is_inf,
+    "Where": lambda ins, a: topi.where(*ins),
     "HardSigmoid": lambda ins, a: _hard_sigmoid(
         ins[0], float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
     ),
@@ -625,14 +705,20 @@ class Node:
 
 @dataclass
 class Group:
-    """A fused group: its nodes in order; the kernel writes the last node's output."""
+    """A fused group: its nodes in order; the kernel writes the last node's output.
+    `dtypes` names the dtype of each of its tensors that is not float32."""
 
     name: str
     nodes: list[Node]
+    dtypes: dict[str, str] = field(default_factory=dict)
 
     @property
     def output(self) -> str:
         return self.nodes[-1].output
+
+    def dtype_of(self, t: str) -> str:
+        """The dtype of tensor t (float32 unless `dtypes` says otherwise)."""
+        return self.dtypes.get(t, "float32")
 
     @property
     def inputs(self) -> list[str]:
@@ -680,13 +766,18 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
 def group_tensors(group: Group, shapes: dict[str, tuple[int, ...]]) -> list[Tensor]:
     """The group's compute definition: a placeholder per input (in `group.inputs` order),
     then the output tensor."""
-    tensors: dict[str, Tensor] = {t: placeholder(t, shapes[t]) for t in group.inputs}
+    tensors = {t: placeholder(t, shapes[t], group.dtype_of(t)) for t in group.inputs}
     args = list(tensors.values())
     for node in group.nodes:
         if node.op not in OPS:
             raise OperatorError(f"node '{node.output}': op {node.op} has no CPU kernel")
         tensors[node.output] = OPS[node.op]([tensors[t] for t in node.inputs], node.attrs)
     out = tensors[group.output]
+    if out.dtype != group.dtype_of(group.output):
+        raise OperatorError(
+            f"group {group.name}: computes {out.dtype} for '{group.output}', the graph says "
+            f"{group.dtype_of(group.output)}"
+        )
     if out.shape != tuple(shapes[group.output]):
         raise OperatorError(
             f"group {group.name}: computes {out.shape} for '{group.output}', "

@@ -29,10 +29,10 @@ import numpy as np
 from llvmlite import ir
 
 from ..codegen import parallel
-from ..codegen.llvm import PTR
+from ..codegen.llvm import OOB_PREFIX, PTR
 from ..codegen.target import Target, parse_ir, target_machine
 from ..errors import CodegenError
-from ..runtime.module import ArgumentError, address, aligned
+from ..runtime.module import ArgumentError, OutOfBoundsError, address, aligned
 from ..tir import stmt as S
 from .objects import Kernel, compile_objects, default_processes, kernel_of, link
 
@@ -129,6 +129,7 @@ class GraphModule:
         self.params = [aligned(p) for p in params]  # as built, and as np.load gives them
         self._entry, self._kernels, self._keep = entry, kernels, keep
         self._nop = kernels[NOP]
+        self._oob: dict[str, Any] = {}  # kernel -> its out-of-range record (`_oob_records`)
         n = 1 + len(self.inputs) + len(self.outputs) + len(self.params)
         self._table = (ctypes.c_void_p * n)()
         _check_memory(manifest["arena_bytes"], self.inputs + self.outputs)
@@ -228,11 +229,26 @@ class GraphModule:
         return arrays
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """One inference (not thread-safe: the arena is shared by calls)."""
+        """One inference (not thread-safe: the arena is shared by calls); an index out of
+        range (a Gather's, read from a tensor) raises OutOfBoundsError."""
         arrays = self._prepare(inputs)
         self._entry(self._table)
+        self._check_indices()
         outs = arrays[len(self.inputs) :]
         return {s.name: o for s, o in zip(self.outputs, outs, strict=True)}
+
+    def _check_indices(self) -> None:
+        """Raise for the first kernel whose bounds-checked loads (indices read from a tensor)
+        found an index out of range: it read element 0 instead (`codegen.llvm.OOB_PREFIX`)."""
+        for kernel, record in self._oob.items():
+            if record[0]:
+                index = record[1]
+                record[0] = record[1] = 0
+                label = next(s["label"] for s in self.manifest["steps"] if s["kernel"] == kernel)
+                raise OutOfBoundsError(
+                    f"graph run: {label}: an index read from a tensor (a Gather's) is out of "
+                    f"range (element {index} of the data); the outputs are not valid"
+                )
 
     def overhead_us(self, inputs: dict[str, np.ndarray], reps: int = 200) -> float:
         """The executor's own time per inference in microseconds (median): everything `run`
@@ -347,6 +363,7 @@ class GraphModule:
 
         graph = cls(manifest, params, *_bind(address, manifest), keep=lib)
         graph._library = library
+        graph._oob = _oob_records(lib, manifest)
         return graph
 
 
@@ -396,6 +413,18 @@ def _unique_kernels(steps: list[Step]) -> list[Kernel]:
             raise CodegenError(f"graph executor: two different kernels named '{s.func.name}'")
         flops[s.func.name] = max(flops.get(s.func.name, 0), s.flops)
     return [kernel_of(funcs[n]) for n in sorted(funcs, key=lambda n: -flops[n])]
+
+
+def _oob_records(lib: ctypes.CDLL, manifest: dict) -> dict[str, Any]:
+    """The out-of-range record (i64[2]: checked buffer + 1, index) of every kernel with
+    bounds-checked loads."""
+    records = {}
+    for kernel in dict.fromkeys(s["kernel"] for s in manifest["steps"]):
+        try:
+            records[kernel] = (ctypes.c_int64 * 2).in_dll(lib, OOB_PREFIX + kernel)
+        except ValueError:  # no data-dependent index in this kernel
+            continue
+    return records
 
 
 def _bind(address, manifest: dict) -> tuple[Any, dict[str, Any]]:

@@ -140,12 +140,17 @@ PATTERNS: dict[str, Pattern] = {
         (
             "Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid HardSwish Exp Identity Cast Neg Sqrt "
             "Abs Erf Log Reciprocal Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh "
-            "Floor Ceil Round Sign Elu Selu Celu ThresholdedRelu Softplus Softsign Mish Gelu"
+            "Floor Ceil Round Sign Elu Selu Celu ThresholdedRelu Softplus Softsign Mish Gelu "
+            "Not IsNaN IsInf"
         ).split(),
         Pattern.ELEMWISE,
     ),
     **dict.fromkeys(
-        "Add Sub Mul Div Pow Max Min PRelu BatchNormalization".split(), Pattern.BROADCAST
+        (
+            "Add Sub Mul Div Pow Max Min PRelu BatchNormalization Equal Less Greater "
+            "LessOrEqual GreaterOrEqual And Or Xor Where"
+        ).split(),
+        Pattern.BROADCAST,
     ),
     **dict.fromkeys(
         (
@@ -157,7 +162,7 @@ PATTERNS: dict[str, Pattern] = {
     **dict.fromkeys(
         (
             "ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 "
-            "ReduceSumSquare ReduceLogSum ReduceLogSumExp Normalize"
+            "ReduceSumSquare ReduceLogSum ReduceLogSumExp Normalize ArgMax ArgMin"
         ).split(),
         Pattern.REDUCTION,
     ),

@@ -49,11 +49,12 @@ SUPPORTED = (
     "ConstantOfShape Sum LRN Max Min Mean Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan Asin "
     "Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
-    "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth"
+    "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
+    "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports
-FOLD_ONLY = ("Shape", "Gather", "Cast", "ConstantOfShape", "Range")  # they fold to constants
+FOLD_ONLY = ("Shape", "ConstantOfShape", "Range")  # where they fold to constants
 NORMALIZATIONS = ("LayerNormalization", "InstanceNormalization", "GroupNormalization")
 
 

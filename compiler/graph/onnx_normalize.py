@@ -385,6 +385,16 @@ def _dropout(imp, node, attrs):
 
 
 def _gather(imp, node, attrs):
+    shape = imp.shape(node.input[0])
+    attrs["axis"] = axis_of(attrs["axis"], len(shape))
+    if node.input[1] in imp.graph.constants:
+        n, indices = shape[attrs["axis"]], imp.const(node, 1, "indices")
+        if indices.size and (indices.min() < -n or indices.max() >= n):
+            raise Unsupported(f"indices {indices.tolist()} are out of range for an axis of {n}")
+    return None
+
+
+def _arg_reduce(imp, node, attrs):
     attrs["axis"] = axis_of(attrs["axis"], len(imp.shape(node.input[0])))
     return None
 
@@ -453,6 +463,8 @@ NORMALIZE = {
     "Resize": _resize,
     "Dropout": _dropout,
     "Gather": _gather,
+    "ArgMax": _arg_reduce,
+    "ArgMin": _arg_reduce,
     "Cast": _cast,
     "Gelu": _gelu,
 }

@@ -178,6 +178,32 @@ def prelu(x, slope) -> np.ndarray:
     return np.where(x < 0, x * slope, x).astype(x.dtype)
 
 
+def gather(data, indices, *, axis) -> np.ndarray:
+    """ONNX Gather (negative indices count from the end); an index out of range is an
+    OperatorError."""
+    n = data.shape[axis]
+    bad = (indices < -n) | (indices >= n)
+    if bad.any():
+        raise OperatorError(
+            f"Gather: index {int(indices[bad].reshape(-1)[0])} is out of range for axis {axis} "
+            f"of size {n}"
+        )
+    return np.take(data, indices, axis=axis)
+
+
+def arg_reduce(fn, x, *, axis, keepdims, select_last_index) -> np.ndarray:
+    """ArgMax/ArgMin (`fn`: np.argmax or np.argmin): the first (or last) extreme's index."""
+    if select_last_index:
+        index = x.shape[axis] - 1 - fn(np.flip(x, axis), axis=axis)
+    else:
+        index = fn(x, axis=axis)
+    return (np.expand_dims(index, axis) if keepdims else index).astype(np.int64)
+
+
+def is_inf(x, *, detect_positive, detect_negative) -> np.ndarray:
+    return (np.isposinf(x) & bool(detect_positive)) | (np.isneginf(x) & bool(detect_negative))
+
+
 def slice_(x, *, starts, ends, axes, steps) -> np.ndarray:
     index = [slice(None)] * x.ndim
     for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
@@ -393,7 +419,21 @@ KERNELS: dict[str, Kernel] = {
     "Resize": _one(resize),
     "Identity": lambda ins, a: [ins[0]],
     "Dropout": lambda ins, a: [ins[0]],
-    "Gather": lambda ins, a: [np.take(ins[0], ins[1], axis=a["axis"])],
+    "Gather": _one(gather),
+    "ArgMax": lambda ins, a: [arg_reduce(np.argmax, ins[0], **a)],
+    "ArgMin": lambda ins, a: [arg_reduce(np.argmin, ins[0], **a)],
+    "Equal": lambda ins, a: [np.equal(*ins)],
+    "Less": lambda ins, a: [np.less(*ins)],
+    "Greater": lambda ins, a: [np.greater(*ins)],
+    "LessOrEqual": lambda ins, a: [np.less_equal(*ins)],
+    "GreaterOrEqual": lambda ins, a: [np.greater_equal(*ins)],
+    "And": lambda ins, a: [np.logical_and(*ins)],
+    "Or": lambda ins, a: [np.logical_or(*ins)],
+    "Xor": lambda ins, a: [np.logical_xor(*ins)],
+    "Not": lambda ins, a: [np.logical_not(ins[0])],
+    "IsNaN": lambda ins, a: [np.isnan(ins[0])],
+    "IsInf": _one(is_inf),
+    "Where": lambda ins, a: [np.where(*ins)],
     "Cast": lambda ins, a: [ins[0].astype(a["to"])],
     "PackNCHWc": _one(pack_nchwc),
     "Quantize": lambda ins, a: [Q.quantize(ins[0], a["exponent"], a["zero"])],

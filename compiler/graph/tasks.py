@@ -169,6 +169,8 @@ def group_spec(group: Group, shapes: dict) -> str:
         "nodes": nodes,
         "output": list(shapes[group.output]),
     }
+    if group.dtypes:  # only then: float32 groups' specs stay those of existing records
+        spec["dtypes"] = {local[t]: d for t, d in group.dtypes.items() if t in local}
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
@@ -203,7 +205,7 @@ def _group(spec: str) -> tuple[Group, dict]:
         raise TuningError(f"graph_group: not a group spec ({err}): {spec[:80]}") from None
     if not nodes:
         raise TuningError("graph_group: the spec has no nodes")
-    return Group("graph_group", nodes), shapes
+    return Group("graph_group", nodes, dict(d.get("dtypes", {}))), shapes
 
 
 def _reference(inputs: list[np.ndarray], spec: str) -> list[np.ndarray]:
@@ -301,13 +303,13 @@ def group_schedule(records: ApplyHistoryBest | None, group: Group, shapes: dict)
 def kernel_signature(g: Group, shapes: dict) -> str:
     """Groups with equal signatures compute the same function of their parameters (one
     kernel)."""
-    local = {t: f"in{k}:{tuple(shapes[t])}" for k, t in enumerate(g.inputs)}
+    local = {t: f"in{k}:{tuple(shapes[t])}:{g.dtype_of(t)}" for k, t in enumerate(g.inputs)}
     parts = []
     for k, n in enumerate(g.nodes):
         attrs = sorted((a, repr(v)) for a, v in n.attrs.items())
         parts.append(f"{n.op}({','.join(local[t] for t in n.inputs)}){attrs}")
         local[n.output] = f"n{k}"
-    return ";".join(parts)
+    return ";".join(parts) + f":{g.dtype_of(g.output)}"
 
 
 __all__ = [

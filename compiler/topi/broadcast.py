@@ -74,3 +74,24 @@ maximum = _binary("maximum", te.max)
 minimum = _binary("minimum", te.min)
 power = _binary("power", te.power)
 prelu = _binary("prelu", lambda x, slope: te.select(x < E.convert(0.0, x), x * slope, x))
+equal = _binary("equal", lambda a, b: a == b)
+less = _binary("less", lambda a, b: a < b)
+greater = _binary("greater", lambda a, b: a > b)
+less_equal = _binary("less_equal", lambda a, b: a <= b)
+greater_equal = _binary("greater_equal", lambda a, b: a >= b)
+logical_and = _binary("logical_and", E.And)
+logical_or = _binary("logical_or", E.Or)
+logical_xor = _binary("logical_xor", lambda a, b: a != b)
+
+
+def where(cond: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """x where cond holds, else y, the three broadcast together."""
+    shape = broadcast_shape(cond.shape, x.shape, y.shape)
+    return te.compute(
+        shape,
+        lambda *i: te.select(
+            _broadcast_index(cond, i), _broadcast_index(x, i), _broadcast_index(y, i)
+        ),
+        name="where",
+        tag=tag.BROADCAST,
+    )

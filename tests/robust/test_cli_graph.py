@@ -131,14 +131,14 @@ def test_an_input_with_an_empty_dimension_is_named(files, capsys):
 def test_every_unsupported_node_is_listed_at_once(files, capsys):
     root, _ = files
     nodes = [
-        helper.make_node("Gelu", ["x"], ["a"], name="s1"),
+        helper.make_node("Hardmax", ["x"], ["a"], name="s1"),
         helper.make_node("Shrink", ["a"], ["b"], name="sm"),
         helper.make_node("Gemm", ["b", "w"], ["y"], transB=1),
     ]
     _gemm_model(root / "uns.onnx", [1, 8], nodes)
     code, err = _run(capsys, "run", root / "uns.onnx", "--inputs", root / "in.npz")
     assert code == 1
-    assert "2 node(s) cannot be imported: node s1 (Gelu): operator not supported; " in err
+    assert "2 node(s) cannot be imported: node s1 (Hardmax): operator not supported; " in err
     assert "node sm (Shrink): operator not supported" in err
 
 

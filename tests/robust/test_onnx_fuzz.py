@@ -105,6 +105,12 @@ OPERATORS = {
     "Tile": ([data, int_input], {}),
     "DepthToSpace": ([data], {"blocksize": small, "mode": st.sampled_from(["DCR", "CRD", "x"])}),
     "SpaceToDepth": ([data], {"blocksize": small}),
+    **dict.fromkeys(("Equal", "Less", "GreaterOrEqual"), ([data, data], {})),
+    **dict.fromkeys(("IsNaN", "IsInf"), ([data], {})),
+    **dict.fromkeys(
+        ("ArgMax", "ArgMin"),
+        ([data], {"axis": small, "keepdims": small, "select_last_index": small}),
+    ),
     "Resize": (
         [
             data,

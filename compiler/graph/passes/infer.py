@@ -199,6 +199,10 @@ SHAPES: dict[str, ShapeFn] = {
     ],
     **{op: _reduce for op, kind in PATTERNS.items() if op.startswith("Reduce")},
     "Normalize": _same,
+    **dict.fromkeys(
+        ("ArgMax", "ArgMin"),
+        lambda ins, a: _reduce(ins, {"axes": [a["axis"]], "keepdims": a["keepdims"]}),
+    ),
     "CumSum": _same,
     "Expand": lambda ins, a: [tuple(a["shape"])],
     "Tile": lambda ins, a: [tuple(d * r for d, r in zip(ins[0], a["repeats"], strict=True))],
@@ -212,9 +216,21 @@ SHAPES: dict[str, ShapeFn] = {
 }
 
 
+BOOLEAN = tuple(
+    "Equal Less Greater LessOrEqual GreaterOrEqual And Or Xor Not IsNaN IsInf".split()
+)  # operators whose outputs are bool
+
+
 def out_dtype(node: Node, dtypes: list[str | None]) -> str | None:
+    """The dtype of the node's outputs: its first input's, unless the operator says."""
     if node.op == "Cast":
         return node.attrs["to"]
+    if node.op in BOOLEAN:
+        return "bool"
+    if node.op in ("ArgMax", "ArgMin"):
+        return "int64"
+    if node.op == "Where":
+        return dtypes[1]
     return dtypes[0] if dtypes else None
 
 
@@ -249,4 +265,4 @@ def infer_shapes(graph: Graph) -> Graph:
     return graph
 
 
-__all__ = ["SHAPES", "infer_node", "infer_shapes"]
+__all__ = ["BOOLEAN", "SHAPES", "infer_node", "infer_shapes"]

@@ -122,12 +122,13 @@ def test_every_unsupported_node_is_listed_in_one_error():
         helper.make_node("Gelu", ["a"], ["b"], name="gelu0"),
         helper.make_node("Resize", ["b", "", "sc"], ["c"], name="rs", mode="cubic"),
         helper.make_node("Pad", ["a", "pads"], ["d"], name="pad0", mode="wrap"),
-        helper.make_node("Gather", ["a", "idx"], ["e"], name="g0"),
+        helper.make_node("Gather", ["a", "far"], ["e"], name="g0"),
         helper.make_node("ReduceMax", ["a", "idx"], ["f"], name="rm"),
         helper.make_node("Add", ["c", "d"], ["y"]),
     ]
     inits = {
         "sc": np.ones(4, np.float32), "pads": np.zeros(8, np.int64), "idx": np.array([0]),
+        "far": np.array([5]),
     }  # fmt: skip
     m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None, "f": None}, inits, opset=20)
     with pytest.raises(OperatorError) as e:
@@ -145,7 +146,7 @@ def test_every_unsupported_node_is_listed_in_one_error():
     assert "node gelu0 (Gelu): operator not defined at opset 17" in msg
     assert "node rs (Resize): attribute mode='cubic' is not supported" in msg
     assert "node pad0 (Pad): attribute mode='wrap'" in msg
-    assert "node g0 (Gather): Gather is supported only where its inputs are constant" in msg
+    assert "node g0 (Gather): indices [5] are out of range for an axis of 1" in msg
 
 
 def test_dqn_imports_and_prints():

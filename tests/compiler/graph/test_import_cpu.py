@@ -1,6 +1,8 @@
 """ONNX models through the graph IR and its passes onto the CPU: operators beyond the
 benchmark networks compile and match onnxruntime; what the CPU cannot run is listed."""
 
+import re
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -97,16 +99,21 @@ def test_batch_norm_with_computed_parameters(tmp_path):
     np.testing.assert_allclose(got, sess.run(None, feeds)[0], rtol=1e-4, atol=1e-5)
 
 
-def test_integer_inputs_are_refused(tmp_path):
+@pytest.mark.parametrize(
+    "dtype, message",
+    [(TensorProto.INT32, "node y (Relu): int32 tensors; the CPU runs Relu on float32 only"),
+     (TensorProto.DOUBLE, "inputs x: the CPU graph runs float32, int64, int32, bool inputs only")],
+)  # fmt: skip
+def test_inputs_of_other_dtypes_reach_only_operators_that_take_them(tmp_path, dtype, message):
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"])],
         "m",
-        [helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("x", dtype, [2])],
+        [helper.make_tensor_value_info("y", dtype, [2])],
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
-    with pytest.raises(OperatorError, match="inputs x: the CPU graph runs float32 inputs only"):
+    with pytest.raises(OperatorError, match=re.escape(message)):
         compile_model(tmp_path / "m.onnx")
 
 

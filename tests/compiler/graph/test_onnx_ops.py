@@ -281,3 +281,174 @@ def test_depth_to_space(tmp_path, mode):
 def test_space_to_depth(tmp_path):
     x = uniform(-1, 1, (2, 3, 6, 4))
     check(tmp_path, one_node("SpaceToDepth", {"x": x}, {"blocksize": 2}), {"x": x})
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize(
+    "attrs", [{}, {"axis": -1, "keepdims": 0}, {"axis": 1, "select_last_index": 1}]
+)
+def test_arg_reduction(tmp_path, op, attrs):
+    x = np.round(uniform(-2, 2)).astype(np.float32)  # ties: first or last index
+    check(tmp_path, one_node(op, {"x": x}, attrs, out=np.int64), {"x": x})
+
+
+def test_embedding_of_int64_token_ids(tmp_path):
+    """Gather of a constant table by run-time int64 ids (negative ones count from the end)."""
+    table = uniform(-1, 1, (10, 8))
+    ids = np.array([[0, 3, 9, -1], [2, 2, -10, 5]], np.int64)
+    model = _table_first(one_node("Gather", {"ids": ids}, consts={"table": table}))
+    check(tmp_path, model, {"ids": ids})
+
+
+def test_an_out_of_range_token_id_is_a_one_line_error(tmp_path):
+    from compiler.errors import OperatorError
+    from compiler.runtime.module import OutOfBoundsError
+
+    table = uniform(-1, 1, (10, 8))
+    ids = np.array([[0, 3], [10, 1]], np.int64)
+    model = _table_first(one_node("Gather", {"ids": ids}, consts={"table": table}))
+    (tmp_path / "m.onnx").write_bytes(model)
+    graph = compile_model(tmp_path / "m.onnx")
+    for bad in (10, -11, 2**40):
+        ids[1, 0] = bad
+        with pytest.raises(OutOfBoundsError, match=r"^graph run: .*out of range[^\n]*$"):
+            graph.run({"ids": ids})
+    ids[1, 0] = 9
+    graph.run({"ids": ids})  # the error was reset
+    with pytest.raises(OperatorError, match="Gather: index 10 is out of range for axis 0"):
+        ids[1, 0] = 10
+        reference.run(import_onnx(model), {"ids": ids})
+
+
+def _table_first(model: bytes) -> bytes:
+    """The one-node model with its node's inputs swapped (the initializer table first)."""
+    import onnx
+
+    m = onnx.load_from_string(model)
+    m.graph.node[0].input[:] = list(reversed(m.graph.node[0].input))
+    return m.SerializeToString()
+
+
+def test_gather_of_computed_data_by_constant_indices(tmp_path):
+    model = one_node("Gather", {"x": NORMAL}, {"axis": 2}, {"i": np.array([[4, 0], [-1, 2]])})
+    check(tmp_path, model, {"x": NORMAL})
+
+
+COMPARE = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
+
+
+@pytest.mark.parametrize("op", COMPARE)
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_comparison(tmp_path, op, dtype):
+    feeds = {
+        "a": np.round(uniform(-2, 2, (3, 4), seed=1)).astype(dtype),
+        "b": np.round(uniform(-2, 2, (4,), seed=2)).astype(dtype),
+    }
+    check(tmp_path, one_node(op, feeds, out=np.bool_), feeds)
+
+
+@pytest.mark.parametrize("op", ["And", "Or", "Xor"])
+def test_logic(tmp_path, op):
+    rng = np.random.default_rng(0)
+    feeds = {"a": rng.random((3, 4)) < 0.5, "b": rng.random((3, 1)) < 0.5}
+    check(tmp_path, one_node(op, feeds, out=np.bool_), feeds)
+
+
+def test_not(tmp_path):
+    feeds = {"a": np.random.default_rng(0).random((3, 5)) < 0.5}
+    check(tmp_path, one_node("Not", feeds, out=np.bool_), feeds)
+
+
+SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, 0.0, -2.5], np.float32)
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [("IsNaN", {}), ("IsInf", {}), ("IsInf", {"detect_negative": 0}),
+     ("IsInf", {"detect_positive": 0}), ("IsInf", {"detect_positive": 0, "detect_negative": 0})],
+)  # fmt: skip
+def test_special_values(tmp_path, op, attrs):
+    check(tmp_path, one_node(op, {"x": SPECIAL}, attrs, out=np.bool_), {"x": SPECIAL})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_where_broadcasts(tmp_path, dtype):
+    feeds = {
+        "c": np.random.default_rng(0).random((3, 1, 5)) < 0.5,
+        "a": np.round(uniform(-5, 5, (4, 5), seed=1)).astype(dtype),
+        "b": np.round(uniform(-5, 5, (5,), seed=2)).astype(dtype),
+    }
+    check(tmp_path, one_node("Where", feeds, out=dtype), feeds)
+
+
+@pytest.mark.parametrize(
+    "source, to",
+    [(np.float32, np.int64), (np.float32, np.int32), (np.float32, np.bool_),
+     (np.int64, np.float32), (np.bool_, np.float32), (np.int64, np.bool_),
+     (np.bool_, np.int64), (np.int32, np.int64)],
+)  # fmt: skip
+def test_cast(tmp_path, source, to):
+    x = np.array([[-2.7, -1.0, 0.0, 0.4, 1.5, 3.9]], np.float32).astype(source)
+    model = one_node(
+        "Cast", {"x": x}, {"to": helper.np_dtype_to_tensor_dtype(np.dtype(to))}, out=to
+    )
+    check(tmp_path, model, {"x": x})
+
+
+def test_a_masked_embedding_network(tmp_path):
+    """int64 ids -> an embedding, a mask from comparing the ids, Where, a float head: every
+    dtype on the way through one compiled graph."""
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["emb"]),
+        helper.make_node("Greater", ["ids", "zero"], ["mask"]),
+        helper.make_node("Unsqueeze", ["mask", "last"], ["mask3"]),
+        helper.make_node("Where", ["mask3", "emb", "fill"], ["masked"]),
+        helper.make_node("Cast", ["mask"], ["maskf"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["maskf", "one"], ["count"], keepdims=0),
+        helper.make_node("LayerNormalization", ["masked", "scale"], ["y"]),
+        helper.make_node("ArgMax", ["y"], ["best"], axis=-1, keepdims=0),
+    ]
+    inits = {
+        "table": uniform(-1, 1, (12, 6)), "zero": np.array(0, np.int64),
+        "last": np.array([-1], np.int64), "fill": np.float32(0.0),
+        "one": np.array([1], np.int64), "scale": uniform(0.5, 1.5, (6,)),
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("best", TensorProto.INT64, None),
+         helper.make_tensor_value_info("count", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    ids = np.array([[3, 0, 11, 0, 7], [1, 2, 0, 4, 5]], np.int64)
+    check(tmp_path, model.SerializeToString(), {"ids": ids})
+
+
+def test_a_dtype_the_cpu_does_not_run_is_listed(tmp_path):
+    """A node on integers the CPU runs on float32 only, and a float64 Cast, are refused in
+    one error listing both."""
+    from compiler.errors import OperatorError
+
+    nodes = [
+        helper.make_node("Relu", ["ids"], ["r"], name="relu_int"),
+        helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE, name="to_double"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [4]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("r", TensorProto.INT64, None),
+         helper.make_tensor_value_info("d", TensorProto.DOUBLE, None)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    with pytest.raises(OperatorError) as e:
+        compile_model(tmp_path / "m.onnx")
+    message = str(e.value)
+    assert message.count("\n") == 0 and "2 group(s) cannot run on the CPU" in message
+    assert "node relu_int (Relu): int64 tensors; the CPU runs Relu on float32 only" in message
+    assert "node to_double (Cast): float64 tensors; the CPU runs float32, int64" in message
