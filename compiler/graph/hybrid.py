@@ -239,8 +239,9 @@ def _accel(node: Node, constants: dict, in_shape, sc_shape, cfg: VTAConfig, **op
     return compile_qconv(node.name, _qconv(node, constants), in_shape, cfg, sc_shape, **options)
 
 
-def _structures(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
-    """Each accelerator group's (input shape, shortcut input shape, workload, epilogue)."""
+def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
+    """Each accelerator group's (input shape, shortcut input shape, workload, epilogue) on
+    configuration `cfg`, by group name."""
     out = {}
     for g in graph.groups:
         if g.target == VTA:
@@ -266,7 +267,7 @@ def accelerator_programs(
 ) -> dict[str, Program]:
     """The quantized graph's accelerator groups' Programs, knobs chosen as `compile_hybrid`
     chooses them, without compiling its CPU kernels (what the co-design search times)."""
-    structures = _structures(graph, cfg)
+    structures = accelerator_layers(graph, cfg)
     knobs = layer_knobs(structures, cfg, candidates, db, pool)
     return {g: fused_program(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()}
 
@@ -317,7 +318,7 @@ def compile_hybrid(
         if _is_cpu_run(run[0]):
             later = set(graph.outputs).union(*(group_inputs(h) for r in runs[k + 1 :] for h in r))
             subs[k] = _subgraph(graph, run, later)
-    structures = _structures(graph, cfg)
+    structures = accelerator_layers(graph, cfg)
     with worker_pool() as pool:  # all searches at once, each building its layers' Programs
         knobs = layer_knobs(structures, cfg, candidates, db, pool)
     search = time.perf_counter() - start
@@ -404,7 +405,7 @@ def tuning_tasks(graph: Graph, cfg: VTAConfig) -> list[tuple[tuple, int]]:
     from ..tune.templates.vta import fused_args
 
     weights: dict[tuple, int] = {}
-    for _, _, wl, ep in _structures(graph, cfg).values():
+    for _, _, wl, ep in accelerator_layers(graph, cfg).values():
         args = fused_args(wl, ep)
         weights[args] = weights.get(args, 0) + 1
     return list(weights.items())

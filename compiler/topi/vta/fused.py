@@ -158,7 +158,7 @@ def fused_knob_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[
     return _space(wl, ep, cfg)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)  # a co-design search asks for many configurations
 def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
     def divisors(n: int) -> list[int]:
         return [d for d in range(1, n + 1) if n % d == 0]
