@@ -169,8 +169,8 @@ REDUCERS: dict[str, tuple[Any, Callable[[E.Expr], E.Expr], Callable[[E.Expr], E.
 
 
 def _reduction(x: Tensor, axes: list[int], keep: bool, name: str, body) -> Tensor:
-    """A stage reducing `body(input index, output index)` over `axes` of x (keepdims or
-    not): the reduction of `REDUCERS` or `te` reducer `body` returns."""
+    """A stage of x's shape reduced over `axes` (kept as extent 1, or dropped): each element
+    is `body(input index, output index, reduce axes)`, a te reduction."""
     rv = {ax: te.reduce_axis(x.shape[ax], f"r{ax}") for ax in axes}
     kept = [ax for ax in range(x.ndim) if ax not in rv]
     shape = tuple(1 if ax in rv else x.shape[ax] for ax in range(x.ndim) if keep or ax not in rv)

@@ -242,12 +242,11 @@ class GraphModule:
         found an index out of range: it read element 0 instead (`codegen.llvm.OOB_PREFIX`)."""
         for kernel, record in self._oob.items():
             if record[0]:
-                index = record[1]
                 record[0] = record[1] = 0
                 label = next(s["label"] for s in self.manifest["steps"] if s["kernel"] == kernel)
                 raise OutOfBoundsError(
-                    f"graph run: {label}: an index read from a tensor (a Gather's) is out of "
-                    f"range (element {index} of the data); the outputs are not valid"
+                    f"graph run: {label}: an index read from a tensor (a Gather's indices) is "
+                    "out of range for its axis; the outputs are not valid"
                 )
 
     def overhead_us(self, inputs: dict[str, np.ndarray], reps: int = 200) -> float:

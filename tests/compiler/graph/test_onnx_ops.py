@@ -334,6 +334,16 @@ def test_gather_of_computed_data_by_constant_indices(tmp_path):
     check(tmp_path, model, {"x": NORMAL})
 
 
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_integer_arithmetic(tmp_path, op, dtype):
+    feeds = {
+        "a": np.arange(-6, 6, dtype=dtype).reshape(3, 4),
+        "b": np.array([3, -2, 0, 7], dtype),
+    }
+    check(tmp_path, one_node(op, feeds, out=dtype), feeds)
+
+
 COMPARE = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
 
 
