@@ -170,6 +170,32 @@ def test_activations_fuse_into_the_convolution(tmp_path):
     check(tmp_path, data, {"x": x})
 
 
+def test_activations_fuse_into_the_dense_layer(tmp_path):
+    """A Gemm's elementwise followers run in its dense kernel: one lowered group."""
+    from compiler.graph.build_onnx import lower_groups
+
+    x = uniform(-1, 1, (2, 16))
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
+        helper.make_node("Erf", ["g"], ["e"]),
+        helper.make_node("Softplus", ["e"], ["s"]),
+        helper.make_node("Min", ["s", "cap"], ["y"]),
+    ]
+    inits = {"w": uniform(-1, 1, (8, 16)), "b": uniform(-1, 1, (8,)), "cap": np.float32(0.9)}
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    data = model.SerializeToString()
+    groups = lower_groups(run_passes(import_onnx(data))[0])[0]
+    assert [[n.op for n in g.nodes] for g in groups] == [["Dense", "Erf", "Softplus", "Min"]]
+    check(tmp_path, data, {"x": x})
+
+
 REDUCE = [
     "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
     "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
