@@ -186,8 +186,11 @@ def _reduction(x: Tensor, axes: list[int], keep: bool, name: str, body) -> Tenso
 def reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX Reduce* over `axes` (keepdims or not): a reduction stage (ReduceLogSumExp: the
     maximum, then the sum of exp(x - max)), then an elementwise stage that the injective
-    schedule vectorizes."""
+    schedule vectorizes; over no axes (noop_with_empty_axes) one elementwise stage."""
     x, axes, keep = ins[0], list(attrs["axes"]), bool(attrs["keepdims"])
+    if not axes:  # noop_with_empty_axes: the maps before and after, element by element
+        _, before, after = REDUCERS.get(op, REDUCERS["ReduceSum"])  # LogSumExp of one: itself
+        return te.compute(x.shape, lambda *i: after(before(x(*i))), op.lower(), tag.ELEMWISE)
     if op == "ReduceLogSumExp":
         top = _reduction(x, axes, keep, "reduce_max", lambda v, o, r: te.max(x(*v), axis=r))
         red = _reduction(

@@ -290,10 +290,9 @@ def _reduce(imp, node, attrs):
     as_input = node.op_type == "ReduceSum" and imp.opset >= 13 or imp.opset >= 18
     axes = imp.const(node, 1, "axes") if as_input else attrs.get("axes")
     rank = len(imp.shape(node.input[0]))
-    if axes is None or len(axes) == 0:
-        if attrs.get("noop_with_empty_axes", 0):
-            raise Unsupported("noop_with_empty_axes=1 with no axes is not supported")
-        axes = range(rank)
+    if (axes is None or len(axes) == 0) and not attrs.get("noop_with_empty_axes", 0):
+        axes = range(rank)  # else no axis: the reduction's maps applied to each element
+    axes = [] if axes is None else axes
     attrs["axes"] = sorted({axis_of(int(a), rank) for a in axes})
     return list(node.input[:1])
 

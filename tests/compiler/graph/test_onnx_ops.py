@@ -207,10 +207,22 @@ REDUCE = [
     "axes, keepdims, opset", [([1], 1, 18), ([-1, 0], 0, 18), (None, 1, 18), ([0, 2], 0, 13)]
 )
 def test_reduction(tmp_path, op, axes, keepdims, opset):
+    _reduction(tmp_path, op, axes, keepdims, opset, {})
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize("empty", [False, True])
+def test_reduction_over_no_axes(tmp_path, op, empty):
+    """noop_with_empty_axes=1 without axes (or an empty list) reduces nothing: the maps
+    before and after the reduction (|x| for ReduceL1, x^2 for ReduceSumSquare) each element."""
+    _reduction(tmp_path, op, [] if empty else None, 1, 18, {"noop_with_empty_axes": 1})
+
+
+def _reduction(tmp_path, op, axes, keepdims, opset, more):
     """Every Reduce, its axes an input (opset 18) or an attribute (before; ReduceSum's an
     input from 13), or absent (all axes)."""
     x = uniform(0.5, 1.5) if op in ("ReduceProd", "ReduceLogSum") else NORMAL
-    attrs, consts = {"keepdims": keepdims}, {}
+    attrs, consts = {"keepdims": keepdims, **more}, {}
     if axes is not None and (opset >= 18 or op == "ReduceSum"):
         consts = {"axes": np.array(axes, np.int64)}
     elif axes is not None:
