@@ -500,3 +500,65 @@ def test_a_dtype_the_cpu_does_not_run_is_listed(tmp_path):
     assert message.count("\n") == 0 and "2 group(s) cannot run on the CPU" in message
     assert "node relu_int (Relu): int64 tensors; the CPU runs Relu on float32 only" in message
     assert "node to_double (Cast): float64 tensors; the CPU runs float32, int64" in message
+
+
+def test_a_transformer_encoder_layer(tmp_path):
+    """int64 token ids through an embedding, an attention block with a padding mask (Equal,
+    Where), LayerNormalization and a Gelu feed-forward block: one compiled graph (opset 20)
+    against onnxruntime."""
+    rng = np.random.default_rng(0)
+    vocab, seq, dim, heads = 20, 6, 16, 2
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    def node(op, ins, out, **attrs):
+        return helper.make_node(op, ins, [out], **attrs)
+
+    head_shape = np.array([1, seq, heads, dim // heads], np.int64)
+    nodes = [
+        node("Gather", ["table", "ids"], "emb"),
+        node("Add", ["emb", "pos"], "x0"),
+        node("LayerNormalization", ["x0", "g0", "b0"], "x"),
+        *[node("MatMul", ["x", f"w{k}"], k) for k in "qkv"],
+        *[node("Reshape", [k, "heads"], f"{k}h") for k in "qkv"],
+        node("Transpose", ["qh"], "qt", perm=[0, 2, 1, 3]),
+        node("Transpose", ["kh"], "kt", perm=[0, 2, 3, 1]),
+        node("Transpose", ["vh"], "vt", perm=[0, 2, 1, 3]),
+        node("MatMul", ["qt", "kt"], "scores"),
+        node("Div", ["scores", "root"], "scaled"),
+        node("Equal", ["ids", "pad"], "is_pad"),
+        node("Unsqueeze", ["is_pad", "mask_axes"], "mask"),
+        node("Where", ["mask", "minus", "scaled"], "masked"),
+        node("Softmax", ["masked"], "attn", axis=-1),
+        node("MatMul", ["attn", "vt"], "ctx"),
+        node("Transpose", ["ctx"], "ctxt", perm=[0, 2, 1, 3]),
+        node("Reshape", ["ctxt", "flat"], "ctxf"),
+        node("MatMul", ["ctxf", "wo"], "o"),
+        node("Add", ["o", "x"], "r1"),
+        node("LayerNormalization", ["r1", "g1", "b1"], "h"),
+        node("MatMul", ["h", "w1"], "f1"),
+        node("Gelu", ["f1"], "f2"),
+        node("MatMul", ["f2", "w2"], "f3"),
+        node("Add", ["f3", "h"], "r2"),
+        node("LayerNormalization", ["r2", "g2", "b2"], "y"),
+    ]
+    inits = {
+        "table": w(vocab, dim), "pos": w(seq, dim), "heads": head_shape,
+        "root": np.float32(np.sqrt(dim // heads)), "pad": np.array(0, np.int64),
+        "mask_axes": np.array([1, 2], np.int64), "minus": np.float32(-1e4),
+        "flat": np.array([1, seq, dim], np.int64), "wo": w(dim, dim),
+        "w1": w(dim, 2 * dim), "w2": w(2 * dim, dim),
+        **{f"w{k}": w(dim, dim) for k in "qkv"},
+        **{f"g{k}": 1 + w(dim) for k in range(3)}, **{f"b{k}": w(dim) for k in range(3)},
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "encoder",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, seq])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    ids = np.array([[5, 17, 3, 9, 0, 0]], np.int64)
+    check(tmp_path, model.SerializeToString(), {"ids": ids})
