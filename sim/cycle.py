@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from vta.config import VTAConfig
-from vta.device import Device, check_budget, until_finish
+from vta.device import Device, check_budget, finish_prefix, until_finish
 from vta.errors import BudgetError, DeadlockError, DeviceError, ISAError, ProgramError
 from vta.isa import DEP_FIELDS, MODULE_FLAGS, Insn, Module, TokenQueue, insn_module
 from vta.program import Program
@@ -243,8 +243,13 @@ def _dependences(insn: Insn, index: int, m: Module) -> tuple[tuple[int, ...], tu
 def schedule(program: Program, max_cycles: int | None = None) -> Schedule:
     """The cycle-exact schedule of a Program (no functional execution); a run longer than
     `max_cycles` raises BudgetError naming what each module is doing at that cycle."""
+    return stream_schedule(until_finish(program), program.config, max_cycles)
+
+
+def stream_schedule(insns: list[Insn], cfg: VTAConfig, max_cycles: int | None = None) -> Schedule:
+    """`schedule` of the instructions a device runs (up to and including FINISH)."""
     try:
-        sched = _Engine(until_finish(program), program.config).run()
+        sched = _Engine(insns, cfg).run()
     except OverflowError:  # an instruction's end cycle does not fit 64 bits
         raise BudgetError("the run needs 2**63 cycles or more (beyond any cycle limit)") from None
     if max_cycles is not None and sched.cycles > max_cycles:
@@ -288,6 +293,12 @@ class CycleSimulator(Device):
     def cycles(self, program: Program) -> int:
         """The run's cycles alone: the schedule without the Stats' counters."""
         return schedule(program, self.max_cycles).cycles
+
+    def stream_cycles(self, insns: list[Insn], config: VTAConfig) -> int:
+        """The cycles of an instruction stream (up to its FINISH) that is not a Program yet:
+        timing depends on no data, so a knob search need not encode candidates or make their
+        DRAM images (`ProgramBuilder.stream`)."""
+        return stream_schedule(finish_prefix(insns), config, self.max_cycles).cycles
 
     def execute(self, program: Program, dram: np.ndarray) -> tuple[np.ndarray, Stats]:
         """Run `program` on a copy of `dram`; return the final image and the run's Stats."""

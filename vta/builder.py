@@ -378,26 +378,39 @@ class ProgramBuilder:
         self._commit_pending_pops(Module.COMPUTE)
         self._insns.append((FinishInsn, {}))
 
-    def build(self, validate: bool = True) -> Program:
-        """The Program: buffers, then the micro-op region; validated unless told otherwise."""
-        buffers = list(self._buffers.values())
-        size = self._dram_size
-        if self._uop_words:
-            uop_spec = BufferSpec(
-                UOP_BUFFER, self._align(size), (self._uop_count,), "uint32", "uop"
-            )
-            buffers.append(uop_spec)
-            size = uop_spec.offset + uop_spec.nbytes
+    def _uop_spec(self) -> BufferSpec | None:
+        """The micro-op region, after the buffers (None without micro-ops)."""
+        if not self._uop_words:
+            return None
+        offset = self._align(self._dram_size)
+        return BufferSpec(UOP_BUFFER, offset, (self._uop_count,), "uint32", "uop")
+
+    def stream(self) -> list[Insn]:
+        """The instructions as `build` encodes them (micro-op loads addressed where it places
+        the micro-ops), without encoding them or making the DRAM image: all a timing-only
+        simulator needs."""
+        uop_spec = self._uop_spec()
+        if uop_spec is not None:
             base = uop_spec.offset // self.config.elem_bytes[MemType.UOP]
             for index, offset in self._uop_fixups:
                 self._insns[index][1]["dram_base"] = base + offset
-        insns = [cls(**fields) for cls, fields in self._insns]
+        return [cls(**fields) for cls, fields in self._insns]
+
+    def build(self, validate: bool = True) -> Program:
+        """The Program: buffers, then the micro-op region; validated unless told otherwise."""
+        insns = self.stream()
+        buffers = list(self._buffers.values())
+        size = self._dram_size
+        uop_spec = self._uop_spec()
+        if uop_spec is not None:
+            buffers.append(uop_spec)
+            size = uop_spec.offset + uop_spec.nbytes
         dram = np.zeros(size, dtype=np.uint8)
         for offset, arr in self._init_data:
             dram[offset : offset + arr.nbytes] = (
                 np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
             )
-        if self._uop_words:
+        if uop_spec is not None:
             words = np.concatenate(self._uop_words).astype("<u4")
             dram[uop_spec.offset : uop_spec.offset + words.nbytes] = words.view(np.uint8)
         program = Program(self.config, encode_stream(insns, self.config), dram, buffers)

@@ -56,7 +56,11 @@ class Device(abc.ABC):
 
 def until_finish(program: Program) -> list[Insn]:
     """The instructions a device runs: the stream up to and including its first FINISH."""
-    insns = program.instructions
+    return finish_prefix(program.instructions)
+
+
+def finish_prefix(insns: list[Insn]) -> list[Insn]:
+    """A stream up to and including its first FINISH (DeviceError without one)."""
     for index, insn in enumerate(insns):
         if isinstance(insn, FinishInsn):
             return insns[: index + 1]

@@ -32,6 +32,7 @@ from ..topi.vta.fused import (
     estimate_cycles,
     eye,
     fused_knob_space,
+    fused_stream,
 )
 from .objects import default_processes
 from .quant import QConv
@@ -125,15 +126,13 @@ def knob_candidates(
 
 def search_structure(job: SearchJob) -> tuple[Conv2DKnobs, list[Program]]:
     """The candidate (`knob_candidates`) the timing-only simulator finds fastest (the first
-    of equals; candidates' Programs unvalidated: they are dropped), and the validated Programs
-    of the structure's layers (`epilogues`) with it."""
+    of equals; candidates timed as instruction streams, neither encoded nor validated: they
+    are dropped), and the validated Programs of the structure's layers (`epilogues`) with it."""
     (wl, canonical), candidates, epilogues, cfg = job
     best = candidates[0]
     if len(candidates) > 1:
         sim = get_device("sim")
-        cycles = [
-            sim.cycles(conv2d_fused(wl, canonical, k, cfg, validate=False)) for k in candidates
-        ]
+        cycles = [sim.stream_cycles(fused_stream(wl, canonical, k, cfg), cfg) for k in candidates]
         best = candidates[cycles.index(min(cycles))]
     return best, [conv2d_fused(wl, ep, best, cfg) for ep in epilogues]
 

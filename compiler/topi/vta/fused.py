@@ -28,7 +28,7 @@ import numpy as np
 
 from vta.builder import ProgramBuilder
 from vta.config import VTAConfig
-from vta.isa import AluOp, MemType, requant_bounds, requant_imm
+from vta.isa import AluOp, Insn, MemType, requant_bounds, requant_imm
 from vta.program import Program
 
 from ...errors import LoweringError
@@ -282,11 +282,25 @@ def conv2d_fused(
     config: VTAConfig | str | None = None,
     validate: bool = True,
 ) -> Program:
-    """The Program of conv2d + epilogue (validated unless told otherwise: a knob search times
-    candidates it does not keep). DRAM buffers: data (N/b, C/c, H, W, b, c) int8,
-    kernel (O/c, C/c, KH, KW, c, c) int8, [bias (O/c, b, c) int32], [residual and eye
-    (1, 1, 1, 1, c, c) int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv],
-    out (N/b, O/c, OH, OW, b, c) int8."""
+    """The Program of conv2d + epilogue (validated unless told otherwise). DRAM buffers: data
+    (N/b, C/c, H, W, b, c) int8, kernel (O/c, C/c, KH, KW, c, c) int8, [bias (O/c, b, c)
+    int32], [residual and eye (1, 1, 1, 1, c, c) int8 = 2^k * I], [sc_data, sc_kernel of the
+    shortcut conv], out (N/b, O/c, OH, OW, b, c) int8."""
+    return _builder(wl, ep, knobs, config).build(validate)
+
+
+def fused_stream(
+    wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs, config: VTAConfig
+) -> list[Insn]:
+    """The instructions of `conv2d_fused`'s Program, neither encoded nor validated: what a knob
+    search times (on `sim`'s `stream_cycles`) for candidates it does not keep."""
+    return _builder(wl, ep, knobs, config).stream()
+
+
+def _builder(
+    wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs | None, config: VTAConfig | str | None
+) -> ProgramBuilder:
+    """The builder holding conv2d + epilogue's buffers and instructions."""
     cfg = VTAConfig.load(config)
     k = knobs or default_fused_knobs(wl, ep, cfg)
     sc = ep.shortcut
@@ -317,7 +331,7 @@ def conv2d_fused(
     b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
     stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
     emit(insert_tokens(stream.entries, cfg.depth), b)
-    return b.build(validate)
+    return b
 
 
 def eye(shift: int, config: VTAConfig | str | None = None) -> np.ndarray:
