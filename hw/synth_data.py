@@ -4,8 +4,9 @@ part and yosys family, LUT/FF/BRAM36/DSP counts, the raw cells, the estimated cr
 Fmax, the yosys version and the seconds the run took).
 
 `python -m hw.synth_data [--family xc7|xcup] [--limit N]` synthesizes the design points of
-`POINTS` that the file does not hold yet, cheapest first, one yosys at a time, and rewrites the
-file after every run, so a stopped run resumes where it stopped. Needs yosys on PATH
+`POINTS` that the file does not hold yet, cheapest first within rounds that take one point of
+every GEMM shape, one yosys at a time, and rewrites the file after every run, so a stopped run
+resumes where it stopped. Needs yosys on PATH
 (`apt-get install yosys`); run it under `nice` on a shared machine.
 """
 
@@ -187,12 +188,19 @@ def save(runs: list[dict], path: Path = DATA) -> None:
 
 
 def pending(family: str, runs: list[dict]) -> list[VTAConfig]:
-    """The points of `family` not recorded yet, cheapest first."""
+    """The points of `family` not recorded yet in rounds, each round the cheapest pending point
+    of every GEMM shape, cheapest first (so a run stopped early still covers every shape)."""
     done = [run["config"] for run in runs]
     points = [design_point(changes, family) for changes in POINTS]
     todo = [cfg for cfg in points if identity(cfg.to_dict()) not in done]
     unique = list({json.dumps(identity(c.to_dict()), sort_keys=True): c for c in todo}.values())
-    return sorted(unique, key=cost)
+    rank: dict[tuple[int, int], int] = {}
+    order = []
+    for cfg in sorted(unique, key=cost):
+        shape = (cfg.log_batch, cfg.log_block)
+        rank[shape] = rank.get(shape, -1) + 1
+        order.append((rank[shape], cost(cfg), cfg))
+    return [cfg for *_, cfg in sorted(order, key=lambda o: o[:2])]
 
 
 def run(family: str, limit: int | None, path: Path = DATA) -> int:
