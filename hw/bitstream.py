@@ -105,6 +105,14 @@ def board_for(cfg: VTAConfig, name: str | None = None) -> Board:
     return BOARDS[name]
 
 
+def board_cpu_target(cfg: VTAConfig) -> str | None:
+    """The LLVM target of the CPU beside the accelerator on the config's board (its part's
+    processing system, hw/parts.py), None for a configuration of no board (the simulators')."""
+    if cfg.target not in DEFAULT_BOARD:
+        return None
+    return part_for(cfg.fpga_part).cpu_target
+
+
 def tcl_arguments(board: Board, cfg: VTAConfig, header_dir: Path, out_dir: Path, jobs: int):
     """The key=value arguments of hw/fpga/build.tcl."""
     values = {

@@ -1,7 +1,9 @@
 """`vta compile MODEL.onnx -o DIR`: compile an ONNX model into a folder that `vta run` loads
 without compiling: for the CPU (`--target llvm`, with `--db` records, `--shape NAME=DIMS` for
 symbolic inputs, `--print-passes` to see the graph after each pass), or quantized for the
-accelerator (`--target vta`: its convolutions' Programs and the CPU layers' kernels)."""
+accelerator (`--target vta`: its convolutions' Programs and the CPU layers' kernels, the latter
+for the CPU of the board of a `--config` given (a PYNQ's Cortex-A9), else for this machine;
+`--host-target` chooses: 'native' or an llvm target)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import CompilerError
 from . import args as A
 
 
@@ -23,6 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--print-passes", action="store_true", help="print the graph after each pass")
     A.add_model(p)
     A.add_accelerator(p, run=False)
+    p.add_argument(
+        "--host-target",
+        type=A.target_name,
+        help="--target vta: the CPU layers' target, 'native' for this machine (default: the "
+        "CPU of the board of a --config given, a PYNQ's Cortex-A9; else this machine)",
+    )
     p.set_defaults(func=_compile)
 
 
@@ -32,12 +41,17 @@ def _compile(args: argparse.Namespace) -> int:
     if A.is_vta(args.target):
         from ..graph import accel_api
 
+        host = accel_api.board_target(args.config, args.host_target)
         compiled = accel_api.compile_vta(
             args.model, args.config, args.calibration, args.db, args.candidates, shapes,
             print_passes=args.print_passes, log=lambda m: print(m, file=sys.stderr),
+            host_target=host,
         )  # fmt: skip
         accel_api.save(compiled, args.output)
         print(f"calibrated on {compiled.calibration}", file=sys.stderr)
+        print(f"CPU layers compiled for {host!r}", file=sys.stderr)
+    elif args.host_target:
+        raise CompilerError("--host-target applies to --target vta (give --target LLVM_TARGET)")
     else:
         from ..graph.build_onnx import compile_model
         from ..graph.hybrid import HybridModule

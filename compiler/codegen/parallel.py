@@ -35,7 +35,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CodegenError
-from .target import Target, parse_ir, target_machine
+from .target import Target, arch_family, parse_ir, target_machine
 
 SYMBOL = "vta_parallel_for"  # void (ptr fn, ptr ctx, i64 n, i64 chunk); fn(ctx, begin, end)
 CHUNKS_PER_THREAD = 4  # chunk 0: n / (4 x threads); every claim moves the claim word between cores
@@ -44,10 +44,18 @@ CALLER_SPIN_NS = 200_000  # the caller's spin for chunks other threads still run
 YIELD_AFTER_NS = 50_000  # spinning longer than this yields the core between checks
 MAX_CHUNKS = (1 << 20) - 1  # the claim word holds 20-bit chunk counts
 
-_FUTEX = {"x86_64": 202, "aarch64": 98}  # SYS_futex
+_FUTEX = {"x86_64": 202, "aarch64": 98, "arm": 240}  # SYS_futex
 _PAUSE = {
     "x86_64": ("declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"),
     "aarch64": ("declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"),
+    "arm": ("declare void @llvm.arm.hint(i32)", "call void @llvm.arm.hint(i32 1)"),
+}
+# C's long (syscall's arguments, timespec's fields): 32 bits on 32-bit Arm. `to_long` widens
+# an i32 to it, `from_long` widens it to i64 (an identity bitcast where the widths agree).
+_LONG = {
+    "x86_64": {"long": "i64", "to_long": "sext", "from_long": "bitcast"},
+    "aarch64": {"long": "i64", "to_long": "sext", "from_long": "bitcast"},
+    "arm": {"long": "i32", "to_long": "bitcast", "from_long": "sext"},
 }
 
 _IR = """
@@ -66,7 +74,7 @@ _IR = """
 @vp.active = internal global i32 0
 @vp.worker_spin = internal global i64 {worker_spin}
 
-declare i64 @syscall(i64, ...)
+declare {long} @syscall({long}, ...)
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_atfork(ptr, ptr, ptr)
 declare i32 @clock_gettime(i32, ptr)
@@ -74,25 +82,29 @@ declare i32 @sched_yield()
 {pause_decl}
 
 define internal i64 @vp.now() {{
-  %ts = alloca [2 x i64], align 8
+  %ts = alloca [2 x {long}], align 8
   call i32 @clock_gettime(i32 1, ptr %ts)
-  %s = load i64, ptr %ts
-  %p = getelementptr [2 x i64], ptr %ts, i64 0, i64 1
-  %ns = load i64, ptr %p
+  %sl = load {long}, ptr %ts
+  %s = {from_long} {long} %sl to i64
+  %p = getelementptr [2 x {long}], ptr %ts, i64 0, i64 1
+  %nsl = load {long}, ptr %p
+  %ns = {from_long} {long} %nsl to i64
   %t = mul i64 %s, 1000000000
   %r = add i64 %t, %ns
   ret i64 %r
 }}
 
 define internal void @vp.futex_wait(ptr %addr, i32 %val) {{
-  %v = sext i32 %val to i64
-  call i64 (i64, ...) @syscall(i64 {futex}, ptr %addr, i64 128, i64 %v, ptr null, ptr null, i64 0)
+  %v = {to_long} i32 %val to {long}
+  call {long} ({long}, ...) @syscall({long} {futex}, ptr %addr, {long} 128, {long} %v, ptr null,
+                                    ptr null, {long} 0)
   ret void
 }}
 
 define internal void @vp.futex_wake(ptr %addr, i32 %count) {{
-  %c = sext i32 %count to i64
-  call i64 (i64, ...) @syscall(i64 {futex}, ptr %addr, i64 129, i64 %c, ptr null, ptr null, i64 0)
+  %c = {to_long} i32 %count to {long}
+  call {long} ({long}, ...) @syscall({long} {futex}, ptr %addr, {long} 129, {long} %c, ptr null,
+                                    ptr null, {long} 0)
   ret void
 }}
 
@@ -185,6 +197,9 @@ out:
   ret void
 }}
 
+; arg: generation << 32 | worker index. A 32-bit pointer keeps the index alone: the new worker
+; then starts from generation 0 and looks at the current job at once (harmless: vp.run claims
+; only that job's unclaimed chunks)
 define internal ptr @vp.worker(ptr %arg) {{
 entry:
   %a = ptrtoint ptr %arg to i64
@@ -372,12 +387,15 @@ define i32 @vta_get_num_threads() {{
 
 
 def runtime_ir(triple: str) -> str:
-    """The runtime's LLVM IR for `triple` (x86-64 or AArch64 Linux)."""
-    arch = triple.split("-")[0]
+    """The runtime's LLVM IR for `triple` (x86-64, AArch64 or 32-bit Arm Linux)."""
+    arch = arch_family(triple)
     if arch not in _FUTEX:
-        raise CodegenError(f"the parallel runtime supports x86_64 and aarch64 Linux, not {triple}")
+        raise CodegenError(
+            f"the parallel runtime supports x86_64, aarch64 and arm Linux, not {triple}"
+        )
     decl, call = _PAUSE[arch]
     return _IR.format(
+        **_LONG[arch],
         pause_decl=decl,
         pause_call=call,
         futex=_FUTEX[arch],

@@ -60,7 +60,7 @@ def _parse(spec: str) -> Target:
         if key not in ("-mtriple", "-mcpu", "-mattr"):
             raise CodegenError(f"target {spec!r}: unknown option {key!r}")
         opts[key] = value
-    triple = opts.get("-mtriple", llvm.get_process_triple())
+    triple = _normalized(opts.get("-mtriple", llvm.get_process_triple()))
     if triple == llvm.get_process_triple():
         cpu, feats = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
     else:
@@ -73,6 +73,28 @@ def _parse(spec: str) -> Target:
         # compiling for skylake-avx512 must not switch AVX-512 off)
         cpu, feats = opts["-mcpu"], implied_features(opts["-mcpu"])
     return Target(triple, cpu, opts.get("-mattr", feats))
+
+
+def _normalized(triple: str) -> str:
+    """ARCH-linux-ENV as LLVM reads it, ARCH-unknown-linux-ENV (LLVM takes a three-part
+    triple's second part for the vendor: armv7a-linux-gnueabihf would lose its hard-float
+    ABI)."""
+    parts = triple.split("-")
+    if len(parts) == 3 and parts[1] == "linux":
+        return f"{parts[0]}-unknown-linux-{parts[2]}"
+    return triple
+
+
+def arch_family(name: str) -> str:
+    """The architecture family of a triple ("armv7a-linux-gnueabihf") or of a machine name
+    (`platform.machine()`: "armv7l", "aarch64", "x86_64"): "arm", "aarch64", "x86_64" or
+    the name's first word."""
+    arch = name.split("-")[0].lower()
+    if arch.startswith(("arm64", "aarch64")):
+        return "aarch64"
+    if arch.startswith(("arm", "thumb")):
+        return "arm"
+    return "x86_64" if arch in ("amd64", "x86_64") else arch
 
 
 # x86 CPU names (LLVM's) by the vector instruction set their code may use

@@ -96,10 +96,12 @@ def compile_vta(
     given: Mapping[str, np.ndarray] | None = None,
     print_passes: bool = False,
     log: Callable[[str], None] | None = None,
+    host_target: str = "llvm",
 ) -> Compiled:
     """The model (an .onnx file, or a folder from `save`) quantized and compiled for the
     accelerator configuration `config` (a preset name or file; None: the default), calibrated
-    as `calibration_inputs` says (`given`: the inputs of the run it is compiled for); `log`
+    as `calibration_inputs` says (`given`: the inputs of the run it is compiled for), its CPU
+    layers for `host_target` (default: this machine; `board_target`: the board's CPU); `log`
     gets the import's notes (an opset upgrade)."""
     if is_saved(model):
         return HybridModule.load(model)
@@ -109,11 +111,26 @@ def compile_vta(
     imported = time.perf_counter() - start
     feeds, text = calibration_inputs(graph, calibration, given)
     module, _ = compile_for_accelerator(graph, cfg, feeds, db, candidates,
-                                        print_passes=print_passes)  # fmt: skip
+                                        print_passes=print_passes,
+                                        host_target=host_target)  # fmt: skip
     module.compile_times["import and graph passes"] += imported
     module.compile_seconds += imported
     module.calibration = f"{text}, least-mean-square-error exponents"
     return module
+
+
+def board_target(config: str | None, host_target: str | None) -> str:
+    """The target `vta compile --target vta` compiles the CPU layers for: `host_target`
+    ("native": this machine), else the CPU of the board a configuration given by name or file
+    is built for (`hw.bitstream.board_cpu_target`: a PYNQ's Cortex-A9), else this machine
+    (no configuration given, or one of no board: the model runs here, on the simulators)."""
+    if host_target:
+        return "llvm" if host_target == "native" else host_target
+    if config is None:
+        return "llvm"
+    from hw.bitstream import board_cpu_target
+
+    return board_cpu_target(VTAConfig.load(config)) or "llvm"
 
 
 def run_vta(

@@ -8,7 +8,9 @@ An inference is then one native call: no per-node Python work. The table holds t
 graph's inputs, its outputs and its parameters (weights), in that order.
 
 A compiled graph saves to a folder (`graph.so`, `graph.json`, `params.npz`) and loads back
-without compiling.
+without compiling. For another machine's CPU (a target triple not this host's: the board's
+Arm core) the build is a `BoardGraph`: the library, linked by a cross linker with the parallel
+runtime inside it (the board needs no LLVM to run it), is saved and run there.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ctypes
 import hashlib
 import json
 import math
+import platform
 import shutil
 import tempfile
 import time
@@ -24,13 +27,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
 from ..codegen import parallel
 from ..codegen.llvm import OOB_PREFIX, PTR
-from ..codegen.target import Target, parse_ir, target_machine
+from ..codegen.target import Target, arch_family, parse_ir, target_machine
 from ..errors import CodegenError
 from ..runtime.module import ArgumentError, OutOfBoundsError, address, aligned
 from ..tir import stmt as S
@@ -119,12 +121,7 @@ class GraphModule:
         keep: Any = None,
     ):
         self.manifest = manifest
-        self.inputs = [
-            TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["inputs"]
-        ]
-        self.outputs = [
-            TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in manifest["outputs"]
-        ]
+        self.inputs, self.outputs = _specs(manifest["inputs"]), _specs(manifest["outputs"])
         self._input_names = {s.name for s in self.inputs}
         self.params = [aligned(p) for p in params]  # as built, and as np.load gives them
         self._entry, self._kernels, self._keep = entry, kernels, keep
@@ -152,22 +149,17 @@ class GraphModule:
         arena_bytes: int,
         target: str = "llvm",
         processes: int | None = None,
-    ) -> GraphModule:
+    ) -> GraphModule | BoardGraph:
         """Compile every step's kernel (a PrimFunc, or a `Kernel` lowered on demand) and the
         entry into one shared library and load it; `processes` share the kernels out
-        (default: one per core, `objects.default_processes`)."""
+        (default: one per core, `objects.default_processes`). For another machine's triple
+        the library is not loaded: a `BoardGraph` to save."""
         tgt = Target.parse(target)
-        if not tgt.is_host:
-            raise CodegenError(f"graph executor: {tgt.triple} is not this host; nothing to run")
-        kernels = _unique_kernels(steps)
-        calls = [
-            (s.func.name, [(_table_index(a, len(inputs), len(outputs)), a.offset) for a in s.args])
-            for s in steps
-        ]
         manifest = {
             "format": FORMAT,
             "target": target,
             "triple": tgt.triple,
+            "runtime": "process" if tgt.is_host else "linked",
             "inputs": [asdict(s) for s in inputs],
             "outputs": [asdict(s) for s in outputs],
             "params": [{"shape": list(p.shape), "dtype": str(p.dtype)} for p in params],
@@ -183,15 +175,13 @@ class GraphModule:
             ],
         }
         tmp = tempfile.TemporaryDirectory(prefix="vta-graph-")
-        folder = Path(tmp.name)
-        n = processes or default_processes(len(kernels))
-        objects = compile_objects(kernels, tgt, folder, n)
-        irmod = ir.Module("graph_entry")
-        irmod.triple = tgt.triple
-        _entry(irmod, calls)
-        tm = target_machine(tgt, pic=True)
-        (folder / "entry.o").write_bytes(tm.emit_object(parse_ir(str(irmod), tm, tgt.triple)))
-        library = link([*objects, folder / "entry.o"], folder / "graph.so")
+        calls = [
+            (s.func.name, [(_table_index(a, len(inputs), len(outputs)), a.offset) for a in s.args])
+            for s in steps
+        ]
+        library = _library(_unique_kernels(steps), calls, tgt, Path(tmp.name), processes)
+        if not tgt.is_host:
+            return BoardGraph(manifest, params, library, tmp)
         graph = cls._open(manifest, params, library)
         graph._tmp = tmp  # the library's folder lives as long as the graph
         return graph
@@ -304,16 +294,7 @@ class GraphModule:
     # ---- saving ----------------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:
         """graph.so (the kernels and the entry), graph.json (the manifest), params.npz."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self._library, folder / "graph.so")
-        np.savez(folder / "params.npz", *self.params)
-        sealed = {f: _sha256((folder / f).read_bytes()) for f in SEALED}
-        manifest = {
-            **self.manifest,
-            "sha256": {**sealed, "manifest": _manifest_sha256(self.manifest)},
-        }
-        (folder / "graph.json").write_text(json.dumps(manifest, indent=1))
+        save_graph(folder, self.manifest, self.params, self._library)
 
     @classmethod
     def load(cls, folder: str | Path) -> GraphModule:
@@ -329,8 +310,12 @@ class GraphModule:
             raise CodegenError(
                 f"{folder}: compiled model format {manifest.get('format')!r}, expected {FORMAT}"
             )
-        if manifest.get("triple") != llvm.get_process_triple():
-            raise CodegenError(f"{folder} was compiled for {manifest.get('triple')}, not this host")
+        triple = str(manifest.get("triple"))
+        if arch_family(triple) != arch_family(platform.machine()):
+            raise CodegenError(
+                f"{folder} was compiled for {triple}, not this {platform.machine()} machine "
+                "(a board's model: run it there, `vta deploy`)"
+            )
         # the kernels trust every address and shape: run nothing but what `save` wrote
         digests = manifest.pop("sha256", {})
         for name in SEALED:
@@ -350,12 +335,18 @@ class GraphModule:
 
     @classmethod
     def _open(cls, manifest: dict, params: list[np.ndarray], library: Path) -> GraphModule:
-        """The graph of `manifest` on the kernels of the shared library `library`."""
-        parallel.load_runtime()
+        """The graph of `manifest` on the kernels of the shared library `library` (the
+        parallel runtime: this process's, or the library's own where it is linked in)."""
+        linked = manifest.get("runtime") == "linked"
+        if not linked:
+            parallel.load_runtime()
         try:
             lib = ctypes.CDLL(str(library.resolve()))
         except OSError as e:
             raise CodegenError(f"cannot load {library}: {e}") from e
+        if linked:
+            lib.vta_runtime_init()
+            lib.vta_set_num_threads(parallel.default_threads())
 
         def address(name: str) -> int:
             return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
@@ -364,6 +355,75 @@ class GraphModule:
         graph._library = library
         graph._oob = _oob_records(lib, manifest)
         return graph
+
+
+@dataclass
+class BoardGraph:
+    """A graph compiled for another machine's CPU (the board's): its manifest, parameters and
+    shared library (in the temporary folder `keep`), to save and run there."""
+
+    manifest: dict
+    params: list[np.ndarray]
+    library: Path
+    keep: Any = None
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        return _specs(self.manifest["inputs"])
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return _specs(self.manifest["outputs"])
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Refused: the kernels are another machine's code."""
+        raise CodegenError(
+            f"this graph is compiled for {self.manifest['triple']}: save it and run it there"
+        )
+
+    def save(self, folder: str | Path) -> None:
+        """As `GraphModule.save`."""
+        save_graph(folder, self.manifest, self.params, self.library)
+
+
+def save_graph(folder: str | Path, manifest: dict, params: list[np.ndarray], library: Path) -> None:
+    """The folder `GraphModule.load` reads: graph.so (a copy of `library`), params.npz and
+    graph.json (`manifest` with the digests of all three)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(library, folder / "graph.so")
+    np.savez(folder / "params.npz", *params)
+    sealed = {f: _sha256((folder / f).read_bytes()) for f in SEALED}
+    digests = {**sealed, "manifest": _manifest_sha256(manifest)}
+    (folder / "graph.json").write_text(json.dumps({**manifest, "sha256": digests}, indent=1))
+
+
+def _library(
+    kernels: list[Kernel],
+    calls: list[tuple[str, list[tuple[int, int]]]],
+    target: Target,
+    folder: Path,
+    processes: int | None,
+) -> Path:
+    """`folder`/graph.so: the kernels and the entry (`_entry` of `calls`) compiled for
+    `target`; for another machine with the parallel runtime linked in."""
+    n = processes or default_processes(len(kernels))
+    objects = compile_objects(kernels, target, folder, n)
+    irmod = ir.Module("graph_entry")
+    irmod.triple = target.triple
+    _entry(irmod, calls)
+    tm = target_machine(target, pic=True)
+    (folder / "entry.o").write_bytes(tm.emit_object(parse_ir(str(irmod), tm, target.triple)))
+    objects.append(folder / "entry.o")
+    if target.is_host:
+        return link(objects, folder / "graph.so")
+    (folder / "parallel.o").write_bytes(parallel.runtime_object(target))
+    return link([*objects, folder / "parallel.o"], folder / "graph.so", target.triple)
+
+
+def _specs(specs: list[dict]) -> list[TensorSpec]:
+    """TensorSpecs of a manifest's inputs or outputs."""
+    return [TensorSpec(s["name"], tuple(s["shape"]), s["dtype"]) for s in specs]
 
 
 def available_memory() -> int | None:

@@ -38,7 +38,7 @@ from .accel import (
     worker_pool,
 )
 from .build_onnx import compile_fused
-from .executor import GraphModule
+from .executor import BoardGraph, GraphModule
 from .ir import Graph, Group, Node
 from .passes.fuse import group_inputs
 from .passes.partition import VTA
@@ -58,7 +58,7 @@ class Step:
     outputs: list[str]
     groups: list[str]
     reason: str = ""
-    module: GraphModule | None = None
+    module: GraphModule | BoardGraph | None = None
     node: Node | None = None
     accel: AccelConv | None = None
     shapes: tuple = ()  # vta: the NCHW shapes of its input and shortcut input (or None)
@@ -307,10 +307,12 @@ def compile_hybrid(
     candidates: int = 8,
     db: str | None = None,
     log=None,
+    host_target: str = "llvm",
 ) -> HybridModule:
     """The quantized graph (`passes.quantize`) compiled: Programs for its accelerator groups
     (knobs from `db` or the best of `candidates` on the timing-only simulator), llvm kernels
-    for its CPU runs."""
+    for its CPU runs, compiled for `host_target` (another machine's CPU, the board's: saved
+    and run there)."""
     start = time.perf_counter()
     runs = _segments(graph)
     subs = {}  # the CPU runs as graphs of their own, by run index
@@ -322,7 +324,7 @@ def compile_hybrid(
     with worker_pool() as pool:  # all searches at once, each building its layers' Programs
         knobs = layer_knobs(structures, cfg, candidates, db, pool)
     search = time.perf_counter() - start
-    modules = {k: compile_fused(sub, "llvm", log=log) for k, sub in subs.items()}
+    modules = {k: compile_fused(sub, host_target, log=log) for k, sub in subs.items()}
     times = {
         "knob search, Programs": search,
         "CPU kernels": time.perf_counter() - start - search,
@@ -363,10 +365,12 @@ def compile_for_accelerator(
     method: str = "mse",
     print_passes: bool = False,
     log=None,
+    host_target: str = "llvm",
 ) -> tuple[HybridModule, Graph]:
     """A model (an ONNX file, or its fused graph) compiled for the accelerator: partitioned,
     calibrated on `calibration` (feeds by input name, one dict per input), quantized and
-    compiled; also the quantized graph (the reference executor's program)."""
+    compiled (its CPU layers for `host_target`); also the quantized graph (the reference
+    executor's program)."""
     from .build_onnx import fused_graph
     from .passes.partition import partition
     from .passes.quantize import calibrate, quantize
@@ -391,7 +395,7 @@ def compile_for_accelerator(
     if print_passes:
         print(f"== quantize ==\n{q}")
     lap("quantization")
-    module = compile_hybrid(q, cfg, candidates, db, log)
+    module = compile_hybrid(q, cfg, candidates, db, log, host_target)
     module.compile_times = {**times, **module.compile_times}
     module.compile_seconds = sum(module.compile_times.values())
     module.fp32 = fp32

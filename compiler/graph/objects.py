@@ -5,25 +5,29 @@ independent, so a graph's kernels are shared out between this process and forked
 every process claims the next kernel from a shared counter, lowers it and compiles it as one
 LLVM module into a position-independent object of its own before claiming another (so the
 shares even out over LLVM's time as well as lowering's); the objects are linked into one
-shared library. A child that dies or does not finish within a deadline is
-not trusted: this process then compiles the kernels it did not claim itself. An error of the
+shared library, for another machine (the board's Arm CPU) by a cross linker. A child that dies
+or does not finish within a deadline is not trusted: this process then compiles the kernels it
+did not claim itself. An error of the
 compiler in a child (a kernel that cannot be lowered) is raised here as it was raised there.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing as mp
 import os
 import pickle
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..codegen.llvm import codegen
-from ..codegen.target import Target, optimize, parse_ir, target_machine
+from ..codegen.target import Target, arch_family, optimize, parse_ir, target_machine
 from ..errors import CodegenError
 from ..tir import stmt as S
 
@@ -157,11 +161,39 @@ def _kill(pid: int) -> None:
         pass
 
 
-def link(objects: list[Path], out: Path) -> Path:
-    """The objects linked into the shared library `out`."""
-    r = subprocess.run(
-        ["ld", "-shared", "-o", str(out), *map(str, objects)], capture_output=True, text=True
+# another machine's Linux (`arch_family` of its triple) -> the cross toolchain's prefix, as
+# Debian's gcc-<prefix> package and `zig cc -target <prefix>` name it
+CROSS_PREFIX = {"arm": "arm-linux-gnueabihf", "aarch64": "aarch64-linux-gnu"}
+
+
+def cross_linker(triple: str) -> list[str]:
+    """The command that links shared libraries for `triple` on this machine: the cross gcc
+    (its libgcc has the helpers 32-bit Arm code calls for 64-bit division), else the
+    ziglang package's `zig cc`; CodegenError saying what to install."""
+    prefix = CROSS_PREFIX.get(arch_family(triple))
+    if prefix is None:
+        raise CodegenError(f"no cross linker known for {triple} (known: {', '.join(CROSS_PREFIX)})")
+    gcc = shutil.which(f"{prefix}-gcc")
+    if gcc:
+        return [gcc]
+    if importlib.util.find_spec("ziglang"):
+        return [sys.executable, "-m", "ziglang", "cc", "-target", prefix]
+    raise CodegenError(
+        f"linking for {triple} needs a cross linker: apt-get install gcc-{prefix} "
+        "(or pip install ziglang)"
     )
+
+
+def link(objects: list[Path], out: Path, triple: str | None = None) -> Path:
+    """The objects linked into the shared library `out`: by `ld` for this machine (`triple`
+    None), else by `cross_linker(triple)` with the math library, each library's references
+    bound to its own definitions (-Bsymbolic: its linked-in parallel runtime)."""
+    if triple is None:
+        command = ["ld", "-shared", "-o", str(out), *map(str, objects)]
+    else:
+        command = [*cross_linker(triple), "-shared", "-Wl,-Bsymbolic", "-o", str(out)]
+        command += [*map(str, objects), "-lm"]
+    r = subprocess.run(command, capture_output=True, text=True)
     if r.returncode:
         raise CodegenError(f"linking {out} failed: {r.stderr.strip()}")
     return out
