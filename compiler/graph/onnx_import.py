@@ -284,6 +284,33 @@ class _Importer:
                 + ")"
             )
 
+    def check_types(self, node) -> None:
+        """ONNX's type constraints on the node's inputs at the model's opset: each input's
+        element type one its type parameter allows, the inputs sharing a parameter of one
+        type (as onnxruntime checks a model before running it)."""
+        import onnx
+
+        schema = onnx.defs.get_schema(node.op_type, self.opset)
+        allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+        bound: dict[str, tuple[int, str]] = {}  # type parameter -> (first input, its dtype)
+        for k, name in enumerate(node.input):
+            value = self.graph.values.get(name)
+            unknown = name in self.blocked or value is None or value.dtype is None
+            if not name or unknown or not schema.inputs:
+                continue  # omitted, undefined or after a failed node: reported where read
+            param = schema.inputs[min(k, len(schema.inputs) - 1)].type_str
+            types = allowed.get(param, {param})
+            if f"tensor({_onnx_type(value.dtype)})" not in types:
+                names = sorted(t.removeprefix("tensor(").removesuffix(")") for t in types)
+                raise Unsupported(
+                    f"input {k} ({name}) is {value.dtype}; ONNX defines it as {', '.join(names)}"
+                )
+            first, dtype = bound.setdefault(param, (k, value.dtype))
+            if dtype != value.dtype:
+                raise Unsupported(
+                    f"inputs {first} and {k} are {dtype} and {value.dtype}; ONNX wants one type"
+                )
+
     # -- attribute helpers ---------------------------------------------------------------
     def attrs(self, node) -> dict[str, Any]:
         """The node's attributes with the schema's defaults (at the model's opset) filled."""
@@ -343,6 +370,7 @@ class _Importer:
                     raise Unsupported("operator not supported")
                 self.check_version(node)
                 attrs = self.attrs(node)
+                self.check_types(node)
                 self.add(node, attrs)
             except _Unknown:  # after a failed node: its checks needing shapes are skipped
                 blocked.update(node.output)
@@ -528,6 +556,13 @@ class _Importer:
                  f"{ir.name}_reshape")
         )  # fmt: skip
         return True
+
+
+def _onnx_type(dtype: str) -> str:
+    """The ONNX name of a numpy dtype's element type (float32 -> float)."""
+    from onnx import TensorProto, helper
+
+    return TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(np.dtype(dtype))).lower()
 
 
 def _py(v: Any) -> Any:

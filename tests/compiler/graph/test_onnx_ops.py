@@ -562,3 +562,34 @@ def test_a_transformer_encoder_layer(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
     ids = np.array([[5, 17, 3, 9, 0, 0]], np.int64)
     check(tmp_path, model.SerializeToString(), {"ids": ids})
+
+
+def test_type_errors_are_listed_on_import():
+    """Inputs of types ONNX does not allow the operator (a float condition, float logic, a
+    float index) or of two types where it wants one are import errors, all in one line."""
+    from compiler.errors import OperatorError
+
+    nodes = [
+        helper.make_node("Where", ["x", "x", "x"], ["w"], name="where"),
+        helper.make_node("And", ["x", "x"], ["a"], name="and"),
+        helper.make_node("Gather", ["x", "x"], ["g"], name="gather"),
+        helper.make_node("Add", ["x", "ids"], ["s"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info(t, TensorProto.FLOAT, None) for t in "wags"],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    with pytest.raises(OperatorError) as e:
+        import_onnx(model)
+    message = str(e.value)
+    assert message.startswith("4 node(s) cannot be imported") and "\n" not in message
+    assert "node where (Where): input 0 (x) is float32; ONNX defines it as bool" in message
+    assert "node and (And): input 0 (x) is float32; ONNX defines it as bool" in message
+    assert (
+        "node gather (Gather): input 1 (x) is float32; ONNX defines it as int32, int64" in message
+    )
+    assert "node add (Add): inputs 0 and 1 are float32 and int64; ONNX wants one type" in message
