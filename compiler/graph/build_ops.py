@@ -558,12 +558,13 @@ def gather(ins: list[Tensor], attrs: dict) -> Tensor:
     data, indices, ax = ins[0], ins[1], int(attrs["axis"])
     n, k = data.shape[ax], indices.ndim
     past = int(np.prod(data.shape))  # any index this large lies outside the data
+    narrow = past < 2**31  # int32 indices reach every element
 
     def f(*o):
         i = te.cast(indices(*o[ax : ax + k]), "int64")
         i = te.select(i < 0, i + n, i)
         i = te.select(te.all(i >= 0, i < n), i, te.const(past, "int64"))
-        return data(*o[:ax], te.cast(i, "int32"), *o[ax + k :])
+        return data(*o[:ax], te.cast(i, "int32") if narrow else i, *o[ax + k :])
 
     shape = (*data.shape[:ax], *indices.shape, *data.shape[ax + 1 :])
     return te.compute(shape, f, name="gather", tag=tag.INJECTIVE)
