@@ -498,12 +498,17 @@ class _Importer:
                 y2 = self.graph.fresh(f"{label}_{binary.lower()}")
                 self.emit(Node(binary, [y, p], [y2], {}, f"{label}_{binary.lower()}"))
                 y = y2
-        if self.graph.value(y).shape != shape:
+        if op == "GroupNormalization" and param != per_channel:
             y = self.reshaped(y, list(shape), label)
+        if self.graph.value(y).shape != shape:
+            raise Unsupported(f"scale or bias make the output {self.graph.value(y).shape}")
         self.emit(Node("Identity", [y], [node.output[0]], {}, ""))
 
     def reshaped(self, t: str, shape: list[int], label: str) -> str:
         """Value t reshaped to `shape` (a new value)."""
+        have = self.shape(t)
+        if int(np.prod(have)) != int(np.prod(shape)):
+            raise Unsupported(f"{t} of shape {list(have)} does not reshape to {list(shape)}")
         out = self.graph.fresh(f"{t}_reshaped")
         self.emit(Node("Reshape", [t], [out], {"shape": list(shape), "allowzero": 0}, label))
         return out

@@ -593,3 +593,17 @@ def test_type_errors_are_listed_on_import():
         "node gather (Gather): input 1 (x) is float32; ONNX defines it as int32, int64" in message
     )
     assert "node add (Add): inputs 0 and 1 are float32 and int64; ONNX wants one type" in message
+
+
+@pytest.mark.parametrize(
+    "op, scale, message",
+    [("InstanceNormalization", (4,), r"scale of shape \[4\] does not reshape to \[3, 1\]"),
+     ("LayerNormalization", (2, 4, 5), r"scale or bias make the output \(2, 4, 5\)")],
+)  # fmt: skip
+def test_a_scale_that_does_not_fit_is_refused(op, scale, message):
+    from compiler.errors import OperatorError
+
+    x = uniform(-1, 1, (1, 3, 5)) if op == "InstanceNormalization" else uniform(-1, 1, (1, 4, 5))
+    consts = {"scale": uniform(1, 2, scale), "bias": uniform(1, 2, scale)}
+    with pytest.raises(OperatorError, match=message):
+        import_onnx(one_node(op, {"x": x}, consts=consts))
