@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     A.add_arch(p)
     p.add_argument("--device", default="sim", help="accelerator device for --target vta")
     p.add_argument(
+        "--config", help="--target vta: the accelerator to tune for (pynq, ultra96, tiny, a file)"
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="--target vta on sim: run every candidate with data and check its outputs "
@@ -64,6 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _tune(args: argparse.Namespace) -> int:
     target = A.cuda_target(args.target, args.arch)
+    if args.config is not None:
+        if not A.is_vta(target):
+            raise TuningError("--config is the accelerator's: it needs --target vta")
+        from ..vta.environment import vta_target
+
+        target = vta_target(args.config)  # records name the configuration they were tuned for
     models, names = A.split_models(args.workload)
     if args.tuner == "ansor":  # the template-free auto-scheduler
         return _ansor_model(args, target, models[0]) if models else _ansor(args, target, names)
@@ -162,6 +171,7 @@ def _vta_model(args: argparse.Namespace, model: str) -> int:
         tuner=args.tuner,
         seed=args.seed,
         build_timeout=args.build_timeout,
+        config=args.config,
     )
     for task, task_args, weight, h in found:
         best = f"{task.flop / h.best_throughput:,.0f} cycles" if h.best_throughput else "none"

@@ -118,7 +118,7 @@ def knob_candidates(
     if db is not None and Path(db).exists():
         from ..tune.templates.vta import tuned_fused_knobs  # the tuner is optional here
 
-        tuned = tuned_fused_knobs(wl, ep, db)
+        tuned = tuned_fused_knobs(wl, ep, db, cfg)
         if tuned is not None and tuned in space:
             tried = [tuned, *(k for k in tried if k != tuned)]
     return tried

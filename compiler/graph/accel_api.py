@@ -191,20 +191,22 @@ def tune_vta(
     seed: int = 0,
     build_timeout: float = 30.0,
     log: Callable[[str], None] = print,
+    config: str | VTAConfig | None = None,
 ) -> list[tuple[Task, tuple, int, TuningHistory]]:
     """Tune the network's conv2d_fused tasks (`hybrid.tuning_tasks`: the structure of each
-    accelerator group, which its calibration does not change) on `device` (cycles from the
-    timing-only simulator on sim unless `check`), recording to `db` (needed: `compile_vta(...,
-    db=...)` uses the records); `log` gets the plan before tuning. Returns (task, template
-    arguments, groups using it, history) per task."""
+    accelerator group, which its calibration does not change) for the accelerator `config` on
+    `device` (cycles from the timing-only simulator on sim unless `check`), recording to `db`
+    (needed: `compile_vta(..., db=...)` uses the records of its configuration); `log` gets the
+    plan before tuning. Returns (task, template arguments, groups using it, history) per task."""
     from ..tune import tune_tasks
     from ..tune.database import Database
     from ..tune.measure import DeviceRunner, LocalBuilder, measure_option
     from ..tune.task import create_task
+    from ..vta.environment import vta_target
 
     if not db:
         raise CompilerError("tuning a model needs --db FILE (its records make the compiled model)")
-    cfg = VTAConfig.load(None)
+    cfg = VTAConfig.load(config)
     graph = partition(fused_graph(model), cfg)
     found = tuning_tasks(quantize(graph, calibrate(graph, seeded_inputs(graph))), cfg)
     # the XGBoost tuner's loop-nest features need a schedule; these tasks are Programs, so the
@@ -212,7 +214,7 @@ def tune_vta(
     tuner = "xgb-knob" if tuner == "xgb" else tuner
     log(f"{model}: {len(found)} conv2d_fused tasks for {sum(w for _, w in found)} layers "
         f"(tuner {tuner})")  # fmt: skip
-    tasks = [create_task("conv2d_fused", a, "vta") for a, _ in found]
+    tasks = [create_task("conv2d_fused", a, vta_target(cfg)) for a, _ in found]
     runner = DeviceRunner(device, check=check or device != "sim")
     option = measure_option(LocalBuilder(timeout=build_timeout), runner)
     try:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -23,6 +25,22 @@ from .space import ConfigEntity, ConfigSpace
 Template = Callable[..., Any]
 TEMPLATES: dict[tuple[str, str], Template] = {}
 REFERENCES: dict[str, Callable[..., list]] = {}
+_TARGET: ContextVar[str | None] = ContextVar("target", default=None)
+
+
+def current_target() -> str | None:
+    """The target of the task whose template is running (None outside one): an accelerator
+    template reads its configuration from it (`compiler.vta.environment.target_config`)."""
+    return _TARGET.get()
+
+
+@contextmanager
+def _running(target: str) -> Iterator[None]:
+    token = _TARGET.set(target)
+    try:
+        yield
+    finally:
+        _TARGET.reset(token)
 
 
 def target_kind(target: str) -> str:
@@ -101,7 +119,8 @@ class Task:
     @cached_property
     def config_space(self) -> ConfigSpace:
         space = ConfigSpace()
-        self.template(space, *self.args)
+        with _running(self.target):
+            self.template(space, *self.args)
         space.check_size()
         return space
 
@@ -118,7 +137,8 @@ class Task:
         """Run the template for one config: the schedule/program it returns."""
         if isinstance(config, int):
             config = self.config_space.get(config)
-        return self.template(config, *self.args)
+        with _running(self.target):
+            return self.template(config, *self.args)
 
     def reference(self, inputs: list) -> list:
         """Expected outputs for `inputs`, from the op's registered numpy reference."""

@@ -4,7 +4,7 @@ the GEMM and ALU tensor intrinsics and the shifts used in tensor expressions."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache, cached_property
 from typing import Any
 
@@ -171,3 +171,42 @@ def _env(config: VTAConfig) -> Environment:
 def get_env(config: VTAConfig | str | None = None) -> Environment:
     """The environment of a configuration (the default PYNQ preset when None)."""
     return _env(VTAConfig.load(config))
+
+
+# Fields that change no Program or cycle count: a target names a configuration without them.
+_NOT_ARCHITECTURE = ("name", "description", "target", "hw_ver", "fpga_part", "clock_mhz")
+
+
+def vta_target(config: VTAConfig | str | None = None) -> str:
+    """The tuning target of a configuration: ``vta`` for the default preset's architecture, else
+    ``vta -config=FIELD:VALUE,...`` with every field that differs from it (records of one
+    configuration are never applied to another)."""
+    cfg, default = VTAConfig.load(config), VTAConfig.load(None)
+    changed = [
+        f"{f.name}:{int(v) if isinstance(v, bool) else v}"
+        for f in fields(VTAConfig)
+        if f.name not in _NOT_ARCHITECTURE
+        and (v := getattr(cfg, f.name)) != getattr(default, f.name)
+    ]
+    return "vta -config=" + ",".join(changed) if changed else "vta"
+
+
+def target_config(target: str) -> VTAConfig:
+    """The configuration a `vta_target` string names (LoweringError if it is not one)."""
+    words = target.split()
+    options = [w for w in words[1:] if w.startswith("-config=")]
+    if words[:1] != ["vta"] or len(options) != len(words) - 1 or len(options) > 1:
+        raise LoweringError(f"target {target!r} is not vta [-config=FIELD:VALUE,...]")
+    changes = {}
+    for item in filter(None, options[0][len("-config=") :].split(",") if options else []):
+        name, _, text = item.partition(":")
+        kind = type(getattr(VTAConfig.load(None), name, None))
+        if kind not in (int, float, bool) or name in _NOT_ARCHITECTURE:
+            raise LoweringError(f"target {target!r}: {name!r} is not a configuration field")
+        try:
+            changes[name] = bool(int(text)) if kind is bool else kind(text)
+        except ValueError:
+            why = f"{name} = {text!r} is not a {kind.__name__}"
+            raise LoweringError(f"target {target!r}: {why}") from None
+    cfg = VTAConfig.load(None).replace(**changes)
+    return cfg if not changes else cfg.replace(name=cfg.config_string, description=target)

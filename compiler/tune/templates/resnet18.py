@@ -7,6 +7,8 @@ import dataclasses
 from ...errors import TuningError
 from ...topi.vta.conv2d import RESNET18
 from ...topi.vta.fused import RESNET18_NETWORK
+from ...vta.environment import target_config
+from ..task import target_kind
 from .vta import fused_args
 
 # ResNet-18's distinct convolutions (batch 1, 224x224 input) in network order:
@@ -36,14 +38,20 @@ def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
         for name, (wl, ep) in fused.items()
         if ep.residual_shift is not None
     }
-    if target.split("/")[0] == "vta" and layer in fused:
+    vta = target_kind(target) == "vta"
+    if vta and target_config(target).block_in != 16:
+        raise TuningError(
+            f"layer {layer!r} is named in blocks of 16 channels; the configuration's block is "
+            f"{target_config(target).block_in}: give OP:ARGS in its blocks"
+        )
+    if vta and layer in fused:
         return "conv2d_fused", fused_args(*fused[layer])
     if layer not in LAYERS:
         raise TuningError(
             f"unknown layer {layer!r}; valid: {', '.join(LAYERS)} (and on vta the fused "
             f"layers {', '.join(fused)})"
         )
-    if target.split("/")[0] == "vta":
+    if vta:
         if layer not in RESNET18:
             raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")
         return "conv2d_packed", dataclasses.astuple(RESNET18[layer])

@@ -1,10 +1,15 @@
 """Accelerator (target "vta") templates: the packed conv2d of compiler.topi.vta with its knobs
-tile_b/h/w/ci/co, oc_nthread, h_nthread; builds are Programs measured in device cycles."""
+tile_b/h/w/ci/co, oc_nthread, h_nthread; builds are Programs measured in device cycles. The
+task's target names the configuration (`compiler.vta.environment.vta_target`: ``vta`` for the
+default preset, ``vta -config=...`` otherwise), so records of one accelerator never serve
+another."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+
+from vta.config import VTAConfig
 
 from ...topi.vta.conv2d import (
     Conv2DKnobs,
@@ -15,12 +20,17 @@ from ...topi.vta.conv2d import (
 )
 from ...topi.vta.fused import Epilogue, conv2d_fused, fused_reference, regions
 from ...topi.vta.reference import conv2d_packed_ref
-from ...vta.environment import get_env
+from ...vta.environment import get_env, target_config, vta_target
 from ..dispatch import best_config
 from ..space import ConfigSpace
-from ..task import register_reference, register_template
+from ..task import current_target, register_reference, register_template
 
 SHIFT, CLIP = 8, (-128, 127)
+
+
+def _env():
+    """The environment of the configuration the running task's target names."""
+    return get_env(target_config(current_target() or "vta"))
 
 
 def _knobs(cfg) -> Conv2DKnobs:
@@ -52,7 +62,7 @@ def _define_knobs(cfg, wl: Conv2DWorkload, fit) -> None:
 def conv2d_packed(cfg, n, ci, h, w, co, kh, kw, stride, pad):
     """int8 conv2d in packed layouts (sizes in blocks, as Conv2DWorkload) with shift and clip."""
     wl = Conv2DWorkload(n, ci, h, w, co, kh, kw, stride, pad)
-    env = get_env()
+    env = _env()
     _define_knobs(cfg, wl, lambda k: fits(wl, k, env))
     cfg.add_flop(2 * wl.macs(env))
     args, out = conv2d_from_workload(wl, env, shift=SHIFT, clip=CLIP)
@@ -89,7 +99,7 @@ def _fused(args: tuple[int, ...]) -> tuple[Conv2DWorkload, Epilogue]:
 def conv2d_fused_template(cfg, *args):
     """conv2d with its fused epilogue (compiler.topi.vta.fused); builds are Programs."""
     wl, ep = _fused(args)
-    env = get_env()
+    env = _env()
     _define_knobs(cfg, wl, lambda k: regions(wl, k, ep, env.config) is not None)
     macs = wl.macs(env) + (ep.shortcut.macs(env) if ep.shortcut else 0)
     cfg.add_flop(2 * macs)
@@ -109,13 +119,18 @@ def conv2d_fused_reference(inputs, *args):
     return [fused_reference(data, kernel, wl, ep, bias, residual, shortcut, identity)]
 
 
-def tuned_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, db_path: str | Path) -> Conv2DKnobs | None:
-    """The best recorded conv2d_fused knobs of a layer in the records database, else None."""
-    cfg = best_config(("conv2d_fused", fused_args(wl, ep)), "vta", db_path)
+def tuned_fused_knobs(
+    wl: Conv2DWorkload, ep: Epilogue, db_path: str | Path, config: VTAConfig | None = None
+) -> Conv2DKnobs | None:
+    """The best conv2d_fused knobs of a layer on `config` (default: the default preset)
+    recorded in the records database, else None."""
+    cfg = best_config(("conv2d_fused", fused_args(wl, ep)), vta_target(config), db_path)
     return None if cfg is None else _knobs(cfg)
 
 
-def tuned_conv2d_knobs(wl: Conv2DWorkload, db_path: str | Path) -> Conv2DKnobs | None:
-    """The best recorded conv2d_packed knobs of `wl` in the records database, else None."""
-    cfg = best_config(("conv2d_packed", dataclasses.astuple(wl)), "vta", db_path)
+def tuned_conv2d_knobs(
+    wl: Conv2DWorkload, db_path: str | Path, config: VTAConfig | None = None
+) -> Conv2DKnobs | None:
+    """The best conv2d_packed knobs of `wl` on `config` in the records database, else None."""
+    cfg = best_config(("conv2d_packed", dataclasses.astuple(wl)), vta_target(config), db_path)
     return None if cfg is None else _knobs(cfg)
