@@ -2,8 +2,9 @@
 
 `vta deploy ARTIFACT... --host USER@BOARD` copies Programs (.npz) or compiled models (from
 `vta compile`) and an overlay (vta.bit + vta.hwh) to a board with scp and runs each there with
-the same CLI (`vta sim PROGRAM --device pynq`, `vta run MODEL --device pynq`), printing the
-board's report. `vta worker SCHEDULER --resources pynq=1` joins a Dask cluster from a board, so
+the same CLI (`vta sim PROGRAM --device pynq`, `vta run MODEL --device pynq --inputs IN.npz`),
+printing the board's report; a model's outputs come back with scp (`--output OUT.npz`).
+`vta worker SCHEDULER --resources pynq=1` joins a Dask cluster from a board, so
 `vta tune --device pynq --scheduler SCHEDULER` measures there. Board setup: docs/pynq.md.
 """
 
@@ -13,7 +14,9 @@ import argparse
 import asyncio
 import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .errors import DeviceError
@@ -22,8 +25,42 @@ OVERLAY_FILES = ("vta.bit", "vta.hwh")
 DEFAULT_REMOTE_DIR = "vta-deploy"
 
 
+@dataclass(frozen=True)
+class ModelRun:
+    """What a compiled model's `vta run` on the board is given: the local inputs file (copied
+    beside the model), whether its outputs come back (`output`), `repeat`, `json`."""
+
+    inputs: Path | None = None
+    output: bool = False
+    repeat: int = 0
+    json: bool = False
+
+    def arguments(self, artifact: Path) -> str:
+        """`vta run`'s options after the model's name, as the board's shell reads them."""
+        words = ["--inputs", self.inputs.name] if self.inputs else []
+        words += ["--output", outputs_name(artifact)] if self.output else []
+        words += ["--repeat", str(self.repeat)] if self.repeat else []
+        words += ["--json"] if self.json else []
+        return "".join(f" {shlex.quote(w)}" for w in words)
+
+
+def is_program(artifact: Path) -> bool:
+    """A Program file (run by `vta sim`), else a compiled model folder (`vta run`)."""
+    return artifact.suffix == ".npz"
+
+
+def outputs_name(artifact: Path) -> str:
+    """The file a model's outputs are written to on the board, in the remote directory."""
+    return f"{artifact.name}.outputs.npz"
+
+
 def remote_commands(
-    artifacts: list[Path], remote_dir: str, remote_vta: str, with_overlay: bool, device: str
+    artifacts: list[Path],
+    remote_dir: str,
+    remote_vta: str,
+    with_overlay: bool,
+    device: str,
+    model_run: ModelRun = ModelRun(),
 ) -> list[str]:
     """The shell commands run on the board: one `vta` run per artifact, in `remote_dir`."""
     env = ""
@@ -31,12 +68,29 @@ def remote_commands(
         env = f"VTA_BITSTREAM={shlex.quote(str(PurePosixPath(remote_dir) / 'vta.bit'))} "
     out = []
     for artifact in artifacts:
-        command = "sim" if artifact.suffix == ".npz" else "run"
+        command = "sim" if is_program(artifact) else "run"
+        options = "" if is_program(artifact) else model_run.arguments(artifact)
         out.append(
             f"cd {shlex.quote(remote_dir)} && {env}{remote_vta} {command} "
-            f"{shlex.quote(artifact.name)} --device {shlex.quote(device)}"
+            f"{shlex.quote(artifact.name)} --device {shlex.quote(device)}{options}"
         )
     return out
+
+
+def _check_model_run(
+    paths: list[Path], inputs: str | Path | None, output: str | Path | None, repeat: int
+) -> None:
+    """DeviceError unless every model has inputs, `output` names one model's outputs and
+    `repeat` is a count."""
+    if repeat < 0:
+        raise DeviceError(f"vta deploy: --repeat {repeat}: give a count of runs >= 1")
+    models = [p for p in paths if not is_program(p)]
+    if models and not inputs:
+        raise DeviceError(f"vta deploy: {models[0]} is a compiled model: give --inputs IN.npz")
+    if inputs and not Path(inputs).is_file():
+        raise DeviceError(f"vta deploy: no such inputs file {inputs}")
+    if output and len(models) != 1:
+        raise DeviceError(f"vta deploy: --output takes one model's outputs, not {len(models)}")
 
 
 def deploy(
@@ -49,13 +103,20 @@ def deploy(
     ssh: str = "ssh",
     scp: str = "scp",
     dry_run: bool = False,
+    inputs: str | Path | None = None,
+    output: str | Path | None = None,
+    repeat: int = 0,
+    json: bool = False,
 ) -> int:
-    """Copy the artifacts (and the overlay in the folder `bitstream`) to `remote_dir` on `host`
-    and run each there, printing every command first (`dry_run`: only printing them)."""
+    """Copy the artifacts (and the overlay in the folder `bitstream`, the `inputs` file the
+    models run on) to `remote_dir` on `host` and run each there (a model with `repeat` and
+    `json` as `vta run` takes them), then copy the model's outputs back to `output`, printing
+    every command first to stderr (`dry_run`: only printing them)."""
     paths = [Path(a) for a in artifacts]
     missing = [str(a) for a in paths if not a.exists()]
     if missing:
         raise DeviceError(f"vta deploy: no such artifact {', '.join(missing)}")
+    _check_model_run(paths, inputs, output, repeat)
     overlay = []
     if bitstream:
         overlay = [Path(bitstream) / name for name in OVERLAY_FILES]
@@ -66,12 +127,17 @@ def deploy(
             )
     ssh_cmd, scp_cmd = shlex.split(ssh), shlex.split(scp)
     steps = [[*ssh_cmd, host, f"mkdir -p {shlex.quote(remote_dir)}"]]
-    copies = [*map(str, paths), *map(str, overlay)]
+    copies = [*map(str, paths), *map(str, overlay), *([str(inputs)] if inputs else [])]
     steps.append([*scp_cmd, "-r", *copies, f"{host}:{remote_dir}/"])
-    commands = remote_commands(paths, remote_dir, remote_vta, bool(overlay), device)
+    model_run = ModelRun(Path(inputs) if inputs else None, bool(output), repeat, json)
+    commands = remote_commands(paths, remote_dir, remote_vta, bool(overlay), device, model_run)
     steps += [[*ssh_cmd, host, command] for command in commands]
+    if output:
+        (model,) = [p for p in paths if not is_program(p)]
+        remote = PurePosixPath(remote_dir) / outputs_name(model)
+        steps.append([*scp_cmd, f"{host}:{remote}", str(output)])
     for step in steps:
-        print("+ " + shlex.join(step), flush=True)
+        print("+ " + shlex.join(step), file=sys.stderr, flush=True)
         if dry_run:
             continue
         run = subprocess.run(step)
@@ -128,6 +194,10 @@ def register_deploy(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ssh", default="ssh", help="remote shell command (default: ssh)")
     p.add_argument("--scp", default="scp", help="copy command (default: scp)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    p.add_argument("--inputs", help="a model's inputs (.npz by name), copied to the board")
+    p.add_argument("--output", help="copy the model's outputs (.npz) from the board to here")
+    p.add_argument("--repeat", type=int, default=0, help="vta run --repeat N there")
+    p.add_argument("--json", action="store_true", help="vta run --json there")
     p.set_defaults(func=_cmd_deploy)
 
 
@@ -143,8 +213,9 @@ def register_worker(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_deploy(a: argparse.Namespace) -> int:
     return deploy(
-        a.artifact, a.host, a.dir, a.bitstream, a.device, a.remote_vta, a.ssh, a.scp, a.dry_run
-    )
+        a.artifact, a.host, a.dir, a.bitstream, a.device, a.remote_vta, a.ssh, a.scp, a.dry_run,
+        a.inputs, a.output, a.repeat, a.json,
+    )  # fmt: skip
 
 
 def _cmd_worker(a: argparse.Namespace) -> int:

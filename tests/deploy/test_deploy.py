@@ -13,7 +13,7 @@ from sim.cycle import schedule
 from testkit.examples import all_examples
 from vta.cli import main
 from vta.device import get_device
-from vta.pynq_deploy import parse_resources, remote_commands
+from vta.pynq_deploy import ModelRun, parse_resources, remote_commands
 
 VTA = str(Path(sys.executable).with_name("vta"))
 
@@ -44,16 +44,21 @@ def test_deploy_copies_and_runs_with_the_same_cli(tmp_path, capfd):
     args = ["deploy", str(artifact), "--host", "xilinx@pynq", "--dir", str(board)]
     args += ["--bitstream", str(overlay), "--device", "sim", "--remote-vta", VTA]
     assert main([*args, "--ssh", ssh, "--scp", scp]) == 0
-    out = capfd.readouterr().out
+    out, err = capfd.readouterr()
     assert (board / "save_load.npz").is_file() and (board / "vta.bit").is_file()
     assert (board / "vta.hwh").read_bytes() == b"overlay vta.hwh"
     _, stats = get_device("sim").execute(program, program.dram)
-    assert f"cycles          {stats.cycles:,}" in out and "VTA_BITSTREAM=" in out
+    assert f"cycles          {stats.cycles:,}" in out and "VTA_BITSTREAM=" in err
 
 
 def test_deploy_runs_compiled_models_with_vta_run():
-    commands = remote_commands([Path("resnet18.vtam"), Path("gemm.npz")], "d", "vta", True, "pynq")
-    assert commands[0] == "cd d && VTA_BITSTREAM=d/vta.bit vta run resnet18.vtam --device pynq"
+    artifacts = [Path("resnet18.vtam"), Path("gemm.npz")]
+    model_run = ModelRun(Path("/here/in.npz"), output=True, repeat=20, json=True)
+    commands = remote_commands(artifacts, "d", "vta", True, "pynq", model_run)
+    assert commands[0] == (
+        "cd d && VTA_BITSTREAM=d/vta.bit vta run resnet18.vtam --device pynq --inputs in.npz "
+        "--output resnet18.vtam.outputs.npz --repeat 20 --json"
+    )
     assert commands[1].endswith("vta sim gemm.npz --device pynq")
 
 

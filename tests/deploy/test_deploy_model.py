@@ -1,0 +1,126 @@
+"""`vta deploy DIR --inputs IN.npz --output OUT.npz` end to end: the model and its inputs
+copied to a 'board', run there with `vta run` on the board's device, the outputs and the report
+brought back, through `ssh` and `scp` stand-ins on PATH that run the board's commands on this
+machine in a scratch folder (so the model's CPU half is compiled for this machine; the boards'
+Arm builds are tests/deploy/test_board_cpu.py's)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import zoo
+from vta.cli import main
+
+VENV_BIN = Path(sys.executable).parent
+PYNQ_VTA = Path(__file__).resolve().parents[2] / ".venv-pynq" / "bin" / "vta"
+
+SSH = """#!/bin/sh
+# ssh HOST COMMAND: COMMAND run by the shell in the board's home folder
+shift
+cd {home} && exec sh -c "$*"
+"""
+SCP = """#!{python}
+# scp [-r] SOURCE... DEST: HOST:PATH is PATH in the board's home folder
+import os, shutil, sys
+home = {home!r}
+paths = [os.path.join(home, a.split(":", 1)[1]) if ":" in a else a
+         for a in sys.argv[1:] if a != "-r"]
+*sources, dest = paths
+for source in sources:
+    target = os.path.join(dest, os.path.basename(source)) if os.path.isdir(dest) else dest
+    if os.path.isdir(source):
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    else:
+        shutil.copyfile(source, target)
+"""
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> tuple[Path, Path]:
+    """The seeded DQN network compiled for the accelerator (CPU layers for this machine) and
+    an inputs file."""
+    folder = tmp_path_factory.mktemp("model")
+    (folder / "dqn.onnx").write_bytes(zoo.dqn(seed=0))
+    np.savez(folder / "in.npz", **zoo.random_inputs("dqn"))
+    compiled = folder / "dqn.vta"
+    args = ["compile", str(folder / "dqn.onnx"), "--target", "vta", "-o", str(compiled)]
+    assert main(args) == 0
+    return compiled, folder / "in.npz"
+
+
+@pytest.fixture
+def board(tmp_path, monkeypatch) -> Path:
+    """The board's home folder; `ssh`, `scp` and `vta` on PATH act on it."""
+    home, bin_dir = tmp_path / "board", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(SSH.format(home=home))
+    (bin_dir / "scp").write_text(SCP.format(python=sys.executable, home=str(home)))
+    for name in ("ssh", "scp"):
+        (bin_dir / name).chmod(0o755)
+    (bin_dir / "vta").symlink_to(VENV_BIN / "vta")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return home
+
+
+def _deploy(model: tuple[Path, Path], back: Path, device: str, *extra: str) -> int:
+    compiled, inputs = model
+    args = ["deploy", str(compiled), "--host", "xilinx@pynq", "--inputs", str(inputs)]
+    return main([*args, "--output", str(back), "--device", device, "--json", *extra])
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_deploy_runs_the_model_on_its_inputs_and_brings_the_outputs_back(
+    model, board, tmp_path, capfd, device
+):
+    compiled, inputs = model
+    here = tmp_path / "here.npz"
+    run = ["run", str(compiled), "--inputs", str(inputs), "--output", str(here), "--json"]
+    assert main([*run, "--device", device]) == 0
+    local = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    back = tmp_path / "back.npz"
+    assert _deploy(model, back, device) == 0
+    report = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert (board / "vta-deploy" / compiled.name / "model.json").is_file()
+    assert (board / "vta-deploy" / inputs.name).is_file()
+    with np.load(here) as want, np.load(back) as got:
+        assert want.files == got.files
+        assert all(np.array_equal(want[k], got[k]) for k in want.files)
+    assert report["device"] == device and report["bit_exact"]
+    assert report["cycles"] == local["cycles"]
+
+
+def test_deploy_on_the_pynq_driver_over_the_verilated_rtl(model, board, tmp_path, capfd):
+    """The board's `vta` is .venv-pynq's (pynq needs numpy < 2): the `pynq` driver's code on
+    the `pynq-rtl` stand-in board."""
+    if not PYNQ_VTA.is_file():
+        pytest.skip(".venv-pynq is not set up (./scripts/test tests/pynq makes it)")
+    check = subprocess.run([str(PYNQ_VTA.with_name("python")), "-c", "import pynq"])
+    if check.returncode:
+        pytest.skip(".venv-pynq has no pynq")
+    compiled, inputs = model
+    here = tmp_path / "here.npz"
+    assert main(["run", str(compiled), "--inputs", str(inputs), "--output", str(here)]) == 0
+    back = tmp_path / "back.npz"
+    assert _deploy(model, back, "pynq-rtl", "--remote-vta", str(PYNQ_VTA)) == 0
+    report = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    with np.load(here) as want, np.load(back) as got:
+        assert all(np.array_equal(want[k], got[k]) for k in want.files)
+    assert report["device"] == "pynq-rtl" and report["bit_exact"] and report["cycles"] > 0
+
+
+def test_deploy_of_a_model_needs_its_inputs(model, tmp_path, capsys):
+    compiled, inputs = model
+    assert main(["deploy", str(compiled), "--host", "b"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "give --inputs IN.npz" in err
+    args = ["deploy", str(compiled), str(compiled), "--host", "b", "--inputs", str(inputs)]
+    assert main([*args, "--output", str(tmp_path / "o.npz")]) == 1
+    assert "--output takes one model's outputs, not 2" in capsys.readouterr().err
+    assert main(["deploy", str(compiled), "--host", "b", "--inputs", str(tmp_path / "x")]) == 1
+    assert "no such inputs file" in capsys.readouterr().err
