@@ -504,7 +504,7 @@ def _elu(x: E.Expr, alpha: float) -> E.Expr:
 def _celu(x: E.Expr, alpha: float) -> E.Expr:
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
     zero = te.const(0.0, x.dtype)
-    return E.Max(x, zero) + E.Min(zero, _elu(x * (1.0 / alpha), alpha))
+    return E.Max(x, zero) + E.Min(zero, alpha * (te.exp(x / alpha) - 1.0))
 
 
 # elementwise operators of one input: the output value from the input's and the attributes

@@ -411,6 +411,12 @@ def _gelu(imp, node, attrs):
     return None
 
 
+def _celu(imp, node, attrs):
+    if attrs["alpha"] == 0:
+        raise Unsupported("alpha=0: Celu divides by alpha")
+    return None
+
+
 RANKS = {  # the rank each input of the 2-d image operators must have
     "Conv": {0: 4, 1: 4, 2: 1},
     "ConvTranspose": {0: 4, 1: 4, 2: 1},
@@ -466,6 +472,7 @@ NORMALIZE = {
     "ArgMin": _arg_reduce,
     "Cast": _cast,
     "Gelu": _gelu,
+    "Celu": _celu,
 }
 
 

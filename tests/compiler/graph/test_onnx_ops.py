@@ -88,6 +88,7 @@ UNARY = {  # op: (input, attributes)
     "Selu_attrs": (NORMAL, {"alpha": 1.2, "gamma": 0.8}),
     "Celu": (NORMAL, {}),
     "Celu_alpha": (NORMAL, {"alpha": 2.5}),
+    "Celu_negative": (NORMAL, {"alpha": -1.5}),
     "ThresholdedRelu": (NORMAL, {}),
     "ThresholdedRelu_alpha": (NORMAL, {"alpha": -0.5}),
     "Softplus": (uniform(-30, 30), {}),
