@@ -117,6 +117,11 @@ def _print_vta(report: dict) -> None:
     print(f"total: {total} accelerator cycles on {report['device']} ({report['config']}), "
           f"CPU parts {report['cpu_seconds']:.2f} s, "
           f"compile {report['compile_seconds']:.1f} s")  # fmt: skip
+    if report["latency_ms"] is not None:
+        cpu_ms = report["cpu_seconds"] * 1e3
+        print(f"latency on the board: {report['latency_ms']:.2f} ms (accelerator "
+              f"{report['latency_ms'] - cpu_ms:.2f} ms at the config's clock + CPU parts "
+              f"{cpu_ms:.2f} ms as timed here)")  # fmt: skip
     if report["compile_times"]:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in report["compile_times"].items())
         print(f"compile seconds by stage: {parts}")

@@ -133,6 +133,15 @@ def board_target(config: str | None, host_target: str | None) -> str:
     return board_cpu_target(VTAConfig.load(config)) or "llvm"
 
 
+def board_latency_ms(cycles: int | None, cfg: VTAConfig, cpu_seconds: float) -> float | None:
+    """One inference's latency on the board in milliseconds: the accelerator's `cycles` at the
+    configuration's clock, then the CPU steps' `cpu_seconds` as timed where they ran (on the
+    board, its own CPU); None without cycles (fsim counts none)."""
+    if cycles is None:
+        return None
+    return cycles / (cfg.clock_mhz * 1e3) + cpu_seconds * 1e3
+
+
 def run_vta(
     compiled: Compiled,
     inputs: Mapping[str, np.ndarray],
@@ -143,9 +152,10 @@ def run_vta(
     """Run the compiled model on `device`, every accelerator group checked bit for bit against
     the quantized reference kernel on its inputs (`HybridModule.run` raises on a difference);
     returns the report (per-step rows: where each ran and why, cycles, GEMM utilization, DRAM
-    bytes, roofline side, a CPU step's time and kernel; totals; `bit_exact`: every group
-    matched; `output_error` against the fp32 graph where the model is an ONNX file) and the
-    outputs by name. `plot` writes the groups' roofline plot."""
+    bytes, roofline side, a CPU step's time and kernel; totals; `latency_ms`:
+    `board_latency_ms`; `bit_exact`: every group matched; `output_error` against the fp32
+    graph where the model is an ONNX file) and the outputs by name. `plot` writes the groups'
+    roofline plot."""
     cfg = compiled.cfg
     # the device run checks each accelerator group against the reference kernel on the same
     # inputs (a difference raises), so a second, reference run would compute them again
@@ -162,6 +172,7 @@ def run_vta(
         if r["where"] == "vta" and "intensity" in r:
             r["bound"] = roofline_side(r["intensity"], cfg)
     cycles = None if device == "fsim" else sum(r.get("cycles") or 0 for r in rows)
+    cpu_seconds = sum(r["cpu_seconds"] for r in rows if r["where"] == "cpu")
     report = {
         "model": str(model),
         "config": cfg.name,
@@ -169,7 +180,8 @@ def run_vta(
         "calibration": compiled.calibration,
         "cycles": cycles,
         "layers": rows,
-        "cpu_seconds": sum(r["cpu_seconds"] for r in rows if r["where"] == "cpu"),
+        "cpu_seconds": cpu_seconds,
+        "latency_ms": board_latency_ms(cycles, cfg, cpu_seconds),
         "run_seconds": wall,
         "compile_seconds": compiled.compile_seconds,
         "compile_times": compiled.compile_times,

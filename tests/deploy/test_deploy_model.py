@@ -15,6 +15,7 @@ import pytest
 
 from compiler import zoo
 from vta.cli import main
+from vta.config import VTAConfig
 
 VENV_BIN = Path(sys.executable).parent
 PYNQ_VTA = Path(__file__).resolve().parents[2] / ".venv-pynq" / "bin" / "vta"
@@ -93,6 +94,12 @@ def test_deploy_runs_the_model_on_its_inputs_and_brings_the_outputs_back(
         assert all(np.array_equal(want[k], got[k]) for k in want.files)
     assert report["device"] == device and report["bit_exact"]
     assert report["cycles"] == local["cycles"]
+    if device == "fsim":  # no cycles, no latency
+        assert report["latency_ms"] is None
+    else:  # the accelerator's cycles at the config's 100 MHz, then the CPU parts
+        accelerator_ms = report["cycles"] / (VTAConfig.load("pynq").clock_mhz * 1e3)
+        want = accelerator_ms + report["cpu_seconds"] * 1e3
+        assert report["latency_ms"] == pytest.approx(want)
 
 
 def test_deploy_on_the_pynq_driver_over_the_verilated_rtl(model, board, tmp_path, capfd):
