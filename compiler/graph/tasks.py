@@ -169,8 +169,6 @@ def group_spec(group: Group, shapes: dict) -> str:
         "nodes": nodes,
         "output": list(shapes[group.output]),
     }
-    if group.dtypes:  # only then: float32 groups' specs stay those of existing records
-        spec["dtypes"] = {local[t]: d for t, d in group.dtypes.items() if t in local}
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
@@ -205,7 +203,7 @@ def _group(spec: str) -> tuple[Group, dict]:
         raise TuningError(f"graph_group: not a group spec ({err}): {spec[:80]}") from None
     if not nodes:
         raise TuningError("graph_group: the spec has no nodes")
-    return Group("graph_group", nodes, dict(d.get("dtypes", {}))), shapes
+    return Group("graph_group", nodes), shapes
 
 
 def _reference(inputs: list[np.ndarray], spec: str) -> list[np.ndarray]:
