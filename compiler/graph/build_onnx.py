@@ -315,6 +315,8 @@ class _Lowering:
         other = next((t for t in n.inputs if t != prev), prev)
         if n.op in _UNARY or other == prev:
             return True
+        if other not in self.graph.constants and self.dtype_of(other) != "float32":
+            return False  # a computed integer exponent: Pow in a plain group
         if packed:
             return self.fits_packed(other, n)
         return other in self.graph.constants or self.shape(other) == self.shape(prev)
@@ -564,7 +566,8 @@ class _Lowering:
     def check_dtypes(self, n: IRNode) -> None:
         """An error unless n's tensors are float32, or of `CPU_DTYPES` and n one of the
         operators the CPU runs on them (`TYPED`)."""
-        other = {self.dtype_of(t) for t in (*n.inputs, *n.outputs) if t} - {"float32"}
+        inputs = n.inputs[:1] if n.op == "Pow" else n.inputs  # its exponent may be integer
+        other = {self.dtype_of(t) for t in (*inputs, *n.outputs) if t} - {"float32"}
         if other - set(CPU_DTYPES):
             raise OperatorError(
                 f"node {n.label} ({n.op}): {', '.join(sorted(other))} tensors; the CPU runs "

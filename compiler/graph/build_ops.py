@@ -471,6 +471,13 @@ def _binary(fn: Callable[[Any, Any], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0], ins[1])
 
 
+def _as_float(t: Tensor) -> Tensor:
+    """t, or its values as float32 when it holds integers (Pow's exponent may)."""
+    if t.dtype.startswith("float"):
+        return t
+    return te.compute(t.shape, lambda *i: te.cast(t(*i), "float32"), "to_float", tag.ELEMWISE)
+
+
 def _hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:
     return nn.clip(topi.add(topi.multiply(x, alpha), beta), 0.0, 1.0)
 
@@ -655,7 +662,7 @@ OPS: dict[str, Compute] = {
     "Sub": _binary(topi.subtract),
     "Mul": _binary(topi.multiply),
     "Div": _binary(topi.divide),
-    "Pow": _binary(topi.power),
+    "Pow": lambda ins, a: topi.power(ins[0], _as_float(ins[1])),
     "Max": _binary(topi.maximum),
     "Min": _binary(topi.minimum),
     "Reshape": lambda ins, a: nn.reshape(ins[0], a["shape"]),

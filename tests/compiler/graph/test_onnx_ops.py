@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.graph import reference
-from compiler.graph.build_onnx import compile_model
+from compiler.graph.build_onnx import compile_model, lower_groups
 from compiler.graph.onnx_import import import_onnx
 from compiler.graph.passes import run_passes
 
@@ -140,19 +140,21 @@ def test_pow_broadcasts_a_computed_exponent(tmp_path):
 
 def test_activations_fuse_into_the_convolution(tmp_path):
     """A conv's elementwise followers (activations, a per-channel PRelu, a Max with a
-    constant) join its group and run in its packed layout."""
+    constant, a Pow by an integer constant) join its group and run in its packed layout."""
     rng = np.random.default_rng(0)
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
         helper.make_node("Gelu", ["c"], ["g"]),
         helper.make_node("PRelu", ["g", "slope"], ["p"]),
         helper.make_node("Max", ["p", "floor"], ["m"]),
-        helper.make_node("Mish", ["m"], ["y"]),
+        helper.make_node("Mish", ["m"], ["h"]),
+        helper.make_node("Pow", ["h", "two"], ["y"]),
     ]
     inits = {
         "w": rng.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.2,
         "slope": rng.uniform(0, 0.5, (16, 1, 1)).astype(np.float32),
         "floor": np.float32(-0.05),
+        "two": np.int64(2),
     }
     graph = helper.make_graph(
         nodes,
@@ -164,17 +166,16 @@ def test_activations_fuse_into_the_convolution(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
     data = model.SerializeToString()
     fused, _ = run_passes(import_onnx(data))
-    assert [[n.op for n in g.nodes] for g in fused.groups] == [
-        ["Conv", "Gelu", "PRelu", "Max", "Mish"]
-    ]
+    ops = ["Conv", "Gelu", "PRelu", "Max", "Mish", "Pow"]
+    assert [[n.op for n in g.nodes] for g in fused.groups] == [ops]
+    lowered = lower_groups(fused)[0]  # packed: the input packed, the group, its output unpacked
+    assert [[n.op for n in g.nodes] for g in lowered] == [["PackNCHWc"], ops, ["UnpackNCHWc"]]
     x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
     check(tmp_path, data, {"x": x})
 
 
 def test_activations_fuse_into_the_dense_layer(tmp_path):
     """A Gemm's elementwise followers run in its dense kernel: one lowered group."""
-    from compiler.graph.build_onnx import lower_groups
-
     x = uniform(-1, 1, (2, 16))
     nodes = [
         helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
@@ -608,3 +609,10 @@ def test_a_scale_that_does_not_fit_is_refused(op, scale, message):
     consts = {"scale": uniform(1, 2, scale), "bias": uniform(1, 2, scale)}
     with pytest.raises(OperatorError, match=message):
         import_onnx(one_node(op, {"x": x}, consts=consts))
+
+
+@pytest.mark.parametrize("computed", [False, True])
+def test_pow_takes_an_integer_exponent(tmp_path, computed):
+    x, e = uniform(0.5, 2), np.array([2, 3, -1, 0, 1], np.int64)
+    feeds = {"x": x, "e": e} if computed else {"x": x}
+    check(tmp_path, one_node("Pow", feeds, consts={} if computed else {"e": e}), feeds)
