@@ -16,6 +16,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect, contains
 from .parallel import SYMBOL as PARALLEL_FOR
+from .target import long_bits
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -237,8 +238,10 @@ class CodeGenLLVM:
             self.fn.vars[buf.data] = ptr
             self.stmt(s.body)
             return
-        alloc = self._decl("aligned_alloc", PTR, [I64, I64])
-        ptr = self.b.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, -(-nbytes // 64) * 64)])
+        size_t = ir.IntType(long_bits(self.module.triple))  # C's size_t
+        alloc = self._decl("aligned_alloc", PTR, [size_t, size_t])
+        size = ir.Constant(size_t, -(-nbytes // 64) * 64)
+        ptr = self.b.call(alloc, [ir.Constant(size_t, 64), size])
         self.fn.vars[buf.data] = ptr
         self.stmt(s.body)
         self.b.call(self._decl("free", ir.VoidType(), [PTR]), [ptr])

@@ -35,7 +35,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CodegenError
-from .target import Target, arch_family, parse_ir, target_machine
+from .target import Target, arch_family, long_bits, parse_ir, target_machine
 
 SYMBOL = "vta_parallel_for"  # void (ptr fn, ptr ctx, i64 n, i64 chunk); fn(ctx, begin, end)
 CHUNKS_PER_THREAD = 4  # chunk 0: n / (4 x threads); every claim moves the claim word between cores
@@ -49,13 +49,6 @@ _PAUSE = {
     "x86_64": ("declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"),
     "aarch64": ("declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"),
     "arm": ("declare void @llvm.arm.hint(i32)", "call void @llvm.arm.hint(i32 1)"),
-}
-# C's long (syscall's arguments, timespec's fields): 32 bits on 32-bit Arm. `to_long` widens
-# an i32 to it, `from_long` widens it to i64 (an identity bitcast where the widths agree).
-_LONG = {
-    "x86_64": {"long": "i64", "to_long": "sext", "from_long": "bitcast"},
-    "aarch64": {"long": "i64", "to_long": "sext", "from_long": "bitcast"},
-    "arm": {"long": "i32", "to_long": "bitcast", "from_long": "sext"},
 }
 
 _IR = """
@@ -394,8 +387,13 @@ def runtime_ir(triple: str) -> str:
             f"the parallel runtime supports x86_64, aarch64 and arm Linux, not {triple}"
         )
     decl, call = _PAUSE[arch]
+    # C's long (syscall's arguments, timespec's fields): `to_long` widens an i32 to it,
+    # `from_long` widens it to i64 (an identity bitcast where the widths agree)
+    wide = long_bits(triple) == 64
     return _IR.format(
-        **_LONG[arch],
+        long=f"i{long_bits(triple)}",
+        to_long="sext" if wide else "bitcast",
+        from_long="bitcast" if wide else "sext",
         pause_decl=decl,
         pause_call=call,
         futex=_FUTEX[arch],

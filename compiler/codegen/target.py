@@ -75,6 +75,11 @@ def _parse(spec: str) -> Target:
     return Target(triple, cpu, opts.get("-mattr", feats))
 
 
+def long_bits(triple: str) -> int:
+    """The width of C's `long` and `size_t` on Linux for `triple`: 32 on 32-bit Arm, else 64."""
+    return 32 if arch_family(triple) == "arm" else 64
+
+
 def _normalized(triple: str) -> str:
     """ARCH-linux-ENV as LLVM reads it, ARCH-unknown-linux-ENV (LLVM takes a three-part
     triple's second part for the vendor: armv7a-linux-gnueabihf would lose its hard-float

@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler import zoo
+import compiler
+from compiler import te, zoo
 from compiler.codegen.target import Target
 from compiler.errors import CodegenError
 from compiler.graph.accel_api import board_target
 from compiler.graph.build_onnx import compile_model
-from compiler.graph.executor import BoardGraph, GraphModule
+from compiler.graph.executor import BoardGraph, GraphModule, Slot, Step, TensorSpec
 from compiler.graph.objects import cross_linker
 from testkit.emulate import ELF_MACHINE, elf_kind, missing, run_emulated
 from vta.cli import main
@@ -101,3 +102,31 @@ def test_host_target_is_for_the_accelerator_target(dqn, tmp_path, capsys):
     args = ["compile", str(dqn[0]), "-o", str(tmp_path / "c"), "--host-target", "native"]
     assert main(args) == 1
     assert "--host-target applies to --target vta" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("config", ["pynq", "ultra96"])
+def test_a_heap_buffer_is_allocated_with_the_board_size_t(tmp_path, config):
+    """An intermediate buffer above the stack limit comes from aligned_alloc, whose size_t is
+    32 bits on the Cortex-A9: 64-bit arguments there asked for nothing and the kernel wrote
+    past it."""
+    target = _board(config)
+    a = te.placeholder((600, 600), name="a")
+    b = te.compute((600, 600), lambda i, j: a[i, j] * 2, name="b")  # 1.4 MB: on the heap
+    c = te.compute((600, 600), lambda i, j: b[i, j] + 1, name="c")
+    func = compiler.lower(te.create_schedule(c.op), [a, c], "twice_plus_one")
+    spec = [TensorSpec("a", (600, 600))], [TensorSpec("c", (600, 600))]
+    step = Step(func, [Slot("input", 0), Slot("output", 0)])
+    GraphModule.build([step], *spec, [], 0, target).save(tmp_path / "graph")
+    x = np.random.default_rng(0).standard_normal((600, 600)).astype(np.float32)
+    assert np.array_equal(run_emulated(tmp_path / "graph", {"a": x})["c"], x * 2 + 1)
+
+
+@pytest.mark.slow
+def test_seeded_resnet18_for_the_cortex_a9_matches_this_machine_under_emulation(tmp_path):
+    target = _board("pynq")
+    path = tmp_path / "resnet18.onnx"
+    path.write_bytes(zoo.resnet18(seed=0))
+    inputs = zoo.random_inputs("resnet18")
+    compile_model(path, target=target).save(tmp_path / "graph")
+    here = compile_model(path).run(inputs)
+    assert _close(run_emulated(tmp_path / "graph", inputs, threads=2), here) <= 1e-5
