@@ -4,6 +4,7 @@ harness cross-compiled for the board, with the outputs of this machine's build t
 max|output|."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -109,16 +110,29 @@ def test_a_heap_buffer_is_allocated_with_the_board_size_t(tmp_path, config):
     """An intermediate buffer above the stack limit comes from aligned_alloc, whose size_t is
     32 bits on the Cortex-A9: 64-bit arguments there asked for nothing and the kernel wrote
     past it."""
-    target = _board(config)
+    _check_twice_plus_one(_board(config), tmp_path)
+
+
+def test_zig_cc_links_for_the_board_where_there_is_no_cross_gcc(tmp_path, monkeypatch):
+    pytest.importorskip("ziglang", reason="the ziglang package is not installed")
+    target, which = _board("pynq"), shutil.which
+    monkeypatch.setattr(shutil, "which", lambda cmd: None if cmd.endswith("-gcc") else which(cmd))
+    assert cross_linker("armv7a-unknown-linux-gnueabihf")[1:3] == ["-m", "ziglang"]
+    _check_twice_plus_one(target, tmp_path)
+
+
+def _check_twice_plus_one(target: str, folder: Path) -> None:
+    """c = a * 2 + 1 through a 1.4 MB intermediate (on the heap), built for `target` and run
+    under emulation."""
     a = te.placeholder((600, 600), name="a")
-    b = te.compute((600, 600), lambda i, j: a[i, j] * 2, name="b")  # 1.4 MB: on the heap
+    b = te.compute((600, 600), lambda i, j: a[i, j] * 2, name="b")
     c = te.compute((600, 600), lambda i, j: b[i, j] + 1, name="c")
     func = compiler.lower(te.create_schedule(c.op), [a, c], "twice_plus_one")
     spec = [TensorSpec("a", (600, 600))], [TensorSpec("c", (600, 600))]
     step = Step(func, [Slot("input", 0), Slot("output", 0)])
-    GraphModule.build([step], *spec, [], 0, target).save(tmp_path / "graph")
+    GraphModule.build([step], *spec, [], 0, target).save(folder / "graph")
     x = np.random.default_rng(0).standard_normal((600, 600)).astype(np.float32)
-    assert np.array_equal(run_emulated(tmp_path / "graph", {"a": x})["c"], x * 2 + 1)
+    assert np.array_equal(run_emulated(folder / "graph", {"a": x})["c"], x * 2 + 1)
 
 
 @pytest.mark.slow
