@@ -369,10 +369,12 @@ class BoardGraph:
 
     @property
     def inputs(self) -> list[TensorSpec]:
+        """The graph's inputs, as `GraphModule.inputs`."""
         return _specs(self.manifest["inputs"])
 
     @property
     def outputs(self) -> list[TensorSpec]:
+        """The graph's outputs, as `GraphModule.outputs`."""
         return _specs(self.manifest["outputs"])
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
