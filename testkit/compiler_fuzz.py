@@ -80,8 +80,9 @@ def onnx_model(
     `then` ({"op", "inputs", "attrs"}, or a list of them) a chain of nodes each reading the
     previous one's output and its own `inputs`. Each input is a runtime float tensor
     ({"shape"}), one of the model's runtime inputs again ({"input": k}: a residual), a random
-    float initializer ({"weight": shape}), or an initializer of given int64 or float values
-    ({"ints"}, {"floats"}: a list or a scalar)."""
+    float initializer ({"weight": shape}), an initializer of given int64 or float values
+    ({"ints"}, {"floats"}: a list or a scalar), or a runtime int64 tensor of small values,
+    some negative ({"ids": shape}), or a runtime bool tensor ({"mask": shape})."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -103,10 +104,9 @@ def onnx_model(
                 value = rng.standard_normal(spec["weight"]).astype(np.float32)
                 inits.append(numpy_helper.from_array(value, name))
             else:
-                feeds[name] = rng.standard_normal(spec["shape"]).astype(np.float32)
-                graph_inputs.append(
-                    helper.make_tensor_value_info(name, TensorProto.FLOAT, spec["shape"])
-                )
+                feeds[name] = _runtime_input(rng, spec)
+                elem = helper.np_dtype_to_tensor_dtype(feeds[name].dtype)
+                graph_inputs.append(helper.make_tensor_value_info(name, elem, feeds[name].shape))
         return names
 
     chain = _chain(then)
@@ -121,6 +121,16 @@ def onnx_model(
     graph = helper.make_graph(nodes, "fuzz", graph_inputs, [out], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model.SerializeToString(), feeds
+
+
+def _runtime_input(rng: np.random.Generator, spec: dict) -> np.ndarray:
+    """A graph input's seeded values: floats ({"shape"}), int64 ids ({"ids"}) or bools
+    ({"mask"})."""
+    if "ids" in spec:
+        return rng.integers(-3, 6, spec["ids"]).astype(np.int64)
+    if "mask" in spec:
+        return rng.random(spec["mask"]) < 0.5
+    return rng.standard_normal(spec["shape"]).astype(np.float32)
 
 
 def _chain(then: dict | list[dict] | None) -> list[dict]:

@@ -36,6 +36,8 @@ data = st.builds(lambda s: {"shape": s}, dims)
 picture = st.builds(lambda s: {"shape": s}, image)
 weight = st.builds(lambda s: {"weight": s}, dims)
 int_input = st.builds(lambda v: {"ints": v}, int_values)
+ids = st.builds(lambda s: {"ids": s}, dims)
+mask = st.builds(lambda s: {"mask": s}, dims)
 
 WINDOW = {
     "kernel_shape": ints, "strides": ints, "pads": ints, "dilations": ints, "auto_pad": modes,
@@ -106,6 +108,12 @@ OPERATORS = {
     "DepthToSpace": ([data], {"blocksize": small, "mode": st.sampled_from(["DCR", "CRD", "x"])}),
     "SpaceToDepth": ([data], {"blocksize": small}),
     **dict.fromkeys(("Equal", "Less", "GreaterOrEqual"), ([data, data], {})),
+    "Greater": ([ids, ids], {}),
+    "Gather": ([weight, ids], {"axis": small}),
+    "Where": ([mask, data, weight], {}),
+    **dict.fromkeys(("And", "Xor"), ([mask, mask], {})),
+    "Not": ([mask], {}),
+    "Cast": ([data], {"to": st.sampled_from([1, 6, 7, 9, 10, 11])}),  # float ... float16, double
     **dict.fromkeys(("IsNaN", "IsInf"), ([data], {})),
     **dict.fromkeys(
         ("ArgMax", "ArgMin"),
