@@ -3,10 +3,10 @@
 part and yosys family, LUT/FF/BRAM36/DSP counts, the raw cells, the estimated critical path and
 Fmax, the yosys version and the seconds the run took).
 
-`python -m hw.synth_data [--family xc7|xcup] [--limit N]` synthesizes the design points of
-`POINTS` that the file does not hold yet, cheapest first within rounds that take one point of
-every GEMM shape, one yosys at a time, and rewrites the file after every run, so a stopped run
-resumes where it stopped. Needs yosys on PATH
+`python -m hw.synth_data [--family xc7|xcup] [--limit N] [--max-macs M]` synthesizes the
+points of `POINTS` that the file does not hold yet (up to M MACs per cycle), cheapest first
+within rounds that take one point of every GEMM shape, one yosys at a time, and rewrites the
+file after every run, so a stopped run resumes where it stopped. Needs yosys on PATH
 (`apt-get install yosys`); run it under `nice` on a shared machine.
 """
 
@@ -203,10 +203,12 @@ def pending(family: str, runs: list[dict]) -> list[VTAConfig]:
     return [cfg for *_, cfg in sorted(order, key=lambda o: o[:2])]
 
 
-def run(family: str, limit: int | None, path: Path = DATA) -> int:
-    """Synthesize up to `limit` pending points of `family`, saving after each; the count run."""
+def run(family: str, limit: int | None, path: Path = DATA, max_macs: int | None = None) -> int:
+    """Synthesize up to `limit` pending points of `family` (of at most `max_macs` MACs per
+    cycle), saving after each; the count run."""
     runs = load(path)
-    todo = pending(family, runs)[:limit]
+    todo = [c for c in pending(family, runs) if max_macs is None or c.macs_per_cycle <= max_macs]
+    todo = todo[:limit]
     version = yosys_version()
     for n, cfg in enumerate(todo, 1):
         print(f"[{n}/{len(todo)}] {cfg.name} ...", flush=True)
@@ -222,14 +224,15 @@ def run(family: str, limit: int | None, path: Path = DATA) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m hw.synth_data [--family F] [--limit N] [--data FILE]`."""
+    """`python -m hw.synth_data [--family F] [--limit N] [--max-macs M] [--data FILE]`."""
     parser = argparse.ArgumentParser(prog="synth_data", description=__doc__.splitlines()[0])
     parser.add_argument("--family", choices=sorted(PRESETS), default="xc7")
     parser.add_argument("--limit", type=int, help="run at most this many points")
+    parser.add_argument("--max-macs", type=int, help="skip points of more MACs per cycle")
     parser.add_argument("--data", type=Path, default=DATA, help=f"default: {DATA}")
     args = parser.parse_args(argv)
     try:
-        run(args.family, args.limit, args.data)
+        run(args.family, args.limit, args.data, args.max_macs)
     except VTAError as err:
         print(f"synth_data: error: {err}", file=sys.stderr)
         return 1
