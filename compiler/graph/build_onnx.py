@@ -272,6 +272,7 @@ class _Lowering:
     def lower_part(self, nodes: list[IRNode], name: str) -> tuple[list[IRNode], str]:
         """The first part of `nodes` lowered; the rest (empty when all are) and its name."""
         anchor, first, packed = nodes[0], 1, True
+        self.check_dtypes(anchor)  # the packed and dense kernels take float32 only
         x = anchor.inputs[0] if anchor.inputs else ""
         if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)

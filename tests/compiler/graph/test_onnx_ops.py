@@ -478,28 +478,33 @@ def test_a_masked_embedding_network(tmp_path):
 
 
 def test_a_dtype_the_cpu_does_not_run_is_listed(tmp_path):
-    """A node on integers the CPU runs on float32 only, and a float64 Cast, are refused in
-    one error listing both."""
+    """Nodes on integers the CPU runs on float32 only (one a dense layer, whose kernel is
+    float32), and a float64 Cast, are refused in one error listing them."""
     from compiler.errors import OperatorError
 
     nodes = [
         helper.make_node("Relu", ["ids"], ["r"], name="relu_int"),
         helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE, name="to_double"),
+        helper.make_node("MatMul", ["rows", "w"], ["m"], name="matmul_int"),
     ]
     graph = helper.make_graph(
         nodes,
         "m",
         [helper.make_tensor_value_info("ids", TensorProto.INT64, [4]),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("rows", TensorProto.INT64, [2, 4])],
         [helper.make_tensor_value_info("r", TensorProto.INT64, None),
-         helper.make_tensor_value_info("d", TensorProto.DOUBLE, None)],
+         helper.make_tensor_value_info("d", TensorProto.DOUBLE, None),
+         helper.make_tensor_value_info("m", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.ones((4, 3), np.int64), "w")],
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
     (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
     with pytest.raises(OperatorError) as e:
         compile_model(tmp_path / "m.onnx")
     message = str(e.value)
-    assert message.count("\n") == 0 and "2 group(s) cannot run on the CPU" in message
+    assert message.count("\n") == 0 and "3 group(s) cannot run on the CPU" in message
+    assert "node matmul_int (MatMul): int64 tensors; the CPU runs MatMul on float32" in message
     assert "node relu_int (Relu): int64 tensors; the CPU runs Relu on float32 only" in message
     assert "node to_double (Cast): float64 tensors; the CPU runs float32, int64" in message
 
