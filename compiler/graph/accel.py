@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import multiprocessing
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 
@@ -96,22 +97,51 @@ SearchJob = tuple[Structure, list[Conv2DKnobs], list[Epilogue], VTAConfig]
 _CHOSEN: dict[tuple, Conv2DKnobs] = {}  # choices made in this process
 
 
+Timed = tuple[Conv2DWorkload, Epilogue, Conv2DKnobs, VTAConfig, int]  # a candidate's cycles
+_TIMED: list[Timed] = []  # every candidate timed in this process since `clear_caches`
+# Ranks a structure's knob settings (wl, ep, cfg, settings) -> scores, lower first.
+Rank = Callable[[Conv2DWorkload, Epilogue, VTAConfig, Sequence[Conv2DKnobs]], Sequence[float]]
+
+
 def clear_caches() -> None:
-    """Forget this process's knob choices and built Programs (a benchmark times cold compiles)."""
+    """Forget this process's knob choices, built Programs and timed candidates (a benchmark
+    times cold compiles)."""
     _CHOSEN.clear()
     _PROGRAMS.clear()
+    _TIMED.clear()
+
+
+def timed_candidates() -> list[Timed]:
+    """Every candidate timed in this process since `clear_caches`, with its cycles: what a
+    learned ranker (`choose_knobs`'s `rank`) trains on."""
+    return list(_TIMED)
+
+
+def estimate_rank(
+    wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, space: Sequence[Conv2DKnobs]
+) -> list[float]:
+    """The cycle estimate of each setting (`estimate_cycles`)."""
+    return [estimate_cycles(wl, k, ep, cfg) for k in space]
 
 
 def knob_candidates(
-    wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, candidates: int, db: str | None
+    wl: Conv2DWorkload,
+    ep: Epilogue,
+    cfg: VTAConfig,
+    candidates: int,
+    db: str | None,
+    rank: Rank = estimate_rank,
 ) -> list[Conv2DKnobs]:
-    """The records database's best knobs (`db`) and the `candidates` settings the cycle
-    estimate ranks first (a short tuning run can record knobs worse than the estimate's best;
-    a long one finds better)."""
-    space = sorted(
-        fused_knob_space(wl, ep, cfg),
-        key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
+    """The records database's best knobs (`db`) and the `candidates` settings `rank` puts
+    first (by default the cycle estimate's; of equals, those with virtual threads; a short
+    tuning run can record knobs worse than the estimate's best, a long one finds better)."""
+    settings = fused_knob_space(wl, ep, cfg)
+    scores = rank(wl, ep, cfg, settings)
+    order = sorted(
+        range(len(settings)),
+        key=lambda i: (scores[i], settings[i].oc_nthread * settings[i].h_nthread == 1),
     )
+    space = [settings[i] for i in order]
     if not space:
         raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
     tried = space[: max(1, candidates)]
@@ -124,17 +154,18 @@ def knob_candidates(
     return tried
 
 
-def search_structure(job: SearchJob) -> tuple[Conv2DKnobs, list[Program]]:
+def search_structure(job: SearchJob) -> tuple[Conv2DKnobs, list[Program], list[int]]:
     """The candidate (`knob_candidates`) the timing-only simulator finds fastest (the first
     of equals; candidates timed as instruction streams, neither encoded nor validated: they
-    are dropped), and the validated Programs of the structure's layers (`epilogues`) with it."""
+    are dropped), the validated Programs of the structure's layers (`epilogues`) with it, and
+    the candidates' cycles (none timed when there is one)."""
     (wl, canonical), candidates, epilogues, cfg = job
-    best = candidates[0]
+    best, cycles = candidates[0], []
     if len(candidates) > 1:
         sim = get_device("sim")
         cycles = [sim.stream_cycles(fused_stream(wl, canonical, k, cfg), cfg) for k in candidates]
         best = candidates[cycles.index(min(cycles))]
-    return best, [conv2d_fused(wl, ep, best, cfg) for ep in epilogues]
+    return best, [conv2d_fused(wl, ep, best, cfg) for ep in epilogues], cycles
 
 
 def _tiles(wl: Conv2DWorkload, k: Conv2DKnobs) -> int:
@@ -154,24 +185,26 @@ def choose_knobs(
     candidates: int = 8,
     db: str | None = None,
     pool: Executor | None = None,
+    rank: Rank = estimate_rank,
 ) -> dict[Structure, Conv2DKnobs]:
-    """Each layer structure's knobs (`search_structure`), keyed by workload and canonical
-    epilogue (`Epilogue.structure`: immediates do not change cycles, so layers that differ
-    only in them search once), and the layers' Programs built with them (`fused_program`
-    returns them). One job per structure, in the `pool` (`worker_pool`) if given, the longest
-    (by tiles) first, so the workers finish together."""
-    key = (cfg, candidates, db)
+    """Each layer structure's knobs (`search_structure` over `knob_candidates` ranked by
+    `rank`), keyed by workload and canonical epilogue (`Epilogue.structure`: immediates do not
+    change cycles, so layers that differ only in them search once), and the layers' Programs
+    built with them (`fused_program` returns them). One job per structure, in the `pool`
+    (`worker_pool`) if given, the longest (by tiles) first, so the workers finish together."""
+    key = (cfg, candidates, db, rank)
     layers_of: dict[Structure, list[Epilogue]] = {}
     for wl, ep in layers:
         layers_of.setdefault((wl, ep.structure()), [])
         if ep not in layers_of[(wl, ep.structure())]:
             layers_of[(wl, ep.structure())].append(ep)
     todo = [s for s in layers_of if (*s, *key) not in _CHOSEN]
-    jobs = [(s, knob_candidates(*s, cfg, candidates, db), layers_of[s], cfg) for s in todo]
+    jobs = [(s, knob_candidates(*s, cfg, candidates, db, rank), layers_of[s], cfg) for s in todo]
     jobs.sort(key=lambda j: -sum(_tiles(j[0][0], k) for k in j[1]))
     found = pool.map(search_structure, jobs) if pool else map(search_structure, jobs)
-    for job, (knobs, programs) in zip(jobs, found, strict=True):
-        (wl, _), _, epilogues, _ = job
+    for job, (knobs, programs, cycles) in zip(jobs, found, strict=True):
+        (wl, canonical), tried, epilogues, _ = job
+        _TIMED.extend((wl, canonical, k, cfg, c) for k, c in zip(tried, cycles, strict=False))
         _CHOSEN[(*job[0], *key)] = knobs
         _PROGRAMS.update(
             {(wl, ep, knobs, cfg): p for ep, p in zip(epilogues, programs, strict=True)}

@@ -28,8 +28,10 @@ from ..topi.vta.conv2d import Conv2DKnobs
 from . import quant as Q
 from .accel import (
     AccelConv,
+    Rank,
     choose_knobs,
     compile_qconv,
+    estimate_rank,
     fused_program,
     layer_structure,
     pack_act,
@@ -253,22 +255,33 @@ def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
 
 
 def layer_knobs(
-    structures: dict[str, tuple], cfg: VTAConfig, candidates: int, db: str | None, pool=None
+    structures: dict[str, tuple],
+    cfg: VTAConfig,
+    candidates: int,
+    db: str | None,
+    pool=None,
+    rank: Rank = estimate_rank,
 ) -> dict[str, Conv2DKnobs]:
     """Each accelerator group's knobs (`accel.choose_knobs`, all searches at once; its layers'
     Programs are built with them)."""
     layers = [(wl, ep) for _, _, wl, ep in structures.values()]
-    chosen = choose_knobs(layers, cfg, candidates, db, pool)
+    chosen = choose_knobs(layers, cfg, candidates, db, pool, rank)
     return {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
 
 
 def accelerator_programs(
-    graph: Graph, cfg: VTAConfig, candidates: int = 8, db: str | None = None, pool=None
+    graph: Graph,
+    cfg: VTAConfig,
+    candidates: int = 8,
+    db: str | None = None,
+    pool=None,
+    rank: Rank = estimate_rank,
 ) -> dict[str, Program]:
     """The quantized graph's accelerator groups' Programs, knobs chosen as `compile_hybrid`
-    chooses them, without compiling its CPU kernels (what the co-design search times)."""
+    chooses them (or among the candidates `rank` puts first), without compiling its CPU
+    kernels (what the co-design search times)."""
     structures = accelerator_layers(graph, cfg)
-    knobs = layer_knobs(structures, cfg, candidates, db, pool)
+    knobs = layer_knobs(structures, cfg, candidates, db, pool, rank)
     return {g: fused_program(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()}
 
 
@@ -382,10 +395,9 @@ def compile_for_accelerator(
         now = time.perf_counter()
         times[stage], mark = now - mark, now
 
-    graph = model if isinstance(model, Graph) else fused_graph(model, None, print_passes)
-    fp32 = dataclasses.replace(graph)  # partition gives `graph` new node and group lists
+    fp32 = model if isinstance(model, Graph) else fused_graph(model, None, print_passes)
     lap("import and graph passes")
-    graph = partition(graph, cfg)
+    graph = partition(fp32, cfg)  # a new graph: the fp32 one stays as it was
     if print_passes:
         print(f"== partition ==\n{graph}")
     lap("partition")

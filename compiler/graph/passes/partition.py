@@ -12,7 +12,7 @@ prefix are split off into a CPU group of their own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -153,14 +153,15 @@ def _cpu_reason(graph: Graph, group: Group) -> str:
 
 
 def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
-    """Tag each fused group `vta` or `cpu` with its reason (in place); a Conv group's nodes
-    past its accelerator pattern become a CPU group; a 1x1 shortcut conv joins the group that
-    adds its output."""
+    """The graph with each fused group tagged `vta` or `cpu` with its reason (the given graph
+    is left as it was: a co-design search partitions one graph for many configurations); a
+    Conv group's nodes past its accelerator pattern become a CPU group; a 1x1 shortcut conv
+    joins the group that adds its output."""
     cfg = cfg or VTAConfig.load("pynq")
     if graph.groups is None:
         raise ValueError("partition runs after fusion")
     groups: list[Group] = []
-    for g in graph.groups:
+    for g in map(replace, graph.groups):
         found = match(graph, g)
         batch = (graph.value(g.nodes[0].inputs[0]).shape or (0,))[0] if found else 0
         if found is None or batch % cfg.batch:
@@ -194,9 +195,8 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
             g.nodes = [s.nodes[0], *g.nodes]
             merged.add(id(s))
             g.reason = _describe(pattern_of_group(graph, g))
-    graph.groups = [g for g in groups if id(g) not in merged]
-    graph.nodes = [n for g in graph.groups for n in g.nodes]
-    return graph
+    kept = [g for g in groups if id(g) not in merged]
+    return replace(graph, groups=kept, nodes=[n for g in kept for n in g.nodes])
 
 
 __all__ = ["AccelPattern", "CPU", "VTA", "conv_fits", "match", "partition", "pattern_of_group"]

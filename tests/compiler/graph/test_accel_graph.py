@@ -122,6 +122,19 @@ def test_partition_tags_each_group_with_its_place_and_reason(small):
     assert "group d2 [out_fusable] on vta (conv: fused bias, requant, ReLU, 1x1 shortcut" in text
 
 
+def test_partition_leaves_its_input_and_repeats_exactly(small):
+    path = small[0]
+    fp32 = fused_graph(path)
+    before = [(g.name, g.target, g.reason, [n.name for n in g.nodes]) for g in fp32.groups]
+    first, second = partition(fp32, CFG), partition(fp32, CFG)
+    assert [(g.name, g.target, g.reason, [n.name for n in g.nodes]) for g in fp32.groups] == before
+    assert _places(first) == _places(second) == _places(small[1])
+    rng = np.random.default_rng(2)
+    calib = [{"data": rng.standard_normal((1, 16, 8, 8)).astype(np.float32)}]
+    q1, q2 = (quantize(g, calibrate(g, calib)) for g in (first, second))
+    assert [(n.name, n.attrs) for n in q1.nodes] == [(n.name, n.attrs) for n in q2.nodes]
+
+
 def test_quantized_graph_has_boundary_nodes_and_tracks_fp32(small):
     path, _, q, _, feeds = small
     ops = [n.op for n in q.nodes]
