@@ -15,8 +15,6 @@ import itertools
 import math
 from collections.abc import Iterator
 
-import numpy as np
-
 from hw.parts import Part, part_for
 from vta.config import VTAConfig
 from vta.errors import ConfigError
@@ -222,21 +220,3 @@ class HardwareSpace:
             point = Point(**dict(zip(names, values, strict=True)))
             if self.why_illegal(point) is None:
                 yield point
-
-    def sample(self, rng: np.random.Generator) -> Point:
-        """A uniformly drawn point, made legal (`legalize`)."""
-        values = {n: v[int(rng.integers(len(v)))] for n, v in self.dimensions.items()}
-        return self.legalize(Point(**values))[0]
-
-    def neighbours(self, point: Point) -> list[Point]:
-        """The legal points one step away along one dimension."""
-        out = []
-        for name, values in self.dimensions.items():
-            here = getattr(point, name)
-            k = values.index(here) if here in values else 0
-            for j in (k - 1, k + 1):
-                if 0 <= j < len(values):
-                    other = dataclasses.replace(point, **{name: values[j]})
-                    if self.why_illegal(other) is None:
-                        out.append(other)
-        return out
