@@ -19,6 +19,7 @@ import json
 import statistics
 from pathlib import Path
 
+from compiler.codegen.parallel import cache_root
 from compiler.codesign.api import make_pool
 from compiler.codesign.evaluate import Evaluation, evaluate_point, preset_point, replayed_cycles
 from compiler.codesign.pareto import hypervolume
@@ -72,7 +73,9 @@ def run_grid(model_path: str, model: str, part: str, scheduler: str | None = Non
         if not preset.ok:
             raise RuntimeError(preset.message)
         space = HardwareSpace(part, REDUCED, model_batch=1)  # the zoo's networks: batch 1
-        study = Study(model_path, space, Store(), "grid", pool=pool, transfer=False)
+        (cache_root() / "codesign").mkdir(parents=True, exist_ok=True)
+        store = Store(cache_root() / "codesign" / f"grid_{model}_{part}.db")  # a run resumes
+        study = Study(model_path, space, store, "grid", pool=pool, transfer=False)
         grid = grid_search(study)
     finally:
         pool.close()
