@@ -107,6 +107,8 @@ def refit(data: Path = DATA, model_path: Path = MODEL, folds: int = FOLDS) -> di
     """Fit on every run of `data`, measure the held-out errors, write both to `model_path`."""
     runs = load(data)
     model = fit(runs)
+    if not 2 <= folds <= len(runs):
+        raise VTAError(f"--folds {folds}: cross-validation needs 2 to {len(runs)} folds")
     model["held_out"] = held_out_errors(runs, folds)
     model["folds"] = folds
     model["runs"] = dict(sorted(Counter(r["family"] for r in runs).items()))

@@ -156,10 +156,10 @@ def multiplier_dsps(a: int, b: int, y: int, family: str, signed: bool = False) -
 
 def dsps(cfg: VTAConfig, family: str) -> int:
     """DSP48 slices of the whole design."""
-    h = header_params(cfg)
-    product = h["INP_WIDTH"] + 2 * h["WGT_WIDTH"] + h["INP_WIDTH"] + 1  # act x packed pair
+    # vta_gemm_core.v: an activation times a packed weight pair, w_hi above inp + wgt bits
+    pair = cfg.wgt_width + cfg.inp_width + cfg.wgt_width + 1
     pairs = cfg.batch * (cfg.block_out // 2) * cfg.block_in
-    gemm = pairs * multiplier_dsps(h["INP_WIDTH"], product - h["INP_WIDTH"], product, family, True)
+    gemm = pairs * multiplier_dsps(cfg.inp_width, pair, cfg.inp_width + pair, family, True)
     # The loaders of one module read the same instruction fields: two loaders of buffers with
     # the same address width compute the same product, and yosys merges them.
     widths = {(m in (MemType.INP, MemType.WGT), cfg.log_depth[m]) for m in LOADED}
