@@ -201,14 +201,17 @@ def learned_search(
         left = [p for p in pool if p not in seen]
         if not left:
             break
-        picks = _propose(study, done, left, clocks, luts, min(batch, trials - len(done)), seed)
+        picks = _propose(study, done, left, clocks, luts, min(batch, trials - len(done)), rng)
         done += study.evaluate(picks)
     return done
 
 
 def _propose(study: Study, done: list[Evaluation], left: list[Point], clocks: dict,
-             luts: dict, count: int, seed: int) -> list[Point]:  # fmt: skip
-    """The `count` points of `left` with the largest optimistic hypervolume improvement."""
+             luts: dict, count: int, rng: np.random.Generator) -> list[Point]:  # fmt: skip
+    """The `count` points of `left` with the largest optimistic hypervolume improvement (a
+    random one where none promises a gain: always taking the fastest predicted point there
+    left the low-LUT end of the front unvisited)."""
+    seed = int(rng.integers(1 << 31))
     compiled = [ev for ev in done if ev.cycles is not None]
     if len(compiled) < 3:  # too little to learn from
         return left[:count]
@@ -236,9 +239,9 @@ def _propose(study: Study, done: list[Evaluation], left: list[Point], clocks: di
             for i, p in enumerate(left)
         ]
         best = int(np.argmax(gains))
-        if gains[best] <= 0:  # nothing promises a gain: the fastest predicted point
-            rest = [i for i in np.argsort(primary) if i not in chosen]
-            best = int(rest[0])
+        if gains[best] <= 0:  # nothing promises a gain: explore, a point drawn at random
+            rest = [i for i in range(len(left)) if i not in chosen]
+            best = int(rng.choice(rest))
         chosen.add(best)
         current.append((float(primary[best]), luts[left[best]]))
         base = hypervolume(current, reference)
