@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from hw.parts import part_for
-from hw.resources import estimate
+from hw.resources import Resources, estimate
 from vta.config import VTAConfig
 from vta.device import get_device
 
@@ -107,6 +107,18 @@ def point_clock(fmax_mhz: float, part: str) -> float:
     return max(CLOCK_STEP_MHZ, min(stepped, MAX_CLOCK_MHZ[part]))
 
 
+def closing(
+    space: HardwareSpace, point: Point, clock_mhz: float | None = None, model: dict | None = None
+) -> tuple[VTAConfig, Resources]:
+    """`point`'s configuration at `clock_mhz`, else at the clock its estimated Fmax gives it
+    (`point_clock`), and the resource model's estimate there."""
+    if clock_mhz is None:
+        fmax = estimate(space.config(point), space.part, model).fmax_mhz
+        clock_mhz = point_clock(fmax, space.part.name)
+    cfg = space.config(point, clock_mhz)
+    return cfg, estimate(cfg, space.part, model)
+
+
 @dataclasses.dataclass
 class Workload:
     """A model prepared once per process: its fused graph and calibration inputs; each
@@ -158,10 +170,8 @@ def evaluate_point(
 
     start = time.perf_counter()
     space = HardwareSpace(part, base=VTAConfig.load(base) if base else None)
-    probe = estimate(space.config(point), space.part)
-    clock = point_clock(probe.fmax_mhz, space.part.name) if clock_mhz is None else clock_mhz
-    cfg = space.config(point, clock)
-    res = estimate(cfg, space.part)
+    cfg, res = closing(space, point, clock_mhz)
+    clock = cfg.clock_mhz
     ev = Evaluation(point, cfg.to_dict(), res.fits, res.lut, res.ff, res.bram36, res.dsp,
                     res.utilisation, res.fmax_mhz, clock)  # fmt: skip
     ev.ranked = ranker is not None

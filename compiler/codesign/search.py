@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from hw.resources import Resources, estimate, load_model
+from hw.resources import Resources, load_model
 
 from ..errors import CompilerError
 from ..tune.pool import LocalPool
-from .evaluate import Evaluation, evaluate_point, point_clock
+from .evaluate import Evaluation, closing, evaluate_point
 from .pareto import front, hypervolume
 from .ranker import MIN_SAMPLES, Ranker
 from .space import HardwareSpace, Point
@@ -98,11 +98,7 @@ class Study:
         """The resource model's estimate of `point` at the clock its Fmax gives it (cached:
         a search asks for thousands)."""
         if point not in self._resources:
-            cfg = self.space.config(point)
-            clock = point_clock(estimate(cfg, self.space.part, self._model).fmax_mhz,
-                                self.space.part.name)  # fmt: skip
-            cfg = self.space.config(point, clock)
-            self._resources[point] = estimate(cfg, self.space.part, self._model)
+            self._resources[point] = closing(self.space, point, model=self._model)[1]
         return self._resources[point]
 
     def fits(self, point: Point) -> bool:
