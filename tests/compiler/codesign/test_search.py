@@ -3,7 +3,6 @@ without compiling (testkit.codesign): only fitting, distinct points; resuming fr
 the learned search's share of the grid's hypervolume."""
 
 import numpy as np
-import pytest
 import xgboost as xgb
 
 from compiler.codesign.pareto import hypervolume
@@ -65,8 +64,7 @@ def test_the_front_is_the_fitting_compiled_points(tmp_path):
     front = pareto(evs, "latency")
     assert evs[0] not in front and front
     assert [ev.latency_ms for ev in front] == sorted(ev.latency_ms for ev in front)
-    with pytest.raises(AssertionError):
-        assert objectives(evs[0], "latency") is not None
+    assert objectives(evs[0], "latency") is None
 
 
 def test_a_ranker_learned_at_earlier_points_picks_a_new_points_candidates(tmp_path):
