@@ -11,8 +11,8 @@ Requests: {"op": "program", "path", "validate"} loads a Program file (validating
 {"op": "config", "path"} loads a configuration file; {"op": "cli", "argv"} runs
 `vta.cli.main(argv)` capturing its output; {"op": "parse", "argv"} only parses the arguments
 (for subcommands that would build hardware or reach a board); {"op": "call", "fn":
-"testkit.compiler_fuzz:te_case", "kwargs"} calls a fuzzing case of `testkit.compiler_fuzz` (the
-only module it may call). Answers: {"outcome": "ok" |
+"testkit.compiler_fuzz:te_case", "kwargs"} calls a case of `testkit.compiler_fuzz` or
+`testkit.onnx_conformance` (the only modules it may call). Answers: {"outcome": "ok" |
 "error" | "bug", "type", "message"} ("error": one of the toolkit's exceptions; "bug": anything
 else), and for "cli" and "parse" the "exit" status, "stdout" and "stderr".
 """
@@ -32,7 +32,8 @@ from pathlib import Path
 
 MEMORY_LIMIT = 4 << 30  # the child's address space
 RUN_BUDGET = 1_000_000  # cycles (sim) and steps (fsim) of each fuzzed run
-CASES = "testkit.compiler_fuzz"  # the one module whose `*_case` functions "call" may run
+# the modules whose `*_case` functions "call" may run
+CASES = ("testkit.compiler_fuzz", "testkit.onnx_conformance")
 # the child runs in a scratch cwd: it finds `testkit` (not installed) through PYTHONPATH
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -140,7 +141,7 @@ def _serve_parse(argv: list[str]) -> dict:
 
 def _serve_call(fn: str, kwargs: dict) -> str:
     module, _, name = fn.partition(":")
-    if module != CASES or not name.endswith("_case"):
+    if module not in CASES or not name.endswith("_case"):
         raise KeyError(f"not a fuzzing case: {fn!r}")
     import importlib
 

@@ -385,13 +385,14 @@ class _Lowering:
         """A channel concat of 4-d values, one of them packed already, whose channel blocks
         all equal the output's."""
         shapes = [self.shape(t) for t in node.inputs]
-        c_out = self.shape(node.outputs[0])[1]
+        out = self.shape(node.outputs[0])
         return (
             node.attrs["axis"] == 1
+            and len(out) == 4
             and all(len(s) == 4 and t not in self.graph.constants
                     for s, t in zip(shapes, node.inputs, strict=True))
             and any(t in self.packed for t in node.inputs)
-            and all(x86.channel_block(s[1]) == x86.channel_block(c_out) for s in shapes)
+            and all(x86.channel_block(s[1]) == x86.channel_block(out[1]) for s in shapes)
         )  # fmt: skip
 
     def concat(self, node: IRNode) -> tuple[list[Node], str]:

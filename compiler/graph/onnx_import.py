@@ -1,4 +1,4 @@
-"""ONNX (opsets 7 and later) -> graph IR with static shapes. A model of opset 7-10 is first
+"""ONNX (opsets 1 and later) -> graph IR with static shapes. A model of opset 1-10 is first
 upgraded to opset 13 by `onnx.version_converter` (`upgrade`); a model of an opset after 18
 (and no newer than the installed onnx package knows) imports where its operators are defined
 as at opset 18. A model that breaks ONNX's rules (a value written twice, an initializer whose
@@ -10,7 +10,7 @@ filled from the operator's schema at the model's opset; inputs that must be cons
 Squeeze/Unsqueeze axes, Resize scales/sizes, Reduce* axes) become attributes, and what
 depends on shapes is resolved: auto_pad into explicit pads, Reshape's 0 and -1, Slice bounds
 clamped, Resize's output sizes (per operator in `onnx_normalize`). Nodes whose inputs are all
-constant (Constant, Shape, and the shape arithmetic after them) fold into constants. Problems
+constant (Constant, Shape, Size, and the shape arithmetic after them) fold into constants. Problems
 are collected over the whole graph and raised as one OperatorError listing every node.
 """
 
@@ -37,7 +37,7 @@ from .passes.infer import infer_node
 from .reference import run_node
 
 OPSETS = range(11, 19)
-OLDEST = 7  # opsets OLDEST..OPSETS[0]-1 are upgraded to UPGRADE_TO
+OLDEST = 1  # opsets OLDEST..OPSETS[0]-1 are upgraded to UPGRADE_TO
 UPGRADE_TO = 13
 MAX_CONCAT_INPUTS = 64  # a Concat of more inputs imports as a tree of Concats
 
@@ -45,16 +45,16 @@ SUPPORTED = (
     "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
     "HardSwish Add Sub Mul Div Pow MaxPool AveragePool GlobalAveragePool GlobalMaxPool Gemm "
     "MatMul Flatten Reshape Transpose Concat Split Slice Squeeze Unsqueeze Pad Softmax "
-    "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Gather Cast "
-    "ConstantOfShape Sum LRN Max Min Mean Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan Asin "
-    "Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
+    "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Size Gather "
+    "Cast ConstantOfShape Sum LRN Max Min Mean Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan "
+    "Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
     "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
     "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports
-FOLD_ONLY = ("Shape", "ConstantOfShape", "Range")  # where they fold to constants
+FOLD_ONLY = ("Shape", "Size", "ConstantOfShape", "Range")  # where they fold to constants
 NORMALIZATIONS = ("LayerNormalization", "InstanceNormalization", "GroupNormalization")
 
 
@@ -247,6 +247,10 @@ class _Importer:
                 f"--shape {sorted(unknown)[0]}: the model has no input of that name ({its})"
             )
         for i in inputs:
+            kind = i.type.WhichOneof("value")
+            if kind != "tensor_type":
+                raise OperatorError(f"input {i.name} is a {kind or 'value of no type'}: only "
+                                    "tensors are graph inputs")  # fmt: skip
             self.graph.inputs.append(i.name)
             elem = i.type.tensor_type.elem_type
             self.graph.values[i.name] = Value(i.name, _input_shape(i, shapes), onnx_dtype(elem))
@@ -409,6 +413,9 @@ class _Importer:
             shape = self.shape(node.input[0])
             start, end = attrs.get("start", 0), attrs.get("end")
             self.graph.add_constant(node.output[0], np.array(shape[start:end], np.int64))
+            return
+        if op == "Size":
+            self.graph.add_constant(node.output[0], np.array(math.prod(self.shape(node.input[0]))))
             return
         if op == "ConstantOfShape":
             shape = [int(d) for d in self.const(node, 0, "shape")]

@@ -1,4 +1,4 @@
-"""Models of opsets 7-10 are upgraded to opset 13 (onnx.version_converter) as they import, and
+"""Models of opsets 1-10 are upgraded to opset 13 (onnx.version_converter) as they import, and
 the compile log says so; the upgraded model matches onnxruntime on the original one, through
 the reference executor and compiled for the CPU."""
 
@@ -95,10 +95,19 @@ def test_softmax_before_13_keeps_its_coerced_meaning(tmp_path):
     check(save(tmp_path, nodes, [2, 3, 4], [2, 3, 4], {}, 10), [2, 3, 4])
 
 
-def test_opsets_below_7_and_failed_upgrades_are_one_line_errors(tmp_path):
+def test_opsets_below_7_upgrade_and_opset_0_is_a_one_line_error(tmp_path):
+    # onnxruntime runs opset 7 and later only: the models of opsets 1 and 6 against numpy
+    x = f32(2, 3, 4)
+    for opset, nodes in [(1, [helper.make_node("Relu", ["x"], ["y"], consumed_inputs=[0])]),
+                         (6, [helper.make_node("Abs", ["x"], ["u"]),
+                              helper.make_node("Neg", ["u"], ["y"])])]:  # fmt: skip
+        path = save(tmp_path, nodes, [2, 3, 4], [2, 3, 4], {}, opset)
+        want = np.maximum(x, 0) if opset == 1 else -np.abs(x)
+        np.testing.assert_array_equal(reference.run(import_onnx(path), {"x": x})["y"], want)
+        np.testing.assert_array_equal(compile_model(path).run({"x": x})["y"], want)
     nodes = [helper.make_node("Relu", ["x"], ["y"])]
-    with pytest.raises(OperatorError, match=r"ONNX opset 6; supported are 7 and later"):
-        import_onnx(save(tmp_path, nodes, [1, 4], [1, 4], {}, 6))
+    with pytest.raises(OperatorError, match=r"ONNX opset 0; supported are 1 and later"):
+        import_onnx(save(tmp_path, nodes, [1, 4], [1, 4], {}, 0))
     # a node the version converter cannot upgrade: its message in the one line
     bad = [helper.make_node("Upsample", ["x"], ["y"], mode="nearest")]  # no scales
     with pytest.raises(OperatorError, match=r"opset 7 cannot be upgraded to 13: .*'scales'") as e:

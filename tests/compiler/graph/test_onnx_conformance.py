@@ -1,0 +1,48 @@
+"""The onnx package's own test models (testkit.onnx_conformance): each one compiled for the CPU
+matches its reference outputs or is refused in one line; none disagrees, crashes or hangs."""
+
+import pytest
+
+pytest.importorskip("onnx")
+
+from testkit import onnx_conformance as conf  # noqa: E402
+
+# models that run today, one per kind: an opset 6 export, an expanded function (with Size),
+# int64 indices, a normalization, a 1-d concat, an opset 20 operator
+RUNS = ("test_operator_basic", "test_layer_normalization_4d_axis0_expanded", "test_gather_0",
+        "test_instancenorm_example", "test_concat_1d_axis_0", "test_gelu_tanh_1")  # fmt: skip
+
+
+def _check(results: list[conf.Result]) -> None:
+    bad = [f"{r.outcome} {r.name}: {r.message}" for r in results
+           if r.outcome in ("disagreed", "crashed")]  # fmt: skip
+    assert not bad, "\n".join(bad)
+    for r in results:
+        assert r.outcome == "matched" or "\n" not in r.message.strip(), r.name
+
+
+def test_a_sample_of_the_models_matches_or_is_refused_in_one_line():
+    names = sorted(conf.cases())
+    sample = sorted(set(names[::15]) | set(RUNS))
+    results = conf.sweep(sample)
+    _check(results)
+    outcome = {r.name: r.outcome for r in results}
+    assert [n for n in RUNS if outcome[n] != "matched"] == []
+    assert sum(r.outcome == "matched" for r in results) > len(sample) // 4
+
+
+@pytest.mark.slow
+def test_every_model_matches_or_is_refused_in_one_line():
+    results = conf.sweep()
+    _check(results)
+    counts = conf.counts(results)["all"]
+    assert counts["matched"] + counts["refused"] == len(conf.cases())
+
+
+def test_outcomes_are_classified_from_the_workers_answers():
+    assert conf._classify({"outcome": "ok", "result": "x: 1 data set(s) matched"})[0] == "matched"
+    assert conf._classify({"outcome": "error", "message": "no Foo"}) == ("refused", "no Foo")
+    assert conf._classify({"outcome": "error", "message": "a\nb"})[0] == "crashed"
+    wrong = {"outcome": "bug", "type": "AssertionError", "message": "Traceback\nNot equal"}
+    assert conf._classify(wrong) == ("disagreed", "Not equal")
+    assert conf._classify({"outcome": "bug", "type": "KeyError", "message": "0"})[0] == "crashed"
