@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.errors import LoweringError
-from compiler.graph.accel import roofline_side
+from compiler.graph.runtime import identity_weight, roofline_side
 from compiler.topi.vta.conv2d import (
     RESNET18,
     Conv2DKnobs,
@@ -44,7 +44,6 @@ from compiler.topi.vta.fused import (
     conv2d_fused,
     default_fused_knobs,
     estimate_cycles,
-    eye,
     fused_knob_space,
     fused_reference,
 )
@@ -211,7 +210,7 @@ def fused_inputs(
             else:
                 feed[b.name] = rng.integers(-128, 128, b.shape).astype(np.int8)
     if "eye" in feed:
-        feed["eye"] = eye(ep.residual_shift, program.config)
+        feed["eye"] = identity_weight(ep.residual_shift, program.config)
     return feed
 
 

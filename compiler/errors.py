@@ -32,3 +32,12 @@ class CodegenError(CompilerError):
 
 class TuningError(CompilerError):
     """The tuner, its measurements or its records failed."""
+
+
+class ArgumentError(CompilerError, ValueError):
+    """Arrays passed to a compiled function or graph do not match its signature (names the
+    parameter)."""
+
+
+class OutOfBoundsError(CompilerError, IndexError):
+    """A data-dependent index (a gather or scatter) fell outside its buffer during a call."""

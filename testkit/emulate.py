@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.codegen.target import arch_family
+from compiler.codegen.abi import arch_family
 from compiler.graph.objects import CROSS_PREFIX
 
 HARNESS = Path(__file__).with_name("board_harness.c")

@@ -10,9 +10,12 @@ claiming a huge array allocates anything.
 
 from __future__ import annotations
 
+import inspect
+import io
 import json
 import math
 import re
+import struct
 import zipfile
 import zlib
 from pathlib import Path
@@ -189,15 +192,34 @@ def _read_data(
 
 
 def _read_header(fh: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """An .npy member's (shape, Fortran order, dtype), its header's size checked before numpy
+    parses it (numpy before 1.24, a PYNQ image's, parses a header of any size)."""
     try:
         version = np.lib.format.read_magic(fh)
-        if version == (1, 0):
-            return np.lib.format.read_array_header_1_0(fh, max_header_size=MAX_HEADER_BYTES)
-        if version == (2, 0):
-            return np.lib.format.read_array_header_2_0(fh, max_header_size=MAX_HEADER_BYTES)
-    except (ValueError, SyntaxError, TypeError, EOFError) as err:
+        if version not in _HEADER_READERS:
+            raise ProgramError(f"{where}: .npy format version {version} (valid: 1.0, 2.0)")
+        size_format, read = _HEADER_READERS[version]
+        size = fh.read(struct.calcsize(size_format))
+        (length,) = struct.unpack(size_format, size)
+        if length > MAX_HEADER_BYTES:
+            raise ProgramError(f"{where}: .npy header of {length} bytes (at most "
+                               f"{MAX_HEADER_BYTES})")  # fmt: skip
+        return read(io.BytesIO(size + fh.read(length)), **_HEADER_LIMIT)
+    except (ValueError, SyntaxError, TypeError, EOFError, struct.error) as err:
         raise ProgramError(f"{where} is not a valid .npy array ({_short(err)})") from None
-    raise ProgramError(f"{where}: .npy format version {version} (valid: 1.0, 2.0)")
+
+
+# the .npy header's length field and reader, by format version
+_HEADER_READERS = {
+    (1, 0): ("<H", np.lib.format.read_array_header_1_0),
+    (2, 0): ("<I", np.lib.format.read_array_header_2_0),
+}
+# numpy 1.24 and later refuse headers over max_header_size (default 10000 bytes)
+_HEADER_LIMIT = (
+    {"max_header_size": MAX_HEADER_BYTES}
+    if "max_header_size" in inspect.signature(np.lib.format.read_array_header_1_0).parameters
+    else {}
+)
 
 
 # ------------------------------------------------------------------------------- manifest

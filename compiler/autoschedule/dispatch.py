@@ -17,7 +17,7 @@ from .workload import WORKLOADS
 
 
 def _threads(threads: int | None) -> int:
-    from ..codegen.parallel import default_threads
+    from ..codegen.abi import default_threads
 
     return default_threads() if threads is None else threads
 

@@ -42,14 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..graph import accel_api
+    # a compiled folder runs on the board runtime alone: no compiler module is imported
+    from ..graph.runtime import HybridModule, time_inferences
 
-    if A.is_vta(args.target) or accel_api.is_saved(args.model):
-        return _run_vta(args)
-    from ..graph.cpu_api import load_model, time_inferences
-
+    saved = HybridModule.saved_target(args.model)
+    if saved == "vta" or (saved is None and A.is_vta(args.target)):
+        return _run_vta(args, saved == "vta")
     log = (lambda m: print(m, file=sys.stderr)) if not args.json else None
-    graph = load_model(args.model, args.target, args.db, A.parse_shapes(args.shape), log)
+    if saved == "llvm":
+        (step,) = HybridModule.load(args.model).steps
+        graph = step.module
+    else:
+        from ..graph.cpu_api import load_model
+
+        graph = load_model(args.model, args.target, args.db, A.parse_shapes(args.shape), log)
     inputs = A.read_npz(args.inputs, "--inputs")
     outputs = graph.run(inputs)
     if args.output:
@@ -72,26 +78,30 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_vta(args: argparse.Namespace) -> int:
-    """0 when the device matched the reference bit for bit."""
-    from ..graph import accel_api
+def _run_vta(args: argparse.Namespace, saved: bool) -> int:
+    """0 when the device matched the reference bit for bit; `saved`: the model is a compiled
+    folder (loaded, not compiled)."""
+    from ..graph.runtime import HybridModule, run_vta
 
     if args.repeat:
         raise CompilerError("--repeat times the CPU target; --target vta reports cycles")
     inputs = A.read_npz(args.inputs, "--inputs")
-    compiled = accel_api.compile_vta(
-        args.model,
-        args.config,
-        args.calibration,
-        args.db,
-        args.candidates,
-        A.parse_shapes(args.shape),
-        given=inputs,
-        log=(lambda m: print(m, file=sys.stderr)) if not args.json else None,
-    )
-    report, outputs = accel_api.run_vta(
-        compiled, inputs, args.device, model=str(args.model), plot=args.plot
-    )
+    if saved:
+        compiled = HybridModule.load(args.model)
+    else:
+        from ..graph import accel_api
+
+        compiled = accel_api.compile_vta(
+            args.model,
+            args.config,
+            args.calibration,
+            args.db,
+            args.candidates,
+            A.parse_shapes(args.shape),
+            given=inputs,
+            log=(lambda m: print(m, file=sys.stderr)) if not args.json else None,
+        )
+    report, outputs = run_vta(compiled, inputs, args.device, model=str(args.model), plot=args.plot)
     if args.output:
         np.savez(args.output, **outputs)
     if args.json:

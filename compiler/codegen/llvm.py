@@ -15,6 +15,7 @@ from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import collect, contains
+from .abi import OOB_PREFIX
 from .parallel import SYMBOL as PARALLEL_FOR
 from .target import long_bits
 
@@ -98,9 +99,6 @@ class _Fn:
         self.builder.ret_void()
         with self.builder.goto_block(self.entry):
             self.builder.branch(self.body)
-
-
-OOB_PREFIX = "__vta_oob_"  # + function name: i64[2] = (checked buffer number + 1, index)
 
 
 class CodeGenLLVM:

@@ -35,7 +35,8 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CodegenError
-from .target import Target, arch_family, long_bits, parse_ir, target_machine
+from .abi import arch_family, default_threads
+from .target import Target, long_bits, parse_ir, target_machine
 
 SYMBOL = "vta_parallel_for"  # void (ptr fn, ptr ctx, i64 n, i64 chunk); fn(ctx, begin, end)
 CHUNKS_PER_THREAD = 4  # chunk 0: n / (4 x threads); every claim moves the claim word between cores
@@ -425,18 +426,6 @@ def cache_root() -> Path:
 
 def _cache_dir() -> Path:
     return cache_root() / "parallel"
-
-
-def default_threads() -> int:
-    """OMP_NUM_THREADS (or VTA_NUM_THREADS) if set, else the cores this process may use."""
-    for name in ("VTA_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(name, "").split(",")[0].strip()
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 @cache

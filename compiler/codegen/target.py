@@ -20,6 +20,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from ..errors import CodegenError
+from .abi import arch_family
 
 # the PYNQ board's Cortex-A9 and a 64-bit Arm host, so `-mtriple` alone gives sensible code
 _DEFAULT_CPU = {"aarch64": ("generic", "+neon"), "armv7": ("cortex-a9", "+neon,+vfp3")}
@@ -88,18 +89,6 @@ def _normalized(triple: str) -> str:
     if len(parts) == 3 and parts[1] == "linux":
         return f"{parts[0]}-unknown-linux-{parts[2]}"
     return triple
-
-
-def arch_family(name: str) -> str:
-    """The architecture family of a triple ("armv7a-linux-gnueabihf") or of a machine name
-    (`platform.machine()`: "armv7l", "aarch64", "x86_64"): "arm", "aarch64", "x86_64" or
-    the name's first word."""
-    arch = name.split("-")[0].lower()
-    if arch.startswith(("arm64", "aarch64")):
-        return "aarch64"
-    if arch.startswith(("arm", "thumb")):
-        return "arm"
-    return "x86_64" if arch in ("amd64", "x86_64") else arch
 
 
 # x86 CPU names (LLVM's) by the vector instruction set their code may use

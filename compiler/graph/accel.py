@@ -18,12 +18,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.program import Program
-from vta.stats import Stats
 
 from ..errors import LoweringError
 from ..topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
@@ -31,44 +28,12 @@ from ..topi.vta.fused import (
     Epilogue,
     conv2d_fused,
     estimate_cycles,
-    eye,
     fused_knob_space,
     fused_stream,
 )
 from .objects import default_processes
 from .quant import QConv
-
-
-def pad_to(n: int, block: int) -> int:
-    return -(-n // block) * block
-
-
-def pack_act(x: np.ndarray, cfg: VTAConfig) -> np.ndarray:
-    """NCHW int8 -> (N/b, C'/c, H, W, b, c), channels zero-padded to the block."""
-    n, c, h, w = x.shape
-    bn, bc = cfg.batch, cfg.block_in
-    if n % bn:
-        raise LoweringError(f"batch {n} is not a multiple of the configuration's batch {bn}")
-    x = np.pad(x, ((0, 0), (0, pad_to(c, bc) - c), (0, 0), (0, 0)))
-    x = x.reshape(n // bn, bn, -1, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
-    return np.ascontiguousarray(x)
-
-
-def unpack_act(x: np.ndarray, channels: int) -> np.ndarray:
-    """(N/b, C'/c, H, W, b, c) -> NCHW with the first `channels` channels."""
-    n, c, h, w, bn, bc = x.shape
-    out = x.transpose(0, 4, 1, 5, 2, 3).reshape(n * bn, c * bc, h, w)
-    return np.ascontiguousarray(out[:, :channels])
-
-
-def pack_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
-    """OIHW int8 -> (O'/o, I'/i, KH, KW, o, i), both channel counts zero-padded."""
-    o, i, kh, kw = w.shape
-    bo, bi = cfg.block_out, cfg.block_in
-    w = np.pad(w, ((0, pad_to(o, bo) - o), (0, pad_to(i, bi) - i), (0, 0), (0, 0)))
-    w = w.reshape(-1, bo, w.shape[1] // bi, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3)
-    return np.ascontiguousarray(w)
-
+from .runtime import AccelConv, pad_to
 
 Job = tuple[Conv2DWorkload, Epilogue, Conv2DKnobs, VTAConfig]  # one Program to build
 _PROGRAMS: dict[Job, Program] = {}  # built in this process, by structure
@@ -186,12 +151,14 @@ def choose_knobs(
     db: str | None = None,
     pool: Executor | None = None,
     rank: Rank = estimate_rank,
+    meanwhile: Callable[[], None] | None = None,
 ) -> dict[Structure, Conv2DKnobs]:
     """Each layer structure's knobs (`search_structure` over `knob_candidates` ranked by
     `rank`), keyed by workload and canonical epilogue (`Epilogue.structure`: immediates do not
     change cycles, so layers that differ only in them search once), and the layers' Programs
     built with them (`fused_program` returns them). One job per structure, in the `pool`
-    (`worker_pool`) if given, the longest (by tiles) first, so the workers finish together."""
+    (`worker_pool`) if given, the longest (by tiles) first, so the workers finish together;
+    `meanwhile` runs in this process once the jobs are in the pool."""
     key = (cfg, candidates, db, rank)
     layers_of: dict[Structure, list[Epilogue]] = {}
     for wl, ep in layers:
@@ -202,6 +169,8 @@ def choose_knobs(
     jobs = [(s, knob_candidates(*s, cfg, candidates, db, rank), layers_of[s], cfg) for s in todo]
     jobs.sort(key=lambda j: -sum(_tiles(j[0][0], k) for k in j[1]))
     found = pool.map(search_structure, jobs) if pool else map(search_structure, jobs)
+    if meanwhile is not None:
+        meanwhile()
     for job, (knobs, programs, cycles) in zip(jobs, found, strict=True):
         (wl, canonical), tried, epilogues, _ = job
         _TIMED.extend((wl, canonical, k, cfg, c) for k, c in zip(tried, cycles, strict=False))
@@ -210,36 +179,6 @@ def choose_knobs(
             {(wl, ep, knobs, cfg): p for ep, p in zip(epilogues, programs, strict=True)}
         )
     return {s: _CHOSEN[(*s, *key)] for s in layers_of}
-
-
-@dataclasses.dataclass
-class AccelConv:
-    """One offloaded layer: workload, epilogue, knobs, its Program and the packed constant
-    inputs the Program reads."""
-
-    name: str
-    wl: Conv2DWorkload
-    ep: Epilogue
-    knobs: Conv2DKnobs
-    consts: dict[str, np.ndarray]
-    out_channels: int
-    program: Program
-
-    def run(
-        self,
-        device: str,
-        x: np.ndarray,
-        residual: np.ndarray | None = None,
-        sc_in: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, Stats]:
-        """Run on `device` with packed activations; the packed int8 output and the Stats."""
-        feed = {"data": x, **self.consts}
-        if residual is not None:
-            feed["residual"] = residual
-        if sc_in is not None:
-            feed["sc_data"] = sc_in
-        outs, stats = get_device(device).run(self.program, feed)
-        return outs["out"], stats
 
 
 def layer_structure(
@@ -277,72 +216,14 @@ def compile_qconv(
     candidates: int = 8,
     db: str | None = None,
     knobs: Conv2DKnobs | None = None,
-    program: Program | None = None,
 ) -> AccelConv:
     """The accelerator layer of a quantized conv on NCHW input `in_shape` (`sc_shape`: the
     shortcut conv's input), with the given `knobs` or ones chosen by `choose_knobs`, and its
-    Program (`program`: one built before, e.g. loaded from a compiled model's folder, which
-    must have this configuration and the layer's buffers)."""
+    Program."""
     wl, ep = layer_structure(name, q, in_shape, cfg, sc_shape)
-    o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
-    consts = {"kernel": pack_weight(q.weight, cfg)}
-    if q.sc_weight is not None:
-        consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
-    bias = np.zeros(pad_to(o, bo), np.int32)
-    bias[:o] = q.bias
-    consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), (wl.co, bn, bo)))
-    if q.residual_shift is not None:
-        consts["eye"] = eye(q.residual_shift, cfg)
     if knobs is None:
         knobs = choose_knobs([(wl, ep)], cfg, candidates, db)[(wl, ep.structure())]
     elif knobs not in fused_knob_space(wl, ep, cfg):
         raise LoweringError(f"{name}: knobs {knobs} do not fit the configuration")
-    if program is None:
-        program = fused_program(wl, ep, knobs, cfg)
-    elif program.config != cfg or {b.name for b in program.buffers} < {"data", "out", *consts}:
-        raise LoweringError(f"{name}: its Program is not one of this layer and configuration")
-    return AccelConv(name, wl, ep, knobs, consts, o, program)
-
-
-def report_row(layer: AccelConv, st: Stats) -> dict:
-    """A report row of an offloaded layer's run: cycles, GEMM utilization, DRAM bytes and its
-    arithmetic intensity (ops per DRAM byte)."""
-    dram = sum(st.bytes_loaded.values()) + st.bytes_stored
-    return {
-        "name": layer.name,
-        "where": "vta",
-        "cycles": st.cycles,
-        "gemm_utilization": st.utilization,
-        "dram_bytes": dram,
-        "intensity": 2 * st.macs / dram,
-    }
-
-
-def roofline_side(intensity: float, cfg: VTAConfig) -> str:
-    """Compute- or memory-bound on the configuration's roofline (ridge = peak / bandwidth)."""
-    ridge = cfg.macs_per_cycle * 2 / cfg.bus_bytes
-    return "compute" if intensity >= ridge else "memory"
-
-
-def plot_roofline(rows: list[dict], cfg: VTAConfig, path: str, title: str) -> None:
-    """The offloaded layers on the configuration's roofline (peak GOPS, DRAM bandwidth)."""
-    import matplotlib  # optional (the 'plot' extra)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    bandwidth = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9
-    xs = np.logspace(-1, 3, 100)
-    fig, ax = plt.subplots(figsize=(7, 5))
-    ax.loglog(xs, np.minimum(cfg.peak_gops, bandwidth * xs), "k-", label="roofline")
-    accel = [r for r in rows if r["where"] == "vta"]
-    gops = [r["gemm_utilization"] * cfg.peak_gops for r in accel]
-    ax.scatter([r["intensity"] for r in accel], gops, label="offloaded layers")
-    for r, g in zip(accel, gops, strict=True):
-        ax.annotate(r["name"], (r["intensity"], g), fontsize=6)
-    ax.set_xlabel("arithmetic intensity (ops / DRAM byte)")
-    ax.set_ylabel("GOPS")
-    ax.set_title(f"{title} on VTA ({cfg.name}, {cfg.clock_mhz:g} MHz)")
-    ax.legend()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    program = fused_program(wl, ep, knobs, cfg)
+    return AccelConv.of(name, q, cfg, dataclasses.asdict(knobs), program)

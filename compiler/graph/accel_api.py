@@ -1,29 +1,29 @@
 """ONNX models on the accelerator, the entry points `vta compile/run/tune MODEL.onnx --target
 vta` call (plain arguments): the model through the graph passes, partitioned, calibrated,
-quantized and compiled into a `hybrid.HybridModule`, saved and loaded, run on a device with
+quantized and compiled into a `runtime.HybridModule`, saved and loaded, run on a device with
 every accelerator group checked bit for bit against the quantized reference and a per-group
-report, and its conv2d_fused tasks tuned. The rest of the toolkit reaches the accelerator path
-through this module only."""
+report (`runtime.run_vta`), and its conv2d_fused tasks tuned. The rest of the toolkit reaches
+the accelerator path through this module, but for the run of a compiled folder, which imports
+`runtime` alone (no compiler: what a board runs)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vta.config import VTAConfig
 
 from ..errors import CompilerError
-from .accel import plot_roofline, roofline_side
 from .build_onnx import fused_graph
-from .hybrid import HybridModule, compile_for_accelerator, tuning_tasks
+from .hybrid import compile_for_accelerator, tuning_tasks
 from .ir import Graph
 from .passes.partition import partition
 from .passes.quantize import calibrate, quantize
-from .reference import run
+from .runtime import HybridModule, board_latency_ms, run_vta
 
 if TYPE_CHECKING:
     from ..tune.task import Task
@@ -133,66 +133,6 @@ def board_target(config: str | None, host_target: str | None) -> str:
     return board_cpu_target(VTAConfig.load(config)) or "llvm"
 
 
-def board_latency_ms(cycles: int | None, cfg: VTAConfig, cpu_seconds: float) -> float | None:
-    """One inference's latency on the board in milliseconds: the accelerator's `cycles` at the
-    configuration's clock, then the CPU steps' `cpu_seconds` as timed where they ran (on the
-    board, its own CPU); None without cycles (fsim counts none)."""
-    if cycles is None:
-        return None
-    return cycles / (cfg.clock_mhz * 1e3) + cpu_seconds * 1e3
-
-
-def run_vta(
-    compiled: Compiled,
-    inputs: Mapping[str, np.ndarray],
-    device: str = "sim",
-    model: str = "",
-    plot: str | None = None,
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Run the compiled model on `device`, every accelerator group checked bit for bit against
-    the quantized reference kernel on its inputs (`HybridModule.run` raises on a difference);
-    returns the report (per-step rows: where each ran and why, cycles, GEMM utilization, DRAM
-    bytes, roofline side, a CPU step's time and kernel; totals; `latency_ms`:
-    `board_latency_ms`; `bit_exact`: every group matched; `output_error` against the fp32
-    graph where the model is an ONNX file) and the outputs by name. `plot` writes the groups'
-    roofline plot."""
-    cfg = compiled.cfg
-    # the device run checks each accelerator group against the reference kernel on the same
-    # inputs (a difference raises), so a second, reference run would compute them again
-    start = time.perf_counter()
-    outputs, rows = compiled.run(inputs, device)
-    wall = time.perf_counter() - start
-    exact = all(r["bit_exact"] for r in rows if r["where"] == "vta")
-    error = None
-    if compiled.fp32 is not None:
-        f32 = run(compiled.fp32, {t: np.asarray(v, np.float32) for t, v in inputs.items()})
-        error = max(float(np.abs(outputs[t] - f32[t]).max() / max(np.abs(f32[t]).max(), 1e-30))
-                    for t in f32)  # fmt: skip
-    for r in rows:
-        if r["where"] == "vta" and "intensity" in r:
-            r["bound"] = roofline_side(r["intensity"], cfg)
-    cycles = None if device == "fsim" else sum(r.get("cycles") or 0 for r in rows)
-    cpu_seconds = sum(r["cpu_seconds"] for r in rows if r["where"] == "cpu")
-    report = {
-        "model": str(model),
-        "config": cfg.name,
-        "device": device,
-        "calibration": compiled.calibration,
-        "cycles": cycles,
-        "layers": rows,
-        "cpu_seconds": cpu_seconds,
-        "latency_ms": board_latency_ms(cycles, cfg, cpu_seconds),
-        "run_seconds": wall,
-        "compile_seconds": compiled.compile_seconds,
-        "compile_times": compiled.compile_times,
-        "bit_exact": bool(exact),
-        "output_error": error,
-    }
-    if plot:
-        plot_roofline([r for r in rows if "intensity" in r], cfg, plot, Path(model).stem)
-    return report, outputs
-
-
 def tune_vta(
     model: str | Path,
     n_trial: int,
@@ -236,3 +176,17 @@ def tune_vta(
     finally:
         option.close()
     return [(t, a, w, h) for t, (a, w), h in zip(tasks, found, histories, strict=True)]
+
+
+__all__ = [
+    "Compiled",
+    "board_latency_ms",
+    "board_target",
+    "calibration_inputs",
+    "compile_vta",
+    "is_saved",
+    "run_vta",
+    "save",
+    "seeded_inputs",
+    "tune_vta",
+]

@@ -1,7 +1,8 @@
 """Compile a planned graph for the CPU: every fused group becomes one kernel (topi computes from
 `build_ops`, the default x86 schedule of the group's anchor operator with the others fused
 into it, or the schedule the dispatch context holds for it: `tasks.group_schedule`), and
-`executor.GraphModule` runs them on the planned arena.
+`executor.compile_graph` links them into a `graph_module.GraphModule` that runs them on the
+planned arena.
 
 A group is a list of nodes in order; the tensors it reads from outside are its kernel's
 parameters (activations at arena offsets, graph inputs, constants), its last node's output is
@@ -24,7 +25,8 @@ from ..errors import OperatorError
 from ..tir import stmt as S
 from ..tune.dispatch import ApplyHistoryBest
 from .build_ops import Group, Node, group_tensors, schedule_group
-from .executor import ALIGN, GraphModule, Slot, Step, TensorSpec
+from .executor import Step, compile_graph
+from .graph_module import ALIGN, GraphModule, Slot, TensorSpec
 from .objects import Kernel
 from .tasks import group_schedule, kernel_signature
 
@@ -117,7 +119,7 @@ def build_graph(
             slots = [_slot(t, inputs, outputs, params, offsets) for t in names]
             steps.append(Step(func, slots, g.name, group_flops(g, shapes)))
     dtypes = tensor_dtypes(groups)
-    graph = GraphModule.build(
+    graph = compile_graph(
         steps,
         [TensorSpec(t, tuple(shapes[t]), dtypes.get(t, "float32")) for t in inputs],
         [TensorSpec(t, tuple(shapes[t]), dtypes.get(t, "float32")) for t in outputs],

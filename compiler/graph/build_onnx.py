@@ -34,7 +34,7 @@ from .build import (
     view_aliases,
 )
 from .build_ops import OPS, UNARY
-from .executor import GraphModule
+from .graph_module import GraphModule
 from .ir import Graph
 from .ir import Node as IRNode
 from .onnx_import import import_onnx

@@ -1,19 +1,16 @@
 """ONNX models on the CPU, the entry points the `vta run`, `vta compile` and `vta tune
 MODEL.onnx` commands call (plain arguments; the accelerator's are in `accel_api.py`): load a
-compiled model folder or compile an .onnx file, time inferences, and find and tune a model's
+compiled model folder or compile an .onnx file, and find and tune a model's
 convolution tasks."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..errors import CompilerError
-from .executor import GraphModule
+from .graph_module import GraphModule
 
 if TYPE_CHECKING:
     from ..tune.tuner import TuningHistory
@@ -34,7 +31,7 @@ def load_model(
     tasks their records)."""
     from ..tune.dispatch import cpu_history  # the compiler pipeline only when compiling
     from .build_onnx import compile_model
-    from .hybrid import HybridModule
+    from .runtime import HybridModule
 
     p = Path(path)
     if p.is_dir():
@@ -46,18 +43,6 @@ def load_model(
         raise CompilerError(f"{path}: no such model file or compiled model folder")
     with cpu_history(db, target) as records:  # --db's records, then the shipped ones
         return compile_model(p, target, shapes=dict(shapes or {}), log=log, records=records)
-
-
-def time_inferences(
-    graph: GraphModule, inputs: Mapping[str, np.ndarray], repeat: int
-) -> dict[str, float]:
-    """The median, minimum and maximum latency in ms of `repeat` inferences."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        graph.run(dict(inputs))
-        times.append((time.perf_counter() - t) * 1e3)
-    return {"median": float(np.median(times)), "min": min(times), "max": max(times)}
 
 
 def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[ConvTask, int]]:

@@ -1,21 +1,14 @@
-"""One compiled module for a quantized, partitioned graph: its accelerator groups as Programs
-(`accel.compile_qconv`, run by any device) beside its CPU groups' llvm kernels (each run of
-consecutive CPU groups one `GraphModule`, one native call), and the boundary Quantize /
-Dequantize nodes in numpy. Activations are packed into the accelerator's layout where the
-accelerator first reads them and stay packed between its groups.
-
-`run(feeds, device)` runs it on a device and checks every accelerator group's output bit for
-bit against the quantized reference kernel on the same inputs (`reference.vta_conv`); with
-device None the accelerator groups run that kernel. Saved to a folder (`model.json`, each CPU
-segment's `GraphModule` folder, each accelerator group's Program file, `accel.npz` with the
-quantized weights) and loaded without calibrating, searching or compiling.
+"""Compile a quantized, partitioned graph into a `runtime.HybridModule`: its accelerator groups
+as Programs (`accel.compile_qconv`, run by any device) beside its CPU groups' kernels (each run
+of consecutive CPU groups one `GraphModule`, compiled for this machine or the board's CPU), and
+the boundary Quantize / Dequantize nodes, which run in numpy. The module runs, saves and loads
+without the compiler (`runtime.py`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,222 +16,27 @@ import numpy as np
 from vta.config import VTAConfig
 from vta.program import Program
 
-from ..errors import OperatorError
 from ..topi.vta.conv2d import Conv2DKnobs
-from . import quant as Q
 from .accel import (
-    AccelConv,
     Rank,
     choose_knobs,
     compile_qconv,
     estimate_rank,
     fused_program,
     layer_structure,
-    pack_act,
-    report_row,
-    unpack_act,
     worker_pool,
 )
 from .build_onnx import compile_fused
-from .executor import BoardGraph, GraphModule
 from .ir import Graph, Group, Node
 from .passes.fuse import group_inputs
 from .passes.partition import VTA
-from .reference import run_node
-
-FORMAT = "vta-model-1"
-
-
-@dataclasses.dataclass
-class Step:
-    """One step: `kind` cpu (a GraphModule over `inputs` -> `outputs`), quantize / dequantize
-    (numpy), or vta (an AccelConv); `groups` names the graph's groups it runs."""
-
-    kind: str
-    name: str
-    inputs: list[str]
-    outputs: list[str]
-    groups: list[str]
-    reason: str = ""
-    module: GraphModule | BoardGraph | None = None
-    node: Node | None = None
-    accel: AccelConv | None = None
-    shapes: tuple = ()  # vta: the NCHW shapes of its input and shortcut input (or None)
-
-
-@dataclasses.dataclass
-class HybridModule:
-    """A compiled model for one accelerator configuration (see the module's docstring), or,
-    with `cfg` None, for the CPU alone (one step: the whole graph's GraphModule): the one
-    compiled-model folder format of both targets."""
-
-    cfg: VTAConfig | None
-    steps: list[Step]
-    inputs: dict[str, tuple[int, ...]]
-    outputs: list[str]
-    constants: dict[str, np.ndarray]
-    compile_seconds: float = 0.0
-    calibration: str = ""
-    compile_times: dict[str, float] = dataclasses.field(default_factory=dict)  # by stage
-    fp32: Graph | None = None  # the fp32 graph it was compiled from (not saved)
-
-    def run(
-        self, feeds: dict[str, np.ndarray], device: str | None = None
-    ) -> tuple[dict[str, np.ndarray], list[dict]]:
-        """(outputs by name, one report row per step) on `device` (None: the accelerator
-        groups in numpy); raises OperatorError naming the inputs given wrongly."""
-        if set(feeds) != set(self.inputs):
-            raise OperatorError(f"inputs: give exactly {sorted(self.inputs)}, got {sorted(feeds)}")
-        env = {}
-        for t, shape in self.inputs.items():
-            env[t] = np.asarray(feeds[t], np.float32)
-            if env[t].shape != shape:
-                raise OperatorError(f"input '{t}' has shape {list(env[t].shape)}, expected "
-                                    f"{list(shape)}")  # fmt: skip
-        env.update(self.constants)
-        packed: dict[str, np.ndarray] = {}
-        rows = []
-        for step in self.steps:
-            start = time.perf_counter()
-            if step.kind == "cpu":
-                env.update(step.module.run({t: env[t] for t in step.inputs}))
-                rows.append(self._row(step, "llvm", start))
-            elif step.kind == "vta" and device is not None:
-                rows.append(self._device(step, env, packed, device))
-            else:
-                node = step.node
-                outs = run_node(node, [env[t] if t else None for t in node.inputs])
-                env.update(zip(node.outputs, outs, strict=True))
-                rows.append(self._row(step, "numpy", start))
-        return {t: env[t] for t in self.outputs}, rows
-
-    def _row(self, step: Step, kernel: str, start: float) -> dict:
-        took = time.perf_counter() - start
-        where = "vta" if step.kind == "vta" else "cpu"
-        row = {"name": step.name, "where": where, "why": step.reason, "cpu_seconds": took}
-        return {**row, "kernel": kernel, "groups": step.groups}
-
-    def _device(self, step: Step, env: dict, packed: dict, device: str) -> dict:
-        """Run an accelerator step on `device`; its output must equal the reference kernel's."""
-        node, layer = step.node, step.accel
-        x, res, sc = node.inputs[0], node.inputs[3], node.inputs[4]
-        for t in filter(None, (x, res, sc)):
-            if t not in packed:
-                packed[t] = pack_act(env[t], self.cfg)
-        res_in, sc_in = (packed[t] if t else None for t in (res, sc))
-        out, stats = layer.run(device, packed[x], res_in, sc_in)
-        y = unpack_act(out, layer.out_channels)
-        expected = run_node(node, [env[t] if t else None for t in node.inputs])[0]
-        hi = node.attrs["clip_hi"]
-        if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
-            y = np.minimum(y, np.int8(hi))
-        else:
-            packed[node.outputs[0]] = out
-        if not np.array_equal(y, expected):
-            bad = int((y != expected).sum())
-            raise OperatorError(f"{step.name}: {device} differs from the quantized reference in "
-                                f"{bad} of {y.size} values")  # fmt: skip
-        env[node.outputs[0]] = y
-        return {**report_row(layer, stats), "why": step.reason, "bit_exact": True}
-
-    # ---- save and load ------------------------------------------------------------------
-    def save(self, folder: str | Path) -> None:
-        """model.json, accel.npz (quantized weights, biases, the constants numpy steps read),
-        cpu<k>/ (each CPU segment's GraphModule) and <group>.npz (each accelerator group's
-        Program, in the Program file format every device and `vta sim` read)."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        steps = []
-        for k, s in enumerate(self.steps):
-            d = {f: getattr(s, f) for f in ("kind", "name", "inputs", "outputs", "groups",
-                                              "reason")}  # fmt: skip
-            if s.module is not None:
-                d["module"] = f"cpu{k}"
-                s.module.save(folder / d["module"])
-            if s.node is not None:
-                n = s.node
-                d["node"] = {"op": n.op, "inputs": n.inputs, "outputs": n.outputs,
-                             "attrs": n.attrs, "name": n.name}  # fmt: skip
-            if s.accel is not None:
-                d["knobs"] = dataclasses.asdict(s.accel.knobs)
-                d["program"] = f"{s.name}.npz"
-                s.accel.program.save(folder / d["program"])
-                d["shapes"] = [None if x is None else list(x) for x in s.shapes]
-            steps.append(d)
-        manifest = {
-            "format": FORMAT,
-            "target": "llvm" if self.cfg is None else "vta",
-            "config": None if self.cfg is None else self.cfg.to_dict(),
-            "inputs": {t: list(v) for t, v in self.inputs.items()},
-            "outputs": self.outputs,
-            "calibration": self.calibration,
-            "steps": steps,
-        }
-        (folder / "model.json").write_text(json.dumps(manifest, indent=1, default=int))
-        np.savez(folder / "accel.npz", **self.constants)
-
-    @staticmethod
-    def is_saved(folder: str | Path) -> bool:
-        return (Path(folder) / "model.json").is_file()
-
-    @staticmethod
-    def saved_target(folder: str | Path) -> str | None:
-        """The target a folder `save` wrote was compiled for (llvm or vta), None for any
-        other path."""
-        try:
-            target = json.loads((Path(folder) / "model.json").read_text()).get("target")
-        except (OSError, ValueError, AttributeError):
-            return None
-        return target if target in ("llvm", "vta") else None
-
-    @classmethod
-    def cpu_only(cls, module: GraphModule) -> HybridModule:
-        """A model compiled for the CPU alone (`vta compile --target llvm`) as one step."""
-        inputs = {s.name: tuple(s.shape) for s in module.inputs}
-        outputs = [s.name for s in module.outputs]
-        step = Step("cpu", "graph", list(inputs), outputs, [], "", module=module)
-        return cls(None, [step], inputs, outputs, {})
-
-    @classmethod
-    def load(cls, folder: str | Path) -> HybridModule:
-        """The module `save` wrote, its Programs read back (validated, as every Program file)."""
-        folder = Path(folder)
-        try:
-            m = json.loads((folder / "model.json").read_text())
-            if m.get("format") != FORMAT:
-                raise OperatorError(f"{folder}: model.json is not a {FORMAT} manifest")
-            cfg = None if m["config"] is None else VTAConfig.from_dict(m["config"])
-            with np.load(folder / "accel.npz", allow_pickle=False) as z:
-                constants = {k: z[k] for k in z.files}
-            steps = []
-            for d in m["steps"]:
-                node = Node(**d["node"]) if "node" in d else None
-                step = Step(d["kind"], d["name"], d["inputs"], d["outputs"], d["groups"],
-                            d["reason"], node=node)  # fmt: skip
-                if "module" in d:
-                    step.module = GraphModule.load(folder / d["module"])
-                if "knobs" in d:
-                    step.shapes = tuple(None if x is None else tuple(x) for x in d["shapes"])
-                    step.accel = _accel(node, constants, *step.shapes, cfg,
-                                        knobs=Conv2DKnobs(**d["knobs"]),
-                                        program=Program.load(folder / d["program"]))  # fmt: skip
-                steps.append(step)
-        except (OSError, KeyError, TypeError, ValueError) as e:
-            why = f"{type(e).__name__}: {e}"
-            raise OperatorError(f"{folder}: not a compiled model ({why})") from None
-        inputs = {t: tuple(v) for t, v in m["inputs"].items()}
-        return cls(cfg, steps, inputs, m["outputs"], constants, 0.0, m.get("calibration", ""))
-
-
-def _qconv(node: Node, constants: dict) -> Q.QConv:
-    """The QConv of a VTAConv node."""
-    w, b = constants[node.inputs[1]], constants[node.inputs[2]]
-    return Q.qconv_of(node.attrs, w, b, constants[node.inputs[5]] if node.inputs[5] else None)
+from .runtime import HybridModule, Step, qconv_of_node
 
 
 def _accel(node: Node, constants: dict, in_shape, sc_shape, cfg: VTAConfig, **options):
     """The AccelConv of a VTAConv node."""
-    return compile_qconv(node.name, _qconv(node, constants), in_shape, cfg, sc_shape, **options)
+    q = qconv_of_node(node, constants)
+    return compile_qconv(node.name, q, in_shape, cfg, sc_shape, **options)
 
 
 def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
@@ -249,7 +47,7 @@ def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
         if g.target == VTA:
             node = g.nodes[0]
             x, sc = (graph.value(t).shape if t else None for t in (node.inputs[0], node.inputs[4]))
-            wl, ep = layer_structure(node.name, _qconv(node, graph.constants), x, cfg, sc)
+            wl, ep = layer_structure(node.name, qconv_of_node(node, graph.constants), x, cfg, sc)
             out[g.name] = (x, sc, wl, ep)
     return out
 
@@ -261,11 +59,12 @@ def layer_knobs(
     db: str | None,
     pool=None,
     rank: Rank = estimate_rank,
+    meanwhile: Callable[[], None] | None = None,
 ) -> dict[str, Conv2DKnobs]:
-    """Each accelerator group's knobs (`accel.choose_knobs`, all searches at once; its layers'
-    Programs are built with them)."""
+    """Each accelerator group's knobs (`accel.choose_knobs`, all searches at once, `meanwhile`
+    run here while the pool searches; its layers' Programs are built with them)."""
     layers = [(wl, ep) for _, _, wl, ep in structures.values()]
-    chosen = choose_knobs(layers, cfg, candidates, db, pool, rank)
+    chosen = choose_knobs(layers, cfg, candidates, db, pool, rank, meanwhile)
     return {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
 
 
@@ -334,13 +133,18 @@ def compile_hybrid(
             later = set(graph.outputs).union(*(group_inputs(h) for r in runs[k + 1 :] for h in r))
             subs[k] = _subgraph(graph, run, later)
     structures = accelerator_layers(graph, cfg)
+    modules, cpu = {}, []
+
+    def cpu_kernels() -> None:  # compiled here while the workers search
+        lap = time.perf_counter()
+        modules.update({k: compile_fused(sub, host_target, log=log) for k, sub in subs.items()})
+        cpu.append(time.perf_counter() - lap)
+
     with worker_pool() as pool:  # all searches at once, each building its layers' Programs
-        knobs = layer_knobs(structures, cfg, candidates, db, pool)
-    search = time.perf_counter() - start
-    modules = {k: compile_fused(sub, host_target, log=log) for k, sub in subs.items()}
+        knobs = layer_knobs(structures, cfg, candidates, db, pool, meanwhile=cpu_kernels)
     times = {
-        "knob search, Programs": search,
-        "CPU kernels": time.perf_counter() - start - search,
+        "knob search, Programs, CPU kernels": time.perf_counter() - start,
+        "  of which CPU kernels": cpu[0],
     }
     steps: list[Step] = []
     for k, run in enumerate(runs):
@@ -409,7 +213,7 @@ def compile_for_accelerator(
     lap("quantization")
     module = compile_hybrid(q, cfg, candidates, db, log, host_target)
     module.compile_times = {**times, **module.compile_times}
-    module.compile_seconds = sum(module.compile_times.values())
+    module.compile_seconds += sum(times.values())
     module.fp32 = fp32
     return module, q
 
@@ -428,7 +232,6 @@ def tuning_tasks(graph: Graph, cfg: VTAConfig) -> list[tuple[tuple, int]]:
 
 
 __all__ = [
-    "FORMAT",
     "HybridModule",
     "Step",
     "accelerator_programs",

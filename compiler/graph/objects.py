@@ -26,8 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..codegen.abi import arch_family
 from ..codegen.llvm import codegen
-from ..codegen.target import Target, arch_family, optimize, parse_ir, target_machine
+from ..codegen.target import Target, optimize, parse_ir, target_machine
 from ..errors import CodegenError
 from ..tir import stmt as S
 
@@ -163,7 +164,11 @@ def _kill(pid: int) -> None:
 
 # another machine's Linux (`arch_family` of its triple) -> the cross toolchain's prefix, as
 # Debian's gcc-<prefix> package and `zig cc -target <prefix>` name it
-CROSS_PREFIX = {"arm": "arm-linux-gnueabihf", "aarch64": "aarch64-linux-gnu"}
+CROSS_PREFIX = {
+    "arm": "arm-linux-gnueabihf",
+    "aarch64": "aarch64-linux-gnu",
+    "x86_64": "x86_64-linux-gnu",
+}
 
 
 def cross_linker(triple: str) -> list[str]:

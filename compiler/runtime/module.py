@@ -22,26 +22,17 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from vta.errors import VTAError
-
 from ..codegen import parallel
-from ..codegen.llvm import OOB_PREFIX, codegen
+from ..codegen.abi import OOB_PREFIX, address
+from ..codegen.llvm import codegen
 from ..codegen.target import Target, optimize, parse_ir, target_machine
-from ..errors import CodegenError, OperatorError
+from ..errors import ArgumentError, CodegenError, OperatorError, OutOfBoundsError
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.functor import post_order_visit
 
 SIGNATURE_PREFIX = "__vta_signature_"
-
-
-class ArgumentError(VTAError, ValueError):
-    """Arrays passed to a module do not match its signature (names the parameter)."""
-
-
-class OutOfBoundsError(VTAError, IndexError):
-    """A data-dependent index (a gather or scatter) fell outside its buffer during a call."""
 
 
 def set_num_threads(n: int) -> None:
@@ -75,15 +66,6 @@ def _signature(f: S.PrimFunc) -> list[dict]:
         }
         for b in f.params
     ]
-
-
-def address(a: np.ndarray) -> int:
-    """The address of a C-contiguous array's data: through the buffer protocol where the
-    array is writable and not empty, in a fifth of the time of `a.ctypes.data` (which builds
-    an object per call: a few microseconds per argument on every call of a kernel)."""
-    if a.flags.writeable and a.nbytes:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    return a.ctypes.data
 
 
 class _Callable:
@@ -275,15 +257,3 @@ def build_module(
     func: S.PrimFunc, target: str, imports: list[str], bounds_check: bool = True
 ) -> Module:
     return Module(func, Target.parse(target), imports, bounds_check)
-
-
-def aligned(a: np.ndarray, align: int = 64) -> np.ndarray:
-    """A C-contiguous copy of `a` starting on an `align`-byte boundary: numpy promises 16
-    bytes, and a block read in 64-byte vectors from an unaligned start splits every load across
-    two cache lines (5-8% slower convolutions; timings of AVX2 code swung up to 3x)."""
-    a = np.asarray(a)
-    raw = np.empty(a.nbytes + align, np.uint8)
-    start = (-raw.ctypes.data) % align
-    out = raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
-    out[...] = a
-    return out

@@ -1,28 +1,8 @@
 """CPU operators (TVM's topi): tensor-expression computes in `nn` and the top level, default
-x86 schedules in `x86`, numpy references in `testing`. Accelerator operators go in `vta`."""
+x86 schedules in `x86`, numpy references in `testing`. Accelerator operators go in `vta`.
+Exports are imported on first use (`compiler.lazy`)."""
 
-from . import nn, tag, testing, x86
-from .broadcast import (
-    add,
-    broadcast_to,
-    divide,
-    equal,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    logical_and,
-    logical_or,
-    logical_xor,
-    maximum,
-    minimum,
-    multiply,
-    power,
-    prelu,
-    subtract,
-    where,
-)
-from .math import exp, log, negative, sigmoid, sqrt, tanh
+from ..lazy import lazy_exports
 
 __all__ = [
     "add",
@@ -54,3 +34,36 @@ __all__ = [
     "where",
     "x86",
 ]
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "add": ".broadcast",
+        "broadcast_to": ".broadcast",
+        "divide": ".broadcast",
+        "equal": ".broadcast",
+        "exp": ".math",
+        "greater": ".broadcast",
+        "greater_equal": ".broadcast",
+        "less": ".broadcast",
+        "less_equal": ".broadcast",
+        "logical_and": ".broadcast",
+        "logical_or": ".broadcast",
+        "logical_xor": ".broadcast",
+        "log": ".math",
+        "maximum": ".broadcast",
+        "minimum": ".broadcast",
+        "multiply": ".broadcast",
+        "negative": ".math",
+        "nn": ".nn",
+        "power": ".broadcast",
+        "prelu": ".broadcast",
+        "sigmoid": ".math",
+        "sqrt": ".math",
+        "subtract": ".broadcast",
+        "tag": ".tag",
+        "tanh": ".math",
+        "testing": ".testing",
+        "where": ".broadcast",
+        "x86": ".x86",
+    },
+)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .nn.utils import get_pad_tuple, out_size, pair
+from .window import get_pad_tuple, out_size, pair
 
 
 def nchw_pack(data: np.ndarray, bn: int) -> np.ndarray:

@@ -83,7 +83,7 @@ class ApplyHistoryBest:
         own: bool = False,
         threads: int | None = None,
     ):
-        from ..codegen.parallel import default_threads
+        from ..codegen.abi import default_threads
 
         self.threads = default_threads() if threads is None else threads
         if isinstance(sources, (Database, str, Path)):
@@ -244,7 +244,7 @@ def best_config(
         op, args = task_or_workload
         task = create_task(op, args, target)
     if threads is None:
-        from ..codegen.parallel import default_threads
+        from ..codegen.abi import default_threads
 
         threads = default_threads()
     with Database(db_path) as db:

@@ -27,12 +27,11 @@ import numpy as np
 from vta.device import get_device
 from vta.program import Program
 
-from ..codegen.parallel import default_threads
+from ..codegen.abi import aligned, default_threads
 from ..driver import build
 from ..errors import TuningError
 from ..runtime import load_module, set_num_threads
 from ..runtime.cuda import time_module
-from ..runtime.module import aligned
 from ..te import PlaceholderOp
 from .gpu_build import GPUArtifact, cuda_build
 from .pool import LocalPool, Outcome

@@ -16,7 +16,8 @@ from compiler.codegen.target import Target
 from compiler.errors import CodegenError
 from compiler.graph.accel_api import board_target
 from compiler.graph.build_onnx import compile_model
-from compiler.graph.executor import BoardGraph, GraphModule, Slot, Step, TensorSpec
+from compiler.graph.executor import Step, compile_graph
+from compiler.graph.graph_module import BoardGraph, GraphModule, Slot, TensorSpec
 from compiler.graph.objects import cross_linker
 from testkit.emulate import ELF_MACHINE, elf_kind, missing, run_emulated
 from vta.cli import main
@@ -130,7 +131,7 @@ def _check_twice_plus_one(target: str, folder: Path) -> None:
     func = compiler.lower(te.create_schedule(c.op), [a, c], "twice_plus_one")
     spec = [TensorSpec("a", (600, 600))], [TensorSpec("c", (600, 600))]
     step = Step(func, [Slot("input", 0), Slot("output", 0)])
-    GraphModule.build([step], *spec, [], 0, target).save(folder / "graph")
+    compile_graph([step], *spec, [], 0, target).save(folder / "graph")
     x = np.random.default_rng(0).standard_normal((600, 600)).astype(np.float32)
     assert np.array_equal(run_emulated(folder / "graph", {"a": x})["c"], x * 2 + 1)
 

@@ -1,5 +1,6 @@
 """Neural-network operators as tensor expressions (TVM's topi.nn)."""
 
+from ..window import get_pad_tuple
 from .batch_norm import batch_norm
 from .conv2d import conv2d_1x1_NCHWc, conv2d_nchw, conv2d_NCHWc
 from .dense import dense, matmul
@@ -17,7 +18,6 @@ from .transform import (
     transpose,
     unpack_nchwc,
 )
-from .utils import get_pad_tuple
 from .winograd import conv2d_winograd_NCHWc, winograd_weight
 
 __all__ = [

@@ -10,7 +10,7 @@ from ...errors import OperatorError
 from ...te.tensor import Tensor
 from ...tir import expr as E
 from .. import tag
-from .utils import get_pad_tuple, out_size, pair
+from ..window import get_pad_tuple, out_size, pair
 
 
 def pad(

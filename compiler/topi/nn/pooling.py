@@ -10,8 +10,8 @@ from ...errors import OperatorError
 from ...te.tensor import Tensor
 from ...tir import expr as E
 from .. import tag
+from ..window import get_pad_tuple, out_size, pair
 from .pad import pad_hw
-from .utils import get_pad_tuple, out_size, pair
 
 
 def _valid(start: E.Expr, size: int, kernel: int, dil: int) -> E.Expr:

@@ -160,24 +160,40 @@ def fused_knob_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[
 
 @functools.lru_cache(maxsize=256)  # a co-design search asks for many configurations
 def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
+    """`regions`'s test over every setting at once (numpy; in `itertools.product` order)."""
+
     def divisors(n: int) -> list[int]:
         return [d for d in range(1, n + 1) if n % d == 0]
 
-    out = []
-    for tb, th, tw, tci, tco, oc_t, h_t in itertools.product(
-        divisors(wl.n),
-        divisors(wl.oh),
-        divisors(wl.ow),
-        divisors(wl.ci),
-        divisors(wl.co),
-        (1, 2),
-        (1, 2),
-    ):
-        k = Conv2DKnobs(tb, th, tw, tci, tco, oc_t, h_t)
-        if (wl.co // tco) % oc_t or (wl.oh // th) % h_t or regions(wl, k, ep, cfg) is None:
+    axes = (divisors(wl.n), divisors(wl.oh), divisors(wl.ow), divisors(wl.ci), divisors(wl.co),
+            [1, 2], [1, 2])  # fmt: skip
+    tb, th, tw, tci, tco, oc_t, h_t = (
+        a.ravel() for a in np.meshgrid(*map(np.asarray, axes), indexing="ij")
+    )
+    threads = oc_t * h_t
+    rows = wgt_rows = 0
+    for w, ci in ((wl, tci), (ep.shortcut, 1)):  # as `_sources`
+        if w is None:
             continue
-        out.append(k)
-    return tuple(out)
+        s = w.stride
+        ih = th if (w.kh == 1 and w.pad == 0) else (th - 1) * s + w.kh
+        rows = np.maximum(rows, ci * ih * ((tw - 1) * s + w.kw))
+        wgt_rows = np.maximum(wgt_rows, ci * w.kh * w.kw)
+    acc_rows = tb * tco * th * tw
+    residual = ep.residual_shift is not None
+    inp = threads * tb * rows + (threads * acc_rows if residual else 0)
+    wgt = threads * tco * wgt_rows + residual
+    depth = cfg.depth
+    free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
+    ok = (
+        ((wl.co // tco) % oc_t == 0)
+        & ((wl.oh // th) % h_t == 0)
+        & (inp <= depth[MemType.INP])
+        & (wgt <= depth[MemType.WGT])
+        & (threads * acc_rows <= free)  # `regions`' fewest regions: one per thread
+    )
+    picked = np.stack([tb, th, tw, tci, tco, oc_t, h_t], axis=1)[ok].tolist()
+    return tuple(Conv2DKnobs(*row) for row in picked)
 
 
 def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> float:
@@ -332,14 +348,6 @@ def _builder(
     stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
     emit(insert_tokens(stream.entries, cfg.depth), b)
     return b
-
-
-def eye(shift: int, config: VTAConfig | str | None = None) -> np.ndarray:
-    """The identity weight 2^shift * I that adds a residual tile into the accumulator."""
-    cfg = VTAConfig.load(config)
-    return (np.eye(cfg.block_out, cfg.block_in, dtype=np.int8) << shift).reshape(
-        1, 1, 1, 1, cfg.block_out, cfg.block_in
-    )
 
 
 def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:

@@ -62,7 +62,8 @@ def test_tuning_a_model_for_the_accelerator_leaves_the_arguments_alone(tmp_path,
 def test_library_entry_points_leave_their_arguments_alone(tmp_path):
     from compiler.autoschedule.tuning import tune_workloads as ansor_workloads
     from compiler.graph import accel_api
-    from compiler.graph.cpu_api import load_model, time_inferences
+    from compiler.graph.cpu_api import load_model
+    from compiler.graph.runtime import time_inferences
 
     _conv_model(tmp_path / "m.onnx")
     shapes = MappingProxyType({"x": (1, 16, 8, 8)})  # read-only: a write would raise

@@ -5,10 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
+from compiler.codegen.abi import aligned
 from compiler.graph.build import Group, Node, plan_offsets, view_aliases
 from compiler.graph.build_onnx import compile_groups
 from compiler.graph.tasks import conv_task
-from compiler.runtime.module import aligned
 from compiler.topi import testing
 from compiler.tune.dispatch import cpu_history
 

@@ -6,7 +6,8 @@ import pytest
 
 from compiler import te
 from compiler.driver import lower
-from compiler.graph.executor import GraphModule, Slot, Step, TensorSpec
+from compiler.graph.executor import Step, compile_graph
+from compiler.graph.graph_module import GraphModule, Slot, TensorSpec
 from compiler.runtime import ArgumentError
 from compiler.topi import x86
 
@@ -32,7 +33,7 @@ def graph():
         Step(scale, [Slot("arena", offset=0), Slot("output", 0)]),
     ]
     w = np.linspace(-1, 1, 1000, dtype=np.float32)
-    return GraphModule.build(
+    return compile_graph(
         steps, [TensorSpec("x", (1000,))], [TensorSpec("y", (1000,))], [w], 8192
     ), w
 
@@ -127,11 +128,11 @@ def test_an_arena_larger_than_the_machine_is_refused(graph, tmp_path, monkeypatc
     """Memory is committed lazily: an arena the machine cannot hold would be allocated and the
     process killed when a kernel touched it, so it is refused first."""
     from compiler.errors import CodegenError
-    from compiler.graph import executor
+    from compiler.graph import graph_module
 
     g, _ = graph
     g.save(tmp_path / "m")
-    monkeypatch.setattr(executor, "available_memory", lambda: 4096)
+    monkeypatch.setattr(graph_module, "available_memory", lambda: 4096)
     with pytest.raises(
         CodegenError,
         match=r"tensors \(0.0 GiB\), inputs and outputs \(0.0 GiB\) need more than the 0.0",

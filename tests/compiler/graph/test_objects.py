@@ -10,7 +10,8 @@ import pytest
 from compiler.codegen.target import Target
 from compiler.errors import OperatorError
 from compiler.graph import objects
-from compiler.graph.executor import GraphModule, Slot, Step, TensorSpec
+from compiler.graph.executor import Step, compile_graph
+from compiler.graph.graph_module import Slot, TensorSpec
 from compiler.graph.objects import Kernel, compile_objects
 
 from .test_graph_module import kernel
@@ -34,7 +35,7 @@ def _graph(kernels, processes):
         out = Slot("output", 0) if k == len(kernels) - 1 else Slot("arena", offset=4096 * (k % 2))
         steps.append(Step(kern, [slot, out]))
         slot = out
-    return GraphModule.build(
+    return compile_graph(
         steps, [TensorSpec("x", (1000,))], [TensorSpec("y", (1000,))], [], 8192,
         processes=processes,
     )  # fmt: skip

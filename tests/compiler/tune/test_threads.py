@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from compiler.codegen.parallel import default_threads
+from compiler.codegen.abi import default_threads
 from compiler.errors import TuningError
 from compiler.tune import measure
 from compiler.tune.database import Database

@@ -1,18 +1,21 @@
 """conv2d with bias, requantization, ReLU and a residual add in one accelerator Program:
 bit-exact against numpy on fsim and sim, with and without REQ, threads and border padding."""
 
+import itertools
+
 import numpy as np
 import pytest
 
 from compiler.errors import LoweringError
+from compiler.graph.runtime import identity_weight
 from compiler.topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
 from compiler.topi.vta.fused import (
     Epilogue,
     conv2d_fused,
     default_fused_knobs,
-    eye,
     fused_knob_space,
     fused_reference,
+    regions,
 )
 from vta.config import VTAConfig
 from vta.device import get_device
@@ -28,7 +31,7 @@ def _run(wl, ep, knobs, config, device, seed=0):
         feed["bias"] = rng.integers(-5000, 5000, spec["bias"].shape).astype(np.int32)
     if ep.residual_shift is not None:
         feed["residual"] = rng.integers(-128, 128, spec["residual"].shape).astype(np.int8)
-        feed["eye"] = eye(ep.residual_shift, cfg)
+        feed["eye"] = identity_weight(ep.residual_shift, cfg)
     shortcut = None
     if ep.shortcut is not None:
         for n in ("sc_data", "sc_kernel"):
@@ -85,6 +88,21 @@ def test_knob_space_fits_and_default_is_in_it():
         conv2d_fused(wl, ep, too_big, cfg)
 
 
+@pytest.mark.parametrize("config", ["pynq", "tiny", "ultra96"])
+def test_knob_space_is_every_dividing_setting_whose_tiles_fit(config):
+    cfg = VTAConfig.load(config)
+    for wl, ep, _ in CASES:
+        every = itertools.product(*(
+            [d for d in range(1, n + 1) if n % d == 0]
+            for n in (wl.n, wl.oh, wl.ow, wl.ci, wl.co)), (1, 2), (1, 2))  # fmt: skip
+        want = [
+            K(*t) for t in every
+            if (wl.co // t[4]) % t[5] == 0 and (wl.oh // t[1]) % t[6] == 0
+            and regions(wl, K(*t), ep, cfg) is not None
+        ]  # fmt: skip
+        assert list(fused_knob_space(wl, ep, cfg)) == want
+
+
 def test_bad_epilogue_and_tiles_are_refused():
     with pytest.raises(LoweringError, match="residual shift 7"):
         Epilogue(residual_shift=7)
@@ -115,7 +133,7 @@ def test_fused_layers_are_tuning_tasks_measured_without_data():
 
 def test_best_fused_is_no_slower_than_the_default():
     from benchmarks.vta import best_fused
-    from compiler.graph.accel import roofline_side
+    from compiler.graph.runtime import roofline_side
 
     cfg = VTAConfig.load("pynq")
     wl, ep = Conv2DWorkload(1, 4, 14, 14, 4, 3, 3, 1, 1), Epilogue(True, 8, True, 2)

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from compiler.errors import LoweringError
-from compiler.graph.accel import pack_act, pack_weight, unpack_act
 from compiler.graph.quant import (
     dequantize,
     magnitude,
@@ -15,6 +14,7 @@ from compiler.graph.quant import (
     run_qconv,
 )
 from compiler.graph.reference import conv
+from compiler.graph.runtime import pack_act, pack_weight, unpack_act
 from vta.config import VTAConfig
 
 

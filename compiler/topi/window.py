@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import OperatorError
+from ..errors import OperatorError
 
 
 def get_pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int, int]:

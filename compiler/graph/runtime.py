@@ -1,0 +1,426 @@
+"""The board runtime: a compiled model's folder (`vta compile`) loaded and run with numpy, ctypes
+and the `vta` package alone (no LLVM, no graph passes, no tuner), so a PYNQ board's Python runs
+what this machine compiled (`vta run DIR`, which `vta deploy` runs there; docs/pynq.md).
+
+A `HybridModule` holds the accelerator groups as Programs (`AccelConv`, run by any device)
+beside the CPU groups' native kernels (each run of consecutive CPU groups one
+`graph_module.GraphModule`, one native call), and the boundary Quantize / Dequantize nodes in
+numpy. Activations are packed into the accelerator's layout where the accelerator first reads
+them and stay packed between its groups. `run(feeds, device)` checks every accelerator group's
+output bit for bit against the quantized reference kernel on the same inputs
+(`reference.vta_conv`); with device None the accelerator groups run that kernel. Saved to a
+folder (`model.json`, each CPU segment's GraphModule folder, each accelerator group's Program
+file, `accel.npz` with the quantized weights) and loaded without calibrating, searching or
+compiling. `hybrid.py` compiles one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vta.config import VTAConfig
+from vta.device import get_device
+from vta.program import Program
+from vta.stats import Stats
+
+from ..errors import LoweringError, OperatorError
+from . import quant as Q
+from .graph_module import BoardGraph, GraphModule
+from .ir import Graph, Node
+from .reference import run, run_node
+
+FORMAT = "vta-model-1"
+
+
+def pad_to(n: int, block: int) -> int:
+    return -(-n // block) * block
+
+
+def pack_act(x: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """NCHW int8 -> (N/b, C'/c, H, W, b, c), channels zero-padded to the block."""
+    n, c, h, w = x.shape
+    bn, bc = cfg.batch, cfg.block_in
+    if n % bn:
+        raise LoweringError(f"batch {n} is not a multiple of the configuration's batch {bn}")
+    x = np.pad(x, ((0, 0), (0, pad_to(c, bc) - c), (0, 0), (0, 0)))
+    x = x.reshape(n // bn, bn, -1, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
+    return np.ascontiguousarray(x)
+
+
+def unpack_act(x: np.ndarray, channels: int) -> np.ndarray:
+    """(N/b, C'/c, H, W, b, c) -> NCHW with the first `channels` channels."""
+    n, c, h, w, bn, bc = x.shape
+    out = x.transpose(0, 4, 1, 5, 2, 3).reshape(n * bn, c * bc, h, w)
+    return np.ascontiguousarray(out[:, :channels])
+
+
+def pack_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """OIHW int8 -> (O'/o, I'/i, KH, KW, o, i), both channel counts zero-padded."""
+    o, i, kh, kw = w.shape
+    bo, bi = cfg.block_out, cfg.block_in
+    w = np.pad(w, ((0, pad_to(o, bo) - o), (0, pad_to(i, bi) - i), (0, 0), (0, 0)))
+    w = w.reshape(-1, bo, w.shape[1] // bi, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3)
+    return np.ascontiguousarray(w)
+
+
+def identity_weight(shift: int, cfg: VTAConfig) -> np.ndarray:
+    """The weight 2^shift * I that adds a residual tile into the accumulator."""
+    return (np.eye(cfg.block_out, cfg.block_in, dtype=np.int8) << shift).reshape(
+        1, 1, 1, 1, cfg.block_out, cfg.block_in
+    )
+
+
+@dataclasses.dataclass
+class AccelConv:
+    """One offloaded layer: its Program, the packed constant inputs the Program reads, and
+    the knobs it was built with (by name)."""
+
+    name: str
+    knobs: dict[str, int]
+    consts: dict[str, np.ndarray]
+    out_channels: int
+    program: Program
+
+    @classmethod
+    def of(cls, name: str, q: Q.QConv, cfg: VTAConfig, knobs: dict, program: Program) -> AccelConv:
+        """The layer of quantized conv `q` run by `program` (built with `knobs`), which must
+        be of this configuration and read the layer's buffers."""
+        o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
+        consts = {"kernel": pack_weight(q.weight, cfg)}
+        if q.sc_weight is not None:
+            consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
+        bias = np.zeros(pad_to(o, bo), np.int32)
+        bias[:o] = q.bias
+        shape = (pad_to(o, bo) // bo, bn, bo)
+        consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), shape))
+        if q.residual_shift is not None:
+            consts["eye"] = identity_weight(q.residual_shift, cfg)
+        if program.config != cfg or {b.name for b in program.buffers} < {"data", "out", *consts}:
+            raise LoweringError(f"{name}: its Program is not one of this layer and configuration")
+        return cls(name, dict(knobs), consts, o, program)
+
+    def run(
+        self,
+        device: str,
+        x: np.ndarray,
+        residual: np.ndarray | None = None,
+        sc_in: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Stats]:
+        """Run on `device` with packed activations; the packed int8 output and the Stats."""
+        feed = {"data": x, **self.consts}
+        if residual is not None:
+            feed["residual"] = residual
+        if sc_in is not None:
+            feed["sc_data"] = sc_in
+        outs, stats = get_device(device).run(self.program, feed)
+        return outs["out"], stats
+
+
+def report_row(layer: AccelConv, st: Stats) -> dict:
+    """A report row of an offloaded layer's run: cycles, GEMM utilization, DRAM bytes and its
+    arithmetic intensity (ops per DRAM byte)."""
+    dram = sum(st.bytes_loaded.values()) + st.bytes_stored
+    return {
+        "name": layer.name,
+        "where": "vta",
+        "cycles": st.cycles,
+        "gemm_utilization": st.utilization,
+        "dram_bytes": dram,
+        "intensity": 2 * st.macs / dram,
+    }
+
+
+def roofline_side(intensity: float, cfg: VTAConfig) -> str:
+    """Compute- or memory-bound on the configuration's roofline (ridge = peak / bandwidth)."""
+    ridge = cfg.macs_per_cycle * 2 / cfg.bus_bytes
+    return "compute" if intensity >= ridge else "memory"
+
+
+def qconv_of_node(node: Node, constants: Mapping[str, np.ndarray]) -> Q.QConv:
+    """The QConv of a VTAConv node."""
+    w, b = constants[node.inputs[1]], constants[node.inputs[2]]
+    return Q.qconv_of(node.attrs, w, b, constants[node.inputs[5]] if node.inputs[5] else None)
+
+
+@dataclasses.dataclass
+class Step:
+    """One step: `kind` cpu (a GraphModule over `inputs` -> `outputs`), quantize / dequantize
+    (numpy), or vta (an AccelConv); `groups` names the graph's groups it runs."""
+
+    kind: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    groups: list[str]
+    reason: str = ""
+    module: GraphModule | BoardGraph | None = None
+    node: Node | None = None
+    accel: AccelConv | None = None
+    shapes: tuple = ()  # vta: the NCHW shapes of its input and shortcut input (or None)
+
+
+@dataclasses.dataclass
+class HybridModule:
+    """A compiled model for one accelerator configuration (see the module's docstring), or,
+    with `cfg` None, for the CPU alone (one step: the whole graph's GraphModule): the one
+    compiled-model folder format of both targets."""
+
+    cfg: VTAConfig | None
+    steps: list[Step]
+    inputs: dict[str, tuple[int, ...]]
+    outputs: list[str]
+    constants: dict[str, np.ndarray]
+    compile_seconds: float = 0.0
+    calibration: str = ""
+    compile_times: dict[str, float] = dataclasses.field(default_factory=dict)  # by stage
+    fp32: Graph | None = None  # the fp32 graph it was compiled from (not saved)
+
+    def run(
+        self, feeds: dict[str, np.ndarray], device: str | None = None
+    ) -> tuple[dict[str, np.ndarray], list[dict]]:
+        """(outputs by name, one report row per step) on `device` (None: the accelerator
+        groups in numpy); raises OperatorError naming the inputs given wrongly."""
+        if set(feeds) != set(self.inputs):
+            raise OperatorError(f"inputs: give exactly {sorted(self.inputs)}, got {sorted(feeds)}")
+        env = {}
+        for t, shape in self.inputs.items():
+            env[t] = np.asarray(feeds[t], np.float32)
+            if env[t].shape != shape:
+                raise OperatorError(f"input '{t}' has shape {list(env[t].shape)}, expected "
+                                    f"{list(shape)}")  # fmt: skip
+        env.update(self.constants)
+        packed: dict[str, np.ndarray] = {}
+        rows = []
+        for step in self.steps:
+            start = time.perf_counter()
+            if step.kind == "cpu":
+                env.update(step.module.run({t: env[t] for t in step.inputs}))
+                rows.append(self._row(step, "llvm", start))
+            elif step.kind == "vta" and device is not None:
+                rows.append(self._device(step, env, packed, device))
+            else:
+                node = step.node
+                outs = run_node(node, [env[t] if t else None for t in node.inputs])
+                env.update(zip(node.outputs, outs, strict=True))
+                rows.append(self._row(step, "numpy", start))
+        return {t: env[t] for t in self.outputs}, rows
+
+    def _row(self, step: Step, kernel: str, start: float) -> dict:
+        took = time.perf_counter() - start
+        where = "vta" if step.kind == "vta" else "cpu"
+        row = {"name": step.name, "where": where, "why": step.reason, "cpu_seconds": took}
+        return {**row, "kernel": kernel, "groups": step.groups}
+
+    def _device(self, step: Step, env: dict, packed: dict, device: str) -> dict:
+        """Run an accelerator step on `device`; its output must equal the reference kernel's."""
+        node, layer = step.node, step.accel
+        x, res, sc = node.inputs[0], node.inputs[3], node.inputs[4]
+        for t in filter(None, (x, res, sc)):
+            if t not in packed:
+                packed[t] = pack_act(env[t], self.cfg)
+        res_in, sc_in = (packed[t] if t else None for t in (res, sc))
+        out, stats = layer.run(device, packed[x], res_in, sc_in)
+        y = unpack_act(out, layer.out_channels)
+        expected = run_node(node, [env[t] if t else None for t in node.inputs])[0]
+        hi = node.attrs["clip_hi"]
+        if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
+            y = np.minimum(y, np.int8(hi))
+        else:
+            packed[node.outputs[0]] = out
+        if not np.array_equal(y, expected):
+            bad = int((y != expected).sum())
+            raise OperatorError(f"{step.name}: {device} differs from the quantized reference in "
+                                f"{bad} of {y.size} values")  # fmt: skip
+        env[node.outputs[0]] = y
+        return {**report_row(layer, stats), "why": step.reason, "bit_exact": True}
+
+    # ---- save and load ------------------------------------------------------------------
+    def save(self, folder: str | Path) -> None:
+        """model.json, accel.npz (quantized weights, biases, the constants numpy steps read),
+        cpu<k>/ (each CPU segment's GraphModule) and <group>.npz (each accelerator group's
+        Program, in the Program file format every device and `vta sim` read)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        steps = []
+        for k, s in enumerate(self.steps):
+            d = {f: getattr(s, f) for f in ("kind", "name", "inputs", "outputs", "groups",
+                                              "reason")}  # fmt: skip
+            if s.module is not None:
+                d["module"] = f"cpu{k}"
+                s.module.save(folder / d["module"])
+            if s.node is not None:
+                n = s.node
+                d["node"] = {"op": n.op, "inputs": n.inputs, "outputs": n.outputs,
+                             "attrs": n.attrs, "name": n.name}  # fmt: skip
+            if s.accel is not None:
+                d["knobs"] = s.accel.knobs
+                d["program"] = f"{s.name}.npz"
+                s.accel.program.save(folder / d["program"])
+                d["shapes"] = [None if x is None else list(x) for x in s.shapes]
+            steps.append(d)
+        manifest = {
+            "format": FORMAT,
+            "target": "llvm" if self.cfg is None else "vta",
+            "config": None if self.cfg is None else self.cfg.to_dict(),
+            "inputs": {t: list(v) for t, v in self.inputs.items()},
+            "outputs": self.outputs,
+            "calibration": self.calibration,
+            "steps": steps,
+        }
+        (folder / "model.json").write_text(json.dumps(manifest, indent=1, default=int))
+        np.savez(folder / "accel.npz", **self.constants)
+
+    @staticmethod
+    def is_saved(folder: str | Path) -> bool:
+        return (Path(folder) / "model.json").is_file()
+
+    @staticmethod
+    def saved_target(folder: str | Path) -> str | None:
+        """The target a folder `save` wrote was compiled for (llvm or vta), None for any
+        other path."""
+        try:
+            target = json.loads((Path(folder) / "model.json").read_text()).get("target")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return target if target in ("llvm", "vta") else None
+
+    @classmethod
+    def cpu_only(cls, module: GraphModule | BoardGraph) -> HybridModule:
+        """A model compiled for the CPU alone (`vta compile --target llvm`) as one step."""
+        inputs = {s.name: tuple(s.shape) for s in module.inputs}
+        outputs = [s.name for s in module.outputs]
+        step = Step("cpu", "graph", list(inputs), outputs, [], "", module=module)
+        return cls(None, [step], inputs, outputs, {})
+
+    @classmethod
+    def load(cls, folder: str | Path) -> HybridModule:
+        """The module `save` wrote, its Programs read back (validated, as every Program file)."""
+        folder = Path(folder)
+        try:
+            m = json.loads((folder / "model.json").read_text())
+            if m.get("format") != FORMAT:
+                raise OperatorError(f"{folder}: model.json is not a {FORMAT} manifest")
+            cfg = None if m["config"] is None else VTAConfig.from_dict(m["config"])
+            with np.load(folder / "accel.npz", allow_pickle=False) as z:
+                constants = {k: z[k] for k in z.files}
+            steps = []
+            for d in m["steps"]:
+                node = Node(**d["node"]) if "node" in d else None
+                step = Step(d["kind"], d["name"], d["inputs"], d["outputs"], d["groups"],
+                            d["reason"], node=node)  # fmt: skip
+                if "module" in d:
+                    step.module = GraphModule.load(folder / d["module"])
+                if "knobs" in d:
+                    step.shapes = tuple(None if x is None else tuple(x) for x in d["shapes"])
+                    program = Program.load(folder / d["program"])
+                    q = qconv_of_node(node, constants)
+                    step.accel = AccelConv.of(node.name, q, cfg, d["knobs"], program)
+                steps.append(step)
+        except (OSError, KeyError, TypeError, ValueError) as e:
+            why = f"{type(e).__name__}: {e}"
+            raise OperatorError(f"{folder}: not a compiled model ({why})") from None
+        inputs = {t: tuple(v) for t, v in m["inputs"].items()}
+        return cls(cfg, steps, inputs, m["outputs"], constants, 0.0, m.get("calibration", ""))
+
+
+def time_inferences(
+    graph: GraphModule, inputs: Mapping[str, np.ndarray], repeat: int
+) -> dict[str, float]:
+    """The median, minimum and maximum latency in ms of `repeat` inferences."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        graph.run(dict(inputs))
+        times.append((time.perf_counter() - t) * 1e3)
+    return {"median": float(np.median(times)), "min": min(times), "max": max(times)}
+
+
+def board_latency_ms(cycles: int | None, cfg: VTAConfig, cpu_seconds: float) -> float | None:
+    """One inference's latency on the board in milliseconds: the accelerator's `cycles` at the
+    configuration's clock, then the CPU steps' `cpu_seconds` as timed where they ran (on the
+    board, its own CPU); None without cycles (fsim counts none)."""
+    if cycles is None:
+        return None
+    return cycles / (cfg.clock_mhz * 1e3) + cpu_seconds * 1e3
+
+
+def run_vta(
+    compiled: HybridModule,
+    inputs: Mapping[str, np.ndarray],
+    device: str = "sim",
+    model: str = "",
+    plot: str | None = None,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Run the compiled model on `device`, every accelerator group checked bit for bit against
+    the quantized reference kernel on its inputs (`HybridModule.run` raises on a difference);
+    returns the report (per-step rows: where each ran and why, cycles, GEMM utilization, DRAM
+    bytes, roofline side, a CPU step's time and kernel; totals; `latency_ms`:
+    `board_latency_ms`; `bit_exact`: every group matched; `output_error` against the fp32
+    graph where the model was compiled in this process) and the outputs by name. `plot`
+    writes the groups' roofline plot (matplotlib)."""
+    cfg = compiled.cfg
+    # the device run checks each accelerator group against the reference kernel on the same
+    # inputs (a difference raises), so a second, reference run would compute them again
+    start = time.perf_counter()
+    outputs, rows = compiled.run(dict(inputs), device)
+    wall = time.perf_counter() - start
+    exact = all(r["bit_exact"] for r in rows if r["where"] == "vta")
+    error = None
+    if compiled.fp32 is not None:
+        f32 = run(compiled.fp32, {t: np.asarray(v, np.float32) for t, v in inputs.items()})
+        error = max(float(np.abs(outputs[t] - f32[t]).max() / max(np.abs(f32[t]).max(), 1e-30))
+                    for t in f32)  # fmt: skip
+    for r in rows:
+        if r["where"] == "vta" and "intensity" in r:
+            r["bound"] = roofline_side(r["intensity"], cfg)
+    cycles = None if device == "fsim" else sum(r.get("cycles") or 0 for r in rows)
+    cpu_seconds = sum(r["cpu_seconds"] for r in rows if r["where"] == "cpu")
+    report = {
+        "model": str(model),
+        "config": cfg.name,
+        "device": device,
+        "calibration": compiled.calibration,
+        "cycles": cycles,
+        "layers": rows,
+        "cpu_seconds": cpu_seconds,
+        "latency_ms": board_latency_ms(cycles, cfg, cpu_seconds),
+        "run_seconds": wall,
+        "compile_seconds": compiled.compile_seconds,
+        "compile_times": compiled.compile_times,
+        "bit_exact": bool(exact),
+        "output_error": error,
+    }
+    if plot:
+        plot_roofline([r for r in rows if "intensity" in r], cfg, plot, Path(model).stem)
+    return report, outputs
+
+
+def plot_roofline(rows: list[dict], cfg: VTAConfig, path: str, title: str) -> None:
+    """The offloaded layers on the configuration's roofline (peak GOPS, DRAM bandwidth)."""
+    import matplotlib  # optional (the 'plot' extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bandwidth = cfg.bus_bytes * cfg.clock_mhz * 1e6 / 1e9
+    xs = np.logspace(-1, 3, 100)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.loglog(xs, np.minimum(cfg.peak_gops, bandwidth * xs), "k-", label="roofline")
+    accel = [r for r in rows if r["where"] == "vta"]
+    gops = [r["gemm_utilization"] * cfg.peak_gops for r in accel]
+    ax.scatter([r["intensity"] for r in accel], gops, label="offloaded layers")
+    for r, g in zip(accel, gops, strict=True):
+        ax.annotate(r["name"], (r["intensity"], g), fontsize=6)
+    ax.set_xlabel("arithmetic intensity (ops / DRAM byte)")
+    ax.set_ylabel("GOPS")
+    ax.set_title(f"{title} on VTA ({cfg.name}, {cfg.clock_mhz:g} MHz)")
+    ax.legend()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
