@@ -1,9 +1,11 @@
 """Whole networks against onnxruntime in the same run (scripts/bench_models.py).
 
-ResNet-18, MobileNet-v1 and a DQN-style Atari network, batch 1, float32, both runtimes on the
-same thread count (2). Per model: compile time, the largest error against onnxruntime, the
-latency of each (ours and onnxruntime's calls interleaved, so a slow spell of the shared
-machine hits both), their ratio (ours / onnxruntime: below 1, ours is faster), the arena
+ResNet-18, MobileNet-v1, a DQN-style Atari network and two BERT-style encoders on 128 int64
+token ids (4 layers of hidden 256, 4 heads, feed-forward 1024; BERT-base's 12 layers of 768, 12
+heads, 3072), batch 1, float32, both runtimes on the same thread count (2). Per model: compile
+time, the largest error against onnxruntime and whether every output is within tolerance of it
+(`TOLERANCE`), the latency of each (ours and onnxruntime's calls interleaved, so a slow spell of
+the shared machine hits both), their ratio (ours / onnxruntime: below 1, ours is faster), the arena
 against its lower bound, the executor's own overhead, and a per-layer table (each kernel timed
 alone: ms, GFLOPS, share of the machine's peak; and each kernel timed within an inference, its
 inputs and weights as the kernels before it left the caches, against onnxruntime's time for the
@@ -32,7 +34,9 @@ from compiler.runtime import set_num_threads
 from .harness import ForeignLoad, alternate
 from .peers import ort_session
 
-GOALS = {"resnet18": 0.9, "mobilenet_v1": 1.0, "dqn": 1.0}  # latency ratio ours / onnxruntime
+# latency ratio ours / onnxruntime
+GOALS = {"resnet18": 0.9, "mobilenet_v1": 1.0, "dqn": 1.0, "encoder4": 1.0, "bert_base": 1.0}
+TOLERANCE = (1e-3, 1e-4)  # rtol, and atol as a share of max|onnxruntime's output|
 LOAD_GOAL = 1.10  # the ratio under load may grow by at most 10%
 LOAD_ROUNDS = 3  # quiet and loaded comparisons alternate (`load_effect`)
 COMPILE_GOAL_S = 10.0
@@ -157,8 +161,8 @@ def compare(
 ) -> dict:
     """Our graph and onnxruntime on the same inputs, both on `threads` threads: errors and
     interleaved latencies."""
-    sess, err = _session(graph, model, inputs, threads)
-    return _summary(err, [_timed(graph, sess, inputs, reps, min_time)])
+    sess, numerics = _session(graph, model, inputs, threads)
+    return _summary(numerics, [_timed(graph, sess, inputs, reps, min_time)])
 
 
 def load_effect(graph: Any, model: bytes, inputs: dict, reps: int, min_time: float) -> dict:
@@ -168,7 +172,7 @@ def load_effect(graph: Any, model: bytes, inputs: dict, reps: int, min_time: flo
     on one: measured once each, seconds apart, the change moved with the quiet figure (one
     run's quiet ratio was its lowest of nine, and the change 1.12). Returns {"quiet",
     "loaded": `compare`'s figures over their rounds, "change": the loaded ratio / the quiet}."""
-    sess, err = _session(graph, model, inputs, THREADS)
+    sess, numerics = _session(graph, model, inputs, THREADS)
     part_reps, part_time = -(-reps // LOAD_ROUNDS), min_time / LOAD_ROUNDS
     quiet = functools.partial(_timed, graph, sess, inputs, part_reps, part_time)
 
@@ -177,23 +181,24 @@ def load_effect(graph: Any, model: bytes, inputs: dict, reps: int, min_time: flo
             return quiet()
 
     rounds = alternate(LOAD_ROUNDS, {"quiet": quiet, "loaded": loaded})
-    out: dict[str, Any] = {k: _summary(err, v) for k, v in rounds.items()}
+    out: dict[str, Any] = {k: _summary(numerics, v) for k, v in rounds.items()}
     out["change"] = out["loaded"]["ratio"] / out["quiet"]["ratio"]
     return out
 
 
-def _session(graph: Any, model: bytes, inputs: dict, threads: int) -> tuple[Any, float]:
-    """onnxruntime's session on `threads` threads (ours set to the same) and the largest
-    error of our outputs against its, relative to its largest magnitude."""
+def _session(graph: Any, model: bytes, inputs: dict, threads: int) -> tuple[Any, dict]:
+    """onnxruntime's session on `threads` threads (ours set to the same) and our outputs'
+    numerics against its: the largest error relative to its largest magnitude
+    (`max_rel_err`), and whether every element is within `TOLERANCE` (`within_tolerance`)."""
     set_num_threads(threads)
     sess = ort_session(model, threads)
-    ours_out = graph.run(inputs)
-    ref = sess.run(None, inputs)
-    err = max(
-        float(np.abs(o - r).max() / max(np.abs(r).max(), 1e-30))
-        for o, r in zip(ours_out.values(), ref, strict=True)
-    )
-    return sess, err
+    rtol, atol = TOLERANCE
+    errors, close = [], []
+    for o, r in zip(graph.run(inputs).values(), sess.run(None, inputs), strict=True):
+        scale = max(float(np.abs(r).max()), 1e-30)
+        errors.append(float(np.abs(o - r).max()) / scale)
+        close.append(bool(np.allclose(o, r, rtol=rtol, atol=atol * scale)))
+    return sess, {"max_rel_err": max(errors), "within_tolerance": all(close)}
 
 
 def _timed(graph: Any, sess: Any, inputs: dict, reps: int, min_time: float) -> tuple:
@@ -205,12 +210,12 @@ def _timed(graph: Any, sess: Any, inputs: dict, reps: int, min_time: float) -> t
     return (*times, load.cores)
 
 
-def _summary(err: float, parts: list[tuple]) -> dict:
+def _summary(numerics: dict, parts: list[tuple]) -> dict:
     """The figures of one or more `_timed` measurements taken together."""
     a, b, a_first, b_first = ([t for part in parts for t in part[i]] for i in range(4))
     ours, peer = latency(a), latency(b)
     return {
-        "max_rel_err": err,
+        **numerics,
         "ours_ms": ours,
         "onnxruntime_ms": peer,
         "ratio": ours["median"] / peer["median"],
@@ -295,9 +300,9 @@ def bench_model(
     from pathlib import Path
 
     from compiler.graph.build_onnx import compile_model
-    from compiler.zoo import NETWORKS, random_inputs
+    from compiler.zoo import ENCODERS, NETWORKS, random_inputs
 
-    model = NETWORKS[name]()
+    model = {**NETWORKS, **ENCODERS}[name]()
     inputs = random_inputs(name)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.onnx"
@@ -407,8 +412,8 @@ def print_tables(res: dict, layers: bool = True) -> None:
     print(f"whole networks, batch 1, float32, {THREADS} threads; ratio = ours / onnxruntime")
     print(
         f"{'model':>13} {'ours ms':>17} {'ORT ms':>17} {'ratio':>6} {'goal':>5} {'cold':>5} "
-        f"{'err':>8} {'compile s':>9} {'arena MB':>8} {'bound MB':>8} {'exec us':>7} {'foreign':>7}"
-        "  tuned kernels"
+        f"{'err':>8} {'tol':>3} {'compile s':>9} {'arena MB':>8} {'bound MB':>8} {'exec us':>7} "
+        f"{'foreign':>7}  tuned kernels"
     )
     for name, r in res.items():
         q = r["quiet"]
@@ -418,7 +423,8 @@ def print_tables(res: dict, layers: bool = True) -> None:
             f"{name:>13} {q['ours_ms']['median']:8.2f}/{q['ours_ms']['min']:8.2f} "
             f"{q['onnxruntime_ms']['median']:8.2f}/{q['onnxruntime_ms']['min']:8.2f} "
             f"{q['ratio']:6.2f} {verdict:>5} {q['first_call_ratio']:5.2f} "
-            f"{q['max_rel_err']:8.1e} {r['compile_s']:9.2f} "
+            f"{q['max_rel_err']:8.1e} {'ok' if q['within_tolerance'] else 'NO':>3} "
+            f"{r['compile_s']:9.2f} "
             f"{r['arena_bytes'] / 2**20:8.2f} "
             f"{(bound / 2**20 if bound else float('nan')):8.2f} "
             f"{r['executor_overhead_us']:7.1f} {q['foreign_cores']:7.2f}  "

@@ -31,7 +31,7 @@ def test_interleaved_blocks_run_by_time():
 def test_bench_model_dqn(capsys):
     r = models.bench_model("dqn", reps=2, min_time=0.0, load=True, one_thread=True)
     q = r["quiet"]
-    assert q["max_rel_err"] < 1e-4 and q["ratio"] > 0
+    assert q["max_rel_err"] < 1e-4 and q["within_tolerance"] and q["ratio"] > 0
     assert r["arena_lower_bound"] <= r["arena_bytes"] and r["executor_overhead_us"] > 0
     convs = [row for row in r["layers"] if row["flops"]]
     assert len(convs) == 5 and all(row["gflops"] > 0 for row in convs)  # 3 convs, 2 dense
