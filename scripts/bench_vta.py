@@ -6,6 +6,10 @@ utilization with and without virtual threads, the utilization ceiling the ALU ep
 (column `ceil`), GOPS at the configured clock and DRAM bytes; every output is checked against
 the int8 numpy reference. Goal: latency hiding raises utilization on every layer; compute-bound
 layers reach >= 0.90 (the others are reported as ALU-bound). Writes a roofline PNG.
+
+`--board`: ResNet-18 and MobileNet-v1 end to end on the PYNQ and Ultra96 boards, modelled: the
+accelerator's cycles at the configuration's clock plus the CPU layers on the board's CPU
+(benchmarks.vta_board), with the CPU's share of the latency.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from benchmarks.vta import (
     verdicts,
 )
 from benchmarks.vta_accuracy import onnx_accuracy
+from benchmarks.vta_board import CONFIGS, NETWORKS, bench_board, print_board
 from benchmarks.vta_compile import bench_compile, print_compile
 from compiler.graph.quant import CALIBRATIONS
 from compiler.topi.vta.conv2d import RESNET18
+from hw.parts import EFFICIENCY
 from vta.config import VTAConfig
 
 MODELS = ("dqn", "mobilenet_v1", "resnet18")
@@ -85,8 +91,20 @@ def main(argv: list[str] | None = None) -> int:
         "weights: no pretrained ones offline), per calibration, as `vta run --target vta` "
         "quantizes them",
     )
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS,
-                   help="the networks --accuracy and --compile measure (default: all)")  # fmt: skip
+    p.add_argument("--models", nargs="+", choices=MODELS,
+                   help="the networks --accuracy and --compile measure (default: all) and "
+                   f"--board (default: {', '.join(NETWORKS)})")  # fmt: skip
+    p.add_argument(
+        "--board",
+        action="store_true",
+        help="end-to-end latency on the boards, modelled: the accelerator's cycles plus the "
+        "CPU layers on the board's CPU (hw/parts.py), with the CPU's share",
+    )
+    p.add_argument("--configs", nargs="+", default=list(CONFIGS),
+                   help=f"--board's configurations (default: {', '.join(CONFIGS)})")  # fmt: skip
+    p.add_argument("--efficiency", type=float, default=EFFICIENCY,
+                   help=f"--board: the fraction of the CPU's peaks its layers reach (default "
+                   f"{EFFICIENCY})")  # fmt: skip
     p.add_argument(
         "--compile",
         type=int,
@@ -95,12 +113,20 @@ def main(argv: list[str] | None = None) -> int:
         "CPU path's (median of N cold compiles each); goal: ResNet-18 <= 2.5 s",
     )
     args = p.parse_args(argv)
+    if args.board:
+        if not 0 < args.efficiency <= 1:
+            p.error(f"--efficiency {args.efficiency}: a fraction in (0, 1]")
+        models = args.models or list(NETWORKS)
+        rows = [bench_board(m, c, args.efficiency) for m in models for c in args.configs]
+        print(json.dumps(rows, indent=1)) if args.json else print_board(rows)
+        return 0
+    models = args.models or list(MODELS)
     if args.compile:
-        rows = [bench_compile(m, args.compile, args.config) for m in args.models]
+        rows = [bench_compile(m, args.compile, args.config) for m in models]
         print(json.dumps(rows, indent=1)) if args.json else print_compile(rows)
         return 0
     if args.accuracy:
-        print_accuracy(args.accuracy, args.json, args.models)
+        print_accuracy(args.accuracy, args.json, models)
         return 0
     cfg = VTAConfig.load(args.config)
     if args.no_requant and cfg.alu_requant:

@@ -132,6 +132,14 @@ def _print_vta(report: dict) -> None:
         print(f"latency on the board: {report['latency_ms']:.2f} ms (accelerator "
               f"{report['latency_ms'] - cpu_ms:.2f} ms at the config's clock + CPU parts "
               f"{cpu_ms:.2f} ms as timed here)")  # fmt: skip
+    board = report["board"]
+    if board is not None and board["latency_ms"] is not None:
+        print(f"latency on the board, modelled: {board['latency_ms']:.2f} ms (accelerator "
+              f"{board['accelerator_ms']:.2f} ms + CPU layers {board['cpu_ms']:.2f} ms on "
+              f"{board['cpu']} at {board['efficiency']:.0%} of its peaks: CPU share "
+              f"{board['cpu_share']:.0%}; the offloaded layers on that CPU: "
+              f"{board['offloaded_on_cpu_ms']:.1f} ms, "
+              f"{board['offload_speedup']:.1f}x the accelerator's)")  # fmt: skip
     if report["compile_times"]:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in report["compile_times"].items())
         print(f"compile seconds by stage: {parts}")

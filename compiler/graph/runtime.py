@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from hw.parts import CPU, EFFICIENCY, part_for
 from vta.config import VTAConfig
 from vta.device import get_device
+from vta.errors import ConfigError
 from vta.program import Program
 from vta.stats import Stats
 
@@ -124,13 +127,15 @@ class AccelConv:
 
 
 def report_row(layer: AccelConv, st: Stats) -> dict:
-    """A report row of an offloaded layer's run: cycles, GEMM utilization, DRAM bytes and its
-    arithmetic intensity (ops per DRAM byte)."""
+    """A report row of an offloaded layer's run: cycles, GEMM utilization, DRAM bytes, FLOPs
+    (2 per MAC, channels padded to the block) and its arithmetic intensity (ops per DRAM
+    byte)."""
     dram = sum(st.bytes_loaded.values()) + st.bytes_stored
     return {
         "name": layer.name,
         "where": "vta",
         "cycles": st.cycles,
+        "flops": 2 * st.macs,
         "gemm_utilization": st.utilization,
         "dram_bytes": dram,
         "intensity": 2 * st.macs / dram,
@@ -202,21 +207,23 @@ class HybridModule:
             start = time.perf_counter()
             if step.kind == "cpu":
                 env.update(step.module.run({t: env[t] for t in step.inputs}))
-                rows.append(self._row(step, "llvm", start))
+                rows.append(self._row(step, "llvm", start, *_segment_work(step.module.manifest)))
             elif step.kind == "vta" and device is not None:
                 rows.append(self._device(step, env, packed, device))
             else:
                 node = step.node
-                outs = run_node(node, [env[t] if t else None for t in node.inputs])
+                ins = [env[t] if t else None for t in node.inputs]
+                outs = run_node(node, ins)
                 env.update(zip(node.outputs, outs, strict=True))
-                rows.append(self._row(step, "numpy", start))
+                moved = sum(a.nbytes for a in (*ins, *outs) if a is not None)
+                rows.append(self._row(step, "numpy", start, 0, moved))
         return {t: env[t] for t in self.outputs}, rows
 
-    def _row(self, step: Step, kernel: str, start: float) -> dict:
+    def _row(self, step: Step, kernel: str, start: float, flops: int, nbytes: int) -> dict:
         took = time.perf_counter() - start
         where = "vta" if step.kind == "vta" else "cpu"
         row = {"name": step.name, "where": where, "why": step.reason, "cpu_seconds": took}
-        return {**row, "kernel": kernel, "groups": step.groups}
+        return {**row, "kernel": kernel, "groups": step.groups, "flops": flops, "bytes": nbytes}
 
     def _device(self, step: Step, env: dict, packed: dict, device: str) -> dict:
         """Run an accelerator step on `device`; its output must equal the reference kernel's."""
@@ -330,6 +337,15 @@ class HybridModule:
         return cls(cfg, steps, inputs, m["outputs"], constants, 0.0, m.get("calibration", ""))
 
 
+def _segment_work(manifest: dict) -> tuple[int, int]:
+    """A compiled CPU segment's FLOPs and DRAM bytes: its kernels' FLOPs; its inputs, outputs
+    and parameters moved once and its arena (the intermediate tensors) written and read once."""
+    flops = sum(s["flops"] for s in manifest["steps"])
+    tensors = [*manifest["inputs"], *manifest["outputs"], *manifest["params"]]
+    nbytes = sum(math.prod(t["shape"]) * np.dtype(t["dtype"]).itemsize for t in tensors)
+    return flops, nbytes + 2 * manifest["arena_bytes"]
+
+
 def time_inferences(
     graph: GraphModule, inputs: Mapping[str, np.ndarray], repeat: int
 ) -> dict[str, float]:
@@ -340,6 +356,44 @@ def time_inferences(
         graph.run(dict(inputs))
         times.append((time.perf_counter() - t) * 1e3)
     return {"median": float(np.median(times)), "min": min(times), "max": max(times)}
+
+
+def board_model(
+    rows: list[dict], cfg: VTAConfig, efficiency: float = EFFICIENCY, cpu: CPU | None = None
+) -> dict | None:
+    """One inference on the configuration's board, modelled: the accelerator's cycles at the
+    configuration's clock plus each CPU row's time on the board's CPU (`hw.parts.CPU`, of the
+    configuration's part unless `cpu` is given: compiled kernels on every core, numpy steps on
+    one, at `efficiency` of its peaks); the CPU's share of the latency, and the offloaded
+    layers' time were they run on that CPU (the speed-up the accelerator gives them). Sets each
+    CPU row's `board_ms`. None for a part of no CPU table; no latency without cycles."""
+    if cpu is None:
+        try:
+            cpu = part_for(cfg.fpga_part).cpu
+        except ConfigError:
+            return None
+    cpu_ms = 0.0
+    for r in rows:
+        if r["where"] == "cpu":
+            threads = cpu.cores if r["kernel"] == "llvm" else 1
+            r["board_ms"] = cpu.seconds(r["flops"], r["bytes"], threads, efficiency) * 1e3
+            cpu_ms += r["board_ms"]
+    accel = [r for r in rows if r["where"] == "vta"]
+    offloaded = sum(cpu.seconds(r.get("flops", 0), r.get("dram_bytes", 0), cpu.cores, efficiency)
+                    for r in accel) * 1e3  # fmt: skip
+    cycles = [r.get("cycles") for r in accel]
+    accel_ms = None if None in cycles else sum(cycles) / (cfg.clock_mhz * 1e3)
+    latency = None if accel_ms is None else accel_ms + cpu_ms
+    return {
+        "cpu": cpu.describe(),
+        "efficiency": efficiency,
+        "accelerator_ms": accel_ms,
+        "cpu_ms": cpu_ms,
+        "latency_ms": latency,
+        "cpu_share": None if not latency else cpu_ms / latency,
+        "offloaded_on_cpu_ms": offloaded,
+        "offload_speedup": offloaded / accel_ms if accel_ms else None,
+    }
 
 
 def board_latency_ms(cycles: int | None, cfg: VTAConfig, cpu_seconds: float) -> float | None:
@@ -357,14 +411,16 @@ def run_vta(
     device: str = "sim",
     model: str = "",
     plot: str | None = None,
+    efficiency: float = EFFICIENCY,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Run the compiled model on `device`, every accelerator group checked bit for bit against
     the quantized reference kernel on its inputs (`HybridModule.run` raises on a difference);
     returns the report (per-step rows: where each ran and why, cycles, GEMM utilization, DRAM
-    bytes, roofline side, a CPU step's time and kernel; totals; `latency_ms`:
-    `board_latency_ms`; `bit_exact`: every group matched; `output_error` against the fp32
-    graph where the model was compiled in this process) and the outputs by name. `plot`
-    writes the groups' roofline plot (matplotlib)."""
+    bytes, roofline side, FLOPs, a CPU step's time, kernel and DRAM bytes; totals;
+    `latency_ms`: `board_latency_ms`; `board`: `board_model` at `efficiency`; `bit_exact`:
+    every group matched; `output_error` against the fp32 graph where the model was compiled in
+    this process) and the outputs by name. `plot` writes the groups' roofline plot
+    (matplotlib)."""
     cfg = compiled.cfg
     # the device run checks each accelerator group against the reference kernel on the same
     # inputs (a difference raises), so a second, reference run would compute them again
@@ -391,6 +447,7 @@ def run_vta(
         "layers": rows,
         "cpu_seconds": cpu_seconds,
         "latency_ms": board_latency_ms(cycles, cfg, cpu_seconds),
+        "board": board_model(rows, cfg, efficiency),
         "run_seconds": wall,
         "compile_seconds": compiled.compile_seconds,
         "compile_times": compiled.compile_times,

@@ -134,6 +134,12 @@ def test_running_a_compiled_folder_imports_no_compiler(model, board_run):
     assert _same_outputs(out, model[2])
     accelerator_ms = report["cycles"] / (VTAConfig.load("pynq").clock_mhz * 1e3)
     assert report["latency_ms"] > accelerator_ms > 0
+    # the modelled latency on the PYNQ's Cortex-A9: the CPU rows' FLOPs (DQN's dense layers)
+    # and bytes on its cores, then the accelerator's cycles
+    board, cpu_rows = report["board"], [r for r in report["layers"] if r["where"] == "cpu"]
+    assert board["cpu"].startswith("2x Cortex-A9") and sum(r["flops"] for r in cpu_rows) > 0
+    assert board["cpu_ms"] == pytest.approx(sum(r["board_ms"] for r in cpu_rows))
+    assert board["latency_ms"] == pytest.approx(accelerator_ms + board["cpu_ms"])
 
 
 def test_refused_imports_fail_the_run(model, tmp_path):

@@ -5,7 +5,7 @@ ConfigError."""
 import pytest
 
 from hw.bitstream import BOARDS
-from hw.parts import PARTS, part_for
+from hw.parts import CPU, PARTS, part_for
 from vta.config import VTAConfig, preset_names
 from vta.errors import ConfigError
 
@@ -32,3 +32,21 @@ def test_an_unknown_part_is_a_one_line_config_error():
     with pytest.raises(ConfigError) as err:
         part_for("xcvu9p-flga2104-2L-e")
     assert "\n" not in str(err.value) and "xc7z020" in str(err.value)
+
+
+def test_each_part_has_its_boards_cpu_as_a_throughput_model():
+    z7, zu = part_for("xc7z020clg400-1").cpu, part_for("xczu3eg-sbva484-1-e").cpu
+    assert (z7.name, z7.cores, z7.clock_mhz, z7.flops_per_cycle) == ("Cortex-A9", 2, 650, 2)
+    assert (zu.name, zu.cores, zu.clock_mhz, zu.flops_per_cycle) == ("Cortex-A53", 4, 1200, 8)
+    assert z7.describe() == "2x Cortex-A9 at 650 MHz, 2 FLOP/cycle/core, DRAM 2.1 GB/s"
+
+
+def test_a_cpu_step_takes_the_longer_of_its_flops_and_its_bytes():
+    cpu = CPU("core", cores=2, clock_mhz=500, flops_per_cycle=4, dram_gbps=1.0)
+    # 4e9 FLOPs on 2 cores at 2 GFLOPS each: 1 s; at half the peak: 2 s
+    assert cpu.seconds(4e9, 0, threads=2, efficiency=1.0) == pytest.approx(1.0)
+    assert cpu.seconds(4e9, 0, threads=2, efficiency=0.5) == pytest.approx(2.0)
+    assert cpu.seconds(4e9, 0, threads=8, efficiency=1.0) == pytest.approx(1.0)  # 2 cores
+    assert cpu.seconds(4e9, 0, threads=1, efficiency=1.0) == pytest.approx(2.0)
+    # 3e9 bytes at 1 GB/s outlast 2e9 FLOPs (0.5 s)
+    assert cpu.seconds(2e9, 3e9, threads=2, efficiency=1.0) == pytest.approx(3.0)
