@@ -26,6 +26,7 @@ from ..utils import (
     vector_lanes,
     vector_width,
 )
+from .injective import schedule_injective_from_existing
 from .utils import accumulator, register_block, register_tile
 
 PACKED = "packed_weight"
@@ -236,8 +237,11 @@ def _schedule_gemm(s: Schedule, gemm: Tensor, out: Tensor, tile_m: int) -> None:
 
 
 def schedule_dense(outs: Tensor | list[Tensor]) -> Schedule:
-    """Schedule for nn.matmul / nn.dense (unpacked B): register tiles of up to 4 rows x one
-    vector of columns; fast for B [K, N], gathers for dense's transposed weight."""
+    """Schedule for nn.matmul / nn.dense (unpacked B) and matmuls with batch axes (attention's
+    per-head products): register tiles of up to 4 rows x one vector of columns, batches and
+    tiles in parallel; fast for B [K, N], gathers for dense's transposed weight. The output
+    stage computes the tiles where it is the product with elementwise ops after it, else the
+    product is a stage of its own and the output an injective one."""
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
@@ -246,16 +250,20 @@ def schedule_dense(outs: Tensor | list[Tensor]) -> Schedule:
         if op.tag != tag.MATMUL:
             return
         gemm = op.output(0)
-        acc = accumulator(s, gemm, out)
-        m, n = gemm.shape
-        i, j = s[out].op.axis
-        io, jo, ii, ji = s[out].tile(
+        fused = tuple(out.shape) == tuple(gemm.shape)
+        stage = out if fused else gemm
+        acc = accumulator(s, gemm, out) if fused else s.cache_write(gemm, "local")
+        m, n = gemm.shape[-2:]
+        *batch, i, j = s[stage].op.axis
+        io, jo, ii, ji = s[stage].tile(
             i, j, largest_divisor(m, 4), vector_width(n, vector_lanes(gemm.dtype))
         )
-        s[out].vectorize(ji)
-        s[out].parallel(s[out].fuse(io, jo))
-        s[acc].compute_at(s[out], s[out].leaf_iter_vars[0])
+        s[stage].vectorize(ji)
+        s[stage].parallel(s[stage].fuse(*batch, io, jo))
+        s[acc].compute_at(s[stage], s[stage].leaf_iter_vars[0])
         register_tile(s, acc)
+        if not fused:
+            schedule_injective_from_existing(s, out)
 
     traverse_inline(s, out.op, callback)
     return s

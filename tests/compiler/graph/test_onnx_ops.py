@@ -112,6 +112,44 @@ def test_gelu_at_opset_20(tmp_path, approximate):
     check(tmp_path, one_node("Gelu", {"x": NORMAL}, attrs, opset=20), {"x": NORMAL})
 
 
+def test_erf_on_the_cpu_is_within_onnx_tolerance_everywhere(tmp_path):
+    """Erf is computed by arithmetic on the CPU (vectorized): tiny, small, large and infinite
+    arguments of both signs, NaN."""
+    import math
+
+    x = np.concatenate([np.linspace(-6, 6, 4001), np.logspace(-9, 1.5, 400),
+                        -np.logspace(-9, 1.5, 400), [0.0, np.inf, -np.inf, np.nan]])  # fmt: skip
+    x = x.astype(np.float32).reshape(1, -1)
+    (tmp_path / "m.onnx").write_bytes(one_node("Erf", {"x": x}))
+    (got,) = compile_model(tmp_path / "m.onnx").run({"x": x}).values()
+    want = np.array([math.erf(v) for v in x.ravel().tolist()]).reshape(x.shape)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-7, equal_nan=True)
+
+
+def test_batched_matmul_of_heads(tmp_path):
+    """Per-head products as attention makes them: [1, 4, 16, 8] x [1, 4, 8, 16] (register
+    tiles over batches), scaled and masked in the same kernel; a product transposed after it
+    (its own stage); [4, 16, 8] x [8, 16] broadcast over the batch."""
+    a, b = uniform(-1, 1, (1, 4, 16, 8)), uniform(-1, 1, (1, 4, 8, 16), seed=1)
+    mask = uniform(-1, 0, (1, 1, 1, 16), seed=2)
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["s"]),
+             helper.make_node("Div", ["s", "root"], ["d"]),
+             helper.make_node("Add", ["d", "mask"], ["y"]),
+             helper.make_node("Transpose", ["s"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["a3", "w"], ["u"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "heads",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape)
+         for k, v in {"a": a, "b": b, "mask": mask, "a3": a[0]}.items()],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, None) for k in "ytu"],
+        [numpy_helper.from_array(np.float32(2.0), "root"),
+         numpy_helper.from_array(uniform(-1, 1, (8, 16), seed=3), "w")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    check(tmp_path, model.SerializeToString(), {"a": a, "b": b, "mask": mask, "a3": a[0]})
+
+
 def test_gelu_refuses_an_unknown_approximation():
     from compiler.errors import OperatorError
 

@@ -120,6 +120,35 @@ def test_simplify_removes_copies_and_merges_reshapes():
     same_function(g, s, (2, 3, 4))
 
 
+def test_simplify_makes_a_matmul_of_n_d_rows_2_d_with_its_bias_and_gelu():
+    """MatMul([2, 3, 4] x constant [4, 5]) runs on 6 rows; the bias, GELU's arithmetic (two
+    rows operands) and a constant [1, 1, 5] follow it on the rows; a residual of another
+    value and a per-position constant stay after the Reshape back."""
+    half = Node("Mul", ["h"], ["m"])
+    nodes = [
+        Node("MatMul", ["x", "w"], ["p"]),
+        Node("Add", ["p", "b"], ["h"]),
+        Node("Div", ["h", "r2"], ["d"]),
+        Node("Erf", ["d"], ["e"]),
+        Node("Add", ["e", "one"], ["e1"]),
+        Node("Mul", ["h", "half"], half.outputs),
+        Node("Mul", ["m", "e1"], ["g"]),
+        Node("Mul", ["g", "c3"], ["g3"]),
+        Node("Add", ["g3", "pos"], ["y"]),
+    ]
+    consts = {"w": rng.standard_normal((4, 5)), "b": rng.standard_normal(5), "r2": 1.4142,
+              "one": 1.0, "half": 0.5, "c3": rng.standard_normal((1, 1, 5)),
+              "pos": rng.standard_normal((3, 5))}  # fmt: skip
+    g = graph(nodes, (2, 3, 4), ["y"], consts)
+    s = simplify(copy(g))
+    ops = [(n.op, s.value(n.outputs[0]).shape) for n in s.nodes]
+    assert ops == [("Reshape", (6, 4)), ("MatMul", (6, 5)), ("Add", (6, 5)), ("Div", (6, 5)),
+                   ("Erf", (6, 5)), ("Add", (6, 5)), ("Mul", (6, 5)), ("Mul", (6, 5)),
+                   ("Mul", (6, 5)), ("Reshape", (2, 3, 5)), ("Add", (2, 3, 5))]  # fmt: skip
+    assert s.constants[s.nodes[8].inputs[1]].shape == (5,)
+    same_function(g, s, (2, 3, 4))
+
+
 def test_fusion_by_pattern_kind():
     nodes = [
         Node("Transpose", ["x"], ["t"], {"perm": [0, 2, 1]}),
