@@ -11,7 +11,8 @@ output bit for bit against the quantized reference kernel on the same inputs
 (`reference.vta_conv`); with device None the accelerator groups run that kernel. Saved to a
 folder (`model.json`, each CPU segment's GraphModule folder, each accelerator group's Program
 file, `accel.npz` with the quantized weights) and loaded without calibrating, searching or
-compiling. `hybrid.py` compiles one.
+compiling. `hybrid.py` compiles one. A run's report (`run_vta`) gives the latency on the board
+as timed where it ran and as modelled for the configuration's board (`board_model`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ FORMAT = "vta-model-1"
 
 
 def pad_to(n: int, block: int) -> int:
+    """`n` rounded up to a multiple of `block`."""
     return -(-n // block) * block
 
 
