@@ -206,3 +206,21 @@ def test_the_board_runtime_runs_on_a_pynq_images_python(model, tmp_path, device)
     assert report["bit_exact"] and report["device"] == device
     assert {m for m in modules if m.startswith("compiler")} <= RUNTIME
     assert _same_outputs(tmp_path / "out.npz", model[2])
+
+
+def test_a_model_compiled_for_the_cpu_alone_runs_on_the_board_runtime(model, tmp_path):
+    """`vta compile --target "llvm -mtriple=..."` (no accelerator): the same runtime runs it."""
+    _, inputs, _ = model
+    compiled = tmp_path / "dqn.cpu"
+    onnx = inputs.with_name("dqn.onnx")
+    assert main(["compile", str(onnx), "--target", BOARD_STYLE, "-o", str(compiled)]) == 0
+    here = tmp_path / "here.npz"
+    assert main(["run", str(compiled), "--inputs", str(inputs), "--output", str(here)]) == 0
+    command = [sys.executable, "-c", BLOCKED, ",".join(sorted(RUNTIME)), ",".join(FORBIDDEN)]
+    args = ["run", str(compiled), "--inputs", str(inputs), "--output", str(tmp_path / "out.npz")]
+    r = subprocess.run([*command, *args, "--repeat", "2"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    loaded = {m for m in json.loads(r.stdout.strip().splitlines()[-1]) if m.startswith("compiler")}
+    assert loaded <= RUNTIME, sorted(loaded - RUNTIME)
+    assert "latency over 2 runs" in r.stdout
+    assert _same_outputs(tmp_path / "out.npz", here)
