@@ -1,8 +1,9 @@
 """`vta deploy DIR --inputs IN.npz --output OUT.npz` end to end: the model and its inputs
 copied to a 'board', run there with `vta run` on the board's device, the outputs and the report
 brought back, through `ssh` and `scp` stand-ins on PATH that run the board's commands on this
-machine in a scratch folder (so the model's CPU half is compiled for this machine; the boards'
-Arm builds are tests/deploy/test_board_cpu.py's)."""
+machine in a scratch folder (so the model's CPU half is compiled for this machine, as for a
+board: another triple than the host's, the thread pool linked in; the boards' Arm builds are
+tests/deploy/test_board_cpu.py's)."""
 
 import json
 import os
@@ -14,11 +15,19 @@ import numpy as np
 import pytest
 
 from compiler import zoo
+from compiler.errors import CodegenError
+from compiler.graph.objects import cross_linker
 from vta.cli import main
 from vta.config import VTAConfig
 
 VENV_BIN = Path(sys.executable).parent
-PYNQ_VTA = Path(__file__).resolve().parents[2] / ".venv-pynq" / "bin" / "vta"
+ROOT = Path(__file__).resolve().parents[2]
+# the board's `vta`: pynq 4 on this machine's Python, or a PYNQ v3 image's (Python 3.10, numpy
+# 1.21, pynq 3, no LLVM); ./scripts/test makes both
+BOARD_VTA = {
+    "pynq 4": ROOT / ".venv-pynq" / "bin" / "vta",
+    "PYNQ v3 image": ROOT / ".venv-board" / "bin" / "vta",
+}
 
 SSH = """#!/bin/sh
 # ssh HOST COMMAND: COMMAND run by the shell in the board's home folder
@@ -43,14 +52,18 @@ for source in sources:
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> tuple[Path, Path]:
-    """The seeded DQN network compiled for the accelerator (CPU layers for this machine) and
-    an inputs file."""
+    """The seeded DQN network compiled for the accelerator (CPU layers for this machine, built
+    as for a board) and an inputs file."""
+    try:
+        cross_linker("x86_64-pc-linux-gnu")
+    except CodegenError as err:
+        pytest.skip(str(err))
     folder = tmp_path_factory.mktemp("model")
     (folder / "dqn.onnx").write_bytes(zoo.dqn(seed=0))
     np.savez(folder / "in.npz", **zoo.random_inputs("dqn"))
     compiled = folder / "dqn.vta"
     args = ["compile", str(folder / "dqn.onnx"), "--target", "vta", "-o", str(compiled)]
-    assert main(args) == 0
+    assert main([*args, "--host-target", "llvm -mtriple=x86_64-pc-linux-gnu"]) == 0
     return compiled, folder / "in.npz"
 
 
@@ -102,19 +115,21 @@ def test_deploy_runs_the_model_on_its_inputs_and_brings_the_outputs_back(
         assert report["latency_ms"] == pytest.approx(want)
 
 
-def test_deploy_on_the_pynq_driver_over_the_verilated_rtl(model, board, tmp_path, capfd):
-    """The board's `vta` is .venv-pynq's (pynq needs numpy < 2): the `pynq` driver's code on
-    the `pynq-rtl` stand-in board."""
-    if not PYNQ_VTA.is_file():
-        pytest.skip(".venv-pynq is not set up (./scripts/test tests/pynq makes it)")
-    check = subprocess.run([str(PYNQ_VTA.with_name("python")), "-c", "import pynq"])
+@pytest.mark.parametrize("image", list(BOARD_VTA))
+def test_deploy_on_the_pynq_driver_over_the_verilated_rtl(model, board, tmp_path, capfd, image):
+    """The board's `vta` is .venv-pynq's (pynq 4 needs numpy < 2) or .venv-board's (a PYNQ v3
+    image's Python): the `pynq` driver's code on the `pynq-rtl` stand-in board."""
+    remote = BOARD_VTA[image]
+    if not remote.is_file():
+        pytest.skip(f"{remote.parents[1].name} is not set up (./scripts/test makes it)")
+    check = subprocess.run([str(remote.with_name("python")), "-c", "import pynq"])
     if check.returncode:
-        pytest.skip(".venv-pynq has no pynq")
+        pytest.skip(f"{remote.parents[1].name} has no pynq")
     compiled, inputs = model
     here = tmp_path / "here.npz"
     assert main(["run", str(compiled), "--inputs", str(inputs), "--output", str(here)]) == 0
     back = tmp_path / "back.npz"
-    assert _deploy(model, back, "pynq-rtl", "--remote-vta", str(PYNQ_VTA)) == 0
+    assert _deploy(model, back, "pynq-rtl", "--remote-vta", str(remote)) == 0
     report = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
     with np.load(here) as want, np.load(back) as got:
         assert all(np.array_equal(want[k], got[k]) for k in want.files)
