@@ -56,7 +56,7 @@ _PLAIN = (*_UNARY, *_BINARY, *TYPED, "Reshape", "Flatten", "Squeeze", "Unsqueeze
           "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
           "MatMul", "Gemm", "Resize", "ConvTranspose", "Conv", "BatchNormalization", "LRN",
           *REDUCE_OPS, "Normalize", "CumSum", "Expand", "Tile", "DepthToSpace",
-          "SpaceToDepth")  # fmt: skip
+          "SpaceToDepth", "Attention")  # fmt: skip
 
 
 def compile_model(

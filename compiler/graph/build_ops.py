@@ -703,6 +703,9 @@ OPS: dict[str, Compute] = {
     "Transpose": lambda ins, a: nn.transpose(ins[0], a.get("perm")),
     "Concat": lambda ins, a: nn.concatenate(ins, int(a["axis"])),
     "Softmax": lambda ins, a: nn.softmax(ins[0], int(a.get("axis", -1))),
+    "Attention": lambda ins, a: nn.attention(
+        *ins[:3], ins[3] if len(ins) > 3 else None, a["scale"]
+    ),
     "LogSoftmax": lambda ins, a: nn.log_softmax(ins[0], int(a.get("axis", -1))),
     "MatMul": matmul,
     "Gemm": matmul,
@@ -795,6 +798,8 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
         return x86.schedule_pool(outs)
     if tag.SOFTMAX in tags:
         return x86.schedule_softmax(outs)
+    if tag.ATTENTION in tags:
+        return x86.schedule_attention(outs)
     if tag.MATMUL in tags:
         return x86.schedule_dense(outs)
     return x86.schedule_injective(outs)

@@ -127,6 +127,12 @@ def softmax(x, *, axis) -> np.ndarray:
     return testing.softmax_python(x, axis)
 
 
+def attention(q, k, v, mask=None, *, scale) -> np.ndarray:
+    """softmax(q k * scale + mask) v over the keys."""
+    scores = np.matmul(q, k) * np.float32(scale)
+    return np.matmul(softmax(scores if mask is None else scores + mask, axis=-1), v)
+
+
 def log_softmax(x, *, axis) -> np.ndarray:
     y = x - x.max(axis=axis, keepdims=True)
     return y - np.log(np.exp(y).sum(axis=axis, keepdims=True))
@@ -410,6 +416,7 @@ KERNELS: dict[str, Kernel] = {
     "ReduceLogSum": _reduce(np.sum, None, np.log),
     "ReduceLogSumExp": _typed(log_sum_exp),
     "Normalize": _one(normalize),
+    "Attention": lambda ins, a: [attention(*ins, **a)],
     "CumSum": _one(cumsum),
     "Expand": lambda ins, a: [np.broadcast_to(ins[0], a["shape"]).copy()],
     "Tile": lambda ins, a: [np.tile(ins[0], a["repeats"])],

@@ -14,6 +14,7 @@ DEPTHWISE_CONV2D_NCHW = "depthwise_conv2d_nchw"
 DEPTHWISE_CONV2D_NCHWC = "depthwise_conv2d_NCHWc"
 POOL = "pool"
 SOFTMAX = "softmax_output"
+ATTENTION = "attention"  # softmax(q k * scale + mask) v
 WINOGRAD_TRANSFORM = "winograd_transform"  # the input tiles' B^T d B
 WINOGRAD_GEMM = "winograd_gemm"
 CONV2D_WINOGRAD = "conv2d_winograd"  # the output tiles' A^T M A

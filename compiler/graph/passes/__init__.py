@@ -1,13 +1,15 @@
 """Graph passes over the IR (`compiler.graph.ir`), each taking the graph and returning it
 (changed in place): shape and dtype inference, constant folding, batch-norm folding,
-simplification, fusion by pattern kind; task extraction lists the fused graph's distinct
-kernels. `run_passes(..., print_passes=True)` prints the IR after every pass."""
+simplification, attention recognised as one node, fusion by pattern kind; task extraction
+lists the fused graph's distinct kernels. `run_passes(..., print_passes=True)` prints the IR
+after every pass."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..ir import Graph
+from .attention import fuse_attention
 from .fold import fold_batch_norm, fold_constants
 from .fuse import Task, extract_tasks, format_tasks, fuse
 from .infer import infer_shapes
@@ -18,6 +20,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph]]] = [
     ("fold_constants", fold_constants),
     ("fold_batch_norm", fold_batch_norm),
     ("simplify", simplify),
+    ("fuse_attention", fuse_attention),
     ("fuse", fuse),
 ]
 
@@ -47,6 +50,7 @@ __all__ = [
     "extract_tasks",
     "fold_batch_norm",
     "fold_constants",
+    "fuse_attention",
     "format_tasks",
     "fuse",
     "infer_shapes",

@@ -199,6 +199,7 @@ SHAPES: dict[str, ShapeFn] = {
     ],
     **{op: _reduce for op, kind in PATTERNS.items() if op.startswith("Reduce")},
     "Normalize": _same,
+    "Attention": lambda ins, a: [ins[0][:-1] + ins[2][-1:]],
     **dict.fromkeys(
         ("ArgMax", "ArgMin"),
         lambda ins, a: _reduce(ins, {"axes": [a["axis"]], "keepdims": a["keepdims"]}),

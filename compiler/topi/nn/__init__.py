@@ -1,6 +1,7 @@
 """Neural-network operators as tensor expressions (TVM's topi.nn)."""
 
 from ..window import get_pad_tuple
+from .attention import attention
 from .batch_norm import batch_norm
 from .conv2d import conv2d_1x1_NCHWc, conv2d_nchw, conv2d_NCHWc
 from .dense import dense, matmul
@@ -21,6 +22,7 @@ from .transform import (
 from .winograd import conv2d_winograd_NCHWc, winograd_weight
 
 __all__ = [
+    "attention",
     "conv2d_winograd_NCHWc",
     "winograd_weight",
     "clip",

@@ -1,6 +1,7 @@
 """Default x86 schedules (derived from the target's facts: AVX-512, AVX2), and the
 packed-layout computes they are built for."""
 
+from .attention import schedule_attention
 from .conv2d import (
     PARALLEL,
     channel_block,
@@ -31,6 +32,7 @@ from .softmax import schedule_softmax
 from .winograd import schedule_conv2d_winograd_NCHWc
 
 __all__ = [
+    "schedule_attention",
     "schedule_conv2d_winograd_NCHWc",
     "PARALLEL",
     "schedule_conv2d_NCHWc_knobs",

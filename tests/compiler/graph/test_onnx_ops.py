@@ -150,6 +150,58 @@ def test_batched_matmul_of_heads(tmp_path):
     check(tmp_path, model.SerializeToString(), {"a": a, "b": b, "mask": mask, "a3": a[0]})
 
 
+@pytest.mark.parametrize("scale,mask", [("Div", True), ("Mul", False), (None, True)])
+def test_attention_is_one_node_and_kernel(tmp_path, scale, mask):
+    """MatMul(Q, K^T), a scale, an additive mask (a run-time input, -10000 on padding keys),
+    Softmax and MatMul by V: one Attention node (the CPU's kernel computes a query row at a
+    time) matching onnxruntime; the scores computed once per row in its kernel."""
+    q, kt = uniform(-2, 2, (1, 2, 8, 4)), uniform(-2, 2, (1, 2, 4, 8), seed=1)
+    v = uniform(-1, 1, (1, 2, 8, 3), seed=2)
+    feeds = {"q": q, "kt": kt, "v": v}
+    nodes, t = [helper.make_node("MatMul", ["q", "kt"], ["s"])], "s"
+    consts = []
+    if scale:
+        nodes.append(helper.make_node(scale, [t, "c"], ["scaled"]))
+        consts.append(numpy_helper.from_array(np.float32(2.0), "c"))
+        t = "scaled"
+    if mask:
+        feeds["mask"] = np.where(np.arange(8) < 6, 0, -1e4).astype(np.float32).reshape(1, 1, 1, 8)
+        nodes.append(helper.make_node("Add", [t, "mask"], ["masked"]))
+        t = "masked"
+    nodes += [helper.make_node("Softmax", [t], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, x.shape) for k, x in feeds.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        consts,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    model = model.SerializeToString()
+    g, _ = run_passes(import_onnx(model))
+    assert [n.op for n in g.nodes] == ["Attention"]
+    assert g.nodes[0].attrs["scale"] == {"Div": 0.5, "Mul": 2.0, None: 1.0}[scale]
+    check(tmp_path, model, feeds)
+
+
+def test_attention_is_not_fused_where_the_scores_are_read_elsewhere():
+    x = uniform(-1, 1, (2, 4, 4))
+    nodes = [helper.make_node("MatMul", ["x", "x"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "x"], ["y"]),
+             helper.make_node("Add", ["y", "s"], ["z"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "shared",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    g, _ = run_passes(import_onnx(model.SerializeToString()))
+    assert "Attention" not in [n.op for n in g.nodes] and "Softmax" in [n.op for n in g.nodes]
+
+
 def test_gelu_refuses_an_unknown_approximation():
     from compiler.errors import OperatorError
 

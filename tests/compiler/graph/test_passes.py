@@ -200,7 +200,7 @@ def test_print_passes_prints_the_graph_after_each_pass():
     run_passes(import_onnx(NETWORKS["dqn"]()), print_passes=True, out=lines.append)
     heads = [t.splitlines()[0] for t in lines]
     assert heads == ["== import ==", "== infer_shapes ==", "== fold_constants ==",
-                     "== fold_batch_norm ==", "== simplify ==", "== fuse ==",
-                     "== extract_tasks =="]  # fmt: skip
-    assert "group conv_3 [out_fusable] {" in lines[5]
-    assert "task 4: Gemm+Relu(float32[1,3136], float32[512,3136], float32[512]) x1" in lines[6]
+                     "== fold_batch_norm ==", "== simplify ==", "== fuse_attention ==",
+                     "== fuse ==", "== extract_tasks =="]  # fmt: skip
+    assert "group conv_3 [out_fusable] {" in lines[6]
+    assert "task 4: Gemm+Relu(float32[1,3136], float32[512,3136], float32[512]) x1" in lines[7]
