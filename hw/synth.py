@@ -87,7 +87,7 @@ def synthesize(
         if run.returncode != 0:
             tail = (run.stderr or text).strip().splitlines()[-5:]
             raise DeviceError("yosys failed (--log FILE keeps its log):\n" + "\n".join(tail))
-        path, slow = analyse(netlist, TOP, 1000.0 / (MARGIN * cfg.clock_mhz))
+        path, slow = analyse(netlist, TOP, 1000.0 / (MARGIN * cfg.clock_mhz), family)
     stat = text[text.rfind("Printing statistics") :]
     cells = {name: int(n) for name, n in re.findall(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}
     totals = {"LUT": 0.0, "FF": 0.0, "BRAM36": 0.0, "DSP": 0.0}

@@ -1,9 +1,7 @@
 """Critical-path estimate of a yosys `synth_xilinx` netlist (its `write_json` output).
 
 The longest register-to-register path, in cells and in nanoseconds, with the per-cell delays
-below (Xilinx 7-series data-sheet values for speed grade -1, rounded; docs/fpga.md; an
-UltraScale+ netlist's cells, RAMB*E2, DSP48E2, CARRY8 and MUXF9, take their 7-series
-counterparts' delays, which overstates that faster family's paths) and a
+below (Xilinx 7-series data-sheet values for speed grade -1, rounded; docs/fpga.md) and a
 fixed allowance for every routed net. It is an estimate, not Vivado's timing: placement and
 real routing are unknown, so the net allowance is deliberately generous (0.5 ns per net; a
 short net in a placed 7-series design takes 0.2-0.4 ns, a long or high-fanout one more).
@@ -11,6 +9,12 @@ short net in a placed 7-series design takes 0.2-0.4 ns, a long or high-fanout on
 Start points: flip-flop outputs (clock-to-out), block-RAM outputs, registered DSP48 outputs,
 the design's input ports (driven by a register of the interconnect). End points: flip-flop and
 block-RAM inputs, registered DSP48 inputs (with setup) and the output ports.
+
+An UltraScale+ netlist (RAMB*E2, DSP48E2, CARRY8, MUXF9 cells, which take their 7-series
+counterparts' arcs) has every delay, nets included, scaled by `DELAY_SCALE["xcup"]`: the ratio
+of one path both families' data sheets give, a DSP48 multiply between its input and P registers
+without pipeline registers (UltraScale+ speed grade -1 at 0.85 V: 338 MHz, 2.96 ns; the table
+below: register clock to out + multiplier + input setup, 4.53 ns).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ DSP_MREG_TO_P = 1.60  # M register clock to P (no P register)
 DSP_C_TO_P = 1.70  # C (or PCIN) through the post-adder to P
 DSP_INPUT_SETUP = 0.30  # A/B/C to their input registers
 DSP_CLK_TO_P = 0.33  # P register clock to out
+
+# Per family, the factor on every delay above (a uniform scale keeps the critical path's cells).
+DELAY_SCALE = {"xc7": 1.0, "xcup": (1000.0 / 338) / (DSP_CLK_TO_P + DSP_MULT + DSP_INPUT_SETUP)}
 
 FLIP_FLOPS = {"FDRE", "FDSE", "FDCE", "FDPE"}
 LUTS = {f"LUT{n}" for n in range(1, 7)} | {"INV"}
@@ -84,7 +91,8 @@ def _net_names(module: dict) -> dict[int, str]:
 
 
 class _Netlist:
-    def __init__(self, module: dict):
+    def __init__(self, module: dict, family: str):
+        self.scale = DELAY_SCALE[family]
         self.cells = module["cells"]
         self.names = _net_names(module)
         self.driver: dict[int, tuple[str, str]] = {}  # bit -> (cell, output port)
@@ -237,7 +245,7 @@ class _Netlist:
         nets = [self.names.get(self.cells[n]["connections"][p][0], "?") for n, p in nodes]
         nets.append(self.end_name(end, bit))
         levels = sum(1 for kind, _ in cells[1:-1] if kind not in CLOCKS)
-        return CriticalPath(round(delay, 3), levels, cells, nets)
+        return CriticalPath(round(delay * self.scale, 3), levels, cells, nets)
 
     def critical_path(self) -> CriticalPath:
         worst = max(self.endpoints(), default=None, key=lambda e: e[0])
@@ -248,33 +256,36 @@ class _Netlist:
         period, slowest first."""
         worst: dict[str, tuple] = {}
         for end in self.endpoints():
-            if end[0] > period_ns:
+            if end[0] * self.scale > period_ns:
                 signal = re.sub(r"(\[\d+\])+$", "", self.end_name(end[1], end[2]))
                 if signal not in worst or end[0] > worst[signal][0]:
                     worst[signal] = end
         return [self.path(*e) for e in sorted(worst.values(), key=lambda e: -e[0])]
 
 
-def _module(netlist: dict | str | Path, top: str) -> _Netlist:
+def _module(netlist: dict | str | Path, top: str, family: str) -> _Netlist:
     if not isinstance(netlist, dict):
         netlist = json.loads(Path(netlist).read_text())
-    return _Netlist(netlist["modules"][top])
+    return _Netlist(netlist["modules"][top], family)
 
 
-def critical_path(netlist: dict | str | Path, top: str) -> CriticalPath:
-    """The estimated critical path of module `top` in a yosys JSON netlist (a dict or file)."""
-    return _module(netlist, top).critical_path()
+def critical_path(netlist: dict | str | Path, top: str, family: str = "xc7") -> CriticalPath:
+    """The estimated critical path of module `top` in a yosys JSON netlist (a dict or file)
+    synthesized for `family` (`DELAY_SCALE`'s keys)."""
+    return _module(netlist, top, family).critical_path()
 
 
 def analyse(
-    netlist: dict | str | Path, top: str, period_ns: float
+    netlist: dict | str | Path, top: str, period_ns: float, family: str = "xc7"
 ) -> tuple[CriticalPath, list[CriticalPath]]:
     """The critical path and the slow signals (as `slow_signals`) of one netlist read once."""
-    module = _module(netlist, top)
+    module = _module(netlist, top, family)
     return module.critical_path(), module.slow_signals(period_ns)
 
 
-def slow_signals(netlist: dict | str | Path, top: str, period_ns: float) -> list[CriticalPath]:
+def slow_signals(
+    netlist: dict | str | Path, top: str, period_ns: float, family: str = "xc7"
+) -> list[CriticalPath]:
     """Per signal of module `top` read at a path end (a register's input), its worst path when
     that is longer than `period_ns`, slowest first."""
-    return _module(netlist, top).slow_signals(period_ns)
+    return _module(netlist, top, family).slow_signals(period_ns)

@@ -93,3 +93,20 @@ def test_paths_are_named_by_the_rtl_signals_and_slow_signals_listed_slowest_firs
     assert [(p.nets[-1], p.delay_ns) for p in slow] == [("full[0]", pytest.approx(two_luts))]
     assert slow_signals(netlist(cells, names), "top", two_luts) == []
     assert timing.analyse(netlist(cells, names), "top", one_lut - 0.01) == (path, slow)
+
+
+def test_an_ultrascale_plus_netlist_has_every_delay_scaled_by_its_family_factor():
+    cells = {
+        "a": cell("FDRE", {"C": [1], "D": [2], "CE": ["1"], "R": ["0"]}, {"Q": [3]}),
+        "c": cell("CARRY8", {"S": [3], "CI": ["0"]}, {"O": [4]}),
+        "b": cell("FDRE", {"C": [1], "D": [4], "CE": ["1"], "R": ["0"]}, {"Q": [2]}),
+    }
+    xc7 = critical_path(netlist(cells), "top")
+    xcup = critical_path(netlist(cells), "top", "xcup")
+    assert xcup.cells == xc7.cells
+    assert xcup.delay_ns == pytest.approx(xc7.delay_ns * timing.DELAY_SCALE["xcup"], abs=1e-3)
+    # the factor maps the table's unpipelined DSP48 multiply onto UltraScale+'s 338 MHz
+    dsp = timing.DSP_CLK_TO_P + timing.DSP_MULT + timing.DSP_INPUT_SETUP
+    assert 1000.0 / (dsp * timing.DELAY_SCALE["xcup"]) == pytest.approx(338.0)
+    assert slow_signals(netlist(cells), "top", xcup.delay_ns - 0.01, "xcup")
+    assert not slow_signals(netlist(cells), "top", xcup.delay_ns + 0.01, "xcup")
