@@ -21,7 +21,13 @@ from pathlib import Path
 
 from compiler.codegen.parallel import cache_root
 from compiler.codesign.api import make_pool
-from compiler.codesign.evaluate import Evaluation, evaluate_point, preset_point, replayed_cycles
+from compiler.codesign.evaluate import (
+    Evaluation,
+    evaluate_point,
+    network_prior,
+    preset_point,
+    replayed_cycles,
+)
 from compiler.codesign.pareto import hypervolume
 from compiler.codesign.search import (
     Study,
@@ -67,8 +73,8 @@ def run_grid(model_path: str, model: str, part: str, scheduler: str | None = Non
                 "grid": [Evaluation.from_dict(e) for e in data["grid"]]}  # fmt: skip
     pool = make_pool(scheduler)
     try:
-        point, cfg = preset_point(part)
-        job = (model_path, point, part, None, 8, cfg.name, cfg.clock_mhz)
+        point, cfg, clock = preset_point(part)
+        job = (model_path, point, part, None, 8, cfg.name, clock)
         (preset,) = pool.map(evaluate_point, [job], 900.0)
         if not preset.ok:
             raise RuntimeError(preset.message)
@@ -80,8 +86,11 @@ def run_grid(model_path: str, model: str, part: str, scheduler: str | None = Non
     finally:
         pool.close()
     DATA.mkdir(exist_ok=True)
-    doc = {"model": model, "part": part, "preset": preset.value.to_dict(),
-           "grid": [ev.to_dict() for ev in grid]}  # fmt: skip
+    def kept(ev: Evaluation) -> dict:  # the timed candidates (rankers' data) are not kept
+        return {k: v for k, v in ev.to_dict().items() if k != "samples"}
+
+    doc = {"model": model, "part": part, "preset": kept(preset.value),
+           "grid": [kept(ev) for ev in grid]}  # fmt: skip
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return {"preset": preset.value, "grid": grid}
 
@@ -99,10 +108,11 @@ def evaluations_to(share: float, evs: list[Evaluation], ref, total: float) -> in
 
 
 def compare_searches(
-    part: str, grid: list[Evaluation], seeds: int, budget: int | None = None
+    part: str, grid: list[Evaluation], seeds: int, budget: int | None = None, prior=None
 ) -> dict:
-    """Evaluations to 95% of the grid's hypervolume, learned against random, per seed, each
-    search given `budget` evaluations (default: the grid's; not reached counts as the grid's)."""
+    """Evaluations to 95% of the grid's hypervolume, learned (from `prior`: the network's
+    estimated cycles, `evaluate.network_prior`) against random, per seed, each search given
+    `budget` evaluations (default: the grid's; not reached counts as the grid's)."""
     front = [objectives(ev, "latency") for ev in pareto(grid, "latency")]
     ref = (max(v[0] for v in front) * 1.1, max(v[1] for v in front) * 1.1)
     total = hypervolume([v for ev in grid if (v := objectives(ev, "latency"))], ref)
@@ -111,7 +121,8 @@ def compare_searches(
     out: dict[str, list] = {"learned": [], "random": []}
     for seed in range(seeds):
         for name, search in (("learned", learned_search), ("random", random_search)):
-            study = Study("grid", space, Store(), f"{name}{seed}", pool=ReplayPool(grid))
+            study = Study("grid", space, Store(), f"{name}{seed}", pool=ReplayPool(grid),
+                          prior=prior)  # fmt: skip
             evs = search(study, budget or n, seed)
             out[name].append(evaluations_to(0.95, evs, ref, total))
     med = {k: statistics.median([x if x is not None else n for x in v]) for k, v in out.items()}
@@ -157,9 +168,10 @@ def bench_codesign(model: str, model_path: str, parts: list[str], seeds: int,
     rows = {}
     for part in parts:
         data = run_grid(model_path, model, part, scheduler)
+        space = HardwareSpace(part, REDUCED, model_batch=1)
         rows[part] = {
             **best_against_preset(data["preset"], data["grid"]),
-            **compare_searches(part, data["grid"], seeds),
+            **compare_searches(part, data["grid"], seeds, prior=network_prior(model_path, space)),
             **codesign_gain(model_path, data["preset"], data["grid"]),
             "goal_speedup": GOALS[part],
         }

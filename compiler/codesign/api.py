@@ -13,7 +13,7 @@ from hw.resources import estimate
 from vta.config import VTAConfig
 
 from ..errors import CompilerError
-from .evaluate import Evaluation, evaluate_point, preset_point, workload
+from .evaluate import Evaluation, evaluate_point, network_prior, preset_point, workload
 from .search import (
     OBJECTIVES,
     STRATEGIES,
@@ -92,8 +92,9 @@ def codesign(
     key = study_key(model, calibration, space.part.name, candidates, None)
     pool = make_pool(scheduler)
     try:
+        prior = network_prior(model, space, calibration)
         study = Study(model, space, store, key, objective, calibration, candidates, pool,
-                      progress, transfer)  # fmt: skip
+                      progress, transfer, prior=prior)  # fmt: skip
         default = _preset(study)
         if strategy == "grid":
             evaluations = grid_search(study)
@@ -129,14 +130,14 @@ def _close(pool) -> None:
 
 
 def _preset(study: Study) -> Evaluation:
-    """The part's preset, at its own clock (stored under its own label)."""
-    point, cfg = preset_point(study.space.part.name)
+    """The part's preset at the clock it closes at (`preset_point`; stored under its label)."""
+    point, cfg, clock = preset_point(study.space.part.name)
     label = f"preset:{cfg.name}"
     found = study.store.get(study.key, label)
     if found is not None:
         return found
     job = (study.model, point, study.space.part.name, study.calibration, study.candidates,
-           cfg.name, cfg.clock_mhz)  # fmt: skip
+           cfg.name, clock)  # fmt: skip
     (outcome,) = study.pool.map(evaluate_point, [job], 900.0)
     if not outcome.ok:
         raise CompilerError(f"the {cfg.name} preset could not be evaluated: {outcome.message}")

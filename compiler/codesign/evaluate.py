@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hw.parts import part_for
@@ -122,22 +123,43 @@ def closing(
 @dataclasses.dataclass
 class Workload:
     """A model prepared once per process: its fused graph and calibration inputs; each
-    partition's calibration observations are computed once."""
+    partition (configurations differ in it only by which groups their batch allows) is
+    calibrated and quantized once."""
 
     graph: object
     inputs: list
-    observed: dict = dataclasses.field(default_factory=dict)
+    partitions: dict = dataclasses.field(default_factory=dict)
 
     def quantized(self, cfg: VTAConfig):
-        """The graph partitioned and quantized for `cfg`."""
+        """The graph partitioned and quantized for `cfg` (the compiler only reads it)."""
         from ..graph.passes.partition import partition
         from ..graph.passes.quantize import calibrate, quantize
 
         graph = partition(self.graph, cfg)
         signature = tuple((g.name, g.target) for g in graph.groups)
-        if signature not in self.observed:
-            self.observed[signature] = calibrate(graph, self.inputs)
-        return quantize(graph, self.observed[signature])
+        if signature not in self.partitions:
+            self.partitions[signature] = quantize(graph, calibrate(graph, self.inputs))
+        return self.partitions[signature]
+
+    def estimated_cycles(self, cfg: VTAConfig) -> float:
+        """The offloaded layers' cycles on `cfg` by the compiler's cycle estimate
+        (`estimate_cycles` of each layer's best setting): milliseconds, where compiling and
+        timing take seconds; the learned search's prior. Infinite where a layer has no
+        tiling that fits."""
+        from ..graph.hybrid import accelerator_layers
+        from ..topi.vta.fused import estimate_cycles, fused_knob_space
+
+        total = 0.0
+        try:
+            layers = accelerator_layers(self.quantized(cfg), cfg).values()
+        except CompilerError:
+            return math.inf
+        for _, _, wl, ep in layers:
+            space = fused_knob_space(wl, ep, cfg)
+            if not space:
+                return math.inf
+            total += min(estimate_cycles(wl, k, ep, cfg) for k in space)
+        return total
 
 
 @functools.lru_cache(maxsize=2)
@@ -149,6 +171,15 @@ def workload(model: str, calibration: str | None = None) -> Workload:
 
     graph = fused_graph(Path(model))
     return Workload(graph, calibration_inputs(graph, calibration)[0])
+
+
+def network_prior(
+    model: str, space: HardwareSpace, calibration: str | None = None
+) -> Callable[[Point], float]:
+    """A point's estimated cycles for the model at `model` (`Workload.estimated_cycles`): a
+    learned search's prior (`search.Study.prior`)."""
+    w = workload(model, calibration)
+    return lambda point: w.estimated_cycles(space.config(point))
 
 
 def evaluate_point(
@@ -243,9 +274,11 @@ def replayed_cycles(model: str, point_cfg: dict, preset_cfg: dict, calibration: 
     return total
 
 
-def preset_point(part: str) -> tuple[Point, VTAConfig]:
-    """The part's preset as a design point, and the preset."""
+def preset_point(part: str) -> tuple[Point, VTAConfig, float]:
+    """The part's preset as a design point, the preset, and the clock it runs at: its own, or
+    where the resource model's Fmax for it is lower (`ultra96`'s 333 MHz), `point_clock` of
+    that: the preset as this RTL would close it."""
     from .space import PRESET_OF_PART, point_of
 
     cfg = VTAConfig.load(PRESET_OF_PART[part_for(part).name])
-    return point_of(cfg), cfg
+    return point_of(cfg), cfg, min(cfg.clock_mhz, point_clock(estimate(cfg).fmax_mhz, part))

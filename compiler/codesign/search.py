@@ -3,8 +3,10 @@ compiled network's cycles and energy guides which points to evaluate).
 
 Every strategy evaluates only points the resource model says fit the part (milliseconds a
 point), so evaluations -- a compile and a timing run each -- go to candidates for the front.
-The learned search fits a bootstrap ensemble of XGBoost regressors on the evaluated points'
-features (`Point.features`) to log cycles and log energy, and picks, a batch at a time, the
+The learned search starts from a prior, the compiler's own cycle estimate of the network at
+each point (`Study.prior`, a tenth of a second a point), and fits a bootstrap ensemble of
+XGBoost regressors on the evaluated points' features (`Point.features` and the prior) to what
+the prior misses (log cycles minus log prior; log energy), and picks, a batch at a time, the
 points whose optimistic prediction (mean minus one spread) adds the most hypervolume to the
 front; latency is predicted cycles over the clock the resource model gives the point.
 """
@@ -59,6 +61,7 @@ class Study:
     ranked_candidates: int = 3
     min_samples: int = MIN_SAMPLES
     ranker: Ranker | None = None
+    prior: Callable[[Point], float] | None = None  # estimated cycles (inf: no tiling fits)
     _rows: list = dataclasses.field(default_factory=list, repr=False)
     _resources: dict = dataclasses.field(default_factory=dict, repr=False)
     _model: dict = dataclasses.field(default_factory=load_model, repr=False)
@@ -118,7 +121,7 @@ def candidates(study: Study, limit: int, rng: np.random.Generator) -> list[Point
     """Up to `limit` distinct points of the space that fit, drawn at random (all of them,
     in grid order, when the space holds fewer)."""
     grid = list(study.space.grid())
-    if len(grid) > limit:
+    if len(grid) > 2 * limit:  # a sample, twice the limit (not every point fits)
         grid = [grid[i] for i in sorted(rng.choice(len(grid), limit * 2, replace=False))]
     fitting = [p for p in grid if study.fits(p)]
     if len(fitting) > limit:
@@ -126,9 +129,13 @@ def candidates(study: Study, limit: int, rng: np.random.Generator) -> list[Point
     return fitting
 
 
-def grid_search(study: Study) -> list[Evaluation]:
-    """Every fitting point of the space."""
-    return study.evaluate([p for p in study.space.grid() if study.fits(p)])
+def grid_search(study: Study, batch: int = 8) -> list[Evaluation]:
+    """Every fitting point of the space, `batch` at a time (each batch stored as it ends, so
+    a stopped grid resumes)."""
+    points = [p for p in study.space.grid() if study.fits(p)]
+    return [
+        ev for k in range(0, len(points), batch) for ev in study.evaluate(points[k : k + batch])
+    ]
 
 
 def random_search(study: Study, trials: int, seed: int, batch: int = 2) -> list[Evaluation]:
@@ -176,16 +183,24 @@ def _reference(values: Iterable[tuple[float, float]], lut_capacity: float) -> tu
     return worst * 1.1, lut_capacity
 
 
+PRIOR_POOL = 1000  # the candidates a learned search considers (their priors take 0.1 s each)
+
+
 def learned_search(
     study: Study, trials: int, seed: int, batch: int = 2, initial: int | None = None
 ) -> list[Evaluation]:
-    """`trials` evaluations: `initial` random points, then batches chosen by the surrogate's
-    optimistic hypervolume improvement."""
+    """`trials` evaluations in batches chosen by the optimistic hypervolume improvement from
+    `study.prior` on; for EDP (energy has no prior), `initial` random points first."""
+    if study.prior is None:
+        raise CompilerError("a learned co-design search needs a prior (Study.prior)")
     rng = np.random.default_rng(seed)
-    pool = candidates(study, 4000, rng)
+    estimates = {p: study.prior(p) for p in candidates(study, PRIOR_POOL, rng)}
+    prior = {p: math.log(c) for p, c in estimates.items() if math.isfinite(c)}  # else no tiling
+    pool = list(prior)
     if not pool:
         raise CompilerError(f"no point of the space fits {study.space.part.name}")
-    initial = min(trials, initial or max(batch, min(8, trials // 4)))
+    default = 0 if study.objective == "latency" else max(batch, min(8, trials // 4))
+    initial = min(trials, default if initial is None else initial)
     order = list(rng.permutation(len(pool)))
     done: list[Evaluation] = []
     for k in range(0, initial, batch):
@@ -197,31 +212,51 @@ def learned_search(
         left = [p for p in pool if p not in seen]
         if not left:
             break
-        picks = _propose(study, done, left, clocks, luts, min(batch, trials - len(done)), rng)
+        count = min(batch, trials - len(done))
+        picks = _propose(study, done, left, clocks, luts, prior, count, rng)
         done += study.evaluate(picks)
     return done
 
 
+def _predicted_log_cycles(
+    done: list[Evaluation], left: list[Point], prior: dict, seed: int
+) -> np.ndarray:
+    """Each of `left`'s log cycles, optimistic (mean minus one spread): the prior plus a
+    surrogate of what it missed at the compiled points (their mean miss below three)."""
+    compiled = [ev for ev in done if ev.cycles is not None and ev.point in prior]
+    base = np.array([prior[p] for p in left])
+    misses = np.array([math.log(ev.cycles) - prior[ev.point] for ev in compiled])
+    if len(compiled) < 3:
+        return base + (misses.mean() if len(misses) else 0.0)
+
+    def rows(points: list[Point]) -> np.ndarray:
+        return np.array([[*p.features(), prior[p]] for p in points])
+
+    mean, spread = (
+        Surrogate(seed=seed).fit(rows([ev.point for ev in compiled]), misses).predict(rows(left))
+    )
+    return base + mean - spread
+
+
 def _propose(study: Study, done: list[Evaluation], left: list[Point], clocks: dict,
-             luts: dict, count: int, rng: np.random.Generator) -> list[Point]:  # fmt: skip
+             luts: dict, prior: dict, count: int,
+             rng: np.random.Generator) -> list[Point]:  # fmt: skip
     """The `count` points of `left` with the largest optimistic hypervolume improvement (a
     random one where none promises a gain: always taking the fastest predicted point there
     left the low-LUT end of the front unvisited)."""
     seed = int(rng.integers(1 << 31))
     compiled = [ev for ev in done if ev.cycles is not None]
-    if len(compiled) < 3:  # too little to learn from
-        return left[:count]
-    x = np.array([ev.point.features() for ev in compiled])
-    xs = np.array([p.features() for p in left])
-    mean, spread = Surrogate(seed=seed).fit(x, np.log([ev.cycles for ev in compiled])).predict(xs)
-    cycles = np.exp(mean - spread)
-    latency = cycles / (np.array([clocks[p] for p in left]) * 1e3)
+    if study.objective == "edp" and len(compiled) < 3:
+        return left[:count]  # too little to learn energy from
+    log_cycles = _predicted_log_cycles(done, left, prior, seed)
+    latency = np.exp(log_cycles) / (np.array([clocks[p] for p in left]) * 1e3)
+    primary = latency
     if study.objective == "edp":
+        x = np.array([ev.point.features() for ev in compiled])
+        xs = np.array([p.features() for p in left])
         ys = np.log([ev.energy_mj for ev in compiled])
         e_mean, e_spread = Surrogate(seed=seed + 1).fit(x, ys).predict(xs)
         primary = latency * np.exp(e_mean - e_spread)
-    else:
-        primary = latency
     current = [v for v in (objectives(ev, study.objective) for ev in done) if v is not None]
     reference = _reference(current or [(float(primary.max()), 0.0)], study.space.part.lut)
     base = hypervolume(current, reference)

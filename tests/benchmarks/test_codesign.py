@@ -6,7 +6,7 @@ from compiler.codesign.pareto import hypervolume
 from compiler.codesign.search import Study, grid_search, objectives
 from compiler.codesign.space import REDUCED, HardwareSpace, point_of
 from compiler.codesign.store import Store
-from testkit.codesign import SyntheticPool
+from testkit.codesign import SyntheticPool, synthetic_prior
 from vta.config import VTAConfig
 
 
@@ -30,7 +30,7 @@ def test_evaluations_to_a_share_of_the_hypervolume():
 def test_searches_replay_on_the_grid_without_compiling():
     grid, pool = _grid()
     jobs = pool.jobs
-    fig = compare_searches("xczu3eg", grid, seeds=2, budget=12)
+    fig = compare_searches("xczu3eg", grid, seeds=2, budget=12, prior=synthetic_prior)
     assert pool.jobs == jobs  # everything came from the grid
     assert fig["grid_points"] == len(grid)
     for name in ("learned", "random"):
