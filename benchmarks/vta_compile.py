@@ -76,9 +76,9 @@ def print_compile(rows: list[dict]) -> None:
             f"(onnx's import {r['onnx_import_seconds']:.2f} s, once per process, apart):"
         )
         for stage, seconds in r["stages"].items():
-            print(f"  {stage:24} {seconds:6.2f} s")
+            print(f"  {stage:34} {seconds:6.2f} s")
         print(
-            f"  {'CPU path (llvm)':24} {r['cpu_seconds']:6.2f} s   accelerator / CPU "
+            f"  {'CPU path (llvm)':34} {r['cpu_seconds']:6.2f} s   accelerator / CPU "
             f"{r['ratio_vta_to_cpu']:.2f}x"
         )
         if r["goal_seconds"]:
