@@ -2,7 +2,8 @@
 
 Every width, depth and ISA field size anywhere (Python, the Verilog header, drivers) is derived
 from a `VTAConfig`. Presets live in `vta/configs/*.json`; a config is addressable by its preset
-name (``"pynq"``) or by the reference configuration string (``"1x16_i8w8a32_15_15_18_17"``).
+name (``"pynq"``) or by the reference configuration string (``"1x16_i8w8a32_15_15_18_17"``;
+``"1x16x8_..."`` names a core whose BLOCK_OUT differs from its BLOCK_IN).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .isa import MemType
 CONFIG_DIR = Path(__file__).with_name("configs")
 DEFAULT_CONFIG = "pynq"
 
-_CONFIG_STRING = re.compile(r"^(\d+)x(\d+)_i(\d+)w(\d+)a(\d+)_(\d+)_(\d+)_(\d+)_(\d+)$")
+_CONFIG_STRING = re.compile(r"^(\d+)x(\d+)(?:x(\d+))?_i(\d+)w(\d+)a(\d+)_(\d+)_(\d+)_(\d+)_(\d+)$")
 # A configuration name: a preset file's stem or a configuration string, never a path.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 MAX_CONFIG_FILE_BYTES = 1 << 20
@@ -67,7 +68,10 @@ class VTAConfig:
     log_wgt_width: int = 3
     log_acc_width: int = 5
     log_batch: int = 0
+    # BLOCK_IN; also BLOCK_OUT unless `log_block_out` is set (None: equal blocks, as the
+    # reference's LOG_BLOCK).
     log_block: int = 4
+    log_block_out: int | None = None
     log_uop_buff_size: int = 15
     log_inp_buff_size: int = 15
     log_wgt_buff_size: int = 18
@@ -95,6 +99,8 @@ class VTAConfig:
     alu_ii_imm: int = 1
 
     def __post_init__(self) -> None:
+        if self.log_block_out is not None and self.log_block_out == self.log_block:
+            object.__setattr__(self, "log_block_out", None)  # one form per architecture
         self._check()
 
     # ----------------------------------------------------------------------------- loading
@@ -179,11 +185,13 @@ class VTAConfig:
 
     @classmethod
     def _from_config_string(cls, text: str, match: re.Match) -> VTAConfig:
-        batch, block, inp, wgt, acc, uop_s, inp_s, wgt_s, acc_s = (int(g) for g in match.groups())
+        batch, block, block_out, *rest = match.groups()
+        inp, wgt, acc, uop_s, inp_s, wgt_s, acc_s = (int(g) for g in rest)
         return cls(
             name=text,
-            log_batch=_log2(batch, "batch"),
-            log_block=_log2(block, "block"),
+            log_batch=_log2(int(batch), "batch"),
+            log_block=_log2(int(block), "block"),
+            log_block_out=None if block_out is None else _log2(int(block_out), "block_out"),
             log_inp_width=_log2(inp, "inp_width"),
             log_wgt_width=_log2(wgt, "wgt_width"),
             log_acc_width=_log2(acc, "acc_width"),
@@ -202,7 +210,11 @@ class VTAConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields as JSON values; `log_block_out` only where it differs from `log_block`."""
+        data = dataclasses.asdict(self)
+        if self.log_block_out is None:
+            del data["log_block_out"]
+        return data
 
     # ----------------------------------------------------------------------------- widths
     @property
@@ -214,8 +226,13 @@ class VTAConfig:
         return 1 << self.log_block
 
     @property
+    def log2_block_out(self) -> int:
+        """log2 of BLOCK_OUT."""
+        return self.log_block if self.log_block_out is None else self.log_block_out
+
+    @property
     def block_out(self) -> int:
-        return 1 << self.log_block
+        return 1 << self.log2_block_out
 
     @property
     def inp_width(self) -> int:
@@ -289,9 +306,11 @@ class VTAConfig:
 
     @property
     def config_string(self) -> str:
-        """The reference's bitstream name, e.g. ``1x16_i8w8a32_15_15_18_17``."""
+        """The reference's bitstream name, e.g. ``1x16_i8w8a32_15_15_18_17``; unequal blocks
+        name BATCHxBLOCK_INxBLOCK_OUT, e.g. ``1x16x8_i8w8a32_15_15_18_17``."""
+        out = "" if self.block_out == self.block_in else f"x{self.block_out}"
         return (
-            f"{self.batch}x{self.block_in}_i{self.inp_width}w{self.wgt_width}a{self.acc_width}"
+            f"{self.batch}x{self.block_in}{out}_i{self.inp_width}w{self.wgt_width}a{self.acc_width}"
             f"_{self.log_uop_buff_size}_{self.log_inp_buff_size}"
             f"_{self.log_wgt_buff_size}_{self.log_acc_buff_size}"
         )
@@ -315,6 +334,7 @@ class VTAConfig:
         need(self.log_acc_width == 5, "log_acc_width", "must be 5 (int32 accumulators)")
         need(0 <= self.log_batch <= 4, "log_batch", "must be in [0, 4]")
         need(1 <= self.log_block <= 6, "log_block", "must be in [1, 6]")
+        need(1 <= self.log2_block_out <= 6, "log_block_out", "must be in [1, 6]")
         need(3 <= self.log_bus_width <= 9, "log_bus_width", "must be in [3, 9] (8..512-bit bus)")
         for field, (lo, hi) in RANGES.items():
             value = getattr(self, field)
@@ -336,22 +356,32 @@ class VTAConfig:
             )
         need(
             self.elem_bytes[MemType.WGT] <= 4096,
-            "log_block",
-            "gives weight tiles above the 4 KiB page size",
+            "log_block" if self.log_block_out is None else "log_block_out",
+            f"gives {self.block_out}x{self.block_in} weight tiles above the 4 KiB page size",
         )
         isa.check_encodable(self)
         for field in ("cmd_queue_depth", "token_queue_depth", "max_burst_beats"):
             _log2(getattr(self, field), field)
 
 
-def _field_type(name: str) -> type:
-    return type(next(f.default for f in dataclasses.fields(VTAConfig) if f.name == name))
+# Fields whose None means "as another field" (`log_block_out`: as `log_block`).
+_OPTIONAL = frozenset({"log_block_out"})
+
+
+def field_type(name: str) -> type | None:
+    """The type of a configuration field's values (None for no such field)."""
+    if name in _OPTIONAL:
+        return int
+    defaults = {f.name: f.default for f in dataclasses.fields(VTAConfig)}
+    return type(defaults[name]) if name in defaults else None
 
 
 def _check_type(key: str, value: object, source: str) -> None:
     """Raise ConfigError unless `value` has field `key`'s type (no bool for numbers, finite
     floats, bounded text)."""
-    want = _field_type(key)
+    want = field_type(key)
+    if value is None and key in _OPTIONAL:
+        return
     if want is float:
         ok = isinstance(value, int) and not isinstance(value, bool)
         ok = ok or (isinstance(value, float) and math.isfinite(value))

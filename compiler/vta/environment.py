@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from functools import cache, cached_property
 from typing import Any
 
-from vta.config import VTAConfig
+from vta.config import VTAConfig, field_type
 from vta.isa import ALU_IMM_WIDTH, AluOp, MemType
 
 from .. import te
@@ -200,7 +200,7 @@ def target_config(target: str) -> VTAConfig:
     changes = {}
     for item in filter(None, options[0][len("-config=") :].split(",") if options else []):
         name, _, text = item.partition(":")
-        kind = type(getattr(VTAConfig.load(None), name, None))
+        kind = field_type(name)
         if kind not in (int, float, bool) or name in _NOT_ARCHITECTURE:
             raise LoweringError(f"target {target!r}: {name!r} is not a configuration field")
         try:

@@ -25,6 +25,8 @@ def _file(tmp_path, text: str | bytes):
         ("name", None, "a string"),
         ("log_uop_buff_size", 10**30, r"\[0, 30\]"),  # was OverflowError
         ("log_block", 10**30, r"\[1, 6\]"),
+        ("log_block_out", 10**30, r"\[1, 6\]"),
+        ("log_block_out", "8", "an integer"),
         ("clock_mhz", 1e308, r"\[1, 2000\]"),
         ("clock_mhz", 10**400, r"\[1, 2000\]"),  # was OverflowError converting to float
         ("dram_latency", 10**12, r"\[1, 65536\]"),

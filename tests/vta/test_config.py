@@ -42,6 +42,34 @@ def test_configuration_string_without_preset_builds_one():
     assert cfg.config_string == "1x8_i8w8a32_15_14_16_16"
 
 
+def test_unequal_blocks_size_each_buffer_by_its_own_block():
+    cfg = load_config("pynq").replace(log_block_out=3, log_wgt_buff_size=17, log_acc_buff_size=16)
+    assert (cfg.block_in, cfg.block_out, cfg.macs_per_cycle) == (16, 8, 128)
+    mem = MemType
+    assert cfg.elem_bytes == {mem.UOP: 4, mem.INP: 16, mem.WGT: 128, mem.ACC: 32, mem.OUT: 8}
+    assert cfg.depth == {mem.UOP: 8192, mem.INP: 2048, mem.WGT: 1024, mem.ACC: 2048, mem.OUT: 2048}
+    assert cfg.config_string == "1x16x8_i8w8a32_15_15_17_16"
+    back = VTAConfig.load(cfg.config_string)
+    assert (back.block_in, back.block_out, back.depth) == (16, 8, cfg.depth)
+    assert VTAConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_log_block_alone_sets_both_blocks():
+    cfg = VTAConfig.from_dict({"log_block": 3, "log_inp_buff_size": 14, "log_acc_buff_size": 16,
+                               "log_wgt_buff_size": 16})  # fmt: skip
+    assert (cfg.block_in, cfg.block_out) == (8, 8)
+    assert "log_block_out" not in cfg.to_dict()  # equal blocks keep the reference's fields
+    assert load_config("pynq").replace(log_block_out=4) == load_config("pynq")
+    assert load_config("tiny").replace(log_block=3).block_out == 8
+    wide = load_config("tiny").replace(log_block_out=3)
+    assert (wide.replace(log_block=1).block_in, wide.replace(log_block=1).block_out) == (2, 8)
+
+
+def test_unequal_blocks_that_overflow_the_isa_name_the_buffers():
+    with pytest.raises(ConfigError, match="GEMM word 1 needs 68 bits.*log_acc_buff_size"):
+        load_config("pynq").replace(log_block_out=3)
+
+
 def test_wide_bus_preset():
     cfg = load_config("ultra96")
     assert cfg.clock_mhz == 333

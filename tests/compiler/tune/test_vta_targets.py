@@ -27,6 +27,14 @@ def test_a_target_names_its_configurations_architecture(name):
     assert vta_target(cfg.replace(clock_mhz=123.0, name="other")) == target
 
 
+def test_a_target_names_unequal_blocks():
+    cfg = VTAConfig.load("tiny").replace(log_block_out=3)
+    target = vta_target(cfg)
+    assert "log_block_out:3" in target
+    assert target_config(target).block_out == 8 and target_config(target).block_in == 4
+    assert "log_block_out" not in vta_target("tiny")
+
+
 def test_only_vta_targets_of_configuration_fields_are_accepted():
     for bad in ("llvm", "vta -config=colour:1", "vta -config=log_block:x", "vta -mcpu=x",
                 "vta -config=clock_mhz:5"):  # fmt: skip
