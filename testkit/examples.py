@@ -31,6 +31,25 @@ class Example:
     expected: dict[str, np.ndarray]
 
 
+# Configurations whose BLOCK_OUT differs from BLOCK_IN, for differential tests: a preset with
+# one block changed, and buffer sizes that keep every ISA field within its bits.
+UNEQUAL_BLOCKS: dict[str, tuple[str, dict[str, int]]] = {
+    "tiny-4x8": ("tiny", {"log_block_out": 3}),
+    "tiny-8x4": ("tiny", {"log_block": 3, "log_block_out": 2}),
+    "pynq-16x8": ("pynq", {"log_block_out": 3, "log_wgt_buff_size": 17, "log_acc_buff_size": 16}),
+    "pynq-8x16": (
+        "pynq",
+        {"log_block": 3, "log_block_out": 4, "log_inp_buff_size": 14, "log_wgt_buff_size": 17},
+    ),
+}
+
+
+def unequal_blocks(name: str) -> VTAConfig:
+    """The `UNEQUAL_BLOCKS` configuration `name` (BATCH x BLOCK_IN x BLOCK_OUT in its name)."""
+    preset, changes = UNEQUAL_BLOCKS[name]
+    return VTAConfig.load(preset).replace(name=name, **changes)
+
+
 def _config(config: VTAConfig | str | None) -> VTAConfig:
     return VTAConfig.load(config)
 

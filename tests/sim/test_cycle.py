@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sim.cycle import CycleSimulator, schedule
 from sim.functional import FunctionalSimulator
 from sim.timing import fetch_arrivals, insn_cost
-from testkit.examples import all_examples, blocked_gemm
+from testkit.examples import UNEQUAL_BLOCKS, all_examples, blocked_gemm, unequal_blocks
 from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeadlockError, DeviceError, ProgramError
@@ -277,7 +277,8 @@ def test_registered_as_sim():
 
 
 # ------------------------------------------------------------------------------- examples
-EXAMPLES = [e for name in ("pynq", "tiny", "ultra96") for e in all_examples(name)]
+CONFIGS = [*map(VTAConfig.load, ("pynq", "tiny", "ultra96")), *map(unequal_blocks, UNEQUAL_BLOCKS)]
+EXAMPLES = [e for cfg in CONFIGS for e in all_examples(cfg)]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: f"{e.program.config.name}-{e.name}")

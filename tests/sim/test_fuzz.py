@@ -7,7 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from testkit.examples import UNEQUAL_BLOCKS, unequal_blocks
 from testkit.program_fuzz import random_program
+from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import DeviceError
 from vta.isa import TokenQueue, encode_stream, insn_module
@@ -50,18 +52,25 @@ def mismatches(program: Program, device: str, checks: list[Check]) -> list[str]:
     return found
 
 
-def differential(seeds: range, config: str, device: str, checks: list[Check]) -> None:
+def differential(seeds: range, config: str | VTAConfig, device: str, checks: list[Check]) -> None:
     failures = {}
     for seed in seeds:
         found = mismatches(random_program(seed, config), device, checks)
         if found:
             failures[seed] = found
-    assert not failures, f"{device} on {config}, by seed: {failures}"
+    assert not failures, f"{device} on {VTAConfig.load(config).name}, by seed: {failures}"
 
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_fsim_and_sim_agree_on_random_programs(config):
     differential(DEFAULT_SEEDS, config, "sim", SIM_CHECKS)
+
+
+@pytest.mark.parametrize("name", UNEQUAL_BLOCKS)
+def test_fsim_and_sim_agree_with_block_out_unlike_block_in(name):
+    """GEMM (BATCH x BLOCK_IN) by (BLOCK_OUT x BLOCK_IN), ALU over BATCH x BLOCK_OUT lanes, and
+    each buffer's own element size in loads and stores."""
+    differential(DEFAULT_SEEDS, unequal_blocks(name), "sim", SIM_CHECKS)
 
 
 def without_queue(program: Program, queue: TokenQueue) -> Program:
@@ -93,12 +102,13 @@ def test_a_stripped_token_queue_is_rejected_or_harmless(config):
     assert rejected >= 40  # the tokens are load-bearing in most Programs
 
 
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("config", [*CONFIGS, *UNEQUAL_BLOCKS])
 def test_random_programs_store_results(config):
     """The comparison has teeth: every Program overwrites bytes of its (random) output buffer."""
     fsim = get_device("fsim")
+    cfg = unequal_blocks(config) if config in UNEQUAL_BLOCKS else config
     for seed in DEFAULT_SEEDS[:50]:
-        program = random_program(seed, config)
+        program = random_program(seed, cfg)
         final, stats = fsim.execute(program, program.dram)
         assert stats.bytes_stored > 0 and stats.gemm_uops + stats.alu_uops > 0, f"seed {seed}"
         assert not np.array_equal(program.view("out"), program.view("out", final)), f"seed {seed}"

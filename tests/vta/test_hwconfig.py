@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from testkit.examples import UNEQUAL_BLOCKS, unequal_blocks
 from vta import hwconfig, regmap
 from vta.config import VTAConfig, preset_names
 from vta.errors import ConfigError
@@ -43,10 +44,11 @@ def test_header_carries_every_isa_field_position(preset):
             assert values[f"VTA_{prefix}_{member.name}"] == member.value
 
 
-@pytest.mark.parametrize("preset", preset_names())
+@pytest.mark.parametrize("preset", [*preset_names(), *UNEQUAL_BLOCKS])
 def test_header_geometry_and_timing_come_from_the_config(preset):
-    cfg = VTAConfig.load(preset)
+    cfg = unequal_blocks(preset) if preset in UNEQUAL_BLOCKS else VTAConfig.load(preset)
     values = parse(generate_header(cfg))
+    assert (values["VTA_BLOCK_IN"], values["VTA_BLOCK_OUT"]) == (cfg.block_in, cfg.block_out)
     assert values["VTA_BUS_BITS"] == cfg.bus_width
     assert values["VTA_ALU_MUL_ENABLED"] == int(cfg.alu_mul)
     assert values["VTA_ALU_REQUANT_ENABLED"] == int(cfg.alu_requant)
