@@ -1,6 +1,7 @@
-"""The RTL is Verilator-lint clean with every warning on, for every preset; its only hand-written
-widths are local state-machine encodings (every other width comes from the generated header);
-each lint waiver names its rule and says why, next to the line it covers."""
+"""The RTL is Verilator-lint clean with every warning on, for every preset and for cores whose
+BLOCK_OUT differs from BLOCK_IN; its only hand-written widths are local state-machine encodings
+(every other width comes from the generated header); each lint waiver names its rule and says
+why, next to the line it covers."""
 
 import re
 import subprocess
@@ -8,6 +9,7 @@ import subprocess
 import pytest
 
 from hw.build import RTL_DIR, TOP, rtl_sources, verilator_available, verilator_env
+from testkit.examples import UNEQUAL_BLOCKS, unequal_blocks
 from vta.config import VTAConfig, preset_names
 from vta.hwconfig import generate_header
 
@@ -25,9 +27,10 @@ STATE_ENCODING = re.compile(
 )
 
 
-@pytest.mark.parametrize("preset", preset_names())
+@pytest.mark.parametrize("preset", [*preset_names(), *UNEQUAL_BLOCKS])
 def test_rtl_is_lint_clean_with_all_warnings(preset, tmp_path):
-    (tmp_path / "vta_config.vh").write_text(generate_header(VTAConfig.load(preset)))
+    cfg = unequal_blocks(preset) if preset in UNEQUAL_BLOCKS else VTAConfig.load(preset)
+    (tmp_path / "vta_config.vh").write_text(generate_header(cfg))
     cmd = ["verilator", "--lint-only", "-Wall", f"-I{tmp_path}", "--top-module", TOP]
     run = subprocess.run(
         cmd + [str(p) for p in rtl_sources()],

@@ -141,6 +141,13 @@ def test_rtl_matches_fsim_and_sim_cycles_on_random_programs(config):
 
 
 @pytest.mark.rtl
+@pytest.mark.parametrize("name", ["tiny-4x8", "tiny-8x4"])
+def test_rtl_matches_fsim_and_sim_cycles_with_block_out_unlike_block_in(name):
+    rtl_device()
+    differential(RTL_SEEDS[:50], unequal_blocks(name), "rtl", RTL_CHECKS)
+
+
+@pytest.mark.rtl
 @pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS)
 def test_rtl_matches_fsim_and_sim_cycles_on_many_random_programs(config):
