@@ -8,7 +8,6 @@ import math
 
 from ... import te
 from ...te.tensor import Tensor
-from ...tir import expr as E
 from .. import tag
 
 _EXP_SQUARINGS = 8  # exp(x) = exp(x / 256) ** 256
@@ -16,24 +15,33 @@ _EXP_TAYLOR = 7  # terms of exp(y) for |y| <= 87 / 256
 _EXP_MIN = -87.0  # below it exp(x) is 0 (float32's normal range ends at -87.3)
 
 
-def exp_nonpositive(x: E.Expr) -> E.Expr:
-    """exp(x) for x <= 0 by arithmetic alone, so the loop stays vectorized (libm's expf is a
-    scalar call per lane): a Taylor polynomial of x / 256 raised to the 256th power by
-    squaring; within 3.2e-5 of exp(x) relatively, 0 below `_EXP_MIN`, NaN to NaN."""
-    y = x * (1.0 / 2**_EXP_SQUARINGS)
-    p = te.const(1.0 / math.factorial(_EXP_TAYLOR), x.dtype)
-    for n in range(_EXP_TAYLOR - 1, -1, -1):
-        p = p * y + 1.0 / math.factorial(n)
-    for _ in range(_EXP_SQUARINGS):
-        p = p * p
-    return te.select(x < te.const(_EXP_MIN, x.dtype), te.const(0.0, x.dtype), p)
+def exp_nonpositive(x: Tensor, name: str) -> Tensor:
+    """exp(x) for x <= 0 by arithmetic alone, so loops over it stay vectorized (libm's expf is
+    a scalar call per lane): a Taylor polynomial of x / 256 (stage `{name}_taylor`) raised to
+    the 256th power by eight squarings (stages `{name}_square{n}`: an expression squared in
+    place would hold 256 copies of the polynomial); within 3.2e-5 of exp(x) relatively, 0
+    below `_EXP_MIN`, NaN to NaN (stage `name`)."""
+
+    def taylor(*i):
+        y = x(*i) * (1.0 / 2**_EXP_SQUARINGS)
+        p = te.const(1.0 / math.factorial(_EXP_TAYLOR), x.dtype)
+        for n in range(_EXP_TAYLOR - 1, -1, -1):
+            p = p * y + 1.0 / math.factorial(n)
+        return p
+
+    p = te.compute(x.shape, taylor, name=f"{name}_taylor")
+    for n in range(_EXP_SQUARINGS):
+        p = te.compute(x.shape, lambda *i, p=p: p(*i) * p(*i), name=f"{name}_square{n}")
+    low, zero = te.const(_EXP_MIN, x.dtype), te.const(0.0, x.dtype)
+    return te.compute(x.shape, lambda *i: te.select(x(*i) < low, zero, p(*i)), name=name)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> Tensor:
     """q [..., Tq, D], k [..., D, Tk] (the keys transposed), v [..., Tk, Dv] with equal leading
-    axes; `mask` broadcasts to the scores [..., Tq, Tk]. Stages: the scores (a reduction over
-    D), their row maximum, exponentials, row sum, the exponentials times v (a reduction over
-    Tk), and the output (that product over the sum), tagged `tag.ATTENTION`."""
+    axes; `mask` broadcasts to the scores [..., Tq, Tk]. Stages (named `T_attention_*`): the
+    scores (a reduction over D), their row maximum, the scores less it, their exponentials,
+    row sum, the exponentials times v (a reduction over Tk), and the output (that product over
+    the sum), tagged `tag.ATTENTION`."""
     *batch, tq, d = q.shape
     tk, dv = k.shape[-1], v.shape[-1]
     shape = (*batch, tq, tk)
@@ -54,9 +62,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
     j1, j2, j3 = (te.reduce_axis(tk, f"j{n}") for n in (1, 2, 3))
     rows = shape[:-1]
     top = te.compute(rows, lambda *i: te.max(logit(*i, j1), axis=j1), name="T_attention_max")
-    exp = te.compute(
-        shape, lambda *i: exp_nonpositive(logit(*i) - top(*i[:-1])), name="T_attention_exp"
-    )
+    shifted = te.compute(shape, lambda *i: logit(*i) - top(*i[:-1]), name="T_attention_shifted")
+    exp = exp_nonpositive(shifted, "T_attention_exp")
     total = te.compute(rows, lambda *i: te.sum(exp(*i, j2), axis=j2), name="T_attention_sum")
     context = te.compute(
         (*rows, dv),

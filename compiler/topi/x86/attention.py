@@ -15,23 +15,24 @@ def schedule_attention(outs: Tensor | list[Tensor]) -> Schedule:
     outs = as_outputs(outs)
     s = te.create_schedule([o.op for o in outs])
     out = outs[0]
+    depth: dict[str, int] = {}  # each stage's longest path from the output
     stages: dict[str, Tensor] = {}
-    todo = list(out.op.input_tensors)
+    todo = [(t, 1) for t in out.op.input_tensors]
     while todo:
-        t = todo.pop()
-        if t.op.name.startswith("T_attention_") and t.op.name not in stages:
-            stages[t.op.name] = t
-            todo += t.op.input_tensors
+        t, d = todo.pop()
+        if t.op.name.startswith("T_attention_") and depth.get(t.op.name, 0) < d:
+            depth[t.op.name], stages[t.op.name] = d, t
+            todo += [(u, d + 1) for u in t.op.input_tensors]
     *rows, col = s[out].op.axis
     row = s[out].fuse(*rows)
     s[out].parallel(row)
     s[out].vectorize(col)
-    for name in ("context", "sum", "exp", "max", "scores"):  # consumers first
-        s[stages[f"T_attention_{name}"]].compute_at(s[out], row)
-    for name in ("scores", "context"):  # the reduction outside, the row's axis vectorized
-        t = stages[f"T_attention_{name}"]
+    for name in sorted(stages, key=depth.get):  # consumers first: compute_at checks the uses
+        t = stages[name]
+        s[t].compute_at(s[out], row)
+        if t.ndim < out.ndim:
+            continue  # a row's maximum or sum
         *_, last = s[t].op.axis
-        s[t].reorder(*s[t].op.reduce_axis, last)
+        s[t].reorder(*s[t].op.reduce_axis, last)  # a reduction outside, the row's axis inside
         s[t].vectorize(last)
-    s[stages["T_attention_exp"]].vectorize(s[stages["T_attention_exp"]].op.axis[-1])
     return s
