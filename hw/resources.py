@@ -193,7 +193,8 @@ def features(cfg: VTAConfig, family: str) -> dict[str, float]:
     GEMM MACs, ALU lanes (with requantize, with the multiplier), the result taps' bits (the
     forwarding registers and comparators of vta_compute.v), the bus width, the buffers' address
     bits, the queues' counter bits (three command, four token queues), the bits of the memories
-    mapped to LUT RAM (in 64-bit LUTs), and the shape's logarithms for the critical path."""
+    mapped to LUT RAM (in 64-bit LUTs), and the shape's logarithms for the critical path
+    (`log_block` is BLOCK_IN's: the depth of the GEMM's adder trees)."""
     h = header_params(cfg)
     lanes = cfg.batch * cfg.block_out
     lutram = [m for m in memories(cfg) if mapping(m, family)[0] == "lutram"]

@@ -1,7 +1,8 @@
 """The resource model (hw/resources.py) against the dataset of yosys runs (hw/data/): BRAM36 and
 DSP counts equal yosys's on every run; LUT, FF and Fmax predicted within 10% (mean absolute
 error on held-out runs); the committed coefficients are what a refit of the committed data
-gives; the fit rules; and a fresh yosys run of the tiny preset agrees with the model."""
+gives; the fit rules; and fresh yosys runs of the tiny preset and of cores whose BLOCK_OUT
+differs from BLOCK_IN agree with the model."""
 
 import json
 import shutil
@@ -10,6 +11,7 @@ import pytest
 
 from hw import resource_fit, resources
 from hw.synth_data import load
+from testkit.examples import unequal_blocks
 from vta.config import VTAConfig
 from vta.errors import ConfigError
 
@@ -110,3 +112,31 @@ def test_a_fresh_yosys_run_agrees_with_the_model():
     for key, value in (("LUT", guess.lut), ("FF", guess.ff), ("fmax", guess.fmax_mhz)):
         want = path.fmax_mhz if key == "fmax" else totals[key]
         assert abs(value - want) <= 0.2 * want, (key, value, want)
+
+
+def test_unequal_blocks_count_macs_as_batch_block_in_block_out():
+    """MACs are BATCH x BLOCK_IN x BLOCK_OUT; ALU lanes, with their multipliers, BLOCK_OUT (the
+    GEMM's DSP pairs are checked against yosys below)."""
+    for cfg in map(unequal_blocks, ("tiny-8x4", "tiny-4x8")):
+        feats = resources.features(cfg, "xc7")
+        assert feats["macs"] == cfg.batch * cfg.block_in * cfg.block_out == 32
+        assert feats["lanes"] == feats["mul_lanes"] == cfg.block_out
+        # one 32-bit multiplier (3 DSP48s) per ALU lane
+        without_mul = resources.dsps(cfg.replace(alu_mul=False), "xc7")
+        assert resources.dsps(cfg, "xc7") - without_mul == 3 * cfg.block_out
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys missing (apt-get install yosys)")
+@pytest.mark.parametrize("name", ["tiny-4x8", "tiny-8x4"])
+def test_a_fresh_yosys_run_of_unequal_blocks_agrees_with_the_model(name):
+    """BRAM36 and DSP exact, LUT and FF within 20% (about two minutes of yosys each)."""
+    from hw.synth import synthesize
+
+    cfg = unequal_blocks(name)
+    totals, _, _, _ = synthesize(cfg, None)
+    guess = resources.estimate(cfg)
+    assert (guess.bram36, guess.dsp) == (totals["BRAM36"], totals["DSP"])
+    for key, value in (("LUT", guess.lut), ("FF", guess.ff)):
+        assert abs(value - totals[key]) <= 0.2 * totals[key], (key, value, totals[key])
