@@ -6,8 +6,10 @@ A `HybridModule` holds the accelerator groups as Programs (`AccelConv`, run by a
 beside the CPU groups' native kernels (each run of consecutive CPU groups one
 `graph_module.GraphModule`, one native call), and the boundary Quantize / Dequantize nodes in
 numpy. Activations are packed into the accelerator's layout where the accelerator first reads
-them and stay packed between its groups. `run(feeds, device)` checks every accelerator group's
-output bit for bit against the quantized reference kernel on the same inputs
+them and stay packed between its groups (where BLOCK_OUT differs from BLOCK_IN, an output's
+BLOCK_OUT lanes are unpacked and packed again in BLOCK_IN lanes for its reader).
+`run(feeds, device)` checks every accelerator group's output bit for bit against the quantized
+reference kernel on the same inputs
 (`reference.vta_conv`); with device None the accelerator groups run that kernel. Saved to a
 folder (`model.json`, each CPU segment's GraphModule folder, each accelerator group's Program
 file, `accel.npz` with the quantized weights) and loaded without calibrating, searching or
@@ -241,7 +243,7 @@ class HybridModule:
         hi = node.attrs["clip_hi"]
         if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
             y = np.minimum(y, np.int8(hi))
-        else:
+        elif self.cfg.block_out == self.cfg.block_in:  # else a reader packs y in BLOCK_IN
             packed[node.outputs[0]] = out
         if not np.array_equal(y, expected):
             bad = int((y != expected).sum())

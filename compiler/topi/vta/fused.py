@@ -153,8 +153,25 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     return None
 
 
+def residual_refusal(cfg: VTAConfig) -> str | None:
+    """Why `cfg` cannot add a residual in the epilogue (None: it can): the identity weight maps
+    a residual row's BLOCK_IN input lanes one to one onto BLOCK_OUT accumulator lanes."""
+    if cfg.block_in == cfg.block_out:
+        return None
+    return (f"residual add: its identity-weight GEMM needs BLOCK_IN == BLOCK_OUT (this "
+            f"configuration: {cfg.block_in} and {cfg.block_out})")  # fmt: skip
+
+
+def _check_epilogue(ep: Epilogue, cfg: VTAConfig) -> None:
+    """Raise LoweringError if `cfg` cannot run epilogue `ep`."""
+    why = residual_refusal(cfg) if ep.residual_shift is not None else None
+    if why is not None:
+        raise LoweringError(why)
+
+
 def fused_knob_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
     """Every knob setting whose tiles divide the workload and fit the buffers."""
+    _check_epilogue(ep, cfg)
     return _space(wl, ep, cfg)
 
 
@@ -226,7 +243,7 @@ def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTACo
 
 def default_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> Conv2DKnobs:
     """The knob setting `estimate_cycles` likes best (two virtual threads where possible)."""
-    space = _space(wl, ep, cfg)
+    space = fused_knob_space(wl, ep, cfg)
     if not space:
         raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
     pool = [k for k in space if k.oc_nthread * k.h_nthread == 2] or list(space)
@@ -318,6 +335,7 @@ def _builder(
 ) -> ProgramBuilder:
     """The builder holding conv2d + epilogue's buffers and instructions."""
     cfg = VTAConfig.load(config)
+    _check_epilogue(ep, cfg)
     k = knobs or default_fused_knobs(wl, ep, cfg)
     sc = ep.shortcut
     if sc is not None and (sc.n, sc.co, sc.oh, sc.ow) != (wl.n, wl.co, wl.oh, wl.ow):

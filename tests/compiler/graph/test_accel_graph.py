@@ -15,6 +15,7 @@ from compiler.graph.hybrid import HybridModule, compile_for_accelerator, compile
 from compiler.graph.passes.partition import partition
 from compiler.graph.passes.quantize import calibrate, quantize
 from compiler.graph.reference import run
+from testkit.examples import unequal_blocks
 from vta.config import VTAConfig
 
 CFG = VTAConfig.load("pynq")
@@ -157,6 +158,28 @@ def test_every_device_matches_the_reference_bit_for_bit(small, device):
         assert all(r["cycles"] > 0 for r in vta)
     cpu = [r for r in rows if r["where"] == "cpu" and r["kernel"] == "llvm"]
     assert {"dw"} <= {g for r in cpu for g in r["groups"]}  # the depthwise conv's llvm kernel
+
+
+@pytest.mark.parametrize("config", ["pynq-16x8", "pynq-8x16"])
+def test_block_out_unlike_block_in_leaves_the_residual_add_on_the_cpu(small, config):
+    """The residual Add goes to the CPU with its reason, its conv and the shortcut conv stay
+    on the accelerator, and consecutive accelerator layers repack their activations: bit-exact
+    on fsim and sim."""
+    path, cfg = small[0], unequal_blocks(config)
+    places = _places(partition(fused_graph(path), cfg))
+    assert places["c2"] == ("vta", "conv: fused bias, requant")
+    assert places["add"] == ("cpu", f"residual add: its identity-weight GEMM needs BLOCK_IN == "
+                                    f"BLOCK_OUT (this configuration: {cfg.block_in} and "
+                                    f"{cfg.block_out})")  # fmt: skip
+    assert places["d2"][0] == "vta" and "1x1 shortcut conv" in places["d2"][1]
+    rng = np.random.default_rng(1)
+    calib = [{"data": rng.standard_normal((1, 16, 8, 8)).astype(np.float32)} for _ in range(2)]
+    module, _ = compile_for_accelerator(path, cfg, calib)
+    ref, _ = module.run(small[4])
+    for device in ("fsim", "sim"):
+        out, rows = module.run(small[4], device)
+        np.testing.assert_array_equal(out["out"], ref["out"])
+        assert [r["name"] for r in rows if r["where"] == "vta"] == ["c1", "c2", "d1", "d2", "c3"]
 
 
 def test_a_device_that_differs_from_the_reference_is_an_error(small, monkeypatch):

@@ -17,6 +17,7 @@ from compiler.topi.vta.fused import (
     fused_reference,
     regions,
 )
+from testkit.examples import unequal_blocks
 from vta.config import VTAConfig
 from vta.device import get_device
 
@@ -75,6 +76,27 @@ def test_fused_conv_bit_exact(case, device, config):
     wl, ep, knobs = CASES[case]
     got, want, _ = _run(wl, ep, knobs, config, device, seed=case)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("config", ["pynq-16x8", "pynq-8x16"])
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+@pytest.mark.parametrize(
+    "case", [i for i, (_, ep, _) in enumerate(CASES) if ep.residual_shift is None]
+)
+def test_fused_conv_with_block_out_unlike_block_in_bit_exact(case, device, config):
+    """Input channels in blocks of BLOCK_IN, output channels in blocks of BLOCK_OUT, the
+    shortcut conv and its shift included."""
+    wl, ep, knobs = CASES[case]
+    got, want, _ = _run(wl, ep, knobs, unequal_blocks(config), device, seed=case)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_residual_with_block_out_unlike_block_in_is_refused():
+    cfg = unequal_blocks("pynq-16x8")
+    wl, ep, knobs = CASES[1]
+    for call in (lambda: conv2d_fused(wl, ep, knobs, cfg), lambda: fused_knob_space(wl, ep, cfg)):
+        with pytest.raises(LoweringError, match=r"needs BLOCK_IN == BLOCK_OUT .*16 and 8\)$"):
+            call()
 
 
 def test_knob_space_fits_and_default_is_in_it():
