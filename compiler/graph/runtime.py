@@ -7,7 +7,8 @@ beside the CPU groups' native kernels (each run of consecutive CPU groups one
 `graph_module.GraphModule`, one native call), and the boundary Quantize / Dequantize nodes in
 numpy. Activations are packed into the accelerator's layout where the accelerator first reads
 them and stay packed between its groups (where BLOCK_OUT differs from BLOCK_IN, an output's
-BLOCK_OUT lanes are unpacked and packed again in BLOCK_IN lanes for its reader).
+BLOCK_OUT lanes are unpacked and packed again in BLOCK_IN lanes for its reader, and a residual
+goes in blocks of BLOCK_OUT channels in BLOCK_IN lanes).
 `run(feeds, device)` checks every accelerator group's output bit for bit against the quantized
 reference kernel on the same inputs
 (`reference.vta_conv`); with device None the accelerator groups run that kernel. Saved to a
@@ -50,15 +51,17 @@ def pad_to(n: int, block: int) -> int:
     return -(-n // block) * block
 
 
-def pack_act(x: np.ndarray, cfg: VTAConfig) -> np.ndarray:
-    """NCHW int8 -> (N/b, C'/c, H, W, b, c), channels zero-padded to the block."""
+def pack_act(x: np.ndarray, cfg: VTAConfig, block: int | None = None) -> np.ndarray:
+    """NCHW int8 -> (N/b, C'/c, H, W, b, BLOCK_IN), channels zero-padded to blocks of `block`
+    (default BLOCK_IN; a residual's are BLOCK_OUT, in lanes zero past it)."""
     n, c, h, w = x.shape
-    bn, bc = cfg.batch, cfg.block_in
+    bn, bc = cfg.batch, block or cfg.block_in
     if n % bn:
         raise LoweringError(f"batch {n} is not a multiple of the configuration's batch {bn}")
     x = np.pad(x, ((0, 0), (0, pad_to(c, bc) - c), (0, 0), (0, 0)))
     x = x.reshape(n // bn, bn, -1, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
-    return np.ascontiguousarray(x)
+    lanes = ((0, 0),) * 5 + ((0, cfg.block_in - bc),)
+    return np.ascontiguousarray(np.pad(x, lanes) if bc < cfg.block_in else x)
 
 
 def unpack_act(x: np.ndarray, channels: int) -> np.ndarray:
@@ -205,7 +208,7 @@ class HybridModule:
                 raise OperatorError(f"input '{t}' has shape {list(env[t].shape)}, expected "
                                     f"{list(shape)}")  # fmt: skip
         env.update(self.constants)
-        packed: dict[str, np.ndarray] = {}
+        packed: dict[tuple[str, int], np.ndarray] = {}  # by tensor and channel block
         rows = []
         for step in self.steps:
             start = time.perf_counter()
@@ -231,20 +234,24 @@ class HybridModule:
 
     def _device(self, step: Step, env: dict, packed: dict, device: str) -> dict:
         """Run an accelerator step on `device`; its output must equal the reference kernel's."""
-        node, layer = step.node, step.accel
+        node, layer, cfg = step.node, step.accel, self.cfg
         x, res, sc = node.inputs[0], node.inputs[3], node.inputs[4]
-        for t in filter(None, (x, res, sc)):
-            if t not in packed:
-                packed[t] = pack_act(env[t], self.cfg)
-        res_in, sc_in = (packed[t] if t else None for t in (res, sc))
-        out, stats = layer.run(device, packed[x], res_in, sc_in)
+
+        def packed_as(t: str, block: int) -> np.ndarray:
+            if (t, block) not in packed:
+                packed[t, block] = pack_act(env[t], cfg, block)
+            return packed[t, block]
+
+        res_in = packed_as(res, cfg.block_out) if res else None
+        sc_in = packed_as(sc, cfg.block_in) if sc else None
+        out, stats = layer.run(device, packed_as(x, cfg.block_in), res_in, sc_in)
         y = unpack_act(out, layer.out_channels)
         expected = run_node(node, [env[t] if t else None for t in node.inputs])[0]
         hi = node.attrs["clip_hi"]
         if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
             y = np.minimum(y, np.int8(hi))
-        elif self.cfg.block_out == self.cfg.block_in:  # else a reader packs y in BLOCK_IN
-            packed[node.outputs[0]] = out
+        elif cfg.block_out == cfg.block_in:  # else a reader packs y in BLOCK_IN
+            packed[node.outputs[0], cfg.block_in] = out
         if not np.array_equal(y, expected):
             bad = int((y != expected).sum())
             raise OperatorError(f"{step.name}: {device} differs from the quantized reference in "

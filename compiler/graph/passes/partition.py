@@ -7,9 +7,9 @@ A group the accelerator takes is one `AccelPattern`: the main Conv, an optional 
 another tensor (before the activation), an optional 1x1 shortcut Conv whose products accumulate
 into the same outputs (ResNet's downsampling path, merged from its own group when the residual
 is its output and nothing else reads it), and ReLU / Clip(min 0) activations; nodes after that
-prefix are split off into a CPU group of their own. Where BLOCK_OUT differs from BLOCK_IN a
-residual Add (and what follows it) goes to the CPU with that reason: the identity-weight GEMM
-that adds it on the accelerator needs equal blocks.
+prefix are split off into a CPU group of their own. Where BLOCK_IN is below BLOCK_OUT a
+residual Add (and what follows it) goes to the CPU with the fused kernel's reason
+(`residual_refusal`: the identity-weight GEMM that adds it needs BLOCK_IN >= BLOCK_OUT).
 """
 
 from __future__ import annotations

@@ -155,10 +155,10 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
 
 def residual_refusal(cfg: VTAConfig) -> str | None:
     """Why `cfg` cannot add a residual in the epilogue (None: it can): the identity weight maps
-    a residual row's BLOCK_IN input lanes one to one onto BLOCK_OUT accumulator lanes."""
-    if cfg.block_in == cfg.block_out:
+    a residual row's first BLOCK_OUT input lanes one to one onto the accumulator's lanes."""
+    if cfg.block_in >= cfg.block_out:
         return None
-    return (f"residual add: its identity-weight GEMM needs BLOCK_IN == BLOCK_OUT (this "
+    return (f"residual add: its identity-weight GEMM needs BLOCK_IN >= BLOCK_OUT (this "
             f"configuration: {cfg.block_in} and {cfg.block_out})")  # fmt: skip
 
 
@@ -316,9 +316,10 @@ def conv2d_fused(
     validate: bool = True,
 ) -> Program:
     """The Program of conv2d + epilogue (validated unless told otherwise). DRAM buffers: data
-    (N/b, C/c, H, W, b, c) int8, kernel (O/c, C/c, KH, KW, c, c) int8, [bias (O/c, b, c)
-    int32], [residual and eye (1, 1, 1, 1, c, c) int8 = 2^k * I], [sc_data, sc_kernel of the
-    shortcut conv], out (N/b, O/c, OH, OW, b, c) int8."""
+    (N/b, C/c, H, W, b, c) int8, kernel (O/o, C/c, KH, KW, o, c) int8, [bias (O/o, b, o)
+    int32], [residual (N/b, O/o, OH, OW, b, c) int8 (output channels in input lanes, those past
+    o ignored) and eye (1, 1, 1, 1, o, c) int8 = 2^k * I], [sc_data, sc_kernel of the shortcut
+    conv], out (N/b, O/o, OH, OW, b, o) int8 (c: BLOCK_IN, o: BLOCK_OUT)."""
     return _builder(wl, ep, knobs, config).build(validate)
 
 
@@ -360,7 +361,7 @@ def _builder(
     if ep.bias:
         b.buffer("bias", (wl.co, bn, bo), "int32", "input")
     if ep.residual_shift is not None:
-        b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "input")
+        b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, bn, bc), "int8", "input")
         b.buffer("eye", (1, 1, 1, 1, bo, bc), "int8", "weight")
     b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
     stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
@@ -587,8 +588,8 @@ def fused_reference(
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]
     if ep.residual_shift is not None:
-        if identity is None:
-            acc = acc + (residual.astype(np.int64) << ep.residual_shift)
+        if identity is None:  # the residual's first BLOCK_OUT lanes
+            acc = acc + (residual[..., : acc.shape[-1]].astype(np.int64) << ep.residual_shift)
         else:
             w = identity.reshape(identity.shape[-2:]).astype(np.int64)
             acc = acc + np.einsum("nchwbk,jk->nchwbj", residual.astype(np.int64), w)

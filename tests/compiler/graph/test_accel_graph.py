@@ -161,16 +161,18 @@ def test_every_device_matches_the_reference_bit_for_bit(small, device):
 
 
 @pytest.mark.parametrize("config", ["pynq-16x8", "pynq-8x16"])
-def test_block_out_unlike_block_in_leaves_the_residual_add_on_the_cpu(small, config):
-    """The residual Add goes to the CPU with its reason, its conv and the shortcut conv stay
-    on the accelerator, and consecutive accelerator layers repack their activations: bit-exact
-    on fsim and sim."""
+def test_block_out_unlike_block_in_runs_bit_exact(small, config):
+    """Consecutive accelerator layers repack their activations; the residual Add is fused where
+    BLOCK_IN > BLOCK_OUT and goes to the CPU with its reason where BLOCK_IN < BLOCK_OUT (its
+    conv and the shortcut conv stay on the accelerator): bit-exact on fsim and sim."""
     path, cfg = small[0], unequal_blocks(config)
     places = _places(partition(fused_graph(path), cfg))
-    assert places["c2"] == ("vta", "conv: fused bias, requant")
-    assert places["add"] == ("cpu", f"residual add: its identity-weight GEMM needs BLOCK_IN == "
-                                    f"BLOCK_OUT (this configuration: {cfg.block_in} and "
-                                    f"{cfg.block_out})")  # fmt: skip
+    if cfg.block_in > cfg.block_out:
+        assert places["c2"] == ("vta", "conv: fused bias, requant, ReLU, residual")
+    else:
+        assert places["c2"] == ("vta", "conv: fused bias, requant")
+        why = "residual add: its identity-weight GEMM needs BLOCK_IN >= BLOCK_OUT"
+        assert places["add"] == ("cpu", f"{why} (this configuration: 8 and 16)")
     assert places["d2"][0] == "vta" and "1x1 shortcut conv" in places["d2"][1]
     rng = np.random.default_rng(1)
     calib = [{"data": rng.standard_normal((1, 16, 8, 8)).astype(np.float32)} for _ in range(2)]
