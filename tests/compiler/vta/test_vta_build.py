@@ -26,6 +26,7 @@ from compiler.vta import build, get_env
 from compiler.vta.alu import fuse_requant
 from compiler.vta.evaluate import Loop, affine
 from compiler.vta.layout import pack_nc, pack_nchw, pack_oihw, unpack_nc, unpack_nchw
+from testkit.examples import unequal_blocks
 from vta.isa import AluInsn, AluOp, GemmInsn, MemInsn, MemType, requant_imm
 
 EPILOGUE = dict(shift=8, clip=(0, 127))
@@ -85,6 +86,33 @@ def test_dense_bit_exact_on_fsim(rng, n, ci, co, knobs, epi):
 def test_conv2d_bit_exact_on_fsim(rng, wl, knobs):
     _, res, expected, _ = _run_conv(rng, wl, knobs, bias=True, relu=True, **EPILOGUE)
     np.testing.assert_array_equal(res, expected)
+
+
+@pytest.mark.parametrize("config", ["pynq-16x8", "pynq-8x16"])
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_templates_with_block_out_unlike_block_in(rng, config, device):
+    """conv2d_packed and dense_packed reduce over BLOCK_IN lanes into BLOCK_OUT lanes."""
+    cfg = unequal_blocks(config)
+    env = get_env(cfg)
+    wl = Conv2DWorkload(1, 3, 8, 8, 4, 1, 1, 2, 0)
+    args, out = conv2d_from_workload(wl, env, bias=True, relu=True, **EPILOGUE)
+    knobs = Conv2DKnobs(tile_w=2, tile_co=2, h_nthread=2)
+    mod = build(schedule_conv2d_packed(out, knobs, env), [*args, out], config=cfg, device=device)
+    ins = [_int8(rng, a.shape) for a in args[:2]]
+    ins.append(rng.integers(-3000, 3000, args[2].shape, dtype=np.int32))
+    (res,), _ = mod(*ins)
+    assert res.shape[-1] == cfg.block_out
+    want = conv2d_packed_ref(ins[0], ins[1], wl.stride, wl.pad, ins[2], relu=True, **EPILOGUE)
+    np.testing.assert_array_equal(res, want)
+    data = te.placeholder((2, 8, 1, cfg.block_in), "int8", "data")
+    weight = te.placeholder((4, 8, cfg.block_out, cfg.block_in), "int8", "weight")
+    out = dense_packed(data, weight, shift=6, relu=True, env=env)
+    knobs = DenseKnobs(tile_b=1, tile_ci=4, tile_co=2, oc_nthread=2)
+    mod = build(schedule_dense_packed(out, knobs, env), [data, weight, out], config=cfg,
+                device=device)  # fmt: skip
+    a, w = _int8(rng, data.shape), _int8(rng, weight.shape)
+    (res,), _ = mod(a, w)
+    np.testing.assert_array_equal(res, dense_packed_ref(a, w, shift=6, relu=True))
 
 
 def test_conv2d_without_epilogue_stores_low_bits(rng):
