@@ -8,7 +8,7 @@ beside the CPU groups' native kernels (each run of consecutive CPU groups one
 numpy. Activations are packed into the accelerator's layout where the accelerator first reads
 them and stay packed between its groups (where BLOCK_OUT differs from BLOCK_IN, an output's
 BLOCK_OUT lanes are unpacked and packed again in BLOCK_IN lanes for its reader, and a residual
-goes in blocks of BLOCK_OUT channels in BLOCK_IN lanes).
+as `pack_residual` says).
 `run(feeds, device)` checks every accelerator group's output bit for bit against the quantized
 reference kernel on the same inputs
 (`reference.vta_conv`); with device None the accelerator groups run that kernel. Saved to a
@@ -51,17 +51,33 @@ def pad_to(n: int, block: int) -> int:
     return -(-n // block) * block
 
 
-def pack_act(x: np.ndarray, cfg: VTAConfig, block: int | None = None) -> np.ndarray:
-    """NCHW int8 -> (N/b, C'/c, H, W, b, BLOCK_IN), channels zero-padded to blocks of `block`
-    (default BLOCK_IN; a residual's are BLOCK_OUT, in lanes zero past it)."""
+def pack_act(x: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """NCHW int8 -> (N/b, C'/c, H, W, b, c), channels zero-padded to the block."""
     n, c, h, w = x.shape
-    bn, bc = cfg.batch, block or cfg.block_in
+    bn, bc = cfg.batch, cfg.block_in
     if n % bn:
         raise LoweringError(f"batch {n} is not a multiple of the configuration's batch {bn}")
     x = np.pad(x, ((0, 0), (0, pad_to(c, bc) - c), (0, 0), (0, 0)))
     x = x.reshape(n // bn, bn, -1, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
-    lanes = ((0, 0),) * 5 + ((0, cfg.block_in - bc),)
-    return np.ascontiguousarray(np.pad(x, lanes) if bc < cfg.block_in else x)
+    return np.ascontiguousarray(x)
+
+
+def pack_residual(x: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """NCHW int8 -> a fused conv's residual: each block of BLOCK_OUT channels in BLOCK_IN lanes
+    (zero past BLOCK_OUT), or in BLOCK_OUT/BLOCK_IN input elements where BLOCK_OUT is wider:
+    (N/b, C'/o, H, W, [o/c,] b, c); `pack_act` where the blocks are equal."""
+    n, c, h, w = x.shape
+    bo, bc = cfg.block_out, cfg.block_in
+    x = np.pad(x, ((0, 0), (0, pad_to(c, bo) - c), (0, 0), (0, 0)))
+    if bo < bc:  # every block of bo channels padded to bc
+        x = x.reshape(n, -1, bo, h, w)
+        x = np.pad(x, ((0, 0), (0, 0), (0, bc - bo), (0, 0), (0, 0))).reshape(n, -1, h, w)
+    packed = pack_act(x, cfg)
+    if bo <= bc:
+        return packed
+    nb, cb, _, _, bn, _ = packed.shape
+    packed = packed.reshape(nb, cb * bc // bo, bo // bc, h, w, bn, bc)
+    return np.ascontiguousarray(packed.transpose(0, 1, 3, 4, 2, 5, 6))
 
 
 def unpack_act(x: np.ndarray, channels: int) -> np.ndarray:
@@ -81,10 +97,10 @@ def pack_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
 
 
 def identity_weight(shift: int, cfg: VTAConfig) -> np.ndarray:
-    """The weight 2^shift * I that adds a residual tile into the accumulator."""
-    return (np.eye(cfg.block_out, cfg.block_in, dtype=np.int8) << shift).reshape(
-        1, 1, 1, 1, cfg.block_out, cfg.block_in
-    )
+    """The weight 2^shift * I that adds a residual tile (`pack_residual`) into the
+    accumulator: (1, max(1, BLOCK_OUT/BLOCK_IN), 1, 1, BLOCK_OUT, BLOCK_IN)."""
+    eye = np.eye(cfg.block_out, dtype=np.int8) << shift
+    return pack_weight(eye[:, :, None, None], cfg)
 
 
 @dataclasses.dataclass
@@ -208,7 +224,7 @@ class HybridModule:
                 raise OperatorError(f"input '{t}' has shape {list(env[t].shape)}, expected "
                                     f"{list(shape)}")  # fmt: skip
         env.update(self.constants)
-        packed: dict[tuple[str, int], np.ndarray] = {}  # by tensor and channel block
+        packed: dict[str, np.ndarray] = {}
         rows = []
         for step in self.steps:
             start = time.perf_counter()
@@ -236,22 +252,19 @@ class HybridModule:
         """Run an accelerator step on `device`; its output must equal the reference kernel's."""
         node, layer, cfg = step.node, step.accel, self.cfg
         x, res, sc = node.inputs[0], node.inputs[3], node.inputs[4]
-
-        def packed_as(t: str, block: int) -> np.ndarray:
-            if (t, block) not in packed:
-                packed[t, block] = pack_act(env[t], cfg, block)
-            return packed[t, block]
-
-        res_in = packed_as(res, cfg.block_out) if res else None
-        sc_in = packed_as(sc, cfg.block_in) if sc else None
-        out, stats = layer.run(device, packed_as(x, cfg.block_in), res_in, sc_in)
+        same = cfg.block_out == cfg.block_in  # outputs and residuals in the inputs' layout
+        for t in filter(None, (x, res if same else None, sc)):
+            if t not in packed:
+                packed[t] = pack_act(env[t], cfg)
+        res_in = None if not res else packed[res] if same else pack_residual(env[res], cfg)
+        out, stats = layer.run(device, packed[x], res_in, packed[sc] if sc else None)
         y = unpack_act(out, layer.out_channels)
         expected = run_node(node, [env[t] if t else None for t in node.inputs])[0]
         hi = node.attrs["clip_hi"]
         if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
             y = np.minimum(y, np.int8(hi))
-        elif cfg.block_out == cfg.block_in:  # else a reader packs y in BLOCK_IN
-            packed[node.outputs[0], cfg.block_in] = out
+        elif same:  # else a reader packs y again
+            packed[node.outputs[0]] = out
         if not np.array_equal(y, expected):
             bad = int((y != expected).sum())
             raise OperatorError(f"{step.name}: {device} differs from the quantized reference in "

@@ -7,9 +7,7 @@ A group the accelerator takes is one `AccelPattern`: the main Conv, an optional 
 another tensor (before the activation), an optional 1x1 shortcut Conv whose products accumulate
 into the same outputs (ResNet's downsampling path, merged from its own group when the residual
 is its output and nothing else reads it), and ReLU / Clip(min 0) activations; nodes after that
-prefix are split off into a CPU group of their own. Where BLOCK_IN is below BLOCK_OUT a
-residual Add (and what follows it) goes to the CPU with the fused kernel's reason
-(`residual_refusal`: the identity-weight GEMM that adds it needs BLOCK_IN >= BLOCK_OUT).
+prefix are split off into a CPU group of their own.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import numpy as np
 
 from vta.config import VTAConfig
 
-from ...topi.vta.fused import residual_refusal
 from ..ir import Graph, Group, Node, pattern_of
 
 MIN_OFFLOAD_CHANNELS = 4  # fewer input channels: the block of 16 would be mostly padding
@@ -199,22 +196,7 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
             merged.add(id(s))
             g.reason = _describe(pattern_of_group(graph, g))
     kept = [g for g in groups if id(g) not in merged]
-    why = residual_refusal(cfg)
-    if why is not None:
-        kept = [part for g in kept for part in _without_residual(graph, g, why)]
     return replace(graph, groups=kept, nodes=[n for g in kept for n in g.nodes])
-
-
-def _without_residual(graph: Graph, group: Group, why: str) -> list[Group]:
-    """`group`, or its Conv on the accelerator and its residual Add and activations on the CPU
-    (with the reason `why`) where it adds a residual the configuration cannot."""
-    if group.target != VTA or pattern_of_group(graph, group).residual is None:
-        return [group]
-    head, rest = group.nodes[:1], group.nodes[1:]
-    kind = max(pattern_of(n.op) for n in rest)
-    conv = replace(group, nodes=head)
-    conv.reason = _describe(pattern_of_group(graph, conv))
-    return [conv, Group(rest[0].label, kind, rest, CPU, why)]
 
 
 __all__ = ["AccelPattern", "CPU", "VTA", "conv_fits", "match", "partition", "pattern_of_group"]

@@ -139,10 +139,9 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     depth = cfg.depth
     srcs = _sources(wl, k, ep)
     inp = threads * k.tile_b * max(src.rows for src in srcs)
-    if ep.residual_shift is not None:
-        inp += threads * _acc_rows(k)
-    wgt = threads * k.tile_co * max(src.wgt_rows for src in srcs)
-    wgt += ep.residual_shift is not None
+    res = residual_blocks(cfg) if ep.residual_shift is not None else 0
+    inp += threads * _acc_rows(k) * res
+    wgt = threads * k.tile_co * max(src.wgt_rows for src in srcs) + res
     if inp > depth[MemType.INP] or wgt > depth[MemType.WGT]:
         return None
     free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
@@ -153,25 +152,15 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     return None
 
 
-def residual_refusal(cfg: VTAConfig) -> str | None:
-    """Why `cfg` cannot add a residual in the epilogue (None: it can): the identity weight maps
-    a residual row's first BLOCK_OUT input lanes one to one onto the accumulator's lanes."""
-    if cfg.block_in >= cfg.block_out:
-        return None
-    return (f"residual add: its identity-weight GEMM needs BLOCK_IN >= BLOCK_OUT (this "
-            f"configuration: {cfg.block_in} and {cfg.block_out})")  # fmt: skip
-
-
-def _check_epilogue(ep: Epilogue, cfg: VTAConfig) -> None:
-    """Raise LoweringError if `cfg` cannot run epilogue `ep`."""
-    why = residual_refusal(cfg) if ep.residual_shift is not None else None
-    if why is not None:
-        raise LoweringError(why)
+def residual_blocks(cfg: VTAConfig) -> int:
+    """Input elements (and identity weights) per accumulator row of a residual: its BLOCK_OUT
+    channels in BLOCK_IN lanes, BLOCK_OUT / BLOCK_IN of them where BLOCK_OUT is wider, else one
+    whose lanes past BLOCK_OUT the identity weight ignores."""
+    return max(1, cfg.block_out // cfg.block_in)
 
 
 def fused_knob_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
     """Every knob setting whose tiles divide the workload and fit the buffers."""
-    _check_epilogue(ep, cfg)
     return _space(wl, ep, cfg)
 
 
@@ -197,9 +186,9 @@ def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnob
         rows = np.maximum(rows, ci * ih * ((tw - 1) * s + w.kw))
         wgt_rows = np.maximum(wgt_rows, ci * w.kh * w.kw)
     acc_rows = tb * tco * th * tw
-    residual = ep.residual_shift is not None
-    inp = threads * tb * rows + (threads * acc_rows if residual else 0)
-    wgt = threads * tco * wgt_rows + residual
+    res = residual_blocks(cfg) if ep.residual_shift is not None else 0
+    inp = threads * tb * rows + threads * acc_rows * res
+    wgt = threads * tco * wgt_rows + res
     depth = cfg.depth
     free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
     ok = (
@@ -219,7 +208,7 @@ def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTACo
     first tile's load (nothing overlaps it) and the last store."""
     tiles = (wl.n // k.tile_b) * (wl.oh // k.tile_h) * (wl.ow // k.tile_w) * (wl.co // k.tile_co)
     rows = _acc_rows(k)
-    extra = ep.residual_shift is not None
+    extra = residual_blocks(cfg) if ep.residual_shift is not None else 0  # its GEMMs per row
     epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
     epi += rows * cfg.alu_ii_imm * ((ep.pre_shift > 0) + (ep.sc_shift > 0))
     compute = load = first = stall = 0.0
@@ -284,13 +273,13 @@ class _Layout:
         threads = k.oc_nthread * k.h_nthread
         srcs = _sources(wl, k, ep)
         self.acc_rows = _acc_rows(k)
-        res = self.acc_rows if ep.residual_shift is not None else 0
+        eye = residual_blocks(cfg) if ep.residual_shift is not None else 0
+        res = self.acc_rows * eye
         inp = _split([k.tile_b * src.rows for src in srcs], threads, res, cfg.depth[MemType.INP])
-        eye = ep.residual_shift is not None
         wgt = _split([k.tile_co * src.wgt_rows for src in srcs], threads, eye,
                      cfg.depth[MemType.WGT])  # fmt: skip
         self.inp = [[t * inp[-1] + off for off in inp[:-1]] for t in range(threads)]
-        self.res = [threads * inp[-1] + t * self.acc_rows for t in range(threads)]
+        self.res = [threads * inp[-1] + t * res for t in range(threads)]
         self.wgt = [[t * wgt[-1] + off for off in wgt[:-1]] for t in range(threads)]
         self.eye = threads * wgt[-1]
         self.bias = 0
@@ -317,9 +306,10 @@ def conv2d_fused(
 ) -> Program:
     """The Program of conv2d + epilogue (validated unless told otherwise). DRAM buffers: data
     (N/b, C/c, H, W, b, c) int8, kernel (O/o, C/c, KH, KW, o, c) int8, [bias (O/o, b, o)
-    int32], [residual (N/b, O/o, OH, OW, b, c) int8 (output channels in input lanes, those past
-    o ignored) and eye (1, 1, 1, 1, o, c) int8 = 2^k * I], [sc_data, sc_kernel of the shortcut
-    conv], out (N/b, O/o, OH, OW, b, o) int8 (c: BLOCK_IN, o: BLOCK_OUT)."""
+    int32], [residual (N/b, O/o, OH, OW, [r,] b, c) int8 (each block of o output channels in
+    r = o/c input elements, or in one whose lanes past o are ignored) and eye (1, r, 1, 1, o, c)
+    int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv], out (N/b, O/o, OH, OW, b, o)
+    int8 (c: BLOCK_IN, o: BLOCK_OUT)."""
     return _builder(wl, ep, knobs, config).build(validate)
 
 
@@ -336,7 +326,6 @@ def _builder(
 ) -> ProgramBuilder:
     """The builder holding conv2d + epilogue's buffers and instructions."""
     cfg = VTAConfig.load(config)
-    _check_epilogue(ep, cfg)
     k = knobs or default_fused_knobs(wl, ep, cfg)
     sc = ep.shortcut
     if sc is not None and (sc.n, sc.co, sc.oh, sc.ow) != (wl.n, wl.co, wl.oh, wl.ow):
@@ -361,8 +350,10 @@ def _builder(
     if ep.bias:
         b.buffer("bias", (wl.co, bn, bo), "int32", "input")
     if ep.residual_shift is not None:
-        b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, bn, bc), "int8", "input")
-        b.buffer("eye", (1, 1, 1, 1, bo, bc), "int8", "weight")
+        r = residual_blocks(cfg)
+        blocks = (r,) if r > 1 else ()  # input elements per output position
+        b.buffer("residual", (wl.n, wl.co, wl.oh, wl.ow, *blocks, bn, bc), "int8", "input")
+        b.buffer("eye", (1, r, 1, 1, bo, bc), "int8", "weight")
     b.buffer("out", (wl.n, wl.co, wl.oh, wl.ow, bn, bo), "int8", "output")
     stream = _ops(wl, k, ep, cfg, _Layout(wl, k, ep, cfg))
     emit(insert_tokens(stream.entries, cfg.depth), b)
@@ -407,13 +398,16 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
     hw = th * tw
     if ep.bias:
         st.add(0, Load(MemType.ACC, None, lay.bias, "bias", 0, 1, wl.co, wl.co))
+    r = residual_blocks(cfg)
     if ep.residual_shift is not None:
-        st.add(0, Load(MemType.WGT, None, lay.eye, "eye", 0, 1, 1, 1))
+        st.add(0, Load(MemType.WGT, None, lay.eye, "eye", 0, 1, r, r))
     # micro-op kernels from base 0 (rows relative to each buffer's tile)
     acc_loops = [(tb, [tco * hw]), (tco, [hw]), (th, [tw]), (tw, [1])]
     reset = _plan([(n, [f[0], 0, 0]) for n, f in acc_loops], cfg, gemm=True)
     sources = [(src, _gemm_kernel(src, k, cfg)) for src in _sources(wl, k, ep)]
-    residual = _plan([(n, [f[0], f[0], 0]) for n, f in acc_loops], cfg, gemm=True)
+    # the residual: per accumulator row, r input elements times r identity weights
+    sub = [(r, [0, 1, 1])] if r > 1 else []
+    residual = _plan([*sub, *((n, [f[0], r * f[0], 0]) for n, f in acc_loops)], cfg, gemm=True)
     bias_src = [(tb, [tco * hw, 0]), (tco, [hw, 1]), (th, [tw, 0]), (tw, [1, 0])]
     epi = _plan(bias_src, cfg, gemm=False)
     epi_block = _plan(bias_src[2:], cfg, gemm=False)
@@ -440,7 +434,7 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
         for t, tile, _ in group:
             _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
             if ep.residual_shift is not None and first:
-                _load_residual(st, t, wl, k, lay.res[t], tile)
+                _load_residual(st, t, wl, k, lay.res[t], tile, r)
         for t, _, acc in group:
             for u, f in _instances(kernel, [acc, lay.inp[t][s], lay.wgt[t][s]]):
                 st.add(t, Gemm(u, f, False))
@@ -556,9 +550,11 @@ def _blocks(
     return out
 
 
-def _load_residual(st, t, wl, k, row0, tile) -> None:
+def _load_residual(st, t, wl, k, row0, tile, r: int) -> None:
+    """LOADs of the tile's residual, `r` input elements per output position."""
     for row, off, y, x, stride in _blocks(wl, k, tile):
-        st.add(t, Load(MemType.INP, None, row0 + row, "residual", off, y, x, stride))
+        load = Load(MemType.INP, None, row0 + r * row, "residual", r * off, y, r * x, r * stride)
+        st.add(t, load)
 
 
 def _store(st, t, wl, k, acc, tile, block: int | None = None) -> None:
@@ -588,10 +584,14 @@ def fused_reference(
     if ep.bias:
         acc = acc + bias.astype(np.int64)[None, :, None, None, :, :]
     if ep.residual_shift is not None:
+        if residual.ndim == 7:  # (..., r, b, c): r input elements per output position
+            n, c, h, w, r, bn, bc = residual.shape
+            residual = residual.transpose(0, 1, 2, 3, 5, 4, 6).reshape(n, c, h, w, bn, r * bc)
         if identity is None:  # the residual's first BLOCK_OUT lanes
             acc = acc + (residual[..., : acc.shape[-1]].astype(np.int64) << ep.residual_shift)
-        else:
-            w = identity.reshape(identity.shape[-2:]).astype(np.int64)
+        else:  # (1, r, 1, 1, o, c) -> (o, r * c)
+            w = identity[0, :, 0, 0].transpose(1, 0, 2).reshape(identity.shape[-2], -1)
+            w = w.astype(np.int64)
             acc = acc + np.einsum("nchwbk,jk->nchwbj", residual.astype(np.int64), w)
     lo, hi = (0, 127) if ep.relu else (-128, 127)
     return np.clip(acc >> ep.shift, lo, hi).astype(np.int8)
