@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+from compiler.graph.runtime import identity_weight
+from compiler.topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
+from compiler.topi.vta.fused import Epilogue, conv2d_fused, fused_reference
 from hw.build import build_model, cache_root, verilator_available
 from testkit.examples import all_examples, blocked_gemm, unequal_blocks
 from testkit.programs import conv_like
@@ -77,6 +80,28 @@ def test_block_out_unlike_block_in_matches_numpy_fsim_and_sim_cycle_for_cycle(na
             np.testing.assert_array_equal(outputs[key], want, err_msg=f"{ex.name}: {key}")
     rows = compare([(ex.name, ex.program) for ex in examples(cfg)], name)
     assert [r[1] for r in rows] == [r[2] for r in rows]
+
+
+@pytest.mark.parametrize("name", ["tiny-4x8", "tiny-8x4"])
+def test_fused_conv_on_unequal_blocks_matches_numpy_and_sim_cycles(name):
+    """The compiler's fused conv with a shortcut conv and a residual (two input elements and
+    identity slices per output row on 1x4x8, one element in wider lanes on 1x8x4)."""
+    cfg = unequal_blocks(name)
+    wl = Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1)
+    ep = Epilogue(True, 9, True, 3, Conv2DWorkload(1, 1, 8, 8, 2, 1, 1, 1, 0))
+    program = conv2d_fused(wl, ep, Conv2DKnobs(1, 2, 4, 1, 1, 1, 2), cfg)
+    rng = np.random.default_rng(0)
+    spec = {b.name: b.shape for b in program.buffers}
+    names = ("data", "kernel", "residual", "sc_data", "sc_kernel")
+    feed = {n: rng.integers(-128, 128, spec[n]).astype(np.int8) for n in names}
+    feed["bias"] = rng.integers(-5000, 5000, spec["bias"]).astype(np.int32)
+    feed["eye"] = identity_weight(3, cfg)
+    shortcut = (feed["sc_data"], feed["sc_kernel"])
+    want = fused_reference(feed["data"], feed["kernel"], wl, ep, feed["bias"], feed["residual"],
+                           shortcut)  # fmt: skip
+    (got, stats), (_, sim_stats) = (get_device(d).run(program, feed) for d in ("rtl", "sim"))
+    np.testing.assert_array_equal(got["out"], want)
+    assert stats.cycles == sim_stats.cycles
 
 
 @pytest.mark.slow
