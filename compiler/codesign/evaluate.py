@@ -177,9 +177,9 @@ def network_prior(
     model: str, space: HardwareSpace, calibration: str | None = None
 ) -> Callable[[Point], float]:
     """A point's estimated cycles for the model at `model` (`Workload.estimated_cycles`): a
-    learned search's prior (`search.Study.prior`)."""
+    learned search's prior (`search.Study.prior`; each point's computed once)."""
     w = workload(model, calibration)
-    return lambda point: w.estimated_cycles(space.config(point))
+    return functools.cache(lambda point: w.estimated_cycles(space.config(point)))
 
 
 def evaluate_point(
