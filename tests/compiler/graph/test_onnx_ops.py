@@ -126,6 +126,30 @@ def test_erf_on_the_cpu_is_within_onnx_tolerance_everywhere(tmp_path):
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-7, equal_nan=True)
 
 
+def test_a_chain_of_erf_and_gelu_nodes(tmp_path):
+    """Erf is one call in the kernel's expression (its arithmetic emitted by the code
+    generator), so a fused chain of them stays small: Gelu(Erf(Erf(Gelu(Erf(x)))))."""
+    import math
+
+    x = uniform(-3, 3, (4, 16))
+    ops = ["Erf", "Gelu", "Erf", "Erf", "Gelu"]
+    nodes = [helper.make_node(op, [f"t{k}"], [f"t{k + 1}"]) for k, op in enumerate(ops)]
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info(f"t{len(ops)}", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    (got,) = compile_model(tmp_path / "m.onnx").run({"t0": x}).values()
+    erf = np.vectorize(math.erf)
+    want = x.astype(np.float64)
+    for op in ops:
+        want = erf(want) if op == "Erf" else 0.5 * want * (1 + erf(want / np.sqrt(2)))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
 def test_batched_matmul_of_heads(tmp_path):
     """Per-head products as attention makes them: [1, 4, 16, 8] x [1, 4, 8, 16] (register
     tiles over batches), scaled and masked in the same kernel; a product transposed after it
