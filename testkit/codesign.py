@@ -15,7 +15,7 @@ from compiler.tune.pool import Outcome
 def synthetic_cycles(point: Point) -> int:
     """Cycles that fall with the GEMM's MACs, with deeper buffers (fewer reloads), a deeper
     micro-op buffer and a wider bus: one point is the fastest."""
-    macs = point.batch * point.block * point.block
+    macs = point.batch * point.block * point.block_out
     depth = point.inp_depth + 1.1 * point.wgt_depth + 1.2 * point.acc_depth
     uop, bus = 1 + 0.05 * (13 - point.uop_depth), 1 + 0.1 * (point.bus == 64)
     return int(2e7 / macs * (1 + 4 * math.exp(-(depth - 27) / 2)) * uop * bus)
@@ -25,7 +25,7 @@ def synthetic_prior(point: Point) -> float:
     """`synthetic_cycles` missed as the compiler's estimate (`evaluate.network_prior`) misses
     the simulator's cycles: by a factor that depends on the GEMM shape (0.8-1.2) and by up to
     3% more either way, fixed per point."""
-    shape = 0.8 + 0.2 * math.log2(point.block // 8) + 0.1 * (point.batch > 1)
+    shape = 0.8 + 0.1 * math.log2(point.block * point.block_out // 64) + 0.1 * (point.batch > 1)
     wobble = math.sin(zlib.crc32(point.label.encode()) % 1000)
     return synthetic_cycles(point) * shape * (1 + 0.03 * wobble)
 

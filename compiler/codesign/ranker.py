@@ -30,8 +30,8 @@ def knob_row(wl: Conv2DWorkload, ep: Epilogue, k: Conv2DKnobs, cfg: VTAConfig) -
     latency), layer (shape, epilogue), knobs (tiles, virtual threads) and the log estimate."""
     d = cfg.log_depth
     depths = [d[m] for m in (MemType.INP, MemType.WGT, MemType.ACC, MemType.UOP)]
-    hardware = [cfg.log_batch, cfg.log_block, *depths, cfg.log_bus_width, cfg.alu_requant,
-                _log(cfg.dram_latency)]  # fmt: skip
+    hardware = [cfg.log_batch, cfg.log_block, cfg.log2_block_out, *depths, cfg.log_bus_width,
+                cfg.alu_requant, _log(cfg.dram_latency)]  # fmt: skip
     layer = [_log(v) for v in (wl.n, wl.ci, wl.h, wl.w, wl.co, wl.kh, wl.stride)]
     layer += [ep.residual_shift is not None, ep.shortcut is not None]
     tiles = [_log(v) for v in (k.tile_b, k.tile_h, k.tile_w, k.tile_ci, k.tile_co)]

@@ -21,7 +21,7 @@ def _row(ev: Evaluation, verified: bool | None, mark: str) -> list[str]:
     check = {True: "yes", False: "NO", None: "-"}[verified]
     return [
         mark + p.label,
-        f"{p.batch}x{p.block}x{p.block}",
+        p.shape,
         buffers,
         str(p.bus),
         number(ev.cycles, ","),

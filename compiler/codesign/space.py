@@ -30,8 +30,9 @@ CLOCK_STEP_MHZ = 5.0  # a point's clock: its estimated Fmax rounded down to this
 
 @dataclasses.dataclass(frozen=True, order=True)
 class Point:
-    """One accelerator design: GEMM batch x block x block, log2 depths of the input, weight,
-    accumulator and micro-op buffers, the bus width in bits and the ALU options."""
+    """One accelerator design: GEMM batch x block (BLOCK_IN) x block_out (BLOCK_OUT; 0, the
+    default, makes it `block`), log2 depths of the input, weight, accumulator and micro-op
+    buffers, the bus width in bits and the ALU options."""
 
     batch: int = 1
     block: int = 16
@@ -42,21 +43,33 @@ class Point:
     bus: int = 64
     requant: bool = True
     mul: bool = False
+    block_out: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.block_out:  # one form per design: equal blocks name block_out too
+            object.__setattr__(self, "block_out", self.block)
 
     @property
     def label(self) -> str:
-        """A configuration name: ``1x16x16-i11w10a11u13-b64-rq``."""
+        """A configuration name: ``1x16x16-i11w10a11u13-b64-rq`` (batch x BLOCK_IN x
+        BLOCK_OUT)."""
         alu = "".join(flag for flag, on in (("rq", self.requant), ("mul", self.mul)) if on)
         return (
-            f"{self.batch}x{self.block}x{self.block}-i{self.inp_depth}w{self.wgt_depth}"
+            f"{self.batch}x{self.block}x{self.block_out}-i{self.inp_depth}w{self.wgt_depth}"
             f"a{self.acc_depth}u{self.uop_depth}-b{self.bus}" + (f"-{alu}" if alu else "")
         )
+
+    @property
+    def shape(self) -> str:
+        """The GEMM: batch x BLOCK_IN x BLOCK_OUT."""
+        return f"{self.batch}x{self.block}x{self.block_out}"
 
     def features(self) -> list[float]:
         """The point as numbers for a surrogate model (logarithms of the sizes)."""
         return [
             math.log2(self.batch),
             math.log2(self.block),
+            math.log2(self.block_out),
             self.inp_depth,
             self.wgt_depth,
             self.acc_depth,
@@ -80,17 +93,20 @@ def to_config(point: Point, part: Part, clock_mhz: float, base: VTAConfig) -> VT
     """The `VTAConfig` of `point` on `part` at `clock_mhz`, the rest (queues, timing model,
     micro-op buffer) as in `base`; a point the ISA cannot encode raises `ConfigError`."""
     log_batch, log_block = _log2(point.batch, "batch"), _log2(point.block, "block")
+    log_out = _log2(point.block_out, "block_out")
     log_bus = _log2(point.bus, "bus")
-    # bytes of one element: inputs batch x block int8, weights block x block int8, acc int32
+    # bytes of one element: inputs batch x BLOCK_IN int8, weights BLOCK_OUT x BLOCK_IN int8,
+    # accumulators batch x BLOCK_OUT int32
     inp = point.inp_depth + log_batch + log_block
-    wgt = point.wgt_depth + 2 * log_block
-    acc = point.acc_depth + log_batch + log_block + 2
+    wgt = point.wgt_depth + log_block + log_out
+    acc = point.acc_depth + log_batch + log_out + 2
     uop = point.uop_depth + 2  # a micro-op is 4 bytes
     return base.replace(
         name=point.label,
         description=f"co-design point {point.label} on {part.name}",
         log_batch=log_batch,
         log_block=log_block,
+        log_block_out=log_out,
         log_inp_buff_size=inp,
         log_wgt_buff_size=wgt,
         log_acc_buff_size=acc,
@@ -123,6 +139,7 @@ def point_of(cfg: VTAConfig) -> Point:
         cfg.bus_width,
         cfg.alu_requant,
         cfg.alu_mul,
+        cfg.block_out,
     )
 
 
@@ -130,6 +147,7 @@ def point_of(cfg: VTAConfig) -> Point:
 DIMENSIONS: dict[str, tuple] = {
     "batch": (1, 2),
     "block": (8, 16, 32),
+    "block_out": (8, 16, 32),
     "inp_depth": (9, 10, 11, 12, 13),
     "wgt_depth": (8, 9, 10, 11, 12),
     "acc_depth": (9, 10, 11, 12, 13),

@@ -28,6 +28,20 @@ def test_points_keep_depths_across_gemm_shapes():
         assert cfg.buff_bytes[MemType.WGT] == 1024 * block * block
 
 
+@pytest.mark.parametrize("block,block_out", [(32, 16), (16, 32), (8, 16)])
+def test_a_point_with_unequal_blocks_is_that_gemm(block, block_out):
+    point = Point(block=block, block_out=block_out)
+    cfg = HardwareSpace("xczu3eg").config(point)
+    assert (cfg.block_in, cfg.block_out) == (block, block_out)
+    assert cfg.log_depth[MemType.WGT] == 10 and cfg.log_depth[MemType.ACC] == 11
+    assert cfg.buff_bytes[MemType.WGT] == 1024 * block * block_out
+    assert cfg.buff_bytes[MemType.ACC] == 2048 * block_out * 4
+    assert point.label.startswith(f"1x{block}x{block_out}-") and point_of(cfg) == point
+    # a point stored before BLOCK_OUT was a dimension reads back with equal blocks
+    old = {k: v for k, v in Point(block=block).to_dict().items() if k != "block_out"}
+    assert Point(**old) == Point(block=block, block_out=block)
+
+
 def test_an_unencodable_point_is_refused_with_the_reason_and_legalized():
     space = HardwareSpace("xc7z020")
     deep = Point(block=8, inp_depth=13, wgt_depth=12, acc_depth=13)
