@@ -46,9 +46,9 @@ from .passes.fuse import group_inputs
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", *UNARY)
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu")
 # operators the CPU runs on tensors of other dtypes than float32 (integers, bool)
-TYPED = ("Cast", "Gather", "ArgMax", "ArgMin", "Equal", "Less", "Greater", "LessOrEqual",
-         "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "Where", "Reshape",
-         "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Slice",
+TYPED = ("Cast", "Gather", "GatherElements", "ArgMax", "ArgMin", "Equal", "Less", "Greater",
+         "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "Where",
+         "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Slice",
          "Expand", "Tile", "Add", "Sub", "Mul")  # fmt: skip
 CPU_DTYPES = ("float32", "int64", "int32", "bool")  # the dtypes of the CPU's tensors
 _ORDERED = ("Sub", "Div", "Pow", "PRelu")  # binary operators whose operands do not commute

@@ -558,24 +558,40 @@ def cast(ins: list[Tensor], attrs: dict) -> Tensor:
     return te.compute(x.shape, lambda *i: te.cast(x(*i), to), name="cast", tag=tag.ELEMWISE)
 
 
+def _checked_index(index: E.Expr, data: Tensor, ax: int) -> E.Expr:
+    """An index read from a tensor into `data`'s axis `ax` (negative ones counting from the
+    end); one outside the axis becomes an index past the data, which the bounds-checked load
+    refuses (recorded for the executor to raise) instead of reading another element."""
+    n, past = data.shape[ax], int(np.prod(data.shape))  # any index `past` lies outside
+    i = te.cast(index, "int64")
+    i = te.select(i < 0, i + n, i)
+    i = te.select(te.all(i >= 0, i < n), i, te.const(past, "int64"))
+    return te.cast(i, "int32") if past < 2**31 else i  # int32 indices reach every element
+
+
 def gather(ins: list[Tensor], attrs: dict) -> Tensor:
-    """ONNX Gather along `axis` by an index tensor (computed or constant; negative indices
-    count from the end). An index outside the axis reads past the data, which the
-    bounds-checked load refuses (recorded for the executor to raise) instead of reading
-    another element."""
+    """ONNX Gather along `axis` by an index tensor (computed or constant), indices checked
+    (`_checked_index`)."""
     data, indices, ax = ins[0], ins[1], int(attrs["axis"])
-    n, k = data.shape[ax], indices.ndim
-    past = int(np.prod(data.shape))  # any index this large lies outside the data
-    narrow = past < 2**31  # int32 indices reach every element
+    k = indices.ndim
 
     def f(*o):
-        i = te.cast(indices(*o[ax : ax + k]), "int64")
-        i = te.select(i < 0, i + n, i)
-        i = te.select(te.all(i >= 0, i < n), i, te.const(past, "int64"))
-        return data(*o[:ax], te.cast(i, "int32") if narrow else i, *o[ax + k :])
+        i = _checked_index(indices(*o[ax : ax + k]), data, ax)
+        return data(*o[:ax], i, *o[ax + k :])
 
     shape = (*data.shape[:ax], *indices.shape, *data.shape[ax + 1 :])
     return te.compute(shape, f, name="gather", tag=tag.INJECTIVE)
+
+
+def gather_elements(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX GatherElements: the output indexes the data as the indices' own position, but
+    along `axis` by the index it holds (checked: `_checked_index`)."""
+    data, indices, ax = ins[0], ins[1], int(attrs["axis"])
+
+    def f(*o):
+        return data(*o[:ax], _checked_index(indices(*o), data, ax), *o[ax + 1 :])
+
+    return te.compute(indices.shape, f, name="gather_elements", tag=tag.INJECTIVE)
 
 
 def arg_reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
@@ -637,6 +653,7 @@ OPS: dict[str, Compute] = {
     "PRelu": _binary(topi.prelu),
     "Cast": cast,
     "Gather": gather,
+    "GatherElements": gather_elements,
     "ArgMax": lambda ins, a: arg_reduce("ArgMax", ins, a),
     "ArgMin": lambda ins, a: arg_reduce("ArgMin", ins, a),
     "Equal": _binary(topi.equal),

@@ -45,6 +45,7 @@ SUPPORTED = (
     "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
     "HardSwish Add Sub Mul Div Pow MaxPool AveragePool GlobalAveragePool GlobalMaxPool Gemm "
     "MatMul Flatten Reshape Transpose Concat Split Slice Squeeze Unsqueeze Pad Softmax "
+    "GatherElements "
     "LogSoftmax ReduceMean ReduceSum ReduceMax Resize Identity Dropout Constant Shape Size Gather "
     "Cast ConstantOfShape Sum LRN Max Min Mean Abs Neg Exp Log Sqrt Reciprocal Erf Sin Cos Tan "
     "Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
@@ -484,7 +485,7 @@ class _Importer:
         param = per_channel
         if op == "LayerNormalization":
             axes, param = list(range(axis_of(attrs["axis"], rank), rank)), None
-            self.used_extra_outputs(node, list(node.output[1:]))
+            self.layer_norm_statistics(node, axes, attrs["epsilon"])
         elif op == "InstanceNormalization":
             axes = list(range(2, rank))
         else:
@@ -510,6 +511,29 @@ class _Importer:
         if self.graph.value(y).shape != shape:
             raise Unsupported(f"scale or bias make the output {self.graph.value(y).shape}")
         self.emit(Node("Identity", [y], [node.output[0]], {}, ""))
+
+    def layer_norm_statistics(self, node, axes: list[int], epsilon: float) -> None:
+        """LayerNormalization's optional outputs: Mean, the mean over `axes` (kept as 1s), and
+        InvStdDev, 1 / sqrt(variance + epsilon), as ReduceMean and elementwise nodes."""
+        x, label = node.input[0], node.name or node.output[0]
+        outs = list(node.output[1:3])
+        if not any(outs):
+            return
+        reduce = {"axes": axes, "keepdims": 1, "noop_with_empty_axes": 0}
+        mean = outs[0] or self.graph.fresh(f"{label}_mean")
+        self.emit(Node("ReduceMean", [x], [mean], reduce, f"{label}_mean"))
+        if len(outs) < 2 or not outs[1]:
+            return
+        eps = self.graph.add_constant(self.graph.fresh(f"{label}_eps"), np.float32(epsilon))
+
+        def step(op: str, ins: list[str], attrs: dict | None = None, out: str = "") -> str:
+            out = out or self.graph.fresh(f"{label}_{op.lower()}")
+            self.emit(Node(op, ins, [out], attrs or {}, f"{label}_{op.lower()}"))
+            return out
+
+        d = step("Sub", [x, mean])
+        var = step("ReduceMean", [step("Mul", [d, d])], reduce)
+        step("Reciprocal", [step("Sqrt", [step("Add", [var, eps])])], out=outs[1])
 
     def reshaped(self, t: str, shape: list[int], label: str) -> str:
         """Value t reshaped to `shape` (a new value)."""

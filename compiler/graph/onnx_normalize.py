@@ -468,6 +468,7 @@ NORMALIZE = {
     "Resize": _resize,
     "Dropout": _dropout,
     "Gather": _gather,
+    "GatherElements": _gather,
     "ArgMax": _arg_reduce,
     "ArgMin": _arg_reduce,
     "Cast": _cast,

@@ -184,17 +184,28 @@ def prelu(x, slope) -> np.ndarray:
     return np.where(x < 0, x * slope, x).astype(x.dtype)
 
 
-def gather(data, indices, *, axis) -> np.ndarray:
-    """ONNX Gather (negative indices count from the end); an index out of range is an
-    OperatorError."""
-    n = data.shape[axis]
+def _in_range(op: str, indices: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """The indices (negative ones counting from the end); one out of range is an
+    OperatorError naming `op`."""
     bad = (indices < -n) | (indices >= n)
     if bad.any():
         raise OperatorError(
-            f"Gather: index {int(indices[bad].reshape(-1)[0])} is out of range for axis {axis} "
+            f"{op}: index {int(indices[bad].reshape(-1)[0])} is out of range for axis {axis} "
             f"of size {n}"
         )
-    return np.take(data, indices, axis=axis)
+    return np.where(indices < 0, indices + n, indices)
+
+
+def gather(data, indices, *, axis) -> np.ndarray:
+    """ONNX Gather (negative indices count from the end); an index out of range is an
+    OperatorError."""
+    return np.take(data, _in_range("Gather", indices, data.shape[axis], axis), axis=axis)
+
+
+def gather_elements(data, indices, *, axis) -> np.ndarray:
+    """ONNX GatherElements: numpy's take_along_axis, indices as in `gather`."""
+    n = data.shape[axis]
+    return np.take_along_axis(data, _in_range("GatherElements", indices, n, axis), axis=axis)
 
 
 def arg_reduce(fn, x, *, axis, keepdims, select_last_index) -> np.ndarray:
@@ -427,6 +438,7 @@ KERNELS: dict[str, Kernel] = {
     "Identity": lambda ins, a: [ins[0]],
     "Dropout": lambda ins, a: [ins[0]],
     "Gather": _one(gather),
+    "GatherElements": _one(gather_elements),
     "ArgMax": lambda ins, a: [arg_reduce(np.argmax, ins[0], **a)],
     "ArgMin": lambda ins, a: [arg_reduce(np.argmin, ins[0], **a)],
     "Equal": lambda ins, a: [np.equal(*ins)],

@@ -110,6 +110,7 @@ OPERATORS = {
     **dict.fromkeys(("Equal", "Less", "GreaterOrEqual"), ([data, data], {})),
     "Greater": ([ids, ids], {}),
     "Gather": ([weight, ids], {"axis": small}),
+    "GatherElements": ([data, ids], {"axis": small}),
     "Where": ([mask, data, weight], {}),
     **dict.fromkeys(("And", "Xor"), ([mask, mask], {})),
     "Not": ([mask], {}),

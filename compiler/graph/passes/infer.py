@@ -212,6 +212,7 @@ SHAPES: dict[str, ShapeFn] = {
     "SpaceToDepth": lambda ins, a: [_blocks(ins[0], a["blocksize"], 1)],
     "Resize": lambda ins, a: [tuple(a["sizes"])],
     "Gather": lambda ins, a: [ins[0][: a["axis"]] + tuple(ins[1]) + ins[0][a["axis"] + 1 :]],
+    "GatherElements": lambda ins, a: [tuple(ins[1])],
     "PackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] // a["block"], *ins[0][2:], a["block"])],
     "UnpackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] * ins[0][4], *ins[0][2:4])],
 }

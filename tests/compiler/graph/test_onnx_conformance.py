@@ -8,8 +8,10 @@ pytest.importorskip("onnx")
 from testkit import onnx_conformance as conf  # noqa: E402
 
 # models that run today, one per kind: an opset 6 export, an expanded function (with Size),
-# int64 indices, a normalization, a 1-d concat, an opset 20 operator
+# int64 indices, a normalization (with its statistics outputs), a 1-d concat, an opset 20
+# operator
 RUNS = ("test_operator_basic", "test_layer_normalization_4d_axis0_expanded", "test_gather_0",
+        "test_gather_elements_negative_indices", "test_layer_normalization_4d_axis0",
         "test_instancenorm_example", "test_concat_1d_axis_0", "test_gelu_tanh_1")  # fmt: skip
 
 

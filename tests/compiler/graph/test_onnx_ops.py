@@ -357,15 +357,13 @@ def test_layer_normalization(tmp_path, attrs, with_bias):
     check(tmp_path, one_node("LayerNormalization", {"x": NORMAL}, attrs, consts), {"x": NORMAL})
 
 
-def test_layer_normalization_refuses_its_statistics_outputs():
-    from compiler.errors import OperatorError
-
+@pytest.mark.parametrize("outputs", [("y", "mean"), ("y", "mean", "inv_std")])
+def test_layer_normalization_statistics_outputs(tmp_path, outputs):
     model = one_node(
-        "LayerNormalization", {"x": NORMAL}, consts={"s": uniform(1, 2, (5,))},
-        outputs=("y", "mean"),
+        "LayerNormalization", {"x": NORMAL}, {"axis": 1, "epsilon": 1e-3},
+        consts={"s": uniform(1, 2, (4, 5))}, outputs=outputs,
     )  # fmt: skip
-    with pytest.raises(OperatorError, match="reads mean, an optional output|graph output mean"):
-        import_onnx(model)
+    check(tmp_path, model, {"x": NORMAL})
 
 
 def test_instance_normalization(tmp_path):
@@ -481,6 +479,26 @@ def _table_first(model: bytes) -> bytes:
     m = onnx.load_from_string(model)
     m.graph.node[0].input[:] = list(reversed(m.graph.node[0].input))
     return m.SerializeToString()
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements_by_run_time_indices(tmp_path, axis):
+    """GatherElements of run-time data by run-time int64 indices (negative ones count from
+    the end); one out of range is a one-line error on the CPU and the reference."""
+    from compiler.errors import OperatorError
+    from compiler.runtime.module import OutOfBoundsError
+
+    x = uniform(-1, 1, (3, 4))
+    n = x.shape[axis]
+    i = np.random.default_rng(1).integers(-n, n, (2, 4) if axis == 0 else (3, 3))
+    model = one_node("GatherElements", {"x": x, "i": i}, {"axis": axis})
+    check(tmp_path, model, {"x": x, "i": i})
+    graph = compile_model(tmp_path / "m.onnx")
+    i[0, 0] = 4
+    with pytest.raises(OutOfBoundsError, match=r"^graph run: .*out of range[^\n]*$"):
+        graph.run({"x": x, "i": i})
+    with pytest.raises(OperatorError, match="GatherElements: index 4 is out of range"):
+        reference.run(import_onnx(model), {"x": x, "i": i})
 
 
 def test_gather_of_computed_data_by_constant_indices(tmp_path):
