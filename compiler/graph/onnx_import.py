@@ -57,6 +57,7 @@ VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chain
 NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports
 FOLD_ONLY = ("Shape", "Size", "ConstantOfShape", "Range")  # where they fold to constants
 NORMALIZATIONS = ("LayerNormalization", "InstanceNormalization", "GroupNormalization")
+WINDOWS_1D = ("Conv", "MaxPool", "AveragePool")  # on [N, C, L]: the 2-d one of height 1
 
 
 class _Unknown(Exception):
@@ -424,6 +425,9 @@ class _Importer:
             fill = _constant({"value": value}) if value is not None else np.zeros(1, np.float32)
             self.graph.add_constant(node.output[0], np.full(shape, fill.reshape(-1)[0]))
             return
+        if op in WINDOWS_1D and len(self.shape(node.input[0])) == 3:
+            self.window_1d(node, attrs)
+            return
         inputs = list(node.input)
         check_ranks(self, node)
         normalize = NORMALIZE.get(op)
@@ -511,6 +515,28 @@ class _Importer:
         if self.graph.value(y).shape != shape:
             raise Unsupported(f"scale or bias make the output {self.graph.value(y).shape}")
         self.emit(Node("Identity", [y], [node.output[0]], {}, ""))
+
+    def window_1d(self, node, attrs: dict) -> None:
+        """A 1-d Conv or pool as the 2-d one on [N, C, 1, L]: its input (and a conv's weight)
+        unsqueezed at axis 2, its window attributes given a height of 1, its output squeezed
+        back."""
+        from onnx import helper
+
+        label = node.name or node.output[0]
+        inputs = list(node.input)
+        for k in range(2 if node.op_type == "Conv" else 1):
+            unit = self.graph.fresh(f"{inputs[k]}_2d")
+            self.emit(Node("Unsqueeze", [inputs[k]], [unit], {"axes": [2]}, label))
+            inputs[k] = unit
+        attrs = dict(attrs)
+        for key in ("kernel_shape", "strides", "dilations"):
+            if attrs.get(key):
+                attrs[key] = [1, *attrs[key]]
+        if attrs.get("pads") and len(attrs["pads"]) == 2:
+            attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+        y = self.graph.fresh(f"{node.output[0]}_2d")
+        self.add(helper.make_node(node.op_type, inputs, [y, *node.output[1:]], name=label), attrs)
+        self.emit(Node("Squeeze", [y], [node.output[0]], {"axes": [2]}, label))
 
     def layer_norm_statistics(self, node, axes: list[int], epsilon: float) -> None:
         """LayerNormalization's optional outputs: Mean, the mean over `axes` (kept as 1s), and

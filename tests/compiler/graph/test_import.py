@@ -206,9 +206,9 @@ BAD = {
         [1, 1, 1, 1], {"p": np.array([0] * 7 + [1])},
         "mode reflect: pads [0, 0, 0, 0, 0, 0, 0, 1] reach past axis 3 of size 1",
     ),
-    "conv of a 1-d signal": (
+    "conv of a 3-d volume": (
         [helper.make_node("Conv", ["x", "w"], ["y"])],
-        [1, 2, 5], {"w": np.ones((3, 2, 3), f)}, "input 0 (x) has rank 3; 4 expected",
+        [1, 2, 5, 5, 5], {"w": np.ones((3, 2, 3, 3, 3), f)}, "input 0 (x) has rank 5; 4 expected",
     ),
 }  # fmt: skip
 

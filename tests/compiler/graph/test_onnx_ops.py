@@ -226,6 +226,22 @@ def test_attention_is_not_fused_where_the_scores_are_read_elsewhere():
     assert "Attention" not in [n.op for n in g.nodes] and "Softmax" in [n.op for n in g.nodes]
 
 
+@pytest.mark.parametrize(
+    "op,attrs,weight",
+    [("Conv", {"pads": [2, 1], "strides": [2], "dilations": [2]}, (6, 4, 3)),
+     ("Conv", {"group": 2, "auto_pad": "SAME_UPPER"}, (4, 2, 4)),
+     ("MaxPool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, None),
+     ("AveragePool", {"kernel_shape": [2], "count_include_pad": 1, "pads": [1, 0]}, None)],
+)  # fmt: skip
+def test_one_dimensional_windows(tmp_path, op, attrs, weight):
+    """Conv and pools on [N, C, L]: the 2-d operators on a unit height."""
+    x = uniform(-1, 1, (2, 4, 11))
+    consts = None
+    if weight:
+        consts = {"w": uniform(-1, 1, weight, seed=1), "b": uniform(-1, 1, weight[:1], 2)}
+    check(tmp_path, one_node(op, {"x": x}, attrs, consts), {"x": x})
+
+
 def test_gelu_refuses_an_unknown_approximation():
     from compiler.errors import OperatorError
 
