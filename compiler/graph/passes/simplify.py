@@ -1,6 +1,7 @@
-"""Simplification: Identity and inference Dropout removed, a MatMul of an N-d value by a
-constant matrix made 2-d (`_flatten_matmuls`), chains of Reshape/Flatten merged into one
-Reshape, reshapes to the same shape removed."""
+"""Simplification: Identity and inference Dropout removed, GELU written with Erf made one
+Gelu node (`_fuse_gelu`), a MatMul of an N-d value by a constant matrix made 2-d
+(`_flatten_matmuls`), chains of Reshape/Flatten merged into one Reshape, reshapes to the same
+shape removed."""
 
 from __future__ import annotations
 
@@ -126,9 +127,70 @@ def _flatten_matmuls(graph: Graph) -> None:
     graph.nodes = nodes
 
 
+def _scalar_near(graph: Graph, t: str | None, value: float) -> bool:
+    """Whether t is a constant of one element within 1e-4 of `value`."""
+    c = graph.constants.get(t) if t else None
+    return c is not None and c.size == 1 and abs(float(c.reshape(-1)[0]) - value) < 1e-4
+
+
+def _gelu_at(graph: Graph, erf: Node, users: dict, producers: dict) -> tuple | None:
+    """(x, the nodes of x * 0.5 * (1 + erf(x / sqrt 2)) around `erf`, the last one) where
+    every value between them has one reader, as exporters write GELU: (x * 0.5) * (1 + e)
+    or (x * (1 + e)) * 0.5, x / sqrt 2 or x * (1 / sqrt 2), operands in either order."""
+
+    def only(t: str) -> Node | None:
+        readers = users.get(t, [])
+        return readers[0] if len(readers) == 1 and t not in graph.outputs else None
+
+    def other(n: Node, t: str) -> str | None:
+        return n.inputs[1 - n.inputs.index(t)] if n.inputs.count(t) == 1 else None
+
+    scaled = producers.get(erf.inputs[0])
+    if scaled is None or only(scaled.outputs[0]) is not erf:
+        return None
+    x = scaled.inputs[0]
+    root = {"Div": np.sqrt(2.0), "Mul": np.sqrt(0.5)}.get(scaled.op)
+    if root is None or not _scalar_near(graph, scaled.inputs[1], root):
+        return None
+    add = only(erf.outputs[0])
+    if add is None or add.op != "Add" or not _scalar_near(graph, other(add, erf.outputs[0]), 1):
+        return None
+    mul = only(add.outputs[0])
+    if mul is None or mul.op != "Mul":
+        return None
+    m = other(mul, add.outputs[0])
+    half = producers.get(m) if m else None
+    if half is not None and half.op == "Mul" and only(m) is mul and x in half.inputs:
+        if _scalar_near(graph, other(half, x), 0.5):
+            return x, [scaled, erf, add, half, mul], mul
+    last = only(mul.outputs[0]) if m == x else None
+    if last is not None and last.op == "Mul":
+        if _scalar_near(graph, other(last, mul.outputs[0]), 0.5):
+            return x, [scaled, erf, add, mul, last], last
+    return None
+
+
+def _fuse_gelu(graph: Graph) -> None:
+    """GELU written with Erf (x * 0.5 * (1 + erf(x / sqrt 2)), as exporters write it) becomes
+    one Gelu node, which fuses into a dense or conv group as any activation does."""
+    users, producers = graph.consumers(), graph.producers()
+    replace: dict[int, Node | None] = {}
+    for n in graph.nodes:
+        if n.op != "Erf" or id(n) in replace or graph.value(n.outputs[0]).dtype != "float32":
+            continue
+        found = _gelu_at(graph, n, users, producers)
+        if found is None or any(id(m) in replace for m in found[1]):
+            continue
+        x, nodes, last = found
+        replace.update({id(m): None for m in nodes})
+        replace[id(last)] = Node("Gelu", [x], last.outputs, {"approximate": "none"}, last.name)
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if replace.get(id(n), n)]
+
+
 def simplify(graph: Graph) -> Graph:
     """(In place.)"""
     _remove_copies(graph)
+    _fuse_gelu(graph)
     _flatten_matmuls(graph)
     _merge_reshapes(graph)
     _remove_copies(graph)

@@ -121,9 +121,10 @@ def test_simplify_removes_copies_and_merges_reshapes():
 
 
 def test_simplify_makes_a_matmul_of_n_d_rows_2_d_with_its_bias_and_gelu():
-    """MatMul([2, 3, 4] x constant [4, 5]) runs on 6 rows; the bias, GELU's arithmetic (two
-    rows operands) and a constant [1, 1, 5] follow it on the rows; a residual of another
-    value and a per-position constant stay after the Reshape back."""
+    """MatMul([2, 3, 4] x constant [4, 5]) runs on 6 rows; the bias, arithmetic of GELU's
+    shape (not GELU: x / 1.3; two rows operands) and a constant [1, 1, 5] follow it on the
+    rows; a residual of another value and a per-position constant stay after the Reshape
+    back."""
     half = Node("Mul", ["h"], ["m"])
     nodes = [
         Node("MatMul", ["x", "w"], ["p"]),
@@ -136,7 +137,7 @@ def test_simplify_makes_a_matmul_of_n_d_rows_2_d_with_its_bias_and_gelu():
         Node("Mul", ["g", "c3"], ["g3"]),
         Node("Add", ["g3", "pos"], ["y"]),
     ]
-    consts = {"w": rng.standard_normal((4, 5)), "b": rng.standard_normal(5), "r2": 1.4142,
+    consts = {"w": rng.standard_normal((4, 5)), "b": rng.standard_normal(5), "r2": 1.3,
               "one": 1.0, "half": 0.5, "c3": rng.standard_normal((1, 1, 5)),
               "pos": rng.standard_normal((3, 5))}  # fmt: skip
     g = graph(nodes, (2, 3, 4), ["y"], consts)
@@ -147,6 +148,26 @@ def test_simplify_makes_a_matmul_of_n_d_rows_2_d_with_its_bias_and_gelu():
                    ("Mul", (6, 5)), ("Reshape", (2, 3, 5)), ("Add", (2, 3, 5))]  # fmt: skip
     assert s.constants[s.nodes[8].inputs[1]].shape == (5,)
     same_function(g, s, (2, 3, 4))
+
+
+@pytest.mark.parametrize("form", ["half first", "half last", "times root half"])
+def test_simplify_makes_gelu_written_with_erf_one_node(form):
+    """x * 0.5 * (1 + erf(x / sqrt 2)) in the orders exporters write it becomes Gelu; with
+    another constant (0.4 for 0.5) it stays as written."""
+    scaled = (Node("Mul", ["x", "rh"], ["d"]) if form == "times root half"
+              else Node("Div", ["x", "r2"], ["d"]))  # fmt: skip
+    nodes = [scaled, Node("Erf", ["d"], ["e"]), Node("Add", ["one", "e"], ["a"])]
+    if form == "half last":
+        nodes += [Node("Mul", ["x", "a"], ["m"]), Node("Mul", ["m", "half"], ["y"])]
+    else:
+        nodes += [Node("Mul", ["half", "x"], ["m"]), Node("Mul", ["a", "m"], ["y"])]
+    consts = {"r2": np.sqrt(2), "rh": np.sqrt(0.5), "one": 1.0, "half": 0.5}
+    g = graph(nodes, (2, 3), ["y"], consts)
+    s = simplify(copy(g))
+    assert [(n.op, n.inputs, n.outputs) for n in s.nodes] == [("Gelu", ["x"], ["y"])]
+    same_function(g, s, (2, 3))
+    other = graph(nodes, (2, 3), ["y"], {**consts, "half": 0.4})
+    assert "Gelu" not in [n.op for n in simplify(copy(other)).nodes]
 
 
 def test_fusion_by_pattern_kind():
