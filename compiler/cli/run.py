@@ -134,12 +134,13 @@ def _print_vta(report: dict) -> None:
               f"{cpu_ms:.2f} ms as timed here)")  # fmt: skip
     board = report["board"]
     if board is not None and board["latency_ms"] is not None:
+        offload = ("; nothing offloaded" if board["offload_speedup"] is None else
+                   f"; the offloaded layers on that CPU: {board['offloaded_on_cpu_ms']:.1f} ms, "
+                   f"{board['offload_speedup']:.1f}x the accelerator's")  # fmt: skip
         print(f"latency on the board, modelled: {board['latency_ms']:.2f} ms (accelerator "
               f"{board['accelerator_ms']:.2f} ms + CPU layers {board['cpu_ms']:.2f} ms on "
               f"{board['cpu']} at {board['efficiency']:.0%} of its peaks: CPU share "
-              f"{board['cpu_share']:.0%}; the offloaded layers on that CPU: "
-              f"{board['offloaded_on_cpu_ms']:.1f} ms, "
-              f"{board['offload_speedup']:.1f}x the accelerator's)")  # fmt: skip
+              f"{board['cpu_share']:.0%}{offload})")  # fmt: skip
     if report["compile_times"]:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in report["compile_times"].items())
         print(f"compile seconds by stage: {parts}")
