@@ -86,11 +86,8 @@ def run_grid(model_path: str, model: str, part: str, scheduler: str | None = Non
     finally:
         pool.close()
     DATA.mkdir(exist_ok=True)
-    def kept(ev: Evaluation) -> dict:  # the timed candidates (rankers' data) are not kept
-        return {k: v for k, v in ev.to_dict().items() if k != "samples"}
-
-    doc = {"model": model, "part": part, "preset": kept(preset.value),
-           "grid": [kept(ev) for ev in grid]}  # fmt: skip
+    doc = {"model": model, "part": part, "preset": preset.value.to_dict(samples=False),
+           "grid": [ev.to_dict(samples=False) for ev in grid]}  # fmt: skip
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return {"preset": preset.value, "grid": grid}
 
@@ -139,8 +136,8 @@ def best_against_preset(preset: Evaluation, grid: list[Evaluation]) -> dict:
     fitting = [ev for ev in grid if ev.ok and ev.cycles is not None]
     best = min(fitting, key=lambda ev: ev.latency_ms)
     return {
-        "preset": preset.to_dict(),
-        "best": best.to_dict(),
+        "preset": preset.to_dict(samples=False),
+        "best": best.to_dict(samples=False),
         "speedup": preset.latency_ms / best.latency_ms,
         "front": [ev.point.label for ev in pareto(grid, "latency")],
     }

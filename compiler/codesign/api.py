@@ -40,7 +40,7 @@ class Result:
 
     def to_json(self) -> dict:
         def with_check(ev: Evaluation) -> dict:
-            return {**ev.to_dict(), "bit_exact_sim": self.verified.get(ev.point.label)}
+            return {**ev.to_dict(samples=False), "bit_exact_sim": self.verified.get(ev.point.label)}
 
         return {
             "default": with_check(self.default),

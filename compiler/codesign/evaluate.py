@@ -66,10 +66,11 @@ class Evaluation:
         """Compiled, and fits its part."""
         return self.error is None and self.fits
 
-    def to_dict(self) -> dict:
+    def to_dict(self, samples: bool = True) -> dict:
         """The report's object: `config`, `cycles`, `fmax_mhz`, `latency_ms`, `energy_mj`,
-        `resources`, `fits`, and the rest."""
-        return {
+        `resources`, `fits`, and the rest; the timed candidates (`samples`, what a store keeps
+        for rankers) only if `samples`."""
+        out = {
             "label": self.point.label,
             "point": self.point.to_dict(),
             "config": self.config,
@@ -86,9 +87,9 @@ class Evaluation:
             "layer_cycles": self.layer_cycles,
             "error": self.error,
             "seconds": self.seconds,
-            "samples": self.samples,
             "ranked": self.ranked,
         }
+        return {**out, "samples": self.samples} if samples else out
 
     @classmethod
     def from_dict(cls, d: dict) -> Evaluation:

@@ -38,6 +38,7 @@ def test_codesign_searches_verifies_and_emits(dqn, tmp_path, capsys):
         assert set(p["resources"]) == {"lut", "ff", "bram36", "dsp"}
         assert p["latency_ms"] == pytest.approx(p["cycles"] / (p["clock_mhz"] * 1e3))
         assert p["energy_mj"] > 0 and p["fits"] and p["bit_exact_sim"] is True
+        assert "samples" not in p  # the timed candidates stay in the store
     assert report["best"]["label"] in [p["label"] for p in report["pareto"]]
     assert png.stat().st_size > 0
     cfg = VTAConfig.load(str(emit / "config.json"))
