@@ -151,14 +151,12 @@ def choose_knobs(
     db: str | None = None,
     pool: Executor | None = None,
     rank: Rank = estimate_rank,
-    meanwhile: Callable[[], None] | None = None,
 ) -> dict[Structure, Conv2DKnobs]:
     """Each layer structure's knobs (`search_structure` over `knob_candidates` ranked by
     `rank`), keyed by workload and canonical epilogue (`Epilogue.structure`: immediates do not
     change cycles, so layers that differ only in them search once), and the layers' Programs
     built with them (`fused_program` returns them). One job per structure, in the `pool`
-    (`worker_pool`) if given, the longest (by tiles) first, so the workers finish together;
-    `meanwhile` runs in this process once the jobs are in the pool."""
+    (`worker_pool`) if given, the longest (by tiles) first, so the workers finish together."""
     key = (cfg, candidates, db, rank)
     layers_of: dict[Structure, list[Epilogue]] = {}
     for wl, ep in layers:
@@ -169,8 +167,6 @@ def choose_knobs(
     jobs = [(s, knob_candidates(*s, cfg, candidates, db, rank), layers_of[s], cfg) for s in todo]
     jobs.sort(key=lambda j: -sum(_tiles(j[0][0], k) for k in j[1]))
     found = pool.map(search_structure, jobs) if pool else map(search_structure, jobs)
-    if meanwhile is not None:
-        meanwhile()
     for job, (knobs, programs, cycles) in zip(jobs, found, strict=True):
         (wl, canonical), tried, epilogues, _ = job
         _TIMED.extend((wl, canonical, k, cfg, c) for k, c in zip(tried, cycles, strict=False))

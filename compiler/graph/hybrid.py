@@ -8,7 +8,6 @@ without the compiler (`runtime.py`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -59,12 +58,11 @@ def layer_knobs(
     db: str | None,
     pool=None,
     rank: Rank = estimate_rank,
-    meanwhile: Callable[[], None] | None = None,
 ) -> dict[str, Conv2DKnobs]:
-    """Each accelerator group's knobs (`accel.choose_knobs`, all searches at once, `meanwhile`
-    run here while the pool searches; its layers' Programs are built with them)."""
+    """Each accelerator group's knobs (`accel.choose_knobs`, all searches at once; its layers'
+    Programs are built with them)."""
     layers = [(wl, ep) for _, _, wl, ep in structures.values()]
-    chosen = choose_knobs(layers, cfg, candidates, db, pool, rank, meanwhile)
+    chosen = choose_knobs(layers, cfg, candidates, db, pool, rank)
     return {g: chosen[(wl, ep.structure())] for g, (_, _, wl, ep) in structures.items()}
 
 
@@ -133,18 +131,14 @@ def compile_hybrid(
             later = set(graph.outputs).union(*(group_inputs(h) for r in runs[k + 1 :] for h in r))
             subs[k] = _subgraph(graph, run, later)
     structures = accelerator_layers(graph, cfg)
-    modules, cpu = {}, []
-
-    def cpu_kernels() -> None:  # compiled here while the workers search
-        lap = time.perf_counter()
-        modules.update({k: compile_fused(sub, host_target, log=log) for k, sub in subs.items()})
-        cpu.append(time.perf_counter() - lap)
-
     with worker_pool() as pool:  # all searches at once, each building its layers' Programs
-        knobs = layer_knobs(structures, cfg, candidates, db, pool, meanwhile=cpu_kernels)
+        knobs = layer_knobs(structures, cfg, candidates, db, pool)
+    search = time.perf_counter() - start
+    # after the search: compiled beside it, they slowed its workers more than they saved
+    modules = {k: compile_fused(sub, host_target, log=log) for k, sub in subs.items()}
     times = {
-        "knob search, Programs, CPU kernels": time.perf_counter() - start,
-        "  of which CPU kernels": cpu[0],
+        "knob search, Programs": search,
+        "CPU kernels": time.perf_counter() - start - search,
     }
     steps: list[Step] = []
     for k, run in enumerate(runs):
