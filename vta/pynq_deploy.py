@@ -28,12 +28,14 @@ DEFAULT_REMOTE_DIR = "vta-deploy"
 @dataclass(frozen=True)
 class ModelRun:
     """What a compiled model's `vta run` on the board is given: the local inputs file (copied
-    beside the model), whether its outputs come back (`output`), `repeat`, `json`."""
+    beside the model), whether its outputs come back (`output`), `repeat`, `json`, and
+    whether each offloaded layer is checked against numpy there (`check`)."""
 
     inputs: Path | None = None
     output: bool = False
     repeat: int = 0
     json: bool = False
+    check: bool = True
 
     def arguments(self, artifact: Path) -> str:
         """`vta run`'s options after the model's name, as the board's shell reads them."""
@@ -41,6 +43,7 @@ class ModelRun:
         words += ["--output", outputs_name(artifact)] if self.output else []
         words += ["--repeat", str(self.repeat)] if self.repeat else []
         words += ["--json"] if self.json else []
+        words += [] if self.check else ["--no-check"]
         return "".join(f" {shlex.quote(w)}" for w in words)
 
 
@@ -107,11 +110,12 @@ def deploy(
     output: str | Path | None = None,
     repeat: int = 0,
     json: bool = False,
+    check: bool = True,
 ) -> int:
     """Copy the artifacts (and the overlay in the folder `bitstream`, the `inputs` file the
-    models run on) to `remote_dir` on `host` and run each there (a model with `repeat` and
-    `json` as `vta run` takes them), then copy the model's outputs back to `output`, printing
-    every command first to stderr (`dry_run`: only printing them)."""
+    models run on) to `remote_dir` on `host` and run each there (a model with `repeat`, `json`
+    and, unless `check`, `--no-check` as `vta run` takes them), then copy the model's outputs
+    back to `output`, printing every command first to stderr (`dry_run`: only printing them)."""
     paths = [Path(a) for a in artifacts]
     missing = [str(a) for a in paths if not a.exists()]
     if missing:
@@ -129,7 +133,7 @@ def deploy(
     steps = [[*ssh_cmd, host, f"mkdir -p {shlex.quote(remote_dir)}"]]
     copies = [*map(str, paths), *map(str, overlay), *([str(inputs)] if inputs else [])]
     steps.append([*scp_cmd, "-r", *copies, f"{host}:{remote_dir}/"])
-    model_run = ModelRun(Path(inputs) if inputs else None, bool(output), repeat, json)
+    model_run = ModelRun(Path(inputs) if inputs else None, bool(output), repeat, json, check)
     commands = remote_commands(paths, remote_dir, remote_vta, bool(overlay), device, model_run)
     steps += [[*ssh_cmd, host, command] for command in commands]
     if output:
@@ -198,6 +202,7 @@ def register_deploy(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", help="copy the model's outputs (.npz) from the board to here")
     p.add_argument("--repeat", type=int, default=0, help="vta run --repeat N there")
     p.add_argument("--json", action="store_true", help="vta run --json there")
+    p.add_argument("--no-check", action="store_true", help="vta run --no-check there")
     p.set_defaults(func=_cmd_deploy)
 
 
@@ -214,7 +219,7 @@ def register_worker(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_deploy(a: argparse.Namespace) -> int:
     return deploy(
         a.artifact, a.host, a.dir, a.bitstream, a.device, a.remote_vta, a.ssh, a.scp, a.dry_run,
-        a.inputs, a.output, a.repeat, a.json,
+        a.inputs, a.output, a.repeat, a.json, not a.no_check,
     )  # fmt: skip
 
 

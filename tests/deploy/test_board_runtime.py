@@ -224,3 +224,32 @@ def test_a_model_compiled_for_the_cpu_alone_runs_on_the_board_runtime(model, tmp
     assert loaded <= RUNTIME, sorted(loaded - RUNTIME)
     assert "latency over 2 runs" in r.stdout
     assert _same_outputs(tmp_path / "out.npz", here)
+
+
+def test_no_check_skips_the_numpy_reference_of_the_offloaded_layers(model, tmp_path, monkeypatch,
+                                                                     capsys):  # fmt: skip
+    """`vta run --no-check` (the board's seconds of numpy): the same outputs, each offloaded
+    layer's reference kernel never run, the report's bit_exact null; --target llvm refuses it."""
+    from compiler.graph import runtime
+
+    compiled, inputs, here = model
+    ran, reference = [], runtime.run_node
+
+    def recorded(node, ins):
+        ran.append(node.name)
+        return reference(node, ins)
+
+    monkeypatch.setattr(runtime, "run_node", recorded)
+    out = tmp_path / "out.npz"
+    args = ["run", str(compiled), "--inputs", str(inputs), "--device", "sim", "--json"]
+    assert main([*args, "--no-check", "--output", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["bit_exact"] is None and _same_outputs(out, here)
+    offloaded = {r["name"] for r in report["layers"] if r["where"] == "vta"}
+    assert offloaded and not offloaded & set(ran)
+    ran.clear()
+    assert main([*args, "--output", str(out)]) == 0  # checked: every offloaded layer's kernel
+    assert offloaded <= set(ran)
+    onnx = inputs.with_name("dqn.onnx")
+    cpu = ["run", str(onnx), "--inputs", str(inputs), "--no-check"]
+    assert main(cpu) == 1 and "--no-check" in capsys.readouterr().err

@@ -60,6 +60,9 @@ def test_deploy_runs_compiled_models_with_vta_run():
         "--output resnet18.vtam.outputs.npz --repeat 20 --json"
     )
     assert commands[1].endswith("vta sim gemm.npz --device pynq")
+    unchecked = ModelRun(Path("/here/in.npz"), check=False)
+    (command,) = remote_commands(artifacts[:1], "d", "vta", False, "pynq", unchecked)
+    assert command == "cd d && vta run resnet18.vtam --device pynq --inputs in.npz --no-check"
 
 
 def test_deploy_errors_are_one_line(tmp_path, capsys):
