@@ -33,7 +33,8 @@ from .build import (
     tensor_dtypes,
     view_aliases,
 )
-from .build_ops import OPS, UNARY
+from .build_elementwise import UNARY
+from .build_ops import OPS
 from .graph_module import GraphModule
 from .ir import Graph
 from .ir import Node as IRNode

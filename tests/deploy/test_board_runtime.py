@@ -20,9 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler import zoo
-from compiler.errors import CodegenError
-from compiler.graph.objects import cross_linker
+from testkit.board import BOARD_STYLE, board_style_dqn
 from vta.cli import main
 from vta.config import VTAConfig
 
@@ -30,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[2]
 BOARD_PYTHON = ROOT / ".venv-board" / "bin" / "python"
 # a board-style build for this machine: a triple other than the process's, linked by the cross
 # toolchain's gcc with the thread pool inside, as `--config pynq` builds for the Cortex-A9
-BOARD_STYLE = "llvm -mtriple=x86_64-pc-linux-gnu"
 
 # the compiler modules the run of a compiled folder may import
 RUNTIME = {
@@ -86,16 +83,8 @@ def model(tmp_path_factory) -> tuple[Path, Path, Path]:
     board, its inputs, and its outputs on `sim` from `vta run` in this process."""
     if platform.machine() != "x86_64":
         pytest.skip(f"the board-style build here is for x86-64, not {platform.machine()}")
-    try:
-        cross_linker("x86_64-pc-linux-gnu")
-    except CodegenError as err:
-        pytest.skip(str(err))
-    folder = tmp_path_factory.mktemp("board")
-    (folder / "dqn.onnx").write_bytes(zoo.dqn(seed=0))
-    np.savez(folder / "in.npz", **zoo.random_inputs("dqn"))
-    compiled = folder / "dqn.vta"
-    args = ["compile", str(folder / "dqn.onnx"), "--target", "vta", "--host-target", BOARD_STYLE]
-    assert main([*args, "-o", str(compiled)]) == 0
+    compiled, inputs = board_style_dqn(tmp_path_factory.mktemp("board"))
+    folder = inputs.parent
     manifests = [json.loads(p.read_text()) for p in compiled.glob("cpu*/graph.json")]
     assert manifests and all(m["runtime"] == "linked" for m in manifests)
     here = folder / "here.npz"

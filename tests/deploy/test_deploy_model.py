@@ -14,9 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler import zoo
-from compiler.errors import CodegenError
-from compiler.graph.objects import cross_linker
+from testkit.board import board_style_dqn
 from vta.cli import main
 from vta.config import VTAConfig
 
@@ -54,17 +52,7 @@ for source in sources:
 def model(tmp_path_factory) -> tuple[Path, Path]:
     """The seeded DQN network compiled for the accelerator (CPU layers for this machine, built
     as for a board) and an inputs file."""
-    try:
-        cross_linker("x86_64-pc-linux-gnu")
-    except CodegenError as err:
-        pytest.skip(str(err))
-    folder = tmp_path_factory.mktemp("model")
-    (folder / "dqn.onnx").write_bytes(zoo.dqn(seed=0))
-    np.savez(folder / "in.npz", **zoo.random_inputs("dqn"))
-    compiled = folder / "dqn.vta"
-    args = ["compile", str(folder / "dqn.onnx"), "--target", "vta", "-o", str(compiled)]
-    assert main([*args, "--host-target", "llvm -mtriple=x86_64-pc-linux-gnu"]) == 0
-    return compiled, folder / "in.npz"
+    return board_style_dqn(tmp_path_factory.mktemp("model"))
 
 
 @pytest.fixture
