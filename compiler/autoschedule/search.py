@@ -5,11 +5,12 @@ measured programs; a few generations of mutation (tile size, parallel granularit
 pragma, compute location) and node-based crossover, parents drawn by predicted score; the best
 predicted programs not measured yet form the batch, except a fraction `eps` of fresh random
 ones (epsilon-greedy). The XGBoost ranker (`tune.cost_model`) is refitted on every measured
-program's summed per-store features after each batch. Tuners of several tasks (a network's,
-under the task scheduler) may share one model (`SharedCostModel`): it is fitted on every task's
-measurements, ranked within each task, so a task's first batches are already guided by what the
-others measured. The loop itself (measurement, records database, resume, callbacks) is the
-template tuner's (`tune.tuner.Tuner`).
+program's summed per-store features after each batch, each row ending with the host columns
+of its record (`tune.host`: thread count, vector lanes, cache sizes). Tuners of several tasks
+(a network's, under the task scheduler) may share one model (`SharedCostModel`): it is fitted
+on every task's measurements, ranked within each task, so a task's first batches are already
+guided by what the others measured. The loop itself (measurement, records database, resume,
+callbacks) is the template tuner's (`tune.tuner.Tuner`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from ..errors import TuningError
 from ..tune.cost_model import XGBCostModel
 from ..tune.features import PROGRAM_FEATURE_LENGTH
+from ..tune.host import HOST_FEATURES, host_row, with_host
 from ..tune.record import MeasureInput, Record
 from ..tune.tuner import Tuner
 from .annotate import annotate, crossover, mutate
@@ -70,11 +72,13 @@ class AnsorTuner(Tuner):
         self.eps, self.crossover_prob, self.elites = eps, crossover_prob, elites
         self._rows: dict[str, np.ndarray | None] = {}  # features by program key (None: invalid)
         self.measured: list[tuple[Program, float]] = []
+        self._hosts: list[np.ndarray] = []  # the host columns of each measured program
         self.search_seconds = 0.0  # time spent proposing (generate, mutate, predict)
 
     # ---------------------------------------------------------------- features and scores
     def features(self, programs: Sequence[Program]) -> tuple[np.ndarray, np.ndarray]:
-        """Feature rows (cached per program) and whether each program lowers."""
+        """Feature rows (cached per program) with this tuner's host columns
+        (`Tuner.host_row`), and whether each program lowers."""
         todo = list({p.key: p for p in programs if p.key not in self._rows}.values())
         if todo:
             rows, valid = featurize(todo)
@@ -85,7 +89,7 @@ class AnsorTuner(Tuner):
         for k, p in enumerate(programs):
             if valid[k]:
                 x[k] = self._rows[p.key]
-        return x, valid
+        return with_host(x, self.host_row()), valid
 
     def scores(self, programs: Sequence[Program]) -> np.ndarray:
         """Predicted scores (higher is faster); -inf for programs that do not lower."""
@@ -172,8 +176,10 @@ class AnsorTuner(Tuner):
         super().update(inputs, results)
         for inp, res in zip(inputs, results, strict=True):
             self.measured.append((inp.config, self.throughput(res)))
+            self._hosts.append(host_row(res.host, res.threads))
         programs = [p for p, _ in self.measured]
         x, valid = self.features(programs)
+        x[:, -HOST_FEATURES:] = np.stack(self._hosts)
         y = np.array([t for _, t in self.measured])
         self.shared.fit(self.task.workload_key, x[valid], y[valid])
 

@@ -31,7 +31,7 @@ APPLICATION_ID = 0x56544152  # "VTAR": SQLite header field identifying a records
 _TABLES = {"schema_version", "records"}
 _SELECT = (
     "SELECT workload, target, config, config_index, costs, error_no, error_msg, all_cost, "
-    "measured_at, threads FROM records"
+    "measured_at, threads, host FROM records"
 )
 
 _SCHEMA = """
@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS records (
     all_cost     REAL    NOT NULL DEFAULT 0,
     measured_at  REAL    NOT NULL,
     stored_at    REAL    NOT NULL,
-    threads      INTEGER
+    threads      INTEGER,
+    host         TEXT
 );
 CREATE INDEX IF NOT EXISTS records_task ON records (workload, target);
 CREATE UNIQUE INDEX IF NOT EXISTS records_once ON records (workload, target, config, measured_at);
@@ -96,26 +97,34 @@ class Database:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 self.conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] in (1, 2):
-                if row[0] == 1:  # version 1 ranked by the mean of the costs, 2 by the minimum
-                    self.conn.execute("ALTER TABLE records RENAME COLUMN mean_cost TO cost")
-                    self.conn.execute(
-                        "UPDATE records SET cost = "
-                        "(SELECT MIN(value) FROM json_each(records.costs)) WHERE error_no = 0"
-                    )
-                # version 3 adds the thread count: older rows get what their writer measured
-                # with where the row tells (`record.legacy_threads`), else NULL (unknown)
-                columns = {c[1] for c in self.conn.execute("PRAGMA table_info(records)")}
-                if "threads" not in columns:
-                    self.conn.execute("ALTER TABLE records ADD COLUMN threads INTEGER")
-                self.conn.create_function("legacy_threads", 2, legacy_threads)
-                self.conn.execute("UPDATE records SET threads = legacy_threads(workload, target)")
-                self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+            elif row[0] in (1, 2, 3):
+                self._migrate(row[0])
             elif row[0] != SCHEMA_VERSION:
                 raise TuningError(
                     f"records database {self.path} has schema version {row[0]}; "
                     f"this toolkit reads version {SCHEMA_VERSION}"
                 )
+
+    def _migrate(self, version: int) -> None:
+        """Bring a file of an older schema `version` to SCHEMA_VERSION (in the open
+        transaction)."""
+        if version == 1:  # version 1 ranked by the mean of the costs, 2 by the minimum
+            self.conn.execute("ALTER TABLE records RENAME COLUMN mean_cost TO cost")
+            self.conn.execute(
+                "UPDATE records SET cost = "
+                "(SELECT MIN(value) FROM json_each(records.costs)) WHERE error_no = 0"
+            )
+        columns = {c[1] for c in self.conn.execute("PRAGMA table_info(records)")}
+        if version < 3:
+            # version 3 adds the thread count: older rows get what their writer measured with
+            # where the row tells (`record.legacy_threads`), else NULL (unknown)
+            if "threads" not in columns:
+                self.conn.execute("ALTER TABLE records ADD COLUMN threads INTEGER")
+            self.conn.create_function("legacy_threads", 2, legacy_threads)
+            self.conn.execute("UPDATE records SET threads = legacy_threads(workload, target)")
+        if "host" not in columns:  # version 4 adds the host; older rows' is unknown (NULL)
+            self.conn.execute("ALTER TABLE records ADD COLUMN host TEXT")
+        self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -147,6 +156,7 @@ class Database:
                 r.timestamp,
                 now,
                 r.threads,
+                None if r.host is None else json.dumps(r.host, sort_keys=True),
             )
             for r in records
         ]
@@ -154,8 +164,9 @@ class Database:
             before = self.conn.total_changes
             self.conn.executemany(
                 f"{verb} INTO records (workload, target, config, config_index, costs, cost, "
-                "error_no, error_class, error_msg, all_cost, measured_at, stored_at, threads) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "error_no, error_class, error_msg, all_cost, measured_at, stored_at, threads, "
+                "host) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             return self.conn.total_changes - before
@@ -189,11 +200,14 @@ class Database:
         """Records of the rows that decode; the others are counted in `skipped` (one warning
         per call)."""
         out, bad = [], 0
-        for w, t, c, i, costs, e, msg, a, ts, threads in rows:
+        for w, t, c, i, costs, e, msg, a, ts, threads, host in rows:
             try:
                 config, costs = json.loads(c), json.loads(costs)
+                host = None if host is None else json.loads(host)
                 if not (isinstance(config, dict) and isinstance(costs, list)):
                     raise TypeError("config is not an object or costs not a list")
+                if not (host is None or isinstance(host, dict)):
+                    raise TypeError("host is not an object")
                 out.append(
                     Record(
                         w,
@@ -206,6 +220,7 @@ class Database:
                         float(a),
                         float(ts),
                         None if threads is None else int(threads),
+                        host,
                     )
                 )
             except (ValueError, TypeError):

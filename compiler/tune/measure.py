@@ -34,6 +34,7 @@ from ..runtime import load_module, set_num_threads
 from ..runtime.cuda import time_module
 from ..te import PlaceholderOp
 from .gpu_build import GPUArtifact, cuda_build
+from .host import host_of
 from .pool import LocalPool, Outcome
 from .record import MeasureErrorNo, MeasureInput, Record
 from .task import Task, target_kind
@@ -333,26 +334,18 @@ class Runner(abc.ABC):
         for inp, outcome in zip(inputs, self.pool.map(_run_job, jobs, self.timeout), strict=True):
             if outcome.ok:
                 costs, error_no, msg = outcome.value
-                records.append(
-                    Record.of(inp, costs, MeasureErrorNo(error_no), msg, threads=self.threads)
-                )
-            elif outcome.status == "timeout":
-                records.append(
-                    Record.of(
-                        inp, [], MeasureErrorNo.TIMEOUT, "run: " + outcome.message, self.threads
-                    )
-                )
+                error = MeasureErrorNo(error_no)
             else:
-                records.append(
-                    Record.of(
-                        inp,
-                        [],
-                        MeasureErrorNo.RUNTIME_ERROR,
-                        "run: " + outcome.message,
-                        self.threads,
-                    )
-                )
+                costs, msg = [], "run: " + outcome.message
+                timeout = outcome.status == "timeout"
+                error = MeasureErrorNo.TIMEOUT if timeout else MeasureErrorNo.RUNTIME_ERROR
+            records.append(Record.of(inp, costs, error, msg, self.threads, self.host(inp.task)))
         return records
+
+    def host(self, task: Task) -> dict[str, Any] | None:
+        """The host a task's records are measured on: this machine's facts for a local CPU
+        runner (`host.host_of`), None where the workers are elsewhere or not a CPU."""
+        return host_of(task.target) if isinstance(self.pool, LocalPool) else None
 
     def close(self) -> None:
         self.pool.close()
@@ -468,7 +461,12 @@ class MeasureOption:
             for n, key in enumerate(keys):
                 if (known := self._known.get(key)) is not None:
                     records[n] = Record.of(
-                        inputs[n], known.costs, known.error_no, known.error_msg, known.threads
+                        inputs[n],
+                        known.costs,
+                        known.error_no,
+                        known.error_msg,
+                        known.threads,
+                        known.host,
                     )
         todo = [n for n, r in enumerate(records) if r is None]
         for n, r in zip(todo, self._build_and_run([inputs[n] for n in todo]), strict=True):
@@ -499,7 +497,9 @@ class MeasureOption:
         built = [i for i, b in enumerate(builds) if b.error_no == MeasureErrorNo.NO_ERROR]
         ran = self.runner.run([inputs[i] for i in built], [builds[i] for i in built])
         records = [
-            Record.of(inp, [], b.error_no, b.error_msg, threads=self.runner.threads)
+            Record.of(
+                inp, [], b.error_no, b.error_msg, self.runner.threads, self.runner.host(inp.task)
+            )
             for inp, b in zip(inputs, builds, strict=True)
         ]
         for i, r in zip(built, ran, strict=True):

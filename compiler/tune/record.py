@@ -23,8 +23,8 @@ from .task import Task
 # The records' format version: the SQLite schema's and each JSON line's "v". Version 1 ranked
 # configs by the mean of their costs (its files are migrated on open); 2 by the minimum; 3 adds
 # the thread count a CPU record was measured with (`Record.threads`; `legacy_threads` for older
-# records).
-SCHEMA_VERSION = 3
+# records); 4 the host (`Record.host`, `host.host_of`; older records' is unknown, None).
+SCHEMA_VERSION = 4
 
 
 class MeasureErrorNo(enum.IntEnum):
@@ -61,6 +61,7 @@ class Record:
     all_cost: float = 0.0  # seconds of building and running, per config of its batch
     timestamp: float = field(default_factory=time.time)
     threads: int | None = None  # the kernels' thread count when measured (None: unknown, n/a)
+    host: dict[str, Any] | None = None  # the CPU host measured on (`host.host_of`; None: unknown)
 
     def __post_init__(self) -> None:
         self.error_no = MeasureErrorNo(self.error_no)
@@ -73,8 +74,9 @@ class Record:
         error_no: MeasureErrorNo = MeasureErrorNo.NO_ERROR,
         error_msg: str = "",
         threads: int | None = None,
+        host: dict[str, Any] | None = None,
     ) -> Record:
-        """The record of measuring `inp` (with `threads` threads: CPU wall time)."""
+        """The record of measuring `inp` (with `threads` threads on `host`: CPU wall time)."""
         task, config = inp.task, inp.config
         return cls(
             task.workload_key,
@@ -85,6 +87,7 @@ class Record:
             error_no,
             error_msg,
             threads=threads,
+            host=host,
         )
 
     @property

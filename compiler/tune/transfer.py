@@ -2,8 +2,11 @@
 
 Other workloads' records are re-featurized through their own tasks (rebuilt from the workload
 key and the template registry); only those whose feature rows have the length of the current
-task's are used. Each (workload, target) is one ranking group with labels normalized within it.
-"""
+task's are used. Each row ends with its record's host columns (`host.host_row`: the thread
+count and the host's vector lanes and caches), and each (workload, target, host, threads) is
+one ranking group with labels normalized within it, so records of another kind of host inform
+the model without being taken for this host's (ranked together, one host's faster timings
+would teach the model the host, not the configs)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
 from .featurizer import Featurizer
+from .host import HOST_FEATURES, host_row, with_host
 from .task import Task, target_kind
 
 MIN_RECORDS = 64  # fewer usable records of other workloads train no global model
@@ -23,10 +27,12 @@ MIN_RECORDS = 64  # fewer usable records of other workloads train no global mode
 def history_dataset(
     db: Database, task: Task, kind: str, max_per_workload: int = 2000
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features, throughputs and group ids of other workloads' records on the same target kind."""
+    """Features (with their hosts' columns), throughputs and group ids of other workloads'
+    records on the same target kind."""
     length = Featurizer(task, kind).length
     xs, ys, gs = [], [], []
-    for n, workload in enumerate(db.workloads()):
+    group_of: dict[tuple, int] = {}
+    for workload in db.workloads():
         if workload == task.workload_key:
             continue
         records = [
@@ -45,11 +51,16 @@ def history_dataset(
         except TuningError:
             continue  # its template is gone or changed: its records no longer apply
         flop = other.flop or 1.0
-        xs.append(featurize(index))
+        hosts = np.stack([host_row(r.host, r.threads) for r in records])
+        xs.append(with_host(featurize(index), hosts))
         ys.append([flop / r.cost if r.ok and r.cost else 0.0 for r in records])
-        gs.append(np.full(len(records), n))
+        keys = [
+            (workload, r.target, json.dumps(r.host, sort_keys=True), r.threads) for r in records
+        ]
+        gs.append(np.array([group_of.setdefault(k, len(group_of)) for k in keys]))
     if not xs:
-        return np.zeros((0, length), np.float32), np.zeros(0), np.zeros(0, np.int64)
+        empty = np.zeros((0, length + HOST_FEATURES), np.float32)
+        return empty, np.zeros(0), np.zeros(0, np.int64)
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(gs)
 
 

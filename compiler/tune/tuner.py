@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import TuningError
 from .database import Database
+from .host import host_of, host_row
 from .measure import MeasureOption
 from .record import MeasureInput, Record
 from .space import ConfigEntity
@@ -49,6 +50,7 @@ class Tuner(abc.ABC):
         self.visited: set[int] = set()
         self.history = TuningHistory()
         self.cost_unit = "s"
+        self.threads: int | None = None  # the measuring runner's thread count (set by tune)
 
     @abc.abstractmethod
     def next_batch(self, batch_size: int) -> list[ConfigEntity]:
@@ -62,6 +64,11 @@ class Tuner(abc.ABC):
         if not result.ok or not result.costs:
             return 0.0
         return (self.task.flop or 1.0) / max(result.cost, 1e-30)
+
+    def host_row(self) -> np.ndarray:
+        """The cost model's host columns of this tuner's measurements (`host.host_row`): the
+        task's host, the runner's thread count."""
+        return host_row(host_of(self.task.target), self.threads)
 
     def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         """Learn from a measured batch; subclasses extend this (and call it)."""
@@ -104,10 +111,10 @@ class Tuner(abc.ABC):
         measured with the runner's thread count; others, from another count or of an unknown
         one, are not resumed from, as their timings are not this run's)."""
         self.cost_unit = measure_option.cost_unit
+        self.threads = getattr(getattr(measure_option, "runner", None), "threads", None)
         if database is not None:
-            threads = getattr(getattr(measure_option, "runner", None), "threads", None)
             stored = database.records(self.task.workload_key, self.task.target)
-            self.load_records([r for r in stored if r.threads == threads])
+            self.load_records([r for r in stored if r.threads == self.threads])
         best_at = int(np.argmax(self.history.throughputs)) if self.history.throughputs else 0
         while len(self.history.throughputs) < n_trial and self.has_next():
             todo = min(batch_size, n_trial - len(self.history.throughputs))

@@ -18,6 +18,7 @@ from ..errors import TuningError
 from .cost_model import XGBCostModel
 from .database import Database
 from .featurizer import Featurizer
+from .host import host_row, with_host
 from .record import MeasureInput, Record
 from .sa import SimulatedAnnealingOptimizer
 from .space import ConfigEntity
@@ -83,6 +84,7 @@ class XGBTuner(Tuner):
         self.diversity_ratio = diversity_ratio
         self.diversity_weight = diversity_weight
         self._indices: list[int] = []
+        self._hosts: list[np.ndarray] = []  # the host columns of each measured config
 
     def transfer_from(self, database: Database, min_records: int = MIN_RECORDS) -> bool:
         """Train the global model on other workloads' records; True if there was enough."""
@@ -92,8 +94,12 @@ class XGBTuner(Tuner):
         self.model.global_model = model
         return model is not None
 
+    def rows(self, indices: np.ndarray) -> np.ndarray:
+        """The cost model's rows of configs measured here: features and host columns."""
+        return with_host(self.featurize(indices), self.host_row())
+
     def _score(self, indices: np.ndarray) -> np.ndarray:
-        return self.model.predict(self.featurize(indices))
+        return self.model.predict(self.rows(indices))
 
     def next_batch(self, batch_size: int) -> list[ConfigEntity]:
         if not self.model.fitted:
@@ -120,4 +126,6 @@ class XGBTuner(Tuner):
     def update(self, inputs: Sequence[MeasureInput], results: Sequence[Record]) -> None:
         super().update(inputs, results)
         self._indices.extend(inp.config.index for inp in inputs)
-        self.model.fit(self.featurize(np.array(self._indices)), np.array(self.history.throughputs))
+        self._hosts.extend(host_row(r.host, r.threads) for r in results)
+        x = with_host(self.featurize(np.array(self._indices)), np.stack(self._hosts))
+        self.model.fit(x, np.array(self.history.throughputs))

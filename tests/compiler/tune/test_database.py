@@ -108,10 +108,15 @@ def test_files_written_before_records_and_results_were_one_type_still_load(tmp_p
     old.executescript((HERE / "data" / "records_v2.sql").read_text())
     old.close()
     lines = (HERE / "data" / "records_v2.jsonl").read_text().splitlines()
-    # the same records, now saying their thread count: unknown for these template records
+    # the same records, now saying their thread count and host: unknown for these records
     lines = [
         json.dumps(
-            {**{k: v for k, v in json.loads(ln).items() if k != "v"}, "threads": None, "v": 3},
+            {
+                **{k: v for k, v in json.loads(ln).items() if k != "v"},
+                "threads": None,
+                "host": None,
+                "v": SCHEMA_VERSION,
+            },
             separators=(",", ":"),
         )
         for ln in lines

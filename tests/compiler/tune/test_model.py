@@ -129,7 +129,7 @@ def test_transfer_learning_reads_the_database():
     assert model.fitted and model.transfer_weight() == 1.0
     index = task.config_space.sample(np.random.default_rng(9), 300)
     truth = np.array([1 / analytic_cost(task.instantiate(int(i)), task.flop) for i in index])
-    predicted = model.predict(tuner.featurize(index))
+    predicted = model.predict(tuner.rows(index))
     assert pair_accuracy(predicted, truth) > 0.7  # useful before any local measurement
 
     model.n_samples = 64

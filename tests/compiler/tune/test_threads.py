@@ -12,7 +12,7 @@ from compiler.errors import TuningError
 from compiler.tune import measure
 from compiler.tune.database import Database
 from compiler.tune.dispatch import ApplyHistoryBest, best_config, thread_note
-from compiler.tune.record import MeasureInput, Record
+from compiler.tune.record import SCHEMA_VERSION, MeasureInput, Record
 from compiler.tune.task import create_task
 from compiler.zoo import _Builder
 from vta.cli import main
@@ -206,7 +206,8 @@ def test_an_old_database_without_the_thread_count_still_loads(tmp_path):
             [Record.of(MeasureInput(task, task.config_space.get(valid[1])), [1], threads=4)]
         )
         assert [r.threads for r in db.records()] == [None, 1, 4]
-    assert sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchone() == (3,)
+    version = sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchone()
+    assert version == (SCHEMA_VERSION,)
     lines = [
         '{"workload":"[\\"ansor:matmul\\",[16,16,16]]","target":"llvm","config":{},'
         '"config_index":0,"costs":[1.0],"v":2}',
