@@ -82,7 +82,8 @@ def onnx_model(
     ({"shape"}), one of the model's runtime inputs again ({"input": k}: a residual), a random
     float initializer ({"weight": shape}), an initializer of given int64 or float values
     ({"ints"}, {"floats"}: a list or a scalar), or a runtime int64 tensor of small values,
-    some negative ({"ids": shape}), or a runtime bool tensor ({"mask": shape})."""
+    some negative ({"ids": shape}), a runtime bool tensor ({"mask": shape}), or a runtime
+    tensor of another dtype ({"shape", "dtype"}: a numpy dtype name)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -124,8 +125,14 @@ def onnx_model(
 
 
 def _runtime_input(rng: np.random.Generator, spec: dict) -> np.ndarray:
-    """A graph input's seeded values: floats ({"shape"}), int64 ids ({"ids"}) or bools
-    ({"mask"})."""
+    """A graph input's seeded values: floats ({"shape"}, of {"dtype"} where given: integers
+    small, negative ones where signed), int64 ids ({"ids"}) or bools ({"mask"})."""
+    dtype = np.dtype(spec.get("dtype", "float32"))
+    if dtype.kind in "iu":
+        low = -9 if dtype.kind == "i" else 0
+        return rng.integers(low, 10, spec["shape"]).astype(dtype)
+    if dtype != np.float32:
+        return rng.standard_normal(spec["shape"]).astype(dtype)
     if "ids" in spec:
         return rng.integers(-3, 6, spec["ids"]).astype(np.int64)
     if "mask" in spec:

@@ -82,6 +82,14 @@ def _read_value(path: Path, type_proto: Any) -> Any:
     return numpy_helper.to_array(tensor)
 
 
+def _array(value: Any) -> Any:
+    """A generated case's value as numpy (some cases give TensorProtos), else as given."""
+    import onnx
+    from onnx import numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else value
+
+
 def _folder_case(folder: Path, source: str) -> Case:
     import onnx
 
@@ -112,7 +120,7 @@ def cases() -> dict[str, Case]:
             warnings.simplefilter("ignore")
             generated = collect_testcases()
         for c in generated:
-            sets = [(list(i), list(o)) for i, o in c.data_sets]
+            sets = [([_array(v) for v in i], [_array(v) for v in o]) for i, o in c.data_sets]
             found[c.name] = Case(c.name, c.model.SerializeToString(), sets, "node", c.rtol, c.atol)
     for source in FOLDERS:
         for folder in sorted((root / source).glob("*/")):

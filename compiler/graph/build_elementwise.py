@@ -17,11 +17,23 @@ from ..topi import nn, tag
 Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
 
 
-def as_float(t: Tensor) -> Tensor:
-    """t, or its values as float32 when it holds integers (Pow's exponent may)."""
-    if t.dtype.startswith("float"):
+def power(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Pow: a float base raised to the exponent as the base's dtype; an integer base in
+    float64, the result rounded back (exact while it fits float64's 53 bits)."""
+    base, exponent = ins
+    if base.dtype.startswith("float"):
+        return topi.power(base, _as(exponent, base.dtype))
+    wide = topi.power(_as(base, "float64"), _as(exponent, "float64"))
+    return te.compute(
+        wide.shape, lambda *i: te.cast(te.nearbyint(wide(*i)), base.dtype), "pow", tag.ELEMWISE
+    )
+
+
+def _as(t: Tensor, dtype: str) -> Tensor:
+    """t, or its values cast to `dtype`."""
+    if t.dtype == dtype:
         return t
-    return te.compute(t.shape, lambda *i: te.cast(t(*i), "float32"), "to_float", tag.ELEMWISE)
+    return te.compute(t.shape, lambda *i: te.cast(t(*i), dtype), f"to_{dtype}", tag.ELEMWISE)
 
 
 def hard_sigmoid(x: Tensor, alpha: float, beta: float) -> Tensor:

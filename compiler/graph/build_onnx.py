@@ -46,18 +46,22 @@ from .passes.fuse import group_inputs
 
 _UNARY = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", *UNARY)
 _BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu")
-# operators the CPU runs on tensors of other dtypes than float32 (integers, bool)
+# operators the CPU runs on tensors of any of its dtypes (integers and bool included)
 TYPED = ("Cast", "Gather", "GatherElements", "ArgMax", "ArgMin", "Equal", "Less", "Greater",
          "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "Where",
          "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Slice",
-         "Expand", "Tile", "Add", "Sub", "Mul")  # fmt: skip
-CPU_DTYPES = ("float32", "int64", "int32", "bool")  # the dtypes of the CPU's tensors
+         "Expand", "Tile", "Add", "Sub", "Mul", "Div", "Max", "Min", "Clip", "Neg", "Abs",
+         "Sign", "Pow", "MaxPool")  # fmt: skip
+FLOATS = ("float32", "float16", "float64")  # a plain group computes in any of them
+CPU_DTYPES = (*FLOATS, "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
+              "bool")  # the dtypes of the CPU's tensors  # fmt: skip
 _ORDERED = ("Sub", "Div", "Pow", "PRelu")  # binary operators whose operands do not commute
 _PLAIN = (*_UNARY, *_BINARY, *TYPED, "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
           "Concat", "Softmax", "LogSoftmax", "Identity", "Dropout", "Slice", "Pad",
           "MatMul", "Gemm", "Resize", "ConvTranspose", "Conv", "BatchNormalization", "LRN",
           *REDUCE_OPS, "Normalize", "CumSum", "Expand", "Tile", "DepthToSpace",
-          "SpaceToDepth", "Attention")  # fmt: skip
+          "SpaceToDepth", "Attention", "MaxPool", "AveragePool", "GlobalMaxPool",
+          "GlobalAveragePool")  # fmt: skip
 
 
 def compile_model(
@@ -241,14 +245,13 @@ class _Lowering:
         self.packed[t] = p
         return p
 
-    def as_plain(self, t: str, members: list[Node] | None = None) -> str:
-        """Value t in its own layout: a constant (as a parameter), a plain value, or the
-        unpacking of a packed one (inside `members`' group when given, else its own)."""
+    def as_plain(self, t: str, members: list[Node] | None = None, floats: str = "float32") -> str:
+        """Value t in its own layout: a constant (as a parameter; a float one as `floats`), a
+        plain value, or the unpacking of a packed one (inside `members`' group when given,
+        else its own)."""
         if t in self.graph.constants:
-            value = self.graph.constants[t]  # floats as float32, others in their own dtype
-            self.params.setdefault(
-                t, value.astype(np.float32) if value.dtype.kind == "f" else value
-            )
+            value = self.graph.constants[t]
+            self.params.setdefault(t, value.astype(floats) if value.dtype.kind == "f" else value)
             return t
         if t in self.plain:
             return t
@@ -273,8 +276,10 @@ class _Lowering:
     def lower_part(self, nodes: list[IRNode], name: str) -> tuple[list[IRNode], str]:
         """The first part of `nodes` lowered; the rest (empty when all are) and its name."""
         anchor, first, packed = nodes[0], 1, True
-        self.check_dtypes(anchor)  # the packed and dense kernels take float32 only
         x = anchor.inputs[0] if anchor.inputs else ""
+        if not self.is_float32(anchor):  # the packed and dense kernels take float32 only
+            self.plain_group(name, nodes)
+            return [], name
         if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)
         elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
@@ -550,7 +555,8 @@ class _Lowering:
         for n in nodes:
             if n.op not in _PLAIN:
                 raise OperatorError(f"node {n.label} ({n.op}): no CPU kernel for {n.op}")
-            ins = [local.get(t) or self.operand_plain(t, members) for t in n.inputs if t]
+            floats = self.float_dtype(n)
+            ins = [local.get(t) or self.operand_plain(t, members, floats) for t in n.inputs if t]
             op, attrs = n.op, _cpu_attrs(n)
             if op in ("Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Reshape"):
                 same = self.shape(n.outputs[0]) == self.shape(n.inputs[0])
@@ -566,9 +572,21 @@ class _Lowering:
         self.groups.append(self.typed(Group(name, members)))
         self.plain.add(nodes[-1].outputs[0])
 
+    def is_float32(self, n: IRNode) -> bool:
+        """Whether n's tensors (computed ones and outputs) are all float32."""
+        names = [t for t in (*n.inputs, *n.outputs) if t and t not in self.graph.constants]
+        return all(self.dtype_of(t) == "float32" for t in names)
+
+    def float_dtype(self, n: IRNode) -> str:
+        """The float dtype n computes in (its float constants are given it): its output's,
+        else its first computed float input's, else float32."""
+        names = [*n.outputs, *(t for t in n.inputs if t and t not in self.graph.constants)]
+        return next((d for t in names if (d := self.dtype_of(t)) in FLOATS[1:]), "float32")
+
     def check_dtypes(self, n: IRNode) -> None:
-        """An error unless n's tensors are float32, or of `CPU_DTYPES` and n one of the
-        operators the CPU runs on them (`TYPED`)."""
+        """An error unless n's tensors are of `CPU_DTYPES` and floats (`FLOATS`, which every
+        plain-layout kernel computes in), or n one of the operators the CPU runs on integers
+        and bool too (`TYPED`)."""
         inputs = n.inputs[:1] if n.op == "Pow" else n.inputs  # its exponent may be integer
         other = {self.dtype_of(t) for t in (*inputs, *n.outputs) if t} - {"float32"}
         if other - set(CPU_DTYPES):
@@ -576,10 +594,10 @@ class _Lowering:
                 f"node {n.label} ({n.op}): {', '.join(sorted(other))} tensors; the CPU runs "
                 f"{', '.join(CPU_DTYPES)} tensors"
             )
-        if other and n.op not in TYPED:
+        if other - set(FLOATS) and n.op not in TYPED:
             raise OperatorError(
                 f"node {n.label} ({n.op}): {', '.join(sorted(other))} tensors; the CPU runs "
-                f"{n.op} on float32 only"
+                f"{n.op} on {', '.join(FLOATS)} only"
             )
 
     def dtype_of(self, t: str) -> str:
@@ -610,8 +628,8 @@ class _Lowering:
             self.plain.add(out)
             start += size
 
-    def operand_plain(self, t: str, members: list[Node]) -> str:
-        out = self.as_plain(t, members)
+    def operand_plain(self, t: str, members: list[Node], floats: str = "float32") -> str:
+        out = self.as_plain(t, members, floats)
         self.shapes.setdefault(out, self.shape(t) if t not in self.graph.constants else
                                self.graph.constants[t].shape)  # fmt: skip
         return out

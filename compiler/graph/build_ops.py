@@ -23,13 +23,13 @@ from ..tir import expr as E
 from ..topi import nn, tag, x86
 from .build_elementwise import (
     UNARY,
-    as_float,
     cast,
     elementwise,
     gather,
     gather_elements,
     hard_sigmoid,
     is_inf,
+    power,
 )
 
 Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
@@ -547,7 +547,7 @@ OPS: dict[str, Compute] = {
     "Sub": _binary(topi.subtract),
     "Mul": _binary(topi.multiply),
     "Div": _binary(topi.divide),
-    "Pow": lambda ins, a: topi.power(ins[0], as_float(ins[1])),
+    "Pow": power,
     "Max": _binary(topi.maximum),
     "Min": _binary(topi.minimum),
     "Reshape": lambda ins, a: nn.reshape(ins[0], a["shape"]),

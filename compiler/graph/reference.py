@@ -90,7 +90,7 @@ def _pool_pad(x, attrs, value) -> tuple[np.ndarray, np.ndarray]:
 
 
 def max_pool(x, **a) -> np.ndarray:
-    xp, _ = _pool_pad(x, a, -np.inf)
+    xp, _ = _pool_pad(x, a, -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
     return _windows(xp, a["kernel_shape"], a["strides"], a["dilations"]).max(axis=(-2, -1))
 
 
@@ -119,8 +119,15 @@ def batch_norm(x, scale, bias, mean, var, *, epsilon, **_) -> np.ndarray:
 
 
 def div(a, b) -> np.ndarray:
-    """ONNX Div: integer division truncates toward zero."""
-    return np.trunc(a / b).astype(a.dtype) if a.dtype.kind in "iu" else a / b
+    """ONNX Div: integer division truncates toward zero; x / 0 is 0 (as the CPU's kernel
+    defines it: ONNX leaves it undefined)."""
+    if a.dtype.kind not in "iu":
+        return a / b
+    safe = np.where(b == 0, 1, b).astype(b.dtype)
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, safe)
+        q = q + ((q * safe != a) & ((a < 0) != (safe < 0))).astype(q.dtype)  # toward zero
+    return np.where(b == 0, 0, q).astype(a.dtype)
 
 
 def softmax(x, *, axis) -> np.ndarray:

@@ -66,10 +66,24 @@ def _binary(name: str, fop: Callable[[E.Expr, E.Expr], E.Expr]) -> Callable[[Any
     return op
 
 
+def _divide(a: E.Expr, b: E.Expr) -> E.Expr:
+    """a / b; on integers truncated toward zero and defined for every divisor, where the
+    hardware's division traps: x / 0 is 0, and a signed x / -1 is -x (wrapping)."""
+    if a.dtype.startswith("float"):
+        return a / b
+    zero, one, minus = E.convert(0, b), E.convert(1, b), E.convert(-1, b)
+    signed = a.dtype.startswith("int")
+    trap = te.any(b == zero, b == minus) if signed else b == zero
+    quotient = a / te.select(trap, one, b)
+    if signed:
+        quotient = te.select(b == minus, zero - a, quotient)
+    return te.select(b == zero, zero, quotient)
+
+
 add = _binary("add", lambda a, b: a + b)
 subtract = _binary("subtract", lambda a, b: a - b)
 multiply = _binary("multiply", lambda a, b: a * b)
-divide = _binary("divide", lambda a, b: a / b)
+divide = _binary("divide", _divide)
 maximum = _binary("maximum", te.max)
 minimum = _binary("minimum", te.min)
 power = _binary("power", te.power)

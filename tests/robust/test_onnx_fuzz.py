@@ -288,12 +288,35 @@ def dense_heads(draw):
     )
 
 
+DTYPES = ("float16", "float64", "int8", "int16", "int32", "uint8", "uint16", "uint32", "uint64")
+TYPED = ("Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "Greater", "Abs", "Neg",
+         "Clip", "Exp", "Softmax", "ReduceSum", "Where", "Cast")  # fmt: skip
+
+
+@st.composite
+def typed(draw):
+    """(op, inputs, attrs, then): an operator on runtime tensors of one dtype other than
+    float32 (not every operator takes every dtype: those refuse in one line)."""
+    op, dtype = draw(st.sampled_from(TYPED)), draw(st.sampled_from(DTYPES))
+    shapes = draw(st.lists(dims, min_size=2, max_size=2))
+    inputs = [{"shape": s, "dtype": dtype} for s in shapes]
+    attrs = {}
+    if op == "Where":
+        inputs = [{"mask": shapes[0]}, *inputs]
+    elif op in ("Abs", "Neg", "Exp", "Softmax", "ReduceSum", "Clip", "Cast"):
+        inputs = inputs[:1]
+    if op == "Cast":
+        attrs["to"] = draw(st.sampled_from([1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 13]))
+    return op, inputs, attrs, None
+
+
 @st.composite
 def models(draw):
     """(op, inputs, attrs, then): a residual block (a quarter of the time); a wide 1x1
-    convolution (an eighth); a convolution with a dense head (an eighth); a convolution or
-    pool that fits its input, maybe followed by a second node; or any supported operator with
-    random inputs and attributes."""
+    convolution (an eighth); a convolution with a dense head (an eighth); an operator on
+    tensors of another dtype than float32 (an eighth); a convolution or pool that fits its
+    input, maybe followed by a second node; or any supported operator with random inputs and
+    attributes."""
     kind = draw(st.integers(0, 7))
     if kind < 2:
         return draw(blocks())
@@ -301,6 +324,8 @@ def models(draw):
         return draw(wide_1x1())
     if kind == 3:
         return draw(dense_heads())
+    if kind == 4:
+        return draw(typed())
     if draw(st.booleans()):
         op, inputs, attrs, channels = draw(windows())
         then = draw(followers(channels)) if draw(st.booleans()) else None

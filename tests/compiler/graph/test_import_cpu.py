@@ -101,8 +101,9 @@ def test_batch_norm_with_computed_parameters(tmp_path):
 
 @pytest.mark.parametrize(
     "dtype, message",
-    [(TensorProto.INT32, "node y (Relu): int32 tensors; the CPU runs Relu on float32 only"),
-     (TensorProto.DOUBLE, "inputs x: the CPU graph runs float32, int64, int32, bool inputs only")],
+    [(TensorProto.INT32, "node y (Relu): int32 tensors; the CPU runs Relu on float32, float16, "
+                         "float64 only"),
+     (TensorProto.BFLOAT16, "inputs x: the CPU graph runs float32, float16, float64, int64, ")],
 )  # fmt: skip
 def test_inputs_of_other_dtypes_reach_only_operators_that_take_them(tmp_path, dtype, message):
     graph = helper.make_graph(

@@ -13,45 +13,7 @@ from compiler.graph.passes import run_passes
 
 ort = pytest.importorskip("onnxruntime")
 
-
-def one_node(op, feeds, attrs=None, consts=None, opset=18, outputs=("y",), out=np.float32):
-    """A model of one `op` node reading the graph inputs `feeds` (name -> array), then the
-    initializers `consts` (name -> array, None for an omitted input), in order; its
-    outputs of dtype `out`."""
-    consts = consts or {}
-    names = [*feeds, *(k if v is not None else "" for k, v in consts.items())]
-    node = helper.make_node(op, names, list(outputs), **(attrs or {}))
-    graph = helper.make_graph(
-        [node],
-        op,
-        [
-            helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-            for k, v in feeds.items()
-        ],
-        [
-            helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.dtype(out)), None)
-            for o in outputs
-        ],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items() if v is not None],
-    )
-    ir_version = 8 if opset <= 18 else 10
-    m = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version
-    )
-    return m.SerializeToString()
-
-
-def check(tmp_path, model, feeds, rtol=1e-4):
-    """The reference executor's and the compiled CPU graph's outputs equal onnxruntime's."""
-    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
-    (tmp_path / "m.onnx").write_bytes(model)
-    ref = reference.run(import_onnx(model), feeds)
-    cpu = compile_model(tmp_path / "m.onnx").run(feeds)
-    for got in (ref, cpu):
-        for value, expected in zip(got.values(), want, strict=True):
-            assert value.shape == expected.shape and value.dtype == expected.dtype
-            scale = float(np.abs(expected).max()) if expected.size else 0.0
-            np.testing.assert_allclose(value, expected, rtol=rtol, atol=1e-5 * scale)
+from testkit.onnx_models import check, one_node  # noqa: E402
 
 
 def uniform(lo, hi, shape=(3, 4, 5), seed=0):
@@ -627,12 +589,12 @@ def test_a_masked_embedding_network(tmp_path):
 
 def test_a_dtype_the_cpu_does_not_run_is_listed(tmp_path):
     """Nodes on integers the CPU runs on float32 only (one a dense layer, whose kernel is
-    float32), and a float64 Cast, are refused in one error listing them."""
+    float32), and a bfloat16 Cast, are refused in one error listing them."""
     from compiler.errors import OperatorError
 
     nodes = [
         helper.make_node("Relu", ["ids"], ["r"], name="relu_int"),
-        helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE, name="to_double"),
+        helper.make_node("Cast", ["x"], ["d"], to=TensorProto.BFLOAT16, name="to_bfloat16"),
         helper.make_node("MatMul", ["rows", "w"], ["m"], name="matmul_int"),
     ]
     graph = helper.make_graph(
@@ -642,7 +604,7 @@ def test_a_dtype_the_cpu_does_not_run_is_listed(tmp_path):
          helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
          helper.make_tensor_value_info("rows", TensorProto.INT64, [2, 4])],
         [helper.make_tensor_value_info("r", TensorProto.INT64, None),
-         helper.make_tensor_value_info("d", TensorProto.DOUBLE, None),
+         helper.make_tensor_value_info("d", TensorProto.BFLOAT16, None),
          helper.make_tensor_value_info("m", TensorProto.INT64, None)],
         [numpy_helper.from_array(np.ones((4, 3), np.int64), "w")],
     )  # fmt: skip
@@ -653,8 +615,11 @@ def test_a_dtype_the_cpu_does_not_run_is_listed(tmp_path):
     message = str(e.value)
     assert message.count("\n") == 0 and "3 group(s) cannot run on the CPU" in message
     assert "node matmul_int (MatMul): int64 tensors; the CPU runs MatMul on float32" in message
-    assert "node relu_int (Relu): int64 tensors; the CPU runs Relu on float32 only" in message
-    assert "node to_double (Cast): float64 tensors; the CPU runs float32, int64" in message
+    assert (
+        "node relu_int (Relu): int64 tensors; the CPU runs Relu on float32, float16, float64 "
+        "only" in message
+    )
+    assert "node to_bfloat16 (Cast): bfloat16 tensors; the CPU runs float32, float16" in message
 
 
 def test_a_transformer_encoder_layer(tmp_path):
