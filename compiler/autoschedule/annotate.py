@@ -4,9 +4,10 @@ Annotation fills every open tile size (a random factorization of the loop's exte
 at most MAX_INNERMOST; guided, a multi-level tiled stage's innermost tiles form a register
 tile that fits the target's vector registers, `register_tile.py`), then per stage: a vector
 split of an untiled stage's innermost space loop, the parallel loop of every root stage (its
-leading space loops fused, how many is the granularity), the compute location of every
-untiled stage with one consumer (root or one of the consumer's space loops), vectorization of
-the innermost space loop, and an unroll pragma.
+leading space loops fused, how many is the granularity; guided, enough of them that each of
+the threads the program runs with has PARALLEL_TASKS iterations, `parallel_counts`), the
+compute location of every untiled stage with one consumer (root or one of the consumer's space
+loops), vectorization of the innermost space loop, and an unroll pragma.
 The annotation steps come in that order and always exist (a granularity of 1, a location at
 root, an unroll limit of 0), so mutations change values, never the step list's shape, and
 crossover can mix the stages of two programs of one sketch. A mutation that breaks a register
@@ -15,11 +16,14 @@ tile rule its parent kept is dropped, so the rules hold through the evolution to
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from functools import lru_cache
 
 import numpy as np
 
+from ..codegen.abi import default_threads
 from ..codegen.nvptx_arch import is_cuda_target
 from ..errors import CompilerError
 from ..schedule.schedule import Schedule, Stage
@@ -49,6 +53,7 @@ UNROLL_CHOICES = (0, 16, 64, 512)
 GUIDED = 0.9  # share of annotations that follow the register-file rules
 MIN_FILL, FILL_TRIES = 0.5, 32  # tiles using under half the registers or load-bound: redrawn
 PANEL, PANEL_TRIES = 0.5, 32  # guided draws of a matmul-like stage that are panel tilings
+PARALLEL_TASKS = 2  # guided: parallel iterations per thread at least, where the loops have them
 
 
 @lru_cache(maxsize=4096)
@@ -168,6 +173,17 @@ def parallel_limit(s: Schedule, st: Stage) -> int:
             break
         n += 1
     return n
+
+
+def parallel_counts(st: Stage, limit: int, threads: int) -> list[int]:
+    """How many of a stage's leading loops (up to `limit`) a guided draw fuses into its
+    parallel loop: the counts giving each of `threads` threads PARALLEL_TASKS iterations (a
+    2-thread kernel whose parallel loop has 3 iterations idles a thread a third of the time),
+    else `limit`, the most iterations there are."""
+    ext = loop_extents(st)
+    sizes = itertools.accumulate((ext[iv] for iv in st.leaf_iter_vars[:limit]), operator.mul)
+    enough = [c for c, n in enumerate(sizes, 1) if n >= PARALLEL_TASKS * threads]
+    return enough or [limit]
 
 
 def rfactor_options(st: Stage) -> list[int]:
@@ -349,15 +365,22 @@ def unroll_choices(st: Stage, steps: list[Step], guided: bool) -> tuple[int, ...
     return covering if guided and points > 1 and covering else UNROLL_CHOICES
 
 
-def annotate(sketch: Program, rng: np.random.Generator, guided: bool | None = None) -> Program:
+def annotate(
+    sketch: Program,
+    rng: np.random.Generator,
+    guided: bool | None = None,
+    threads: int | None = None,
+) -> Program:
     """A random complete program of a sketch; `guided` (default: with probability GUIDED)
-    samples register tiles that fit the target's registers, whole vectors and unroll limits
-    covering the tiles, else every choice is uniform (a GPU sketch: `gpu.annotate_gpu`)."""
+    samples register tiles that fit the target's registers, whole vectors, unroll limits
+    covering the tiles and parallel loops with work for `threads` threads (default: the
+    thread pool's size), else every choice is uniform (a GPU sketch: `gpu.annotate_gpu`)."""
     if is_cuda_target(sketch.task.target):
         from .gpu import annotate_gpu
 
         return annotate_gpu(sketch, rng)
     guided = bool(rng.random() < GUIDED) if guided is None else guided
+    threads = threads or default_threads()
     steps = fill_tile_sizes(sketch, rng, guided)
     s = sketch.task.initial_schedule()
     for step in steps:
@@ -387,7 +410,8 @@ def annotate(sketch: Program, rng: np.random.Generator, guided: bool | None = No
         if st.op.name in targets:  # keep a loop to compute an untiled producer at
             limit = min(limit, len(st.leaf_iter_vars) - 1)
         if limit >= 1:
-            count = int(rng.integers(1, limit + 1))
+            counts = parallel_counts(st, limit, threads) if guided else range(1, limit + 1)
+            count = int(counts[rng.integers(len(counts))])
             _replay_into(
                 s, steps, [Fuse(st.op.name, 0, count), Annotate(st.op.name, 0, "parallel")]
             )
@@ -504,8 +528,9 @@ def mutate_rfactor(program: Program, rng: np.random.Generator) -> Program | None
     return _replace(program, k, Rfactor(step.stage, options[rng.integers(len(options))]))
 
 
-def mutate_parallel(program: Program, rng: np.random.Generator) -> Program | None:
-    """Fuse one more or one fewer leading loop into a parallel loop."""
+def mutate_parallel(program: Program, rng: np.random.Generator, threads: int) -> Program | None:
+    """Fuse one more or one fewer leading loop into a parallel loop (not fewer than give
+    `threads` threads work, `parallel_counts`, where the program's loop did)."""
     fuses = [
         k
         for k, s in enumerate(program.steps[:-1])
@@ -521,6 +546,9 @@ def mutate_parallel(program: Program, rng: np.random.Generator) -> Program | Non
     limit = parallel_limit(s, stage_named(s, step.stage))
     count = step.count + (1 if rng.random() < 0.5 else -1)
     if not 1 <= count <= limit:
+        return None
+    enough = parallel_counts(stage_named(s, step.stage), limit, threads)
+    if step.count in enough and count not in enough:
         return None
     return _replace(program, k, Fuse(step.stage, step.first, count))
 
@@ -625,16 +653,22 @@ def panel_faults(program: Program, s: Schedule | None = None) -> int:
     return faults
 
 
-def mutate(program: Program, rng: np.random.Generator) -> Program | None:
+def mutate(
+    program: Program, rng: np.random.Generator, threads: int | None = None
+) -> Program | None:
     """One random mutation (None if the chosen one does not apply or breaks a register tile
-    rule or a panel property the program kept; a GPU program: `gpu.mutate_gpu`)."""
+    rule, a panel property or the parallel work of `threads` threads (default: the thread
+    pool's size) the program kept; a GPU program: `gpu.mutate_gpu`)."""
     if is_cuda_target(program.task.target):
         from .gpu import mutate_gpu
 
         return mutate_gpu(program, rng)
     funcs = list(MUTATIONS)
     k = rng.choice(len(funcs), p=np.array(list(MUTATIONS.values())))
-    child = funcs[k](program, rng)
+    if funcs[k] is mutate_parallel:
+        child = mutate_parallel(program, rng, threads or default_threads())
+    else:
+        child = funcs[k](program, rng)
     if child is None or not _tiled_stages(child):
         return child
     try:

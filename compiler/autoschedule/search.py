@@ -108,7 +108,7 @@ class AnsorTuner(Tuner):
         for attempt in range(8 * n + 8):
             if len(out) >= n:
                 break
-            p = annotate(self.sketches[attempt % len(self.sketches)], self.rng)
+            p = annotate(self.sketches[attempt % len(self.sketches)], self.rng, None, self.threads)
             if p.key in out or p.index in self.visited:
                 continue
             out[p.key] = p
@@ -136,7 +136,7 @@ class AnsorTuner(Tuner):
                     b = population[self.rng.choice(len(population), p=prob)]
                     child = crossover(a, b, self.rng)
                 else:
-                    child = mutate(a, self.rng)
+                    child = mutate(a, self.rng, self.threads)
                 if child is not None:
                     children.append(child)
             merged = list({p.key: p for p in [*population, *children]}.values())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from compiler.autoschedule.annotate import (
+    PARALLEL_TASKS,
     annotate,
     crossover,
     factorizations,
@@ -17,7 +18,14 @@ from compiler.autoschedule.layout import Pack
 from compiler.autoschedule.program import Program, SearchTask, run_program
 from compiler.autoschedule.rfactor import Rfactor
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import ComputeAt, ComputeRoot, Fuse, Inline, step_from_json
+from compiler.autoschedule.steps import (
+    ComputeAt,
+    ComputeRoot,
+    Fuse,
+    Inline,
+    loop_extents,
+    step_from_json,
+)
 from compiler.errors import TuningError
 from compiler.tune.measure import random_arrays
 
@@ -189,11 +197,44 @@ def test_parallel_mutation_never_fuses_past_an_attach_point():
     for sk in cached:
         for _ in range(20):
             program = annotate(sk, rng)
-            child = mutate_parallel(program, rng)
+            child = mutate_parallel(program, rng, 1)
             if child is not None:  # C.local is computed at C.j.1: at most i.0, j.0, i.1 fused
                 (fuse,) = [s for s in child.steps if isinstance(s, Fuse) and s.stage == "C"]
                 assert fuse.count <= 3
                 run_program(child, _inputs(task))
+
+
+def _parallel_extents(program):
+    """The extent of every parallel loop of a program."""
+    s, _ = program.schedule()
+    return [
+        loop_extents(st)[iv]
+        for st in s.stages
+        for iv in st.leaf_iter_vars
+        if st.iter_attrs.get(iv) is not None and st.iter_attrs[iv].kind == "parallel"
+    ]
+
+
+@pytest.mark.parametrize("threads", [2, 8])
+def test_guided_parallel_loops_give_every_thread_work(threads):
+    """Guided draws fuse enough loops that each thread has PARALLEL_TASKS iterations where
+    the tiling leaves that many (some tilings leave 2 or 4 in all), and a mutation
+    does not take that away; uniform draws leave threads idle more often."""
+    task = SearchTask("conv2d_NCHWc", (64, 14, 14, 64, 3, 3))
+    rng = np.random.default_rng(0)
+    need = PARALLEL_TASKS * threads
+    guided, uniform = [], []
+    for sk in generate_sketches(task):
+        for _ in range(15):
+            program = annotate(sk, rng, True, threads)
+            guided += _parallel_extents(program)
+            for _ in range(5):
+                child = mutate_parallel(program, rng, threads)
+                guided += _parallel_extents(child) if child is not None else []
+            uniform += _parallel_extents(annotate(sk, rng, False, threads))
+    share = np.mean(np.array(guided) >= need)
+    assert share > (0.95 if threads == 2 else 0.7)
+    assert np.mean(np.array(uniform) >= need) < share - 0.2
 
 
 def test_a_mutation_that_no_longer_replays_is_no_program(monkeypatch):
