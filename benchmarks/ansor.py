@@ -5,8 +5,9 @@ convolutions C2, C6, C9, C12 in NCHW16c (template `conv2d_NCHWc` with the same b
 depthwise conv and a softmax (no template: the peer is the hand-written x86 schedule). Each
 tuner runs `max(trials)` measurements, the two in turn batch by batch (the host's speed drifts
 over minutes); a tuner's figure at N trials is its best throughput among its first N. Every
-kernel runs on one thread (robust on a shared machine: a foreign process on the other core
-leaves a one-thread kernel alone), numpy's BLAS too.
+kernel runs with `threads` threads (default: the thread pool's size, as a compiled network's
+kernels run), numpy's BLAS too, and MetaSchedule (an interpreter with apache-tvm) tunes matmul
+512^3 and C9, written as ours are, with the same thread count and the smallest trial count.
 
 The network part tunes ResNet-18's fused convolution groups (the tasks of `vta tune MODEL
 --tuner ansor`) with a budget of 20 trials per task, with the gradient task scheduler and round
@@ -18,6 +19,7 @@ The search-cost part times the proposal step of one batch (64) against its measu
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -34,10 +36,12 @@ from compiler.autoschedule.task_scheduler import ScheduleResult, TaskScheduler, 
 from compiler.graph.tasks import describe, group_similarity, group_tasks
 from compiler.topi import x86
 from compiler.tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
+from compiler.tune.host import host_of
 from compiler.tune.measure import compiler_build, time_kernel
 from compiler.tune.templates import cpu  # noqa: F401 - registers the CPU templates
 
 from .harness import source_version, utc_now
+from .hostisa import hidden
 from .peers import numpy_matmul
 
 BN = 16  # channel block of the conv layers (one AVX-512 vector of float32)
@@ -54,29 +58,29 @@ BATCH = 32
 SEARCH_BATCH = 64  # the batch the search-cost figure times
 
 
-def _option():
-    return measure_option(LocalBuilder(timeout=60), CPURunner(threads=1, repeat=5))
+def _option(threads: int):
+    return measure_option(LocalBuilder(timeout=60), CPURunner(threads=threads, repeat=5))
 
 
 def _curve_at(curve: np.ndarray, trials: Sequence[int]) -> dict[int, float]:
     return {n: float(curve[:n].max()) / 1e9 if len(curve) else 0.0 for n in trials}
 
 
-def default_schedule_gflops(name: str, args: tuple) -> float:
+def default_schedule_gflops(name: str, args: tuple, threads: int) -> float:
     """GFLOPS of the hand-written x86 schedule of a workload without a template."""
     task = SearchTask(name, args)
     out = task.outputs[0]
     s = (x86.schedule_softmax if name == "softmax" else x86.schedule_depthwise_conv2d_nchw)(out)
     kernel = compiler_build(task, (s, task.tensors))  # type: ignore[arg-type]
-    costs = time_kernel(kernel, task, True, 1e-3, 1, 10, 5.0, 1, threads=1)  # type: ignore[arg-type]
+    costs = time_kernel(kernel, task, True, 1e-3, 1, 10, 5.0, 1, threads)  # type: ignore[arg-type]
     return task.flop / min(costs) / 1e9
 
 
-def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, Any]:
+def bench_operator(key: str, trials: Sequence[int], threads: int, seed: int = 0) -> dict[str, Any]:
     """One operator: the auto-scheduler's and the template tuner's best at each trial count."""
     name, args = OPERATORS[key]
     n = max(trials)
-    option = _option()
+    option = _option(threads)
     try:
         task = SearchTask(name, args)
         ansor = AnsorTuner(task, seed=seed)
@@ -107,11 +111,11 @@ def bench_operator(key: str, trials: Sequence[int], seed: int = 0) -> dict[str, 
             row["template"] = _curve_at(xgb.history.best_curve(), trials)
             row["peer"] = "template tuner (xgb)"
         else:
-            value = default_schedule_gflops(name, args)
+            value = default_schedule_gflops(name, args, threads)
             row["template"] = {t: value for t in trials}
             row["peer"] = "hand-written x86 schedule (no template)"
         if name == "matmul":
-            row["numpy"] = numpy_matmul(args[0], 1, False, 20)["gflops_best"]
+            row["numpy"] = numpy_matmul(args[0], threads, False, 20)["gflops_best"]
     finally:
         option.close()
     return row
@@ -131,7 +135,7 @@ def resnet18_pairs(winograd: bool = True) -> list[tuple[tuple[str, tuple], float
 
 
 def bench_scheduler(
-    per_task: int = 20, unit: int = 4, seed: int = 0, winograd: bool = True
+    threads: int, per_task: int = 20, unit: int = 4, seed: int = 0, winograd: bool = True
 ) -> dict[str, Any]:
     """Gradient against round-robin task scheduling on ResNet-18's group tasks (`winograd`:
     with the Winograd groups, the slowest to lower, build and search). The two schedulers run
@@ -144,7 +148,7 @@ def bench_scheduler(
         "unit": unit,
         "winograd_groups": winograd,
     }
-    option = _option()
+    option = _option(threads)
     try:
         scheds, results, wall = {}, {}, {}
         for strategy in ("gradient", "round-robin"):
@@ -207,7 +211,7 @@ COST_TASKS = {  # --search-cost's tasks: ResNet-18's groups by kind, an operator
 
 
 def search_cost(
-    keys: Sequence[str] = tuple(COST_TASKS), seed: int = 0, batch: int = SEARCH_BATCH
+    threads: int, keys: Sequence[str] = tuple(COST_TASKS), seed: int = 0, batch: int = SEARCH_BATCH
 ) -> list[dict[str, Any]]:
     """The proposal step against measurement, per batch of `batch`, on matmul 512^3 and on
     ResNet-18's first Winograd and first direct 3x3 group (`COST_TASKS`): two batches are
@@ -220,7 +224,7 @@ def search_cost(
         name, args = OPERATORS[key] if key in OPERATORS else pairs[kinds.index(COST_TASKS[key])][0]
         task = SearchTask(name, args)
         tuner = AnsorTuner(task, seed=seed)
-        option = _option()
+        option = _option(threads)
         try:
             tuner.tune(batch, option, batch_size=batch)
             before, start = tuner.search_seconds, time.perf_counter()
@@ -240,18 +244,35 @@ METASCHEDULE_PROBE = """
 import json, sys, tempfile, time
 import numpy as np
 import tvm
-from tvm import te
+from tvm import te, topi
 try:
     from tvm.s_tir import meta_schedule as ms  # apache-tvm >= 0.22
 except ImportError:
     from tvm import meta_schedule as ms
-n, trials = int(sys.argv[1]), int(sys.argv[2])
-a = te.placeholder((n, n), "float32", "A"); b = te.placeholder((n, n), "float32", "B")
-k = te.reduce_axis((0, n), "k")
-c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), "C")
-mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+threads, trials, kind = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+dims = [int(v) for v in sys.argv[4:]]
+if kind == "matmul":
+    n, m, l = dims
+    a = te.placeholder((n, l), "float32", "A"); b = te.placeholder((l, m), "float32", "B")
+    k = te.reduce_axis((0, l), "k")
+    out = te.compute((n, m), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), "C")
+    ins, flop = [a, b], 2.0 * n * m * l
+else:  # conv2d on NCHW[bn]c data and OIHW[bn]i[bn]o weights, padding kh // 2, as ours
+    c, h, w, f, kh, kw, stride, bn = dims
+    data = te.placeholder((1, c // bn, h, w, bn), "float32", "data")
+    kernel = te.placeholder((f // bn, c // bn, kh, kw, bn, bn), "float32", "kernel")
+    p = kh // 2
+    pad = topi.nn.pad(data, (0, 0, p, p, 0), (0, 0, p, p, 0), name="pad")
+    oh, ow = (h + 2 * p - kh) // stride + 1, (w + 2 * p - kw) // stride + 1
+    ic, ry = te.reduce_axis((0, c), "ic"), te.reduce_axis((0, kh), "ry")
+    rx = te.reduce_axis((0, kw), "rx")
+    out = te.compute((1, f // bn, oh, ow, bn), lambda n_, o, y, x, ob: te.sum(
+        pad[n_, ic // bn, y * stride + ry, x * stride + rx, ic % bn]
+        * kernel[o, ic // bn, ry, rx, ic % bn, ob], axis=[ic, ry, rx]), "conv")
+    ins, flop = [data, kernel], 2.0 * f * oh * ow * c * kh * kw
+mod = tvm.IRModule({"main": te.create_prim_func([*ins, out])})
 mcpu = tvm.target.codegen.llvm_get_system_cpu()  # without it, LLVM emits SSE2 code
-target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 1})
+target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": threads})
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as work:
     # builds time out at 30 s by default, which a loaded 2-core machine can exceed
@@ -262,30 +283,33 @@ with tempfile.TemporaryDirectory() as work:
 tuning = time.perf_counter() - start
 f = tvm.compile(sch.mod, target=target)
 dev = tvm.cpu()
-x = [tvm.runtime.tensor(np.random.rand(n, n).astype("float32"), dev) for _ in range(2)]
-y = tvm.runtime.tensor(np.zeros((n, n), "float32"), dev)
+args = [tvm.runtime.tensor(np.random.rand(*[int(d) for d in t.shape]).astype("float32"), dev)
+        for t in [*ins, out]]
 rt = getattr(f, "mod", f)  # tvm.compile returns an Executable in recent versions
-t = rt.time_evaluator("main", dev, number=10, repeat=5)(*x, y)
-print(json.dumps({"gflops": 2 * n ** 3 / min(t.results) / 1e9, "tuning_s": tuning}))
+t = rt.time_evaluator("main", dev, number=10, repeat=5)(*args)
+print(json.dumps({"gflops": flop / min(t.results) / 1e9, "tuning_s": tuning, "mcpu": mcpu,
+                  "tvm": tvm.__version__}))
 """
+METASCHEDULE_OPS = ("matmul512", "C9")  # the operators MetaSchedule tunes beside ours
 
 
-def metaschedule_matmul(python: str, n: int, trials: int) -> dict[str, Any]:
-    """MetaSchedule on matmul n^3 for `trials` trials, in `python` (an interpreter with
-    apache-tvm); {"error": why} when that is not available."""
-    env = dict(os.environ, TVM_NUM_THREADS="1", OMP_NUM_THREADS="1")
+def metaschedule(python: str, key: str, trials: int, threads: int) -> dict[str, Any]:
+    """MetaSchedule on operator `key` (matmul or conv2d_NCHWc) for `trials` trials with
+    `threads` threads, in `python` (an interpreter with apache-tvm); {"error": why} when that
+    is not available."""
+    name, args = OPERATORS[key]
+    dims = list(args[:3]) if name == "matmul" else [*args[:7], args[7]]
+    env = dict(os.environ, TVM_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    command = [python, "-c", METASCHEDULE_PROBE, str(threads), str(trials), name]
     try:
         out = subprocess.run(
-            [python, "-c", METASCHEDULE_PROBE, str(n), str(trials)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=3600,
+            [*command, *map(str, dims)], capture_output=True, text=True, env=env, timeout=5400
         )
     except (OSError, subprocess.TimeoutExpired) as err:
         return {"error": str(err)}
     if out.returncode:
-        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
+        lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+        return {"error": lines[-1] if lines else f"exit status {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -294,6 +318,7 @@ def run(
     trials: Sequence[int],
     scheduler: bool,
     tvm_python: str | None,
+    threads: int,
     seed: int = 0,
     winograd: bool = True,
     cost: Sequence[str] = (),
@@ -303,30 +328,44 @@ def run(
         "source": source_version(),
         "started": utc_now(),
         "trials": list(trials),
+        "threads": threads,
+        "host": host_of("llvm"),
+        "avx512_hidden": hidden(),
         "operators": [],
     }
     for key in ops:
         start = time.perf_counter()
-        result["operators"].append(bench_operator(key, trials, seed))
+        result["operators"].append(bench_operator(key, trials, threads, seed))
         print(f"# {key}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    if tvm_python is not None and "matmul512" in ops:
-        ours = next(r for r in result["operators"] if r["op"] == "matmul512")
-        result["metaschedule"] = {
-            "matmul512_64": metaschedule_matmul(tvm_python, 512, 64),
-            "ours_64": ours["ansor"].get(64),
-        }
+    if tvm_python is not None:
+        result["metaschedule"] = []
+        for row in result["operators"]:
+            if row["op"] in METASCHEDULE_OPS:
+                start = time.perf_counter()
+                ms = metaschedule(tvm_python, row["op"], trials[0], threads)
+                result["metaschedule"].append(
+                    {"op": row["op"], "trials": trials[0], **ms, "ours": row["ansor"][trials[0]]}
+                )
+                print(
+                    f"# MetaSchedule {row['op']}: {time.perf_counter() - start:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if cost:
-        result["search_cost"] = search_cost(cost, seed, cost_batch)
+        result["search_cost"] = search_cost(threads, cost, seed, cost_batch)
     if scheduler:
-        result["scheduler"] = bench_scheduler(seed=seed, winograd=winograd)
+        result["scheduler"] = bench_scheduler(threads, seed=seed, winograd=winograd)
     return result
 
 
 def print_result(result: dict[str, Any]) -> None:
     trials = result["trials"]
+    isa = (result.get("host") or {}).get("isa", "?")
+    isa += " (AVX-512 hidden)" if result.get("avx512_hidden") else " (native)"
     head = " ".join(f"{'ansor@' + str(t):>10} {'peer@' + str(t):>10} {'ratio':>6}" for t in trials)
-    print(f"{'operator':<11} {head} {'numpy':>7} {'/numpy':>7}  peer")
-    wins = 0
+    per_numpy = " ".join(f"{'/numpy@' + str(t):>10}" for t in trials)
+    print(f"{'operator':<11} {head} {'numpy':>7} {per_numpy}  peer")
+    wins = dict.fromkeys(trials, 0)
     if not result["operators"]:
         print("(no operators)")
     for r in result["operators"]:
@@ -334,29 +373,29 @@ def print_result(result: dict[str, Any]) -> None:
         for t in trials:
             a, p = r["ansor"][t], r["template"][t]
             cells.append(f"{a:>10.1f} {p:>10.1f} {a / p if p else float('inf'):>6.2f}")
-        wins += r["ansor"][trials[-1]] >= r["template"][trials[-1]]
+            wins[t] += a >= p
         npy = r.get("numpy")
-        tail = f"{npy:>7.1f} {r['ansor'][trials[-1]] / npy:>7.2f}" if npy else f"{'':>7} {'':>7}"
-        print(f"{r['op']:<11} {' '.join(cells)} {tail}  {r['peer']}")
+        tail = " ".join(f"{r['ansor'][t] / npy if npy else math.nan:>10.2f}" for t in trials)
+        print(f"{r['op']:<11} {' '.join(cells)} {npy or math.nan:>7.1f} {tail}  {r['peer']}")
     if result["operators"]:
+        counts = ", ".join(f"{wins[t]} at {t} trials" for t in trials)
         print(
-            f"(GFLOPS, one thread) ansor >= peer at {trials[-1]} trials on {wins} of "
-            f"{len(result['operators'])}"
+            f"(GFLOPS, {result.get('threads')} threads, {isa}) ansor >= peer on {counts}, "
+            f"of {len(result['operators'])}"
         )
     for r in result["operators"]:
         print(
             f"{r['op']:<11} search {r['search_s_per_batch']:.2f} s/batch of {BATCH}, "
             f"measurement {r['measure_s_per_batch']:.2f} s/batch"
         )
-    if "metaschedule" in result:
-        ms = result["metaschedule"]
-        m = ms["matmul512_64"]
+    for m in result.get("metaschedule", []):
         if "error" in m:
-            print(f"MetaSchedule: not run ({m['error']})")
+            print(f"MetaSchedule {m['op']}: not run ({m['error']})")
         else:
             print(
-                f"MetaSchedule matmul512 @64: {m['gflops']:.1f} GFLOPS in {m['tuning_s']:.0f} s;"
-                f" ours {ms['ours_64']:.1f} ({ms['ours_64'] / m['gflops']:.2f}x)"
+                f"MetaSchedule {m['op']} @{m['trials']}: {m['gflops']:.1f} GFLOPS in "
+                f"{m['tuning_s']:.0f} s (apache-tvm {m['tvm']}, {m['mcpu']}); ours "
+                f"{m['ours']:.1f} ({m['ours'] / m['gflops']:.2f}x)"
             )
     for r in result.get("search_cost", []):
         print(

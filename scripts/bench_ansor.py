@@ -1,8 +1,10 @@
 """The auto-scheduler (compiler.autoschedule) against the template tuner at the same trial
-counts, numpy on matmul and MetaSchedule on matmul 512^3 (when an interpreter with apache-tvm is
-given), and its task scheduler against round robin on ResNet-18 (benchmarks.ansor).
+counts and thread count, numpy on matmul and MetaSchedule on matmul 512^3 and ResNet-18's C9
+(when an interpreter with apache-tvm is given), and its task scheduler against round robin on
+ResNet-18 (benchmarks.ansor).
 
     ./scripts/bench ansor --json /tmp/ansor.json --plot /tmp/sched.png
+    ./scripts/bench ansor --no-scheduler --hide-avx512  # as on an AVX2-only host
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from pathlib import Path
 
 import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmarks/
 
+from benchmarks import hostisa
 from benchmarks.ansor import COST_TASKS, OPERATORS, plot_scheduler, print_result, run
+from compiler.codegen.abi import default_threads
 from compiler.tune.cost_model import MIN_SAMPLES
+from compiler.tune.measure import MAX_THREADS
 
 
 def main() -> None:
@@ -43,17 +48,29 @@ def main() -> None:
     )
     p.add_argument("--search-batch", type=int, default=64, help="the batch --search-cost times")
     p.add_argument("--tvm-python", help="a Python with apache-tvm, for MetaSchedule")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=default_threads(),
+        help="the kernels' thread count, every tuner's and peer's (default: the thread pool's"
+        " size, %(default)s here)",
+    )
+    hostisa.add_option(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the figures as JSON to this file")
     p.add_argument("--plot", help="write the task-scheduler curves to this PNG")
     args = p.parse_args()
     if args.search_batch < MIN_SAMPLES:
         p.error(f"--search-batch must be at least {MIN_SAMPLES} (the cost model's first fit)")
+    if not 1 <= args.threads <= MAX_THREADS:
+        p.error(f"--threads must be 1 to {MAX_THREADS}")
+    hostisa.apply_option(p, args)
     result = run(
         args.ops,
         sorted(args.trials),
         not args.no_scheduler,
         args.tvm_python,
+        args.threads,
         args.seed,
         not args.no_winograd,
         args.search_cost,

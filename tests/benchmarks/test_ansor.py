@@ -43,14 +43,21 @@ def _scheduler(trials, gradient, round_robin, reach):
     return out
 
 
-def test_print_result_counts_wins_at_the_largest_trial_count(capsys):
+def test_print_result_counts_wins_at_each_trial_count(capsys):
     result = {
         "trials": [64, 200],
+        "threads": 2,
+        "host": {"isa": "avx2"},
+        "avx512_hidden": True,
         "operators": [
             _row("matmul512", (90.0, 120.0), (100.0, 100.0), 150.0),
             _row("C2", (80.0, 90.0), (50.0, 100.0)),
         ],  # fmt: skip
-        "metaschedule": {"matmul512_64": {"gflops": 30.0, "tuning_s": 50.0}, "ours_64": 90.0},
+        "metaschedule": [
+            {"op": "matmul512", "trials": 64, "gflops": 30.0, "tuning_s": 50.0, "ours": 90.0}
+            | {"tvm": "0.27.0", "mcpu": "znver4"},
+            {"op": "C9", "trials": 64, "error": "no tvm", "ours": 70.0},
+        ],
         "scheduler": _scheduler([4, 8, 40], [3.0, 1.5, 1.0], [3.0, 2.5, 1.5], 8),
     }
     ansor.print_result(result)
@@ -58,21 +65,24 @@ def test_print_result_counts_wins_at_the_largest_trial_count(capsys):
     lines = out.splitlines()
     matmul = next(line for line in lines if line.startswith("matmul512 "))
     assert matmul.split()[1:7] == ["90.0", "100.0", "0.90", "120.0", "100.0", "1.20"]
-    assert matmul.split()[7:9] == ["150.0", "0.80"]  # numpy and ours / numpy at 200
-    assert "ansor >= peer at 200 trials on 1 of 2" in out
-    assert "ours 90.0 (3.00x)" in out
+    assert matmul.split()[7:10] == ["150.0", "0.60", "0.80"]  # numpy, ours / numpy at 64, 200
+    assert "(GFLOPS, 2 threads, avx2 (AVX-512 hidden))" in out
+    assert "ansor >= peer on 1 at 64 trials, 1 at 200 trials, of 2" in out
+    assert "MetaSchedule matmul512 @64: 30.0 GFLOPS" in out and "ours 90.0 (3.00x)" in out
+    assert "MetaSchedule C9: not run (no tvm)" in out
     assert "gradient reaches round robin's final after 8 trials (20%)" in out
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tvm") is not None, reason="tvm is installed")
 def test_metaschedule_without_tvm_is_an_error_entry_not_a_crash():
-    got = ansor.metaschedule_matmul(sys.executable, 8, 1)
-    assert set(got) == {"error"} and "tvm" in got["error"]
-    assert "error" in ansor.metaschedule_matmul("/nonexistent/python", 8, 1)
+    for key in ansor.METASCHEDULE_OPS:
+        got = ansor.metaschedule(sys.executable, key, 1, 2)
+        assert set(got) == {"error"} and "tvm" in got["error"]
+    assert "error" in ansor.metaschedule("/nonexistent/python", "matmul512", 1, 2)
 
 
 def test_hand_written_schedule_peer_is_measured():
-    assert ansor.default_schedule_gflops("softmax", (4, 64)) > 0
+    assert ansor.default_schedule_gflops("softmax", (4, 64), 2) > 0
 
 
 def test_scheduler_tasks_are_the_networks_fused_groups():
