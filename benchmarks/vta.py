@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.errors import LoweringError
+from compiler.graph.accel import knob_candidates
 from compiler.graph.runtime import identity_weight, roofline_side
 from compiler.topi.vta.conv2d import (
     RESNET18,
@@ -43,8 +44,6 @@ from compiler.topi.vta.fused import (
     Epilogue,
     conv2d_fused,
     default_fused_knobs,
-    estimate_cycles,
-    fused_knob_space,
     fused_reference,
 )
 from compiler.topi.vta.reference import conv2d_packed_ref
@@ -219,12 +218,8 @@ def best_fused(
 ) -> tuple[Conv2DKnobs, Stats]:
     """The fastest on the timing-only simulator of the `candidates` knob settings the cycle
     estimate ranks best."""
-    space = sorted(
-        fused_knob_space(wl, ep, cfg),
-        key=lambda k: (estimate_cycles(wl, k, ep, cfg), k.oc_nthread * k.h_nthread == 1),
-    )
     best = None
-    for knobs in space[:candidates]:
+    for knobs in knob_candidates(wl, ep, cfg, candidates, None):
         stats = get_device("sim").time(conv2d_fused(wl, ep, knobs, cfg))
         if best is None or stats.cycles < best[1].cycles:
             best = (knobs, stats)

@@ -144,11 +144,11 @@ class Workload:
 
     def estimated_cycles(self, cfg: VTAConfig) -> float:
         """The offloaded layers' cycles on `cfg` by the compiler's cycle estimate
-        (`estimate_cycles` of each layer's best setting): milliseconds, where compiling and
+        (`estimate_space`'s best setting per layer): milliseconds, where compiling and
         timing take seconds; the learned search's prior. Infinite where a layer has no
         tiling that fits."""
         from ..graph.hybrid import accelerator_layers
-        from ..topi.vta.fused import estimate_cycles, fused_knob_space
+        from ..topi.vta.fused import estimate_space
 
         total = 0.0
         try:
@@ -156,10 +156,10 @@ class Workload:
         except CompilerError:
             return math.inf
         for _, _, wl, ep in layers:
-            space = fused_knob_space(wl, ep, cfg)
-            if not space:
+            cycles = estimate_space(wl, ep, cfg)
+            if not cycles.size:
                 return math.inf
-            total += min(estimate_cycles(wl, k, ep, cfg) for k in space)
+            total += float(cycles.min())
         return total
 
 

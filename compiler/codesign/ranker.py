@@ -16,7 +16,7 @@ from vta.config import VTAConfig
 from vta.isa import MemType
 
 from ..topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
-from ..topi.vta.fused import Epilogue, estimate_cycles
+from ..topi.vta.fused import Epilogue, estimate_cycles, estimate_space
 
 MIN_SAMPLES = 200  # fewer timed candidates train no ranker
 
@@ -25,9 +25,14 @@ def _log(x: float) -> float:
     return math.log2(max(x, 1))
 
 
-def knob_row(wl: Conv2DWorkload, ep: Epilogue, k: Conv2DKnobs, cfg: VTAConfig) -> list[float]:
+def knob_row(
+    wl: Conv2DWorkload, ep: Epilogue, k: Conv2DKnobs, cfg: VTAConfig, estimate: float | None = None
+) -> list[float]:
     """The features of one candidate: hardware (GEMM shape, buffer depths, bus, ALU, DRAM
-    latency), layer (shape, epilogue), knobs (tiles, virtual threads) and the log estimate."""
+    latency), layer (shape, epilogue), knobs (tiles, virtual threads) and the log estimate
+    (`estimate_cycles`, unless given)."""
+    if estimate is None:
+        estimate = estimate_cycles(wl, k, ep, cfg)
     d = cfg.log_depth
     depths = [d[m] for m in (MemType.INP, MemType.WGT, MemType.ACC, MemType.UOP)]
     hardware = [cfg.log_batch, cfg.log_block, cfg.log2_block_out, *depths, cfg.log_bus_width,
@@ -36,7 +41,7 @@ def knob_row(wl: Conv2DWorkload, ep: Epilogue, k: Conv2DKnobs, cfg: VTAConfig) -
     layer += [ep.residual_shift is not None, ep.shortcut is not None]
     tiles = [_log(v) for v in (k.tile_b, k.tile_h, k.tile_w, k.tile_ci, k.tile_co)]
     tiles += [k.oc_nthread, k.h_nthread]
-    return [*map(float, hardware), *layer, *tiles, _log(estimate_cycles(wl, k, ep, cfg))]
+    return [*map(float, hardware), *layer, *tiles, _log(estimate)]
 
 
 def sample_rows(timed: Sequence[tuple]) -> list[list[float]]:
@@ -68,5 +73,7 @@ class Ranker:
 
         if not space:
             return []
-        rows = np.array([knob_row(wl, ep, k, cfg) for k in space])
+        estimates = estimate_space(wl, ep, cfg).tolist()  # `space` is the whole knob space
+        pairs = zip(space, estimates, strict=True)
+        rows = np.array([knob_row(wl, ep, k, cfg, e) for k, e in pairs])
         return self.booster.predict(xgb.DMatrix(rows)).tolist()

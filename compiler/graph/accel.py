@@ -27,9 +27,9 @@ from ..topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
 from ..topi.vta.fused import (
     Epilogue,
     conv2d_fused,
-    estimate_cycles,
+    estimate_space,
+    fused_builder,
     fused_knob_space,
-    fused_stream,
 )
 from .objects import default_processes
 from .quant import QConv
@@ -64,7 +64,8 @@ _CHOSEN: dict[tuple, Conv2DKnobs] = {}  # choices made in this process
 
 Timed = tuple[Conv2DWorkload, Epilogue, Conv2DKnobs, VTAConfig, int]  # a candidate's cycles
 _TIMED: list[Timed] = []  # every candidate timed in this process since `clear_caches`
-# Ranks a structure's knob settings (wl, ep, cfg, settings) -> scores, lower first.
+# Ranks a structure's knob settings (wl, ep, cfg, settings: its `fused_knob_space`, in that
+# order) -> scores, lower first.
 Rank = Callable[[Conv2DWorkload, Epilogue, VTAConfig, Sequence[Conv2DKnobs]], Sequence[float]]
 
 
@@ -85,8 +86,11 @@ def timed_candidates() -> list[Timed]:
 def estimate_rank(
     wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, space: Sequence[Conv2DKnobs]
 ) -> list[float]:
-    """The cycle estimate of each setting (`estimate_cycles`)."""
-    return [estimate_cycles(wl, k, ep, cfg) for k in space]
+    """The cycle estimate of each setting (`estimate_space`: `space` is the whole knob space)."""
+    scores = estimate_space(wl, ep, cfg).tolist()
+    if len(scores) != len(space):
+        raise LoweringError(f"conv2d {wl}: ranked {len(space)} settings, not its knob space")
+    return scores
 
 
 def knob_candidates(
@@ -121,16 +125,23 @@ def knob_candidates(
 
 def search_structure(job: SearchJob) -> tuple[Conv2DKnobs, list[Program], list[int]]:
     """The candidate (`knob_candidates`) the timing-only simulator finds fastest (the first
-    of equals; candidates timed as instruction streams, neither encoded nor validated: they
-    are dropped), the validated Programs of the structure's layers (`epilogues`) with it, and
-    the candidates' cycles (none timed when there is one)."""
-    (wl, canonical), candidates, epilogues, cfg = job
-    best, cycles = candidates[0], []
-    if len(candidates) > 1:
-        sim = get_device("sim")
-        cycles = [sim.stream_cycles(fused_stream(wl, canonical, k, cfg), cfg) for k in candidates]
-        best = candidates[cycles.index(min(cycles))]
-    return best, [conv2d_fused(wl, ep, best, cfg) for ep in epilogues], cycles
+    of equals; candidates timed as instruction streams, neither encoded nor validated), the
+    validated Programs of the structure's layers (`epilogues`) with it, and the candidates'
+    cycles (none timed when there is one). Candidates are built with the first layer's own
+    epilogue (immediates change no cycles), so the fastest one's builder gives that layer's
+    Program without building its stream again."""
+    (wl, _), candidates, epilogues, cfg = job
+    sim = get_device("sim")
+    best, kept, cycles = candidates[0], None, []
+    for k in candidates:
+        builder = fused_builder(wl, epilogues[0], k, cfg)
+        if len(candidates) > 1:
+            cycles.append(sim.stream_cycles(builder.stream(), cfg))
+            if cycles[-1] >= min(cycles[:-1], default=cycles[-1] + 1):
+                continue
+        best, kept = k, builder
+    programs = [kept.build(), *(conv2d_fused(wl, ep, best, cfg) for ep in epilogues[1:])]
+    return best, programs, cycles
 
 
 def _tiles(wl: Conv2DWorkload, k: Conv2DKnobs) -> int:

@@ -161,12 +161,13 @@ def residual_blocks(cfg: VTAConfig) -> int:
 
 def fused_knob_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
     """Every knob setting whose tiles divide the workload and fit the buffers."""
-    return _space(wl, ep, cfg)
+    return tuple(Conv2DKnobs(*row) for row in _space(wl, ep, cfg).tolist())
 
 
 @functools.lru_cache(maxsize=256)  # a co-design search asks for many configurations
-def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnobs, ...]:
-    """`regions`'s test over every setting at once (numpy; in `itertools.product` order)."""
+def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> np.ndarray:
+    """`regions`'s test over every setting at once: the settings that pass, one row of knobs
+    (`Conv2DKnobs`' fields) each, in `itertools.product` order."""
 
     def divisors(n: int) -> list[int]:
         return [d for d in range(1, n + 1) if n % d == 0]
@@ -198,36 +199,59 @@ def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> tuple[Conv2DKnob
         & (wgt <= depth[MemType.WGT])
         & (threads * acc_rows <= free)  # `regions`' fewest regions: one per thread
     )
-    picked = np.stack([tb, th, tw, tci, tco, oc_t, h_t], axis=1)[ok].tolist()
-    return tuple(Conv2DKnobs(*row) for row in picked)
+    space = np.stack([tb, th, tw, tci, tco, oc_t, h_t], axis=1)[ok]
+    space.flags.writeable = False  # cached: shared by every caller
+    return space
 
 
 def estimate_cycles(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> float:
-    """A quick model of a knob setting's cycles: compute-module work (GEMM micro-ops, the
-    epilogue per row, per-instruction overhead) or load traffic, whichever is larger, plus the
-    first tile's load (nothing overlaps it) and the last store."""
-    tiles = (wl.n // k.tile_b) * (wl.oh // k.tile_h) * (wl.ow // k.tile_w) * (wl.co // k.tile_co)
-    rows = _acc_rows(k)
+    """A quick model of a knob setting's cycles (`estimate_space` of that one setting)."""
+    return float(_estimate(wl, ep, cfg, np.array([dataclasses.astuple(k)]))[0])
+
+
+def estimate_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> np.ndarray:
+    """The cycle estimate of every setting of `fused_knob_space`, in its order, at once."""
+    return _estimate(wl, ep, cfg, _space(wl, ep, cfg))
+
+
+def _estimate(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, knobs: np.ndarray) -> np.ndarray:
+    """A quick model of knob settings' cycles (`knobs`: one row of `Conv2DKnobs`' fields per
+    setting): compute-module work (GEMM micro-ops, the epilogue per row, per-instruction
+    overhead) or load traffic, whichever is larger (their sum with one virtual thread: a
+    tile's loads wait for the compute that read its buffers), plus the first tile's load
+    (nothing overlaps it) and the last store. Per source as `_sources` lays it out."""
+    tb, th, tw, tci, tco, oc_t, h_t = knobs.T
+    tiles = (wl.n // tb) * (wl.oh // th) * (wl.ow // tw) * (wl.co // tco)
+    rows = tb * tco * th * tw  # `_acc_rows`
     extra = residual_blocks(cfg) if ep.residual_shift is not None else 0  # its GEMMs per row
     epi = rows * (1 + (cfg.alu_ii_tensor if ep.bias else cfg.alu_ii_imm) + extra)
-    epi += rows * cfg.alu_ii_imm * ((ep.pre_shift > 0) + (ep.sc_shift > 0))
-    compute = load = first = stall = 0.0
+    epi = epi + rows * cfg.alu_ii_imm * ((ep.pre_shift > 0) + (ep.sc_shift > 0))
+    compute = load = stall = 0.0
+    first = None
     lat = cfg.dram_latency
-    for src in _sources(wl, k, ep):
-        steps = src.wl.ci // src.tci
-        work = steps * (rows * src.wgt_rows + cfg.gemm_pipeline_depth + 1)
-        inp = k.tile_b * src.rows * cfg.elem_bytes[MemType.INP]
-        wgt = k.tile_co * src.wgt_rows * cfg.elem_bytes[MemType.WGT]
-        loads = k.tile_b * src.tci * (src.ih if src.dram_rows > 1 else 1) + 1
+    for w, ci, shortcut in ((wl, tci, False), (ep.shortcut, 1, True)):
+        if w is None:
+            continue
+        s = w.stride
+        pointwise = w.kh == 1 and w.pad == 0  # reads rows y * s only
+        ih = th if pointwise else (th - 1) * s + w.kh
+        src_rows = ci * ih * ((tw - 1) * s + w.kw)
+        wgt_rows = ci * w.kh * w.kw
+        steps = w.ci // ci
+        work = steps * (rows * wgt_rows + cfg.gemm_pipeline_depth + 1)
+        inp = tb * src_rows * cfg.elem_bytes[MemType.INP]
+        wgt = tco * wgt_rows * cfg.elem_bytes[MemType.WGT]
+        loads = tb * ci * (ih if pointwise and s > 1 else 1) + 1
         per_step = (inp + wgt) / cfg.bus_bytes + loads * lat / cfg.max_outstanding
-        if ep.sc_shift and src.data == "sc_data":  # its own phase: loads hide only under it
-            stall = max(0.0, (steps - 1) * per_step - work)
-        compute += work
-        load += steps * per_step
-        first = first or per_step + lat
+        if ep.sc_shift and shortcut:  # its own phase: loads hide only under it
+            stall = np.maximum(0.0, (steps - 1) * per_step - work)
+        compute = compute + work
+        load = load + steps * per_step
+        first = per_step + lat if first is None else first
     compute = tiles * (compute + stall + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
     store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + lat
-    return max(compute, tiles * load) + first + store
+    overlap = np.where(oc_t * h_t == 1, compute + tiles * load, np.maximum(compute, tiles * load))
+    return overlap + first + store
 
 
 def default_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> Conv2DKnobs:
@@ -235,8 +259,10 @@ def default_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> Con
     space = fused_knob_space(wl, ep, cfg)
     if not space:
         raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
-    pool = [k for k in space if k.oc_nthread * k.h_nthread == 2] or list(space)
-    return min(pool, key=lambda k: (estimate_cycles(wl, k, ep, cfg), -k.tile_w, -k.tile_ci))
+    cycles = estimate_space(wl, ep, cfg)
+    two = [i for i, k in enumerate(space) if k.oc_nthread * k.h_nthread == 2]
+    pool = two or range(len(space))
+    return space[min(pool, key=lambda i: (cycles[i], -space[i].tile_w, -space[i].tile_ci))]
 
 
 class _Stream:
@@ -310,7 +336,7 @@ def conv2d_fused(
     r = o/c input elements, or in one whose lanes past o are ignored) and eye (1, r, 1, 1, o, c)
     int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv], out (N/b, O/o, OH, OW, b, o)
     int8 (c: BLOCK_IN, o: BLOCK_OUT)."""
-    return _builder(wl, ep, knobs, config).build(validate)
+    return fused_builder(wl, ep, knobs, config).build(validate)
 
 
 def fused_stream(
@@ -318,13 +344,14 @@ def fused_stream(
 ) -> list[Insn]:
     """The instructions of `conv2d_fused`'s Program, neither encoded nor validated: what a knob
     search times (on `sim`'s `stream_cycles`) for candidates it does not keep."""
-    return _builder(wl, ep, knobs, config).stream()
+    return fused_builder(wl, ep, knobs, config).stream()
 
 
-def _builder(
+def fused_builder(
     wl: Conv2DWorkload, ep: Epilogue, knobs: Conv2DKnobs | None, config: VTAConfig | str | None
 ) -> ProgramBuilder:
-    """The builder holding conv2d + epilogue's buffers and instructions."""
+    """The builder holding conv2d + epilogue's buffers and instructions: its `stream()` is
+    `fused_stream`, its `build()` `conv2d_fused` (a search times one and keeps the other)."""
     cfg = VTAConfig.load(config)
     k = knobs or default_fused_knobs(wl, ep, cfg)
     sc = ep.shortcut

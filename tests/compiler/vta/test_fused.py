@@ -13,7 +13,10 @@ from compiler.topi.vta.fused import (
     Epilogue,
     conv2d_fused,
     default_fused_knobs,
+    estimate_cycles,
+    estimate_space,
     fused_knob_space,
+    fused_stream,
     fused_reference,
     regions,
 )
@@ -114,6 +117,27 @@ def test_knob_space_is_every_dividing_setting_whose_tiles_fit(config):
             and regions(wl, K(*t), ep, cfg) is not None
         ]  # fmt: skip
         assert list(fused_knob_space(wl, ep, cfg)) == want
+
+
+@pytest.mark.parametrize("config", ["pynq", "tiny", "ultra96"])
+def test_estimate_space_is_each_settings_estimate(config):
+    cfg = VTAConfig.load(config)
+    for wl, ep, _ in CASES:
+        space = fused_knob_space(wl, ep, cfg)
+        assert estimate_space(wl, ep, cfg).tolist() == [
+            estimate_cycles(wl, k, ep, cfg) for k in space
+        ]
+
+
+def test_estimate_follows_the_simulator_with_one_virtual_thread_too():
+    """One thread: a tile's loads wait for the compute that read its buffers, and the
+    estimate sums them (taking their maximum, as with two, put such settings first)."""
+    cfg = VTAConfig.load("pynq")
+    wl, ep = Conv2DWorkload(1, 16, 14, 14, 16, 3, 3, 1, 1), Epilogue(True, 8, True, 2)
+    sim = get_device("sim")
+    for knobs in (Conv2DKnobs(1, 14, 14, 1, 1, 2, 1), Conv2DKnobs(1, 14, 14, 1, 1, 1, 1)):
+        cycles = sim.stream_cycles(fused_stream(wl, ep, knobs, cfg), cfg)
+        assert 0.9 < cycles / estimate_cycles(wl, knobs, ep, cfg) < 1.1
 
 
 def test_bad_epilogue_and_tiles_are_refused():
