@@ -89,6 +89,7 @@ class ProgramBuilder:
         # instructions as (class, fields) until `build`: tokens and micro-op addresses are
         # filled in later, and frozen instructions would have to be copied for each change
         self._insns: list[tuple[type[Insn], dict]] = []
+        self._last_module: Module | None = None  # of the last instruction (None: FINISH, none)
         self._buffers: dict[str, BufferSpec] = {}
         self._init_data: list[tuple[int, np.ndarray]] = []
         self._dram_size = 0
@@ -169,10 +170,12 @@ class ProgramBuilder:
 
     def _emit(self, cls: type[Insn], **fields) -> int:
         """Append an instruction, attaching the pending pops of its module; returns its index."""
-        pending = self._pending_pops[self._module(cls, fields)]
+        module = self._module(cls, fields)
+        pending = self._pending_pops[module]
         fields.update(dict.fromkeys(pending, True))
         pending.clear()
         self._insns.append((cls, fields))
+        self._last_module = module
         return len(self._insns) - 1
 
     def load(
@@ -360,12 +363,11 @@ class ProgramBuilder:
         queue = self._queue(from_module, to_module)
         src, flag = queue.producer, queue.push_flag
         self._commit_pending_pops(src)
-        if self._insns:
-            cls, fields = self._insns[-1]
-            if cls is not FinishInsn and self._module(cls, fields) == src:
-                if not fields.get(flag):
-                    fields[flag] = True
-                    return
+        if self._last_module == src:
+            fields = self._insns[-1][1]
+            if not fields.get(flag):
+                fields[flag] = True
+                return
         self._nop(src, **{flag: True})
 
     # ------------------------------------------------------------------------- finishing
@@ -377,6 +379,7 @@ class ProgramBuilder:
         self.dep_pop(Module.LOAD, Module.COMPUTE)
         self._commit_pending_pops(Module.COMPUTE)
         self._insns.append((FinishInsn, {}))
+        self._last_module = None
 
     def _uop_spec(self) -> BufferSpec | None:
         """The micro-op region, after the buffers (None without micro-ops)."""

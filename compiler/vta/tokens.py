@@ -88,51 +88,52 @@ class _Newest:
         values[first:end] = new_values
 
 
-def plan_tokens(ops: list[Op], depth: dict) -> tuple[list[set[Module]], list[set[Module]]]:
-    """For each op, the modules it pops from before it and pushes to after it."""
+def plan_tokens(ops: list[Op], depth: dict) -> tuple[dict[int, set], dict[int, set]]:
+    """The modules each op pops from before it and pushes to after it, by op index (ops
+    with no token are absent)."""
     last_write = {m: _Newest(depth[m]) for m in SHARED_BUFFERS}
     last_read = {m: _Newest(depth[m]) for m in SHARED_BUFFERS}
     waited: dict[tuple[Module, Module], int] = {}
-    pops: list[set[Module]] = [set() for _ in ops]
-    pushes: list[set[Module]] = [set() for _ in ops]
+    pops: dict[int, set[Module]] = {}
+    pushes: dict[int, set[Module]] = {}
     for b, op in enumerate(ops):
         module, reads, writes = op.module, op.reads(), op.writes()
         need: dict[Module, int] = {}
         for mem, lo, hi in reads:
-            if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][1] == module:
-                producer = SHARED_BUFFERS[mem][0]
-                need[producer] = max(need.get(producer, -1), last_write[mem].get(lo, hi))
+            ends = SHARED_BUFFERS.get(mem)
+            if ends is not None and ends[1] == module:
+                need[ends[0]] = max(need.get(ends[0], -1), last_write[mem].get(lo, hi))
         for mem, lo, hi in writes:
-            if mem in SHARED_BUFFERS and SHARED_BUFFERS[mem][0] == module:
-                reader = SHARED_BUFFERS[mem][1]
-                need[reader] = max(need.get(reader, -1), last_read[mem].get(lo, hi))
+            ends = SHARED_BUFFERS.get(mem)
+            if ends is not None and ends[0] == module:
+                need[ends[1]] = max(need.get(ends[1], -1), last_read[mem].get(lo, hi))
         for other, a in need.items():
             if a > waited.get((other, module), -1):
                 waited[(other, module)] = a
-                pushes[a].add(module)
-                pops[b].add(other)
+                pushes.setdefault(a, set()).add(module)
+                pops.setdefault(b, set()).add(other)
         for mem, lo, hi in reads:
-            if mem in SHARED_BUFFERS:
+            if mem in last_read:
                 last_read[mem].set(lo, hi, b)
         for mem, lo, hi in writes:
-            if mem in SHARED_BUFFERS:
+            if mem in last_write:
                 last_write[mem].set(lo, hi, b)
     return pops, pushes
 
 
 def insert_tokens(stream: Streams, depth: dict, title: str | None = None) -> SyncedStream:
     """The stream's operations, each with the dependence tokens it needs."""
-    ops = stream.items()
-    pops, pushes = plan_tokens(ops, depth)
+    pops, pushes = plan_tokens(stream.items(), depth)
     out = SyncedStream(title=title or "operations with dependence tokens")
-    for e, pop, push in zip(stream, pops, pushes, strict=True):
+    for b, e in enumerate(stream):
         m = e.item.module
+        pop, push = pops.get(b, ()), pushes.get(b, ())
         out.append(
             Synced(
                 e.item,
                 e.thread,
-                [TokenQueue.between(src, m) for src in sorted(pop)],
-                [TokenQueue.between(m, dst) for dst in sorted(push)],
+                [TokenQueue.between(src, m) for src in sorted(pop)] if pop else [],
+                [TokenQueue.between(m, dst) for dst in sorted(push)] if push else [],
             )
         )
     return out
