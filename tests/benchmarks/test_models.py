@@ -24,8 +24,9 @@ def test_interleaved_times_both_in_blocks():
 
 def test_interleaved_blocks_run_by_time():
     """A block of fast calls goes on until it has run block_time seconds."""
-    a, b, _, _ = models.interleaved(lambda: time.sleep(0.001), lambda: None, 1, 0.0, 2, 0, 0.03)
-    assert len(a) >= 15 and len(b) >= 100
+    a, b, cold, _ = models.interleaved(lambda: time.sleep(0.001), lambda: None, 1, 0.0, 2, 0, 0.03)
+    assert sum(a) + cold[0] >= 0.029  # past the 2-call block, however slow the calls
+    assert len(b) >= 100
 
 
 def test_bench_model_dqn(capsys):
