@@ -153,26 +153,30 @@ def in_scope(case: Case) -> bool:
 
 
 def check_case(name: str) -> str:
-    """Compile case `name`'s model for the CPU and run it on each data set; AssertionError
-    where an output differs from the reference in dtype, shape or value (ONNX's backend
-    tolerances). Toolkit errors (a refusal) propagate."""
-    from compiler.graph.build_onnx import compile_model
+    """Compile case `name`'s model for the CPU as `vta run` does (`cpu_api.load_model`: for a
+    data set's values of the inputs it reads as constants, if any, then once per data set)
+    and run it on each data set; AssertionError where an output differs from the reference
+    in dtype, shape or value (ONNX's backend tolerances). Toolkit errors (a refusal)
+    propagate."""
+    from compiler.graph.cpu_api import load_model
 
     case = cases()[name]
+    module = None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
         path.write_bytes(case.model)
-        module = compile_model(path)
-    for k, (inputs, expected) in enumerate(case.data_sets):
-        names = [s.name for s in module.inputs]
-        feeds = dict(zip(_input_names(case), inputs, strict=False))
-        got = module.run({n: feeds[n] for n in names})
-        assert len(got) == len(expected), f"{name}: {len(got)} outputs, expected {len(expected)}"
-        for (out, value), want in zip(got.items(), expected, strict=True):
-            want = np.asarray(want)
-            where = f"{name} data set {k} output {out}"
-            assert value.dtype == want.dtype, f"{where}: dtype {value.dtype}, expected {want.dtype}"
-            np.testing.assert_allclose(value, want, case.rtol, case.atol, True, where)
+        for k, (inputs, expected) in enumerate(case.data_sets):
+            feeds = dict(zip(_input_names(case), inputs, strict=False))
+            if module is None or module.manifest.get("bound_inputs"):
+                module = load_model(path, inputs=feeds)
+            got = module.run({s.name: feeds[s.name] for s in module.inputs})
+            count = f"{name}: {len(got)} outputs, {len(expected)} expected"
+            assert len(got) == len(expected), count
+            for (out, value), want in zip(got.items(), expected, strict=True):
+                want = np.asarray(want)
+                where = f"{name} data set {k} output {out}"
+                assert value.dtype == want.dtype, f"{where}: dtype {value.dtype}, not {want.dtype}"
+                np.testing.assert_allclose(value, want, case.rtol, case.atol, True, where)
     return f"{name}: {len(case.data_sets)} data set(s) matched"
 
 

@@ -56,14 +56,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.no_check:
         raise CompilerError("--no-check skips the accelerator's check; --target llvm has none")
     log = (lambda m: print(m, file=sys.stderr)) if not args.json else None
+    inputs = A.read_npz(args.inputs, "--inputs")
     if saved == "llvm":
         (step,) = HybridModule.load(args.model).steps
         graph = step.module
     else:
         from ..graph.cpu_api import load_model
 
-        graph = load_model(args.model, args.target, args.db, A.parse_shapes(args.shape), log)
-    inputs = A.read_npz(args.inputs, "--inputs")
+        shapes = A.parse_shapes(args.shape)
+        graph = load_model(args.model, args.target, args.db, shapes, log, inputs)
+    bound = graph.manifest.get("bound_inputs", [])  # compiled for their values
+    inputs = {k: v for k, v in inputs.items() if k not in bound}
     outputs = graph.run(inputs)
     if args.output:
         np.savez(args.output, **outputs)

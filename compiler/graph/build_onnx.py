@@ -38,7 +38,7 @@ from .build_ops import OPS
 from .graph_module import GraphModule
 from .ir import Graph
 from .ir import Node as IRNode
-from .onnx_import import import_onnx
+from .onnx_import import InputValuesNeeded, import_onnx
 from .onnx_normalize import REDUCE_OPS
 from .passes import run_passes
 from .passes.cpu_layout import run_cpu_passes
@@ -72,13 +72,16 @@ def compile_model(
     log=None,
     print_passes: bool = False,
     records: ApplyHistoryBest | None = None,
+    values: dict | None = None,
 ) -> GraphModule:
     """The ONNX model at `path` compiled into a GraphModule; `shapes` gives inputs' shapes
-    where the model leaves dimensions symbolic (`--shape NAME=DIMS`); `print_passes` prints
-    the graph IR after every pass, then the CPU's groups in their layouts, the CPU-layout
-    passes' choices and the memory plan (to stdout). Schedules come from the dispatch context
-    `records`, else from `tune.dispatch.cpu_history(db, target)`."""
-    graph = fused_graph(path, shapes, print_passes, log)
+    where the model leaves dimensions symbolic (`--shape NAME=DIMS`), `values` the values of
+    the inputs it reads as constants (`onnx_import.InputValuesNeeded`; the module does not
+    take them); `print_passes` prints the graph IR after every pass, then the CPU's groups in
+    their layouts, the CPU-layout passes' choices and the memory plan (to stdout). Schedules
+    come from the dispatch context `records`, else from `tune.dispatch.cpu_history(db,
+    target)`."""
+    graph = fused_graph(path, shapes, print_passes, log, values)
     return compile_fused(graph, target, db, log, print_passes, records)
 
 
@@ -189,12 +192,18 @@ def format_plan(
 
 
 def fused_graph(
-    path: str | Path, given_shapes: dict | None = None, print_passes: bool = False, log=None
+    path: str | Path,
+    given_shapes: dict | None = None,
+    print_passes: bool = False,
+    log=None,
+    values: dict | None = None,
 ) -> Graph:
     """The model's graph IR after the passes (fused); `log` gets the import's notes (an
-    opset upgrade)."""
+    opset upgrade); `values` binds inputs to constants (`compile_model`)."""
     try:
-        graph = import_onnx(path, given_shapes, log)
+        graph = import_onnx(path, given_shapes, log, values)
+    except InputValuesNeeded as e:
+        raise InputValuesNeeded(e.names, f"{path}: {e}") from None
     except OperatorError as e:
         raise OperatorError(f"{path}: {e}") from None
     graph, _ = run_passes(graph, print_passes)

@@ -344,14 +344,16 @@ def matmul(ins: list[Tensor], attrs: dict) -> Tensor:
 
 
 def _resize_source(i, size: int, out: int, scale: float, mode: str):
-    """Resize: the input coordinate (float32) of output index i along one axis."""
+    """Resize: the input coordinate (float32) of output index i along one axis (the output's
+    length in the formulas is size x scale, a fraction where the scale does not divide)."""
     f = te.cast(i, "float32")
-    if mode in ("pytorch_half_pixel", "align_corners") and out == 1:
+    width = size * scale
+    if (mode == "pytorch_half_pixel" and out == 1) or (mode == "align_corners" and width == 1):
         return te.const(0.0, "float32")
     if mode in ("half_pixel", "pytorch_half_pixel"):
         return (f + 0.5) / scale - 0.5
     if mode == "align_corners":
-        return f * float(size - 1) / float(out - 1)
+        return f * float(size - 1) / float(width - 1)
     if mode == "asymmetric":
         return f / scale
     return (f + 0.5) / scale  # tf_half_pixel_for_nn

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import CompilerError
 from .graph_module import GraphModule
 
@@ -25,12 +27,16 @@ def load_model(
     db: str | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     log: Log | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
 ) -> GraphModule:
     """A model folder `vta compile --target llvm` wrote loads as it is (its one GraphModule);
     an .onnx file is compiled (`shapes` fixes its symbolic inputs' shapes, `db` gives tuned
-    tasks their records)."""
+    tasks their records), for the values `inputs` (the run's) gives the graph inputs it reads
+    as constants, if any (Reduce axes, Reshape shapes ... given as inputs: the manifest's
+    `bound_inputs` names them; the module takes the others)."""
     from ..tune.dispatch import cpu_history  # the compiler pipeline only when compiling
     from .build_onnx import compile_model
+    from .onnx_import import InputValuesNeeded
     from .runtime import HybridModule
 
     p = Path(path)
@@ -42,7 +48,21 @@ def load_model(
     if not p.is_file():
         raise CompilerError(f"{path}: no such model file or compiled model folder")
     with cpu_history(db, target) as records:  # --db's records, then the shipped ones
-        return compile_model(p, target, shapes=dict(shapes or {}), log=log, records=records)
+        names: list[str] = []  # grows by what each import finds it reads as constants
+        while True:
+            values = {n: inputs[n] for n in names} if inputs is not None else None
+            try:
+                module = compile_model(p, target, shapes=dict(shapes or {}), log=log,
+                                       records=records, values=values)  # fmt: skip
+                break
+            except InputValuesNeeded as e:
+                more = set(e.names) - set(names)
+                if inputs is None or not more or not set(e.names) <= set(inputs):
+                    raise
+                names = sorted({*names, *e.names})
+    if names:
+        module.manifest["bound_inputs"] = names
+    return module
 
 
 def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[ConvTask, int]]:

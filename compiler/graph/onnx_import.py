@@ -40,6 +40,7 @@ OPSETS = range(11, 19)
 OLDEST = 1  # opsets OLDEST..OPSETS[0]-1 are upgraded to UPGRADE_TO
 UPGRADE_TO = 13
 MAX_CONCAT_INPUTS = 64  # a Concat of more inputs imports as a tree of Concats
+VALUE_LIMIT = 64  # graph inputs read as constants compile for their values up to this size
 
 SUPPORTED = (
     "Conv ConvTranspose BatchNormalization Relu LeakyRelu Clip Sigmoid Tanh HardSigmoid "
@@ -62,6 +63,19 @@ WINDOWS_1D = ("Conv", "MaxPool", "AveragePool")  # on [N, C, L]: the 2-d one of 
 
 class _Unknown(Exception):
     """A node reads a value downstream of a failed node (its checks that need it are skipped)."""
+
+
+class _NeedsValue(Unsupported):
+    """A node reads as a constant a value computed from small graph inputs."""
+
+
+class InputValuesNeeded(OperatorError):
+    """The model reads graph inputs as constants (axes, shapes, sizes or bounds given as
+    inputs): its graph exists for given values of them, `names` (`import_onnx`'s `values`)."""
+
+    def __init__(self, names: list[str], message: str):
+        super().__init__(message)
+        self.names = names
 
 
 def load(model: Any):
@@ -233,8 +247,31 @@ def _input_shape(inp, given: dict | None) -> tuple[int, ...]:
     return tuple(model)
 
 
+def _static_dims(inp) -> list[int] | None:
+    """The graph input's dims where all are numbers, else None."""
+    dims = inp.type.tensor_type.shape.dim
+    return [d.dim_value for d in dims] if all(d.HasField("dim_value") for d in dims) else None
+
+
+def _bound_value(inp, value: Any) -> np.ndarray:
+    """The value given for graph input `inp`, in its dtype, its shape checked against the
+    model's."""
+    array = np.asarray(value, onnx_dtype(inp.type.tensor_type.elem_type))
+    dims = inp.type.tensor_type.shape.dim
+    model = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+    fits = len(model) == array.ndim and all(
+        m in (None, n) for m, n in zip(model, array.shape, strict=True)
+    )
+    if not fits:
+        raise OperatorError(
+            f"input {inp.name}: the value given has the shape {list(array.shape)}, the model's "
+            f"input {[m if m is not None else '?' for m in model]}"
+        )
+    return array
+
+
 class _Importer:
-    def __init__(self, model, shapes: dict | None):
+    def __init__(self, model, shapes: dict | None, values: dict | None = None):
         self.opset = opset_of(model)
         g = model.graph
         self.graph = Graph([], [], [o.name for o in g.output], name=g.name or "graph")
@@ -248,14 +285,32 @@ class _Importer:
             raise OperatorError(
                 f"--shape {sorted(unknown)[0]}: the model has no input of that name ({its})"
             )
+        unknown = set(values or ()) - {i.name for i in inputs}
+        if unknown:
+            raise OperatorError(f"a value is given for {sorted(unknown)[0]}, which is not an "
+                                "input of the model")  # fmt: skip
+        self.empty: dict[str, str] = {}  # graph inputs with an empty dimension -> the error
         for i in inputs:
             kind = i.type.WhichOneof("value")
             if kind != "tensor_type":
                 raise OperatorError(f"input {i.name} is a {kind or 'value of no type'}: only "
                                     "tensors are graph inputs")  # fmt: skip
+            if values and i.name in values:
+                self.graph.add_constant(i.name, _bound_value(i, values[i.name]))
+                continue
+            try:
+                shape = _input_shape(i, shapes)
+            except OperatorError as e:  # an empty one is refused where a node reads it
+                dims = _static_dims(i)
+                if dims is None or 0 not in dims:
+                    raise
+                self.empty[i.name], shape = str(e), tuple(dims)
             self.graph.inputs.append(i.name)
             elem = i.type.tensor_type.elem_type
-            self.graph.values[i.name] = Value(i.name, _input_shape(i, shapes), onnx_dtype(elem))
+            self.graph.values[i.name] = Value(i.name, shape, onnx_dtype(elem))
+        self.producers = {t: n for n in g.node for t in n.output}
+        self.needed: set[str] = set()  # graph inputs read as constants
+        self.value_problems: list[str] = []
         for n in g.node:  # reserved, so that names made up while importing differ
             for t in n.output:
                 self.graph.values.setdefault(t, Value(t))
@@ -281,7 +336,7 @@ class _Importer:
         same_io = [i.name for i in newer.inputs] == [i.name for i in known.inputs] and [
             o.name for o in newer.outputs
         ] == [o.name for o in known.outputs]
-        used = {a.name for a in node.attribute} & added
+        used = {a.name for a in node.attribute} & added - _inert(node)
         if not same_io or used or set(known.attributes) - set(newer.attributes):
             raise Unsupported(
                 f"{node.op_type} as redefined at opset {newer.since_version} is not supported "
@@ -353,8 +408,34 @@ class _Importer:
         if name in self.blocked:
             raise _Unknown(name)
         if name not in self.graph.constants:
-            raise Unsupported(f"input {k} ({what}) must be a constant, {name} is computed")
+            sources = self.sources(name)
+            if not sources:
+                raise Unsupported(f"input {k} ({what}) must be a constant, {name} is computed")
+            self.needed |= sources
+            origin = ("a graph input" if name in sources else
+                      f"computed from the graph input(s) {', '.join(sorted(sources))}")  # fmt: skip
+            raise _NeedsValue(f"input {k} ({what}) must be a constant, {name} is {origin}")
         return self.graph.constants[name]
+
+    def sources(self, name: str) -> set[str] | None:
+        """The graph inputs value `name` is computed from, where each holds at most
+        VALUE_LIMIT elements (the graph can be compiled for their values), else None."""
+        found: set[str] = set()
+        stack, seen = [name], set()
+        while stack:
+            t = stack.pop()
+            if not t or t in seen or t in self.graph.constants:
+                continue
+            seen.add(t)
+            if t in self.graph.inputs:
+                if math.prod(self.graph.values[t].shape) > VALUE_LIMIT:
+                    return None
+                found.add(t)
+            elif t in self.producers:
+                stack.extend(self.producers[t].input)
+            else:
+                return None
+        return found or None
 
     def shape(self, name: str) -> tuple[int, ...]:
         if name in self.blocked:
@@ -380,6 +461,9 @@ class _Importer:
                 self.add(node, attrs)
             except _Unknown:  # after a failed node: its checks needing shapes are skipped
                 blocked.update(node.output)
+            except _NeedsValue as e:
+                self.value_problems.append(f"{label}: {e}")
+                blocked.update(node.output)
             except Unsupported as e:
                 self.problems.append(f"{label}: {e}")
                 blocked.update(node.output)
@@ -393,10 +477,21 @@ class _Importer:
             known = t in self.graph.constants or self.graph.value(t).shape is not None
             if not known and t not in blocked:
                 self.problems.append(f"graph output {t} is not computed by any node")
-        if self.problems:
-            raise OperatorError(
-                f"{len(self.problems)} node(s) cannot be imported: " + "; ".join(self.problems)
+        if self.needed and not self.problems:
+            names = sorted(self.needed)
+            raise InputValuesNeeded(
+                names,
+                f"the graph is compiled for the values of input(s) {', '.join(names)} (`vta run` "
+                "compiles it for the run's): " + "; ".join(self.value_problems),
             )
+        read = {t for n in model.graph.node for t in n.input}
+        for name, message in self.empty.items():
+            if name in read:
+                raise OperatorError(message)
+        problems = self.value_problems + self.problems
+        if problems:
+            count = f"{len(problems)} node(s) cannot be imported: "
+            raise OperatorError(count + "; ".join(problems))
         for t in self.graph.outputs:  # a constant output stays a value of the graph
             if t in self.graph.constants:
                 self.graph.nodes.append(Node("Identity", [self.fresh_const(t)], [t]))
@@ -627,6 +722,19 @@ def _onnx_type(dtype: str) -> str:
     return TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(np.dtype(dtype))).lower()
 
 
+def _inert(node) -> set[str]:
+    """Attributes of the node that a newer definition added and that do not apply to it:
+    Cast's saturate and round_mode, which apply to 8-bit float targets only."""
+    if node.op_type != "Cast":
+        return set()
+    to = next((a.i for a in node.attribute if a.name == "to"), 0)
+    try:
+        target = onnx_dtype(to)
+    except Exception:  # not a tensor type: the normalization reports it
+        return set()
+    return set() if "float8" in target else {"saturate", "round_mode"}
+
+
 def _py(v: Any) -> Any:
     """An attribute value as plain Python (bytes -> str, repeated -> list)."""
     if isinstance(v, bytes):
@@ -651,15 +759,21 @@ def _constant(attrs: dict) -> np.ndarray:
     raise Unsupported(f"Constant with {', '.join(set_) or 'no value'}: only tensors and numbers")
 
 
-def import_onnx(model: str | Path | bytes | Any, shapes: dict | None = None, log=None) -> Graph:
+def import_onnx(
+    model: str | Path | bytes | Any,
+    shapes: dict | None = None,
+    log=None,
+    values: dict | None = None,
+) -> Graph:
     """The ONNX model (a path, serialized bytes or a ModelProto) as a graph IR with static
-    shapes; `shapes` gives inputs' shapes where the model leaves dimensions symbolic; `log`
-    gets a line when the model's opset is upgraded."""
+    shapes; `shapes` gives inputs' shapes where the model leaves dimensions symbolic; `values`
+    binds graph inputs to constants (those a model reads as constants: `InputValuesNeeded`
+    names them); `log` gets a line when the model's opset is upgraded."""
     m = load(model)
     opset_of(m)
     validate(m)
     m = upgrade(m, log)
-    return _Importer(m, shapes).run(m)
+    return _Importer(m, shapes, values).run(m)
 
 
-__all__ = ["SUPPORTED", "import_onnx"]
+__all__ = ["SUPPORTED", "InputValuesNeeded", "import_onnx"]

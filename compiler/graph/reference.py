@@ -244,14 +244,16 @@ def pad(x, *, pads, mode, value) -> np.ndarray:
 
 
 def _source(out: int, size: int, scale: float, mode: str) -> np.ndarray:
-    """Resize: the input coordinate of every output index along one axis."""
+    """Resize: the input coordinate of every output index along one axis (the output's
+    length in the formulas is size x scale, a fraction where the scale does not divide)."""
     x = np.arange(out, dtype=np.float64)
+    width = size * scale
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros(out)
     if mode == "align_corners":
-        return x * (size - 1) / (out - 1) if out > 1 else np.zeros(out)
+        return x * (size - 1) / (width - 1) if width != 1 else np.zeros(out)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_half_pixel_for_nn":

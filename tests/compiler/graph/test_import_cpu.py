@@ -225,7 +225,7 @@ RESIZES = {
                             [1, 1, 2, 2]),
     "linear_half_pixel": (dict(mode="linear"), [1, 1, 2, 1.5]),
     "linear_align_corners": (dict(mode="linear", coordinate_transformation_mode="align_corners"),
-                             [1, 1, 1.75, 2]),
+                             [1, 1, 1.5, 2]),
     "linear_pytorch": (dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
                        [1, 1, 0.5, 2]),
 }  # fmt: skip
