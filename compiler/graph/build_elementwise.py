@@ -1,6 +1,6 @@
 """Graph operators computed point by point, for `build_ops.OPS`: elementwise math and
 activations (`UNARY`, one scalar function each), Cast, IsInf, Pow's float exponent and the
-index lookups Gather and GatherElements, whose indices are range-checked."""
+index lookups Gather and GatherElements, whose indices are range-checked, and OneHot."""
 
 from __future__ import annotations
 
@@ -149,6 +149,21 @@ def gather_elements(ins: list[Tensor], attrs: dict) -> Tensor:
         return data(*o[:ax], _checked_index(indices(*o), data, ax), *o[ax + 1 :])
 
     return te.compute(indices.shape, f, name="gather_elements", tag=tag.INJECTIVE)
+
+
+def one_hot(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX OneHot (`reference.one_hot`): values[1] where the index names the position along
+    `axis`, else values[0]."""
+    indices, values = ins
+    ax, depth = int(attrs["axis"]), int(attrs["depth"])
+
+    def f(*o):
+        i = te.cast(indices(*o[:ax], *o[ax + 1 :]), "int64")
+        i = te.select(i < 0, i + depth, i)
+        return te.select(i == te.cast(o[ax], "int64"), values(1), values(0))
+
+    shape = (*indices.shape[:ax], depth, *indices.shape[ax:])
+    return te.compute(shape, f, name="one_hot", tag=tag.INJECTIVE)
 
 
 def is_inf(ins: list[Tensor], attrs: dict) -> Tensor:

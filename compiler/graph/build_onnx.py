@@ -51,7 +51,7 @@ TYPED = ("Cast", "Gather", "GatherElements", "ArgMax", "ArgMin", "Equal", "Less"
          "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "Where",
          "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Concat", "Slice",
          "Expand", "Tile", "Add", "Sub", "Mul", "Div", "Max", "Min", "Clip", "Neg", "Abs",
-         "Sign", "Pow", "MaxPool")  # fmt: skip
+         "Sign", "Pow", "MaxPool", "OneHot", "Einsum")  # fmt: skip
 FLOATS = ("float32", "float16", "float64")  # a plain group computes in any of them
 CPU_DTYPES = (*FLOATS, "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
               "bool")  # the dtypes of the CPU's tensors  # fmt: skip
@@ -663,11 +663,10 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
             f"inputs {', '.join(bad)}: the CPU graph runs {', '.join(CPU_DTYPES)} inputs only"
         )
     shapes = [(n.label, graph.value(o).shape) for n in graph.nodes for o in n.outputs if o]
-    empty = [label for label, shape in shapes if not shape or 0 in shape]
+    empty = [label for label, shape in shapes if 0 in shape]
     if empty:
         raise OperatorError(
-            f"node(s) {', '.join(empty)}: empty or 0-d outputs; the CPU runs tensors of rank >= 1 "
-            "with elements"
+            f"node(s) {', '.join(empty)}: empty outputs; the CPU runs tensors with elements"
         )
     failed: set[str] = set()  # values of groups that failed
     for g in graph.groups or []:

@@ -29,6 +29,7 @@ from .build_elementwise import (
     gather_elements,
     hard_sigmoid,
     is_inf,
+    one_hot,
     power,
 )
 
@@ -476,6 +477,31 @@ def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
     return _plus_channel_bias(red, rest[0] if rest else None, "conv_transpose_out")
 
 
+def einsum(ins: list[Tensor], attrs: dict) -> Tensor:
+    """ONNX Einsum on the importer's equation (explicit output, ellipses as letters): the
+    product of the inputs at each output index summed over the other subscripts (an input
+    axis of extent 1 broadcasts), a reduction stage, then an elementwise one."""
+    terms, out = attrs["equation"].split("->")
+    terms = terms.split(",")
+    extent: dict[str, int] = {}
+    for term, t in zip(terms, ins, strict=True):
+        for c, n in zip(term, t.shape, strict=True):
+            extent[c] = max(extent.get(c, 1), n)
+    summed = {c: te.reduce_axis(extent[c], f"r_{c}") for c in extent if c not in out}
+
+    def f(*o):
+        at = {**dict(zip(out, o, strict=True)), **summed}
+        product = None
+        for term, t in zip(terms, ins, strict=True):
+            v = t(*(at[c] if n > 1 else 0 for c, n in zip(term, t.shape, strict=True)))
+            product = v if product is None else product * v
+        return te.sum(product, axis=list(summed.values())) if summed else product
+
+    shape = tuple(extent[c] for c in out)
+    red = te.compute(shape, f, name="einsum")
+    return te.compute(shape, lambda *i: red(*i), name="einsum_out", tag=tag.INJECTIVE)
+
+
 def _unary(fn: Callable[[Tensor], Tensor]) -> Compute:
     return lambda ins, attrs: fn(ins[0])
 
@@ -523,6 +549,8 @@ OPS: dict[str, Compute] = {
     "Cast": cast,
     "Gather": gather,
     "GatherElements": gather_elements,
+    "OneHot": one_hot,
+    "Einsum": einsum,
     "ArgMax": lambda ins, a: arg_reduce("ArgMax", ins, a),
     "ArgMin": lambda ins, a: arg_reduce("ArgMin", ins, a),
     "Equal": _binary(topi.equal),

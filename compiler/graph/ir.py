@@ -155,7 +155,7 @@ PATTERNS: dict[str, Pattern] = {
     **dict.fromkeys(
         (
             "Reshape Flatten Transpose Concat Split Slice Squeeze Unsqueeze Pad Resize Gather "
-            "GatherElements Expand Tile DepthToSpace SpaceToDepth PackNCHWc UnpackNCHWc"
+            "GatherElements Expand Tile DepthToSpace SpaceToDepth PackNCHWc UnpackNCHWc OneHot"
         ).split(),
         Pattern.INJECTIVE,
     ),

@@ -52,7 +52,7 @@ SUPPORTED = (
     "Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
     "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
-    "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where"
+    "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where OneHot Einsum"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports

@@ -406,6 +406,57 @@ def _cast(imp, node, attrs):
     return None
 
 
+def _one_hot(imp, node, attrs):
+    depth = imp.const(node, 1, "depth")
+    if depth.size != 1 or depth.reshape(-1)[0] < 1:
+        raise Unsupported(f"depth {depth.tolist()} is not one positive value")
+    attrs["depth"] = int(depth.reshape(-1)[0])  # a fraction truncates, as onnxruntime's
+    attrs["axis"] = axis_of(attrs["axis"], len(imp.shape(node.input[0])) + 1)
+    if imp.shape(node.input[2]) != (2,):
+        raise Unsupported(f"values has the shape {list(imp.shape(node.input[2]))}; [2] expected")
+    return [node.input[0], node.input[2]]
+
+
+def _einsum(imp, node, attrs):
+    """The equation with an explicit output and every ellipsis written as letters (the
+    broadcast axes, right-aligned), each term as long as its operand's rank."""
+    eq = attrs["equation"].replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    shapes = [imp.shape(t) for t in node.input]
+    if len(terms) != len(shapes):
+        raise Unsupported(f"equation {eq!r} has {len(terms)} terms for {len(shapes)} inputs")
+    letters = [c for c in eq if c not in ",->."]
+    if not all(c.isascii() and c.isalpha() for c in letters):
+        raise Unsupported(f"equation {eq!r}: subscripts are letters")
+    free = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
+    widths = [len(shape) - len(t.replace("...", "")) for t, shape in zip(terms, shapes,
+                                                                         strict=True)]  # fmt: skip
+    ellipsis = "".join(free[: max([w for w, t in zip(widths, terms, strict=True) if "..." in t],
+                                  default=0)])  # fmt: skip
+    full = []
+    for term, width, shape in zip(terms, widths, shapes, strict=True):
+        term = term.replace("...", ellipsis[len(ellipsis) - width :] if width > 0 else "")
+        if len(term) != len(shape) or term.count(".") or width < 0:
+            raise Unsupported(f"term {term!r} does not fit an input of shape {list(shape)}")
+        full.append(term)
+    if arrow:
+        out = rhs.replace("...", ellipsis)
+    else:
+        named = lhs.replace("...", "").replace(",", "")
+        out = ellipsis + "".join(sorted(c for c in set(named) if named.count(c) == 1))
+    if len(set(out)) != len(out) or not set(out) <= set("".join(full)):
+        raise Unsupported(f"equation {eq!r}: the output's subscripts are not the inputs' once")
+    extent: dict[str, int] = {}
+    for term, shape in zip(full, shapes, strict=True):
+        for c, n in zip(term, shape, strict=True):
+            if extent.setdefault(c, n) != n and 1 not in (n, extent[c]):
+                raise Unsupported(f"subscript {c!r} has extents {extent[c]} and {n}")
+            extent[c] = max(extent[c], n)
+    attrs["equation"] = ",".join(full) + "->" + out
+    return None
+
+
 def _gelu(imp, node, attrs):
     _choice(attrs, "approximate", ("none", "tanh"))
     return None
@@ -473,6 +524,8 @@ NORMALIZE = {
     "ArgMin": _arg_reduce,
     "Cast": _cast,
     "Gelu": _gelu,
+    "OneHot": _one_hot,
+    "Einsum": _einsum,
     "Celu": _celu,
 }
 

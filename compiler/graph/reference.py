@@ -215,6 +215,18 @@ def gather_elements(data, indices, *, axis) -> np.ndarray:
     return np.take_along_axis(data, _in_range("GatherElements", indices, n, axis), axis=axis)
 
 
+def one_hot(indices, values, *, axis, depth) -> np.ndarray:
+    """ONNX OneHot: `values[1]` where the index (negative ones counting from the end, fractions
+    truncated) equals the position along `axis`, else `values[0]`; an index outside
+    [-depth, depth) makes its row all `values[0]`."""
+    i = np.trunc(indices).astype(np.int64)
+    i = np.where(i < 0, i + depth, i)
+    shape = [1] * (indices.ndim + 1)
+    shape[axis] = depth
+    hot = np.expand_dims(i, axis) == np.arange(depth).reshape(shape)
+    return np.where(hot, values[1], values[0])
+
+
 def arg_reduce(fn, x, *, axis, keepdims, select_last_index) -> np.ndarray:
     """ArgMax/ArgMin (`fn`: np.argmax or np.argmin): the first (or last) extreme's index."""
     if select_last_index:
@@ -448,6 +460,8 @@ KERNELS: dict[str, Kernel] = {
     "Dropout": lambda ins, a: [ins[0]],
     "Gather": _one(gather),
     "GatherElements": _one(gather_elements),
+    "OneHot": _one(one_hot),
+    "Einsum": lambda ins, a: [np.einsum(a["equation"], *ins)],
     "ArgMax": lambda ins, a: [arg_reduce(np.argmax, ins[0], **a)],
     "ArgMin": lambda ins, a: [arg_reduce(np.argmin, ins[0], **a)],
     "Equal": lambda ins, a: [np.equal(*ins)],

@@ -111,6 +111,30 @@ OPERATORS = {
     "Greater": ([ids, ids], {}),
     "Gather": ([weight, ids], {"axis": small}),
     "GatherElements": ([data, ids], {"axis": small}),
+    "OneHot": ([ids, int_input, weight], {"axis": small}),
+    "Einsum": (
+        [data, data, weight],
+        {
+            "equation": st.sampled_from(
+                [
+                    "ij,jk->ik",
+                    "ij,jk",
+                    "i,i",
+                    "ii->i",
+                    "...ij->...ji",
+                    "bij,bjk->bik",
+                    "ij->",
+                    "i,j",
+                    "ij,jk,kl->il",
+                    "ab,ba",
+                    "ij->iij",
+                    "ij->k",
+                    "",
+                    "i..j",
+                ]
+            )
+        },
+    ),
     "Where": ([mask, data, weight], {}),
     **dict.fromkeys(("And", "Xor"), ([mask, mask], {})),
     "Not": ([mask], {}),

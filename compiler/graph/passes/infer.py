@@ -163,6 +163,16 @@ def _blocks(shape: Shape, b: int, way: int) -> Shape:
     return (n, c // (b * b), h * b, w * b)
 
 
+def _einsum(ins: list[Shape], a: dict) -> list[Shape]:
+    """The output's extent of each subscript: the largest of the inputs' (1 broadcasts)."""
+    terms, out = a["equation"].split("->")
+    extent: dict[str, int] = {}
+    for term, shape in zip(terms.split(","), ins, strict=True):
+        for c, n in zip(term, shape, strict=True):
+            extent[c] = max(extent.get(c, 1), n)
+    return [tuple(extent[c] for c in out)]
+
+
 def _unsqueeze(ins: list[Shape], a: dict) -> list[Shape]:
     out = list(ins[0])
     for ax in sorted(a["axes"]):
@@ -213,6 +223,8 @@ SHAPES: dict[str, ShapeFn] = {
     "Resize": lambda ins, a: [tuple(a["sizes"])],
     "Gather": lambda ins, a: [ins[0][: a["axis"]] + tuple(ins[1]) + ins[0][a["axis"] + 1 :]],
     "GatherElements": lambda ins, a: [tuple(ins[1])],
+    "OneHot": lambda ins, a: [ins[0][: a["axis"]] + (a["depth"],) + ins[0][a["axis"] :]],
+    "Einsum": _einsum,
     "PackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] // a["block"], *ins[0][2:], a["block"])],
     "UnpackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] * ins[0][4], *ins[0][2:4])],
 }
@@ -231,7 +243,7 @@ def out_dtype(node: Node, dtypes: list[str | None]) -> str | None:
         return "bool"
     if node.op in ("ArgMax", "ArgMin"):
         return "int64"
-    if node.op == "Where":
+    if node.op in ("Where", "OneHot"):
         return dtypes[1]
     return dtypes[0] if dtypes else None
 

@@ -10,7 +10,10 @@ from ..utils import as_outputs, traverse_inline, vector_lanes
 
 def schedule_injective_from_existing(s: Schedule, out: Tensor) -> Schedule:
     """Schedule `out` in place: fuse and parallelize all axes but the last, which is split by
-    the vector width and vectorized when that width divides it (else left to LLVM)."""
+    the vector width and vectorized when that width divides it (else left to LLVM); a 0-d
+    output (one value) is left as it is."""
+    if not s[out].op.axis:
+        return s
     *outer, last = s[out].op.axis
     lanes = vector_lanes(out.dtype)
     if out.shape[-1] % lanes == 0:

@@ -255,14 +255,14 @@ def test_conv_transpose(tmp_path, attrs, bias):
     check(save(tmp_path, nodes, [1, 4, 5, 4], None, consts), (1, 4, 5, 4))
 
 
-def test_empty_tensors_are_refused(tmp_path):
+def test_empty_tensors_are_refused_and_0_d_ones_run(tmp_path):
     nodes = [helper.make_node("Slice", ["x", "st", "en"], ["y"])]
     consts = {"st": np.array([2], np.int64), "en": np.array([1], np.int64)}
-    with pytest.raises(OperatorError, match="node\\(s\\) y: empty or 0-d outputs"):
+    with pytest.raises(OperatorError, match="node\\(s\\) y: empty outputs"):
         compile_model(save(tmp_path, nodes, [4], None, consts))
-    nodes = [helper.make_node("Squeeze", ["x"], ["y"])]
-    with pytest.raises(OperatorError, match="node\\(s\\) y: empty or 0-d outputs"):
-        compile_model(save(tmp_path, nodes, [1], None, {}))
+    nodes = [helper.make_node("Squeeze", ["x"], ["s"]), helper.make_node("Exp", ["s"], ["y"])]
+    got = compile_model(save(tmp_path, nodes, [1], None, {})).run({"x": np.float32([0.5])})["y"]
+    assert got.shape == () and np.isclose(got, np.exp(0.5))
 
 
 def test_channel_concat_and_its_batch_norm_stay_packed(tmp_path):
