@@ -217,9 +217,10 @@ def estimate_space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> np.ndarr
 def _estimate(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, knobs: np.ndarray) -> np.ndarray:
     """A quick model of knob settings' cycles (`knobs`: one row of `Conv2DKnobs`' fields per
     setting): compute-module work (GEMM micro-ops, the epilogue per row, per-instruction
-    overhead) or load traffic, whichever is larger (their sum with one virtual thread: a
-    tile's loads wait for the compute that read its buffers), plus the first tile's load
-    (nothing overlaps it) and the last store. Per source as `_sources` lays it out."""
+    overhead) or load traffic, whichever is larger; with one virtual thread a tile's loads wait
+    for the GEMMs that read its buffers and overlap only the epilogue, so a tile takes its
+    GEMMs plus the longer of its loads and its epilogue. Plus the first tile's load (nothing
+    overlaps it) and the last store. Per source as `_sources` lays it out."""
     tb, th, tw, tci, tco, oc_t, h_t = knobs.T
     tiles = (wl.n // tb) * (wl.oh // th) * (wl.ow // tw) * (wl.co // tco)
     rows = tb * tco * th * tw  # `_acc_rows`
@@ -248,10 +249,11 @@ def _estimate(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, knobs: np.ndarra
         compute = compute + work
         load = load + steps * per_step
         first = per_step + lat if first is None else first
-    compute = tiles * (compute + stall + epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1))
+    gemm, fixed = compute + stall, epi + (3 + extra) * (cfg.gemm_pipeline_depth + 1)
+    overlapped = np.maximum(tiles * (gemm + fixed), tiles * load)
+    serial = tiles * (gemm + np.maximum(load, fixed))
     store = rows * cfg.elem_bytes[MemType.OUT] / cfg.bus_bytes + lat
-    overlap = np.where(oc_t * h_t == 1, compute + tiles * load, np.maximum(compute, tiles * load))
-    return overlap + first + store
+    return np.where(oc_t * h_t == 1, serial, overlapped) + first + store
 
 
 def default_fused_knobs(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> Conv2DKnobs:

@@ -130,8 +130,8 @@ def test_estimate_space_is_each_settings_estimate(config):
 
 
 def test_estimate_follows_the_simulator_with_one_virtual_thread_too():
-    """One thread: a tile's loads wait for the compute that read its buffers, and the
-    estimate sums them (taking their maximum, as with two, put such settings first)."""
+    """One thread: a tile's loads wait for the GEMMs that read its buffers (the estimate
+    that overlapped them as with two put such settings 1.4x too fast, and first)."""
     cfg = VTAConfig.load("pynq")
     wl, ep = Conv2DWorkload(1, 16, 14, 14, 16, 3, 3, 1, 1), Epilogue(True, 8, True, 2)
     sim = get_device("sim")
