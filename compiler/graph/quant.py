@@ -83,7 +83,8 @@ class QConv:
     """A quantized convolution (or dense, as a 1x1 conv) with its fused epilogue: int8 weights
     (O, I, KH, KW), int32 bias (rounding included), right shift, ReLU, and an optional residual
     (added as residual << residual_shift after the products are shifted right by pre_shift) or
-    shortcut conv (weights sc_weight, stride sc_stride)."""
+    shortcut conv (weights sc_weight, stride sc_stride); `depthwise`: weights (C, 1, KH, KW),
+    each channel convolved with its own input channel."""
 
     weight: np.ndarray
     bias: np.ndarray
@@ -98,16 +99,18 @@ class QConv:
     sc_stride: int = 1
     pre_shift: int = 0
     sc_shift: int = 0
+    depthwise: bool = False
 
 
 def qconv_attrs(q: QConv) -> dict:
     """A QConv's scalars as graph-node attributes (its arrays are the node's constant inputs);
-    `residual_shift` -1: no residual."""
+    `residual_shift` -1: no residual; `depthwise` 1 only where set."""
     return {
         "stride": q.stride, "pad": q.pad, "shift": int(q.shift), "relu": int(q.relu),
         "e_in": q.e_in, "e_out": q.e_out,
         "residual_shift": -1 if q.residual_shift is None else q.residual_shift,
         "sc_stride": q.sc_stride, "pre_shift": q.pre_shift, "sc_shift": q.sc_shift,
+        **({"depthwise": 1} if q.depthwise else {}),
     }  # fmt: skip
 
 
@@ -116,7 +119,7 @@ def qconv_of(a: dict, w: np.ndarray, b: np.ndarray, sc_w: np.ndarray | None = No
     res = a["residual_shift"]
     return QConv(w, b, a["shift"], bool(a["relu"]), a["stride"], a["pad"], a["e_in"],
                  a["e_out"], None if res < 0 else res, sc_w, a["sc_stride"], a["pre_shift"],
-                 a["sc_shift"])  # fmt: skip
+                 a["sc_shift"], bool(a.get("depthwise", 0)))  # fmt: skip
 
 
 def quantize_conv(
@@ -131,6 +134,7 @@ def quantize_conv(
     shortcut: tuple[np.ndarray, np.ndarray, int, int] | None = None,
     pre_shift: bool = True,
     zeros: tuple[int, int, int, int] = (0, 0, 0, 0),
+    depthwise: bool = False,
 ) -> QConv:
     """Quantize a float conv (+ bias) whose input has exponent e_in and output e_out; with
     `e_residual`, a residual at that exponent is added before the shift; `shortcut` =
@@ -138,7 +142,8 @@ def quantize_conv(
     `pre_shift` False: a residual more than 2^6 coarser than the products gets weights that
     much coarser instead;
     `zeros`: the zero points of (input, residual, shortcut input, output), folded into the bias
-    (an output zero point -128 takes the ReLU's place: the int8 clip cuts at value 0)."""
+    (an output zero point -128 takes the ReLU's place: the int8 clip cuts at value 0);
+    `depthwise`: weights (C, 1, KH, KW), one input channel each."""
     z_in, z_res, z_sc, z_out = zeros
     if z_in and pad:
         raise LoweringError("quantization: an input with a zero point must not be zero-padded")
@@ -185,7 +190,7 @@ def quantize_conv(
         b_q -= z_sc * _sums(sc_q) * 2**sc_shift
     b_q = np.clip(b_q, -(2**31), 2**31 - 1).astype(np.int32)
     return QConv(w_q, b_q, shift, relu, stride, pad, e_in, e_out, k, sc_q, sc_stride, pre,
-                 sc_shift)  # fmt: skip
+                 sc_shift, depthwise)  # fmt: skip
 
 
 def _sums(w: np.ndarray) -> np.ndarray:
@@ -198,7 +203,7 @@ def requantize(acc: np.ndarray, q: QConv) -> np.ndarray:
     return np.clip(acc >> q.shift, 0 if q.relu else -128, QMAX).astype(np.int8)
 
 
-def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int = 1) -> np.ndarray:
     """int64 NCHW convolution (the quantized reference's, independent of any packing). The
     products are summed in float64 (BLAS) where every partial sum is an integer below 2^53,
     so exactly; numpy has no fast integer matrix product (ResNet-18's calibration spent 23 s
@@ -206,7 +211,9 @@ def conv_int(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
     o, c, kh, kw = w.shape
     bound = int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0)) * c * kh * kw
     dt = np.float64 if bound < 2**53 else np.int64
-    return conv2d_nchw_python(x.astype(dt), w.astype(dt), stride, pad).astype(np.int64)
+    return conv2d_nchw_python(x.astype(dt), w.astype(dt), stride, pad, groups=groups).astype(
+        np.int64
+    )
 
 
 def accumulate(
@@ -216,7 +223,7 @@ def accumulate(
     sc_in: np.ndarray | None = None,
 ) -> np.ndarray:
     """The int64 NCHW accumulator of a quantized conv before its shift."""
-    acc = conv_int(x, q.weight, q.stride, q.pad)
+    acc = conv_int(x, q.weight, q.stride, q.pad, q.weight.shape[0] if q.depthwise else 1)
     if q.sc_weight is not None:
         acc += conv_int(sc_in, q.sc_weight, q.sc_stride, 0) << q.sc_shift
     acc = (acc >> q.pre_shift) + q.bias.astype(np.int64)[None, :, None, None]

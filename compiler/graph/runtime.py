@@ -96,6 +96,16 @@ def pack_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
     return np.ascontiguousarray(w)
 
 
+def pack_depthwise_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """Depthwise C1HW int8 -> (C'/o, 1, KH, KW, o, i): per block and tap the diagonal matrix of
+    its channels' weights (a depthwise fused conv's GEMM operand; needs BLOCK_IN == BLOCK_OUT)."""
+    c, _, kh, kw = w.shape
+    bo = cfg.block_out
+    blocks = np.pad(w[:, 0], ((0, pad_to(c, bo) - c), (0, 0), (0, 0))).reshape(-1, bo, kh, kw)
+    diagonal = np.einsum("bokl,oi->bkloi", blocks, np.eye(bo, cfg.block_in, dtype=np.int8))
+    return np.ascontiguousarray(diagonal[:, None])
+
+
 def identity_weight(shift: int, cfg: VTAConfig) -> np.ndarray:
     """The weight 2^shift * I that adds a residual tile (`pack_residual`) into the
     accumulator: (1, max(1, BLOCK_OUT/BLOCK_IN), 1, 1, BLOCK_OUT, BLOCK_IN)."""
@@ -119,7 +129,8 @@ class AccelConv:
         """The layer of quantized conv `q` run by `program` (built with `knobs`), which must
         be of this configuration and read the layer's buffers."""
         o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
-        consts = {"kernel": pack_weight(q.weight, cfg)}
+        pack = pack_depthwise_weight if q.depthwise else pack_weight
+        consts = {"kernel": pack(q.weight, cfg)}
         if q.sc_weight is not None:
             consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
         bias = np.zeros(pad_to(o, bo), np.int32)

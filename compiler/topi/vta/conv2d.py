@@ -3,6 +3,7 @@ bias, shift, clip and relu fused on the ALU, and its schedule template (knobs as
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -28,7 +29,9 @@ class Conv2DKnobs:
 
 @dataclass(frozen=True)
 class Conv2DWorkload:
-    """Packed shapes of a conv2d: batch/channel blocks, spatial sizes, kernel, stride, pad."""
+    """Packed shapes of a conv2d: batch/channel blocks, spatial sizes, kernel, stride, pad;
+    `depthwise`: each output channel block reads only its own input block (ci == co), the
+    weights (co, 1, kh, kw, o, i) one diagonal block per tap."""
 
     n: int
     ci: int
@@ -39,6 +42,17 @@ class Conv2DWorkload:
     kw: int
     stride: int
     pad: int
+    depthwise: bool = False
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The nine sizes (n ... pad) without the depthwise flag: a tuning task's arguments."""
+        return dataclasses.astuple(self)[:9]
+
+    @property
+    def weight_ci(self) -> int:
+        """Input-channel blocks of the weights (1 for a depthwise conv)."""
+        return 1 if self.depthwise else self.ci
 
     @property
     def oh(self) -> int:
@@ -49,7 +63,8 @@ class Conv2DWorkload:
         return (self.w + 2 * self.pad - self.kw) // self.stride + 1
 
     def macs(self, env: Environment) -> int:
-        blocks = self.n * self.co * self.ci * self.oh * self.ow * self.kh * self.kw
+        """The GEMM core's MACs (a depthwise conv's off-diagonal zeros included)."""
+        blocks = self.n * self.co * self.weight_ci * self.oh * self.ow * self.kh * self.kw
         return blocks * env.batch * env.block_in * env.block_out
 
 

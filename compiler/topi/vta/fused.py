@@ -89,12 +89,15 @@ class Epilogue:
 @dataclasses.dataclass(frozen=True)
 class _Source:
     """One convolution feeding the accumulator: DRAM names, workload, input-channel blocks per
-    load, and the input tile's geometry (a strided 1x1 conv loads only the rows it reads)."""
+    weight step (`tci`) and per input tile (`blocks`: `tci`, or a depthwise conv's tile_co, its
+    output blocks' own inputs), and the input tile's geometry (a strided 1x1 conv loads only
+    the rows it reads)."""
 
     data: str
     kernel: str
     wl: Conv2DWorkload
     tci: int
+    blocks: int
     ih: int  # input rows per tile in SRAM
     iw: int
     row_step: int  # SRAM rows between output rows' first input rows
@@ -102,7 +105,12 @@ class _Source:
 
     @property
     def rows(self) -> int:
-        return self.tci * self.ih * self.iw
+        return self.blocks * self.ih * self.iw
+
+    @property
+    def steps(self) -> int:
+        """Input-channel steps a tile accumulates (one for a depthwise conv)."""
+        return 1 if self.wl.depthwise else self.wl.ci // self.tci
 
     @property
     def wgt_rows(self) -> int:
@@ -123,7 +131,8 @@ def _sources(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue) -> list[_Source]:
         else:
             ih, step, dram = (k.tile_h - 1) * s + w.kh, s, 1
         iw = (k.tile_w - 1) * s + w.kw
-        out.append(_Source(data, kernel, w, tci, ih, iw, step, dram))
+        blocks = k.tile_co if w.depthwise else tci
+        out.append(_Source(data, kernel, w, tci, blocks, ih, iw, step, dram))
     return out
 
 
@@ -135,6 +144,8 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     """Accumulator regions (threads + 1 when they fit, else threads; with `sc_shift` first
     2 threads + 1 or 2 threads, for the next tiles' shortcut products) or None if the tiles of
     every thread do not fit the buffers."""
+    if wl.depthwise and k.tile_ci != 1:
+        return None
     threads = k.oc_nthread * k.h_nthread
     depth = cfg.depth
     srcs = _sources(wl, k, ep)
@@ -172,7 +183,8 @@ def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> np.ndarray:
     def divisors(n: int) -> list[int]:
         return [d for d in range(1, n + 1) if n % d == 0]
 
-    axes = (divisors(wl.n), divisors(wl.oh), divisors(wl.ow), divisors(wl.ci), divisors(wl.co),
+    tci_axis = [1] if wl.depthwise else divisors(wl.ci)
+    axes = (divisors(wl.n), divisors(wl.oh), divisors(wl.ow), tci_axis, divisors(wl.co),
             [1, 2], [1, 2])  # fmt: skip
     tb, th, tw, tci, tco, oc_t, h_t = (
         a.ravel() for a in np.meshgrid(*map(np.asarray, axes), indexing="ij")
@@ -184,7 +196,8 @@ def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> np.ndarray:
             continue
         s = w.stride
         ih = th if (w.kh == 1 and w.pad == 0) else (th - 1) * s + w.kh
-        rows = np.maximum(rows, ci * ih * ((tw - 1) * s + w.kw))
+        blocks = tco if w.depthwise else ci
+        rows = np.maximum(rows, blocks * ih * ((tw - 1) * s + w.kw))
         wgt_rows = np.maximum(wgt_rows, ci * w.kh * w.kw)
     acc_rows = tb * tco * th * tw
     res = residual_blocks(cfg) if ep.residual_shift is not None else 0
@@ -236,13 +249,14 @@ def _estimate(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig, knobs: np.ndarra
         s = w.stride
         pointwise = w.kh == 1 and w.pad == 0  # reads rows y * s only
         ih = th if pointwise else (th - 1) * s + w.kh
-        src_rows = ci * ih * ((tw - 1) * s + w.kw)
+        blocks = tco if w.depthwise else ci  # as `_Source`
+        src_rows = blocks * ih * ((tw - 1) * s + w.kw)
         wgt_rows = ci * w.kh * w.kw
-        steps = w.ci // ci
+        steps = 1 if w.depthwise else w.ci // ci
         work = steps * (rows * wgt_rows + cfg.gemm_pipeline_depth + 1)
         inp = tb * src_rows * cfg.elem_bytes[MemType.INP]
         wgt = tco * wgt_rows * cfg.elem_bytes[MemType.WGT]
-        loads = tb * ci * (ih if pointwise and s > 1 else 1) + 1
+        loads = tb * blocks * (ih if pointwise and s > 1 else 1) + 1
         per_step = (inp + wgt) / cfg.bus_bytes + loads * lat / cfg.max_outstanding
         if ep.sc_shift and shortcut:  # its own phase: loads hide only under it
             stall = np.maximum(0.0, (steps - 1) * per_step - work)
@@ -355,6 +369,8 @@ def fused_builder(
     """The builder holding conv2d + epilogue's buffers and instructions: its `stream()` is
     `fused_stream`, its `build()` `conv2d_fused` (a search times one and keeps the other)."""
     cfg = VTAConfig.load(config)
+    if wl.depthwise:
+        _check_depthwise(wl, ep, cfg)
     k = knobs or default_fused_knobs(wl, ep, cfg)
     sc = ep.shortcut
     if sc is not None and (sc.n, sc.co, sc.oh, sc.ow) != (wl.n, wl.co, wl.oh, wl.ow):
@@ -375,7 +391,7 @@ def fused_builder(
     for src in _sources(wl, k, ep):
         w = src.wl
         b.buffer(src.data, (w.n, w.ci, w.h, w.w, bn, bc), "int8", "input")
-        b.buffer(src.kernel, (w.co, w.ci, w.kh, w.kw, bo, bc), "int8", "weight")
+        b.buffer(src.kernel, (w.co, w.weight_ci, w.kh, w.kw, bo, bc), "int8", "weight")
     if ep.bias:
         b.buffer("bias", (wl.co, bn, bo), "int32", "input")
     if ep.residual_shift is not None:
@@ -389,13 +405,27 @@ def fused_builder(
     return b
 
 
+def _check_depthwise(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> None:
+    """Refuse what a depthwise conv's Program does not do."""
+    if wl.ci != wl.co:
+        raise LoweringError(f"depthwise conv2d {wl}: input and output blocks differ")
+    if cfg.block_in != cfg.block_out:
+        raise LoweringError("depthwise conv2d: its diagonal weight blocks need BLOCK_IN == "
+                            f"BLOCK_OUT ({cfg.block_in}, {cfg.block_out})")  # fmt: skip
+    if ep.residual_shift is not None or ep.shortcut is not None:
+        raise LoweringError("depthwise conv2d: no residual or shortcut conv")
+
+
 def _gemm_kernel(src: _Source, k: Conv2DKnobs, cfg: VTAConfig) -> Kernel:
+    """GEMM micro-ops of one step: per output row and tap one micro-op per input-channel
+    block (a depthwise conv's channel loop advances its input rows with the others)."""
     w, th, tw, hw = src.wl, k.tile_h, k.tile_w, k.tile_h * k.tile_w
     taps = w.kh * w.kw
+    own = src.ih * src.iw if w.depthwise else 0  # input rows per output channel block
     return _plan(
         [
             (k.tile_b, [k.tile_co * hw, src.rows, 0]),
-            (k.tile_co, [hw, 0, src.tci * taps]),
+            (k.tile_co, [hw, own, src.tci * taps]),
             (src.tci, [0, src.ih * src.iw, taps]),
             (w.kh, [0, src.iw, w.kw]),
             (w.kw, [0, 1, 1]),
@@ -413,7 +443,7 @@ def _steps(sources: list, ep: Epilogue) -> list[tuple[int, int]]:
     their loads) fall between the main conv's (much compute) and their loads hide under it;
     with `sc_shift`, the shortcut's steps first (its products are shifted before the main
     conv's accumulate)."""
-    counts = [src.wl.ci // src.tci for src, _ in sources]
+    counts = [src.steps for src, _ in sources]
     steps = [(s, c) for s, n in enumerate(counts) for c in range(n)]
     if ep.sc_shift:
         return sorted(steps, key=lambda sc: (-sc[0], sc[1]))
@@ -475,7 +505,7 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
     # with sc_shift and room for two groups' accumulators, a group's shortcut steps run during
     # the previous group's main steps, so their loads hide under its products
     ahead = ep.sc_shift > 0 and len(lay.acc) >= 2 * threads
-    counts = [src.wl.ci // src.tci for src, _ in sources]
+    counts = [src.steps for src, _ in sources]
     for gi, group in enumerate(groups):
         step = gi * threads
         if not ahead:
@@ -536,26 +566,28 @@ def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig,
 
 def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, inp: int, wgt: int, tile) -> None:
     """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
-    its weights for output-channel tile o0 and input-channel tile c0."""
+    its weights for output-channel tile o0 and input-channel tile c0 (a depthwise conv: the
+    input blocks of tile o0)."""
     n0, y0, x0, o0, c0 = tile
     w = src.wl
+    first = o0 * k.tile_co if w.depthwise else c0 * src.tci  # the tile's first input block
     ys, xs = y0 * k.tile_h * w.stride - w.pad, x0 * k.tile_w * w.stride - w.pad
     span = (src.ih - 1) * src.dram_rows + 1  # image rows the tile covers
     top, left = max(0, -ys), max(0, -xs)
     bottom, right = max(0, ys + span - w.h), max(0, xs + src.iw - w.w)
     ysize, xsize = src.ih - top - bottom, src.iw - left - right
     for nb in range(k.tile_b):
-        for cb in range(src.tci):
-            n, c = n0 * k.tile_b + nb, c0 * src.tci + cb
-            row = inp + (nb * src.tci + cb) * src.ih * src.iw
+        for cb in range(src.blocks):
+            n, c = n0 * k.tile_b + nb, first + cb
+            row = inp + (nb * src.blocks + cb) * src.ih * src.iw
             off = ((n * w.ci + c) * w.h + ys + top) * w.w + xs + left
             stride = w.w * src.dram_rows
             st.add(t, Load(MemType.INP, None, row, src.data, off, ysize, xsize, stride,
                            (top, bottom, left, right)))  # fmt: skip
     taps = w.kh * w.kw
-    off = (o0 * k.tile_co * w.ci + c0 * src.tci) * taps
+    off = (o0 * k.tile_co * w.weight_ci + c0 * src.tci) * taps
     st.add(t, Load(MemType.WGT, None, wgt, src.kernel, off, k.tile_co, src.tci * taps,
-                   w.ci * taps))  # fmt: skip
+                   w.weight_ci * taps))  # fmt: skip
 
 
 def _blocks(
@@ -604,7 +636,12 @@ def fused_reference(
     identity: np.ndarray | None = None,
 ) -> np.ndarray:
     """The Program's result in int64 numpy (packed layouts); `shortcut` = (sc_data, sc_kernel),
-    `identity` the residual's weight block (default 2^k * I)."""
+    `identity` the residual's weight block (default 2^k * I); a depthwise conv's kernel
+    (co, 1, kh, kw, o, i) is the block-diagonal dense kernel it stands for."""
+    if wl.depthwise:
+        dense = np.zeros((wl.co, wl.co, *kernel.shape[2:]), kernel.dtype)
+        dense[np.arange(wl.co), np.arange(wl.co)] = kernel[:, 0]
+        kernel = dense
     acc = conv2d_packed_acc(data, kernel, wl.stride, wl.pad)
     if ep.shortcut is not None:
         sc = ep.shortcut

@@ -54,7 +54,7 @@ def resnet18_task_args(layer: str, target: str) -> tuple[str, tuple]:
     if vta:
         if layer not in RESNET18:
             raise TuningError(f"layer {layer} stays on the CPU; accelerator layers: C2-C12")
-        return "conv2d_packed", dataclasses.astuple(RESNET18[layer])
+        return "conv2d_packed", RESNET18[layer].sizes
     c, size, f, k, stride = LAYERS[layer]
     if target.split()[0] == "cuda":
         return "conv2d_nchw", (c, size, size, f, k, k, stride, k // 2)

@@ -6,7 +6,6 @@ another."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from vta.config import VTAConfig
@@ -76,19 +75,24 @@ def conv2d_packed_reference(inputs, n, ci, h, w, co, kh, kw, stride, pad):
 
 
 def fused_args(wl: Conv2DWorkload, ep: Epilogue) -> tuple[int, ...]:
-    """The task arguments of a conv2d_fused layer's structure: the workload, bias, shift, relu,
-    residual shift (-1: none), the shortcut workload (nine zeros: none) and, if not 0, the
-    pre-shift and the shortcut's shift. Immediates do not change a Program's cycles, so the
-    shifts and relu are written in one canonical form (shift 0, relu, residual, pre-shift and
-    shortcut shift 1 where present): layers of the same structure share their tuning records."""
-    sc = dataclasses.astuple(ep.shortcut) if ep.shortcut else (0,) * 9
+    """The task arguments of a conv2d_fused layer's structure: the workload's sizes, bias,
+    shift, relu, residual shift (-1: none), the shortcut workload (nine zeros: none) and, if
+    not 0, the pre-shift and the shortcut's shift (a depthwise conv: both, then 1). Immediates do
+    not change a Program's cycles, so the shifts and relu are written in one canonical form
+    (shift 0, relu, residual, pre-shift and shortcut shift 1 where present): layers of the
+    same structure share their tuning records."""
+    sc = ep.shortcut.sizes if ep.shortcut else (0,) * 9
     k = -1 if ep.residual_shift is None else 1
     tail = (int(ep.pre_shift > 0), 1) if ep.sc_shift else (1,) if ep.pre_shift else ()
-    return (*dataclasses.astuple(wl), int(ep.bias), 0, 1, k, *sc, *tail)
+    if wl.depthwise:
+        tail = (*tail, 0, 0)[:2] + (1,)
+    return (*wl.sizes, int(ep.bias), 0, 1, k, *sc, *tail)
 
 
 def _fused(args: tuple[int, ...]) -> tuple[Conv2DWorkload, Epilogue]:
-    wl, (bias, shift, relu, k), sc = Conv2DWorkload(*args[:9]), args[9:13], args[13:22]
+    depthwise = len(args) > 24 and bool(args[24])
+    wl = Conv2DWorkload(*args[:9], depthwise)
+    (bias, shift, relu, k), sc = args[9:13], args[13:22]
     shortcut = Conv2DWorkload(*sc) if any(sc) else None
     pre, sc_shift = (*args[22:24], 0, 0)[:2]
     return wl, Epilogue(bool(bias), shift, bool(relu), None if k < 0 else k, shortcut, pre,
@@ -132,5 +136,5 @@ def tuned_conv2d_knobs(
     wl: Conv2DWorkload, db_path: str | Path, config: VTAConfig | None = None
 ) -> Conv2DKnobs | None:
     """The best conv2d_packed knobs of `wl` on `config` in the records database, else None."""
-    cfg = best_config(("conv2d_packed", dataclasses.astuple(wl)), vta_target(config), db_path)
+    cfg = best_config(("conv2d_packed", wl.sizes), vta_target(config), db_path)
     return None if cfg is None else _knobs(cfg)
