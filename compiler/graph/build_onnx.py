@@ -61,7 +61,7 @@ _PLAIN = (*_UNARY, *_BINARY, *TYPED, "Reshape", "Flatten", "Squeeze", "Unsqueeze
           "MatMul", "Gemm", "Resize", "ConvTranspose", "Conv", "BatchNormalization", "LRN",
           *REDUCE_OPS, "Normalize", "CumSum", "Expand", "Tile", "DepthToSpace",
           "SpaceToDepth", "Attention", "MaxPool", "AveragePool", "GlobalMaxPool",
-          "GlobalAveragePool")  # fmt: skip
+          "GlobalAveragePool", "LpPool")  # fmt: skip
 
 
 def compile_model(
@@ -291,7 +291,9 @@ class _Lowering:
             return [], name
         if anchor.op == "Conv" and self.is_packed_conv(anchor):
             members, out = self.conv(anchor)
-        elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"):
+        elif anchor.op in ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool") and (
+            len(self.shape(x)) == 4
+        ):
             members, out = self.pool(anchor)
         elif anchor.op == "Concat" and self.is_packed_concat(anchor):
             members, out = self.concat(anchor)
@@ -448,7 +450,11 @@ class _Lowering:
         (else a generic conv in a plain group)."""
         w = self.graph.constants.get(node.inputs[1])
         c = self.shape(node.inputs[0])[1]
-        return w is not None and node.attrs["group"] in (1, c if c == w.shape[0] else 1)
+        return (
+            w is not None
+            and w.ndim == 4
+            and node.attrs["group"] in (1, c if c == w.shape[0] else 1)
+        )
 
     def conv(self, node: IRNode) -> tuple[list[Node], str]:
         a = node.attrs
@@ -572,8 +578,10 @@ class _Lowering:
                 op, attrs = (
                     ("Copy", {}) if same else ("Reshape", {"shape": list(self.shape(n.outputs[0]))})
                 )
-            if op == "Conv":  # not a packed one: grouped or with a computed weight
+            if op == "Conv":  # not a packed one: grouped, 3-d or with a computed weight
                 op = "ConvGeneric"
+            if op in ("MaxPool", "AveragePool"):  # of another rank or dtype than packed ones
+                op = f"{op}ND"
             self.check_dtypes(n)
             members.append(Node(op, ins, n.outputs[0], attrs))
             self.shapes[n.outputs[0]] = self.shape(n.outputs[0])

@@ -32,6 +32,8 @@ from .build_elementwise import (
     one_hot,
     power,
 )
+from .build_windows import conv_generic, plus_channel_bias
+from .build_windows import pool as window_pool
 
 Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
 
@@ -415,40 +417,6 @@ def resize(ins: list[Tensor], attrs: dict) -> Tensor:
     )
 
 
-def conv2d_generic(ins: list[Tensor], attrs: dict) -> Tensor:
-    """An NCHW conv with any groups (and a weight that may be computed): a reduction stage
-    over the padded input, then the bias in an elementwise stage."""
-    x, w, *rest = ins
-    g, (sh, sw), (dh, dw) = attrs["group"], attrs["strides"], attrs["dilations"]
-    oc, cg, kh, kw = w.shape
-    xp = nn.pad(x, [0, 0, attrs["pads"][0], attrs["pads"][1]],
-                [0, 0, attrs["pads"][2], attrs["pads"][3]], 0.0, name="conv_pad")  # fmt: skip
-    oh = (xp.shape[2] - (kh - 1) * dh - 1) // sh + 1
-    ow = (xp.shape[3] - (kw - 1) * dw - 1) // sw + 1
-    rc, ri, rj = te.reduce_axis(cg, "rc"), te.reduce_axis(kh, "ri"), te.reduce_axis(kw, "rj")
-    ocg = oc // g
-    red = te.compute(
-        (x.shape[0], oc, oh, ow),
-        lambda b, o, y, xx: te.sum(
-            xp(b, E.FloorDiv(o, ocg) * cg + rc, y * sh + ri * dh, xx * sw + rj * dw)
-            * w(o, rc, ri, rj),
-            axis=[rc, ri, rj],
-        ),
-        name="conv2d_generic",
-    )
-    return _plus_channel_bias(red, rest[0] if rest else None, "conv2d_generic_out")
-
-
-def _plus_channel_bias(red: Tensor, bias: Tensor | None, name: str) -> Tensor:
-    """An NCHW reduction's output with a per-channel bias added (a copy without one)."""
-    return te.compute(
-        red.shape,
-        lambda b, o, y, xx: red(b, o, y, xx) + bias(o) if bias is not None else red(b, o, y, xx),
-        name=name,
-        tag=tag.INJECTIVE,
-    )
-
-
 def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX ConvTranspose (NCHW, groups, strides, dilations, explicit pads, output_padding)
     as a gather: out[n, o, y, x] sums the taps whose input position y + pad - i * dilation
@@ -474,7 +442,7 @@ def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
         return te.sum(te.if_then_else(ok, tap, te.const(0.0, x.dtype)), axis=[rc, ri, rj])
 
     red = te.compute((n, ocg * g, oh, ow), f, name="conv_transpose")
-    return _plus_channel_bias(red, rest[0] if rest else None, "conv_transpose_out")
+    return plus_channel_bias(red, rest[0] if rest else None, "conv_transpose_out")
 
 
 def einsum(ins: list[Tensor], attrs: dict) -> Tensor:
@@ -532,7 +500,10 @@ def arg_reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
 
 OPS: dict[str, Compute] = {
     "Conv": conv2d_nchwc,
-    "ConvGeneric": conv2d_generic,
+    "ConvGeneric": conv_generic,
+    "MaxPoolND": lambda ins, a: window_pool("max", ins, a),
+    "AveragePoolND": lambda ins, a: window_pool("avg", ins, a),
+    "LpPool": lambda ins, a: window_pool("lp", ins, a),
     "BatchNormalization": lambda ins, a: nn.batch_norm(*ins, epsilon=float(a["epsilon"])),
     "MaxPool": lambda ins, a: pool("max", ins, a),
     "AveragePool": lambda ins, a: pool("avg", ins, a),

@@ -52,10 +52,12 @@ SUPPORTED = (
     "Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Floor Ceil Round Sign Elu Selu Celu PRelu "
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
     "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
-    "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where OneHot Einsum"
+    "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where OneHot Einsum "
+    "LpPool"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
-NEWER = {"Gelu": 20}  # operators defined after OPSETS: the opset whose definition imports
+NEWER = {"Gelu": 20, "AveragePool": 19}  # operators (re)defined after OPSETS: the opset
+# whose definition imports (AveragePool's dilations)
 FOLD_ONLY = ("Shape", "Size", "ConstantOfShape", "Range")  # where they fold to constants
 NORMALIZATIONS = ("LayerNormalization", "InstanceNormalization", "GroupNormalization")
 WINDOWS_1D = ("Conv", "MaxPool", "AveragePool")  # on [N, C, L]: the 2-d one of height 1

@@ -53,29 +53,31 @@ def _same_pads(size, k, s, d, upper: bool) -> tuple[int, int]:
 
 
 def _window(imp: Any, node, attrs: dict, kernel, dilations: bool = True) -> None:
-    """Conv/pool attributes completed: strides, dilations and explicit pads."""
+    """Conv/pool attributes completed for a window of len(kernel) spatial axes: strides,
+    dilations and explicit pads (begins, then ends)."""
     _choice(attrs, "auto_pad", ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"))
-    if len(kernel) != 2:
-        raise Unsupported(f"kernel_shape {list(kernel)}: only 2-d windows are supported")
+    n = len(kernel)
+    if not 1 <= n <= 3:
+        raise Unsupported(f"kernel_shape {list(kernel)}: 1-, 2- and 3-d windows are supported")
     attrs["kernel_shape"] = list(kernel)
-    attrs["strides"] = attrs.get("strides") or [1, 1]
+    attrs["strides"] = attrs.get("strides") or [1] * n
     if dilations:
-        attrs["dilations"] = attrs.get("dilations") or [1, 1]
-    attrs["pads"] = attrs.get("pads") or [0, 0, 0, 0]
-    for key, low, n in (("kernel_shape", 1, 2), ("strides", 1, 2), ("dilations", 1, 2),
-                        ("pads", 0, 4)):  # fmt: skip
+        attrs["dilations"] = attrs.get("dilations") or [1] * n
+    attrs["pads"] = attrs.get("pads") or [0] * (2 * n)
+    for key, low, count in (("kernel_shape", 1, n), ("strides", 1, n), ("dilations", 1, n),
+                            ("pads", 0, 2 * n)):  # fmt: skip
         value = attrs.get(key)
-        if value is not None and (len(value) != n or min(value) < low):
-            raise Unsupported(f"attribute {key}={value}: {n} values >= {low} expected")
+        if value is not None and (len(value) != count or min(value) < low):
+            raise Unsupported(f"attribute {key}={value}: {count} values >= {low} expected")
     mode = attrs["auto_pad"]
     if mode == "VALID":
-        attrs["pads"] = [0, 0, 0, 0]
+        attrs["pads"] = [0] * (2 * n)
     elif mode != "NOTSET":
         size = imp.shape(node.input[0])[2:]
-        d = attrs.get("dilations", [1, 1])
+        d = attrs.get("dilations", [1] * n)
         begin, end = zip(*(
             _same_pads(size[i], kernel[i], attrs["strides"][i], d[i], mode == "SAME_UPPER")
-            for i in range(2)
+            for i in range(n)
         ), strict=True)  # fmt: skip
         attrs["pads"] = [*begin, *end]
     attrs["auto_pad"] = "NOTSET"
@@ -88,6 +90,8 @@ def _conv(imp, node, attrs):
 
 def _conv_transpose(imp, node, attrs):
     kernel = attrs.get("kernel_shape") or list(imp.shape(node.input[1])[2:])
+    if len(kernel) != 2:
+        raise Unsupported(f"kernel_shape {list(kernel)}: only 2-d transposed convolutions")
     auto = attrs.get("auto_pad", "NOTSET")
     attrs["auto_pad"] = "NOTSET"  # SAME_* is resolved below, against the output size
     _window(imp, node, attrs, kernel)
@@ -120,7 +124,9 @@ def _pool(imp, node, attrs):
     _choice(attrs, "ceil_mode", (0, 1))
     if node.op_type == "MaxPool":
         _choice(attrs, "storage_order", (0,))
-    _window(imp, node, attrs, attrs["kernel_shape"], node.op_type == "MaxPool")
+    if node.op_type == "LpPool" and int(attrs["p"]) < 1:
+        raise Unsupported(f"p={attrs['p']}: the norm's order is at least 1")
+    _window(imp, node, attrs, attrs["kernel_shape"], node.op_type != "AveragePool")
     return None
 
 
@@ -468,11 +474,12 @@ def _celu(imp, node, attrs):
     return None
 
 
-RANKS = {  # the rank each input of the 2-d image operators must have
-    "Conv": {0: 4, 1: 4, 2: 1},
+RANKS = {  # the ranks each input of the image operators may have (1-d windows: `window_1d`)
+    "Conv": {0: (4, 5), 1: (4, 5), 2: 1},
     "ConvTranspose": {0: 4, 1: 4, 2: 1},
-    "MaxPool": {0: 4},
-    "AveragePool": {0: 4},
+    "MaxPool": {0: (4, 5)},
+    "AveragePool": {0: (4, 5)},
+    "LpPool": {0: (3, 4, 5)},
     "GlobalAveragePool": {0: 4},
     "GlobalMaxPool": {0: 4},
     "DepthToSpace": {0: 4},
@@ -483,10 +490,12 @@ RANKS = {  # the rank each input of the 2-d image operators must have
 def check_ranks(imp: Any, node) -> None:
     """An error naming the first input whose rank the operator does not take."""
     for k, want in RANKS.get(node.op_type, {}).items():
+        want = want if isinstance(want, tuple) else (want,)
         if k < len(node.input) and node.input[k]:
             rank = len(imp.shape(node.input[k]))
-            if rank != want:
-                raise Unsupported(f"input {k} ({node.input[k]}) has rank {rank}; {want} expected")
+            if rank not in want:
+                ranks = " or ".join(map(str, want))
+                raise Unsupported(f"input {k} ({node.input[k]}) has rank {rank}; {ranks} expected")
 
 
 NORMALIZE = {
@@ -494,6 +503,7 @@ NORMALIZE = {
     "ConvTranspose": _conv_transpose,
     "MaxPool": _pool,
     "AveragePool": _pool,
+    "LpPool": _pool,
     "BatchNormalization": _batch_norm,
     "Clip": _clip,
     "Gemm": _gemm,

@@ -24,18 +24,31 @@ def _one(fn: Callable[..., np.ndarray]) -> Kernel:
     return lambda ins, a: [fn(*ins, **a)]
 
 
-def _windows(x: np.ndarray, kernel, strides, dilations, pads=(0, 0, 0, 0)) -> np.ndarray:
-    """[N, C, OH, OW, KH, KW] views of x's 2-d windows (x padded by ONNX `pads` first)."""
-    top, left, bottom, right = pads[0], pads[1], pads[2], pads[3]
-    return testing.windows(x, tuple(kernel), tuple(strides), tuple(dilations),
-                            (top, left, bottom, right), 0.0)  # fmt: skip
+def _windows(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
+    """[N, C, *out, *kernel] views of x's windows over its spatial axes (x padded already)."""
+    spans = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True))
+    win = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(2, x.ndim)))
+    steps = (*(slice(None, None, s) for s in strides), *(slice(None, None, d) for d in dilations))
+    return win[(slice(None), slice(None), *steps)]
 
 
 def conv(x, w, b=None, *, pads, strides, dilations, group, **_) -> np.ndarray:
-    top, left, bottom, right = pads[0], pads[1], pads[2], pads[3]
-    out = testing.conv2d_nchw_python(x, w, tuple(strides), (top, left, bottom, right),
-                                     tuple(dilations), group)  # fmt: skip
-    return out + b.reshape(1, -1, 1, 1) if b is not None else out
+    """ONNX Conv, 2-d (`testing.conv2d_nchw_python`) or of any other number of spatial axes
+    (one product over the windows per group)."""
+    n = x.ndim - 2
+    if n == 2:
+        top, left, bottom, right = pads[0], pads[1], pads[2], pads[3]
+        out = testing.conv2d_nchw_python(x, w, tuple(strides), (top, left, bottom, right),
+                                         tuple(dilations), group)  # fmt: skip
+    else:
+        xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + n]) for i in range(n)])
+        win = _windows(xp, w.shape[2:], strides, dilations)
+        size = win.shape[2 : 2 + n]
+        win = win.reshape(x.shape[0], group, x.shape[1] // group, *size, -1)
+        wg = w.reshape(group, w.shape[0] // group, w.shape[1], -1)
+        out = np.einsum("ngc...k,gmck->ngm...", win, wg).reshape(x.shape[0], w.shape[0], *size)
+        out = out.astype(np.result_type(x, w))
+    return out + b.reshape(1, -1, *[1] * n) if b is not None else out
 
 
 def conv_transpose(
@@ -75,36 +88,53 @@ def _pool_pad(x, attrs, value) -> tuple[np.ndarray, np.ndarray]:
     """x padded (the pads, then the end rows a ceil_mode window reaches) and a mask of the
     input's and its explicit pads' positions."""
     pads, k, s = attrs["pads"], attrs["kernel_shape"], attrs["strides"]
-    d = attrs.get("dilations", [1, 1])
+    n = len(k)
+    d = attrs.get("dilations") or [1] * n
     extra, reach = [], []
-    for ax in range(2):
+    for ax in range(n):
         size = x.shape[2 + ax]
-        out = pool_out_size(size, k[ax], s[ax], d[ax], pads[ax], pads[ax + 2], attrs["ceil_mode"])
+        out = pool_out_size(size, k[ax], s[ax], d[ax], pads[ax], pads[ax + n], attrs["ceil_mode"])
         reach.append((out - 1) * s[ax] + (k[ax] - 1) * d[ax] + 1)  # the last window's end
-        extra.append(max(reach[-1] - (size + pads[ax] + pads[ax + 2]), 0))
-    widths = ((0, 0), (0, 0), (pads[0], pads[2] + extra[0]), (pads[1], pads[3] + extra[1]))
-    size = (x.shape[2] + pads[0] + pads[2], x.shape[3] + pads[1] + pads[3])
-    counted = np.pad(np.ones(size, x.dtype), ((0, extra[0]), (0, extra[1])))
+        extra.append(max(reach[-1] - (size + pads[ax] + pads[ax + n]), 0))
+    widths = [(0, 0), (0, 0)] + [(pads[a], pads[a + n] + extra[a]) for a in range(n)]
+    size = tuple(x.shape[2 + a] + pads[a] + pads[a + n] for a in range(n))
+    counted = np.pad(np.ones(size, x.dtype), [(0, e) for e in extra])
     padded = np.pad(x, widths, constant_values=value)  # ceil_mode's dropped window cut off:
-    return padded[..., : reach[0], : reach[1]], counted[: reach[0], : reach[1]]
+    cut = tuple(slice(0, r) for r in reach)
+    return padded[(..., *cut)], counted[cut]
+
+
+def _spatial(x: np.ndarray) -> tuple[int, ...]:
+    """The window axes of `_windows`' views of x (the last ones, as many as x's spatial)."""
+    return tuple(range(-(x.ndim - 2), 0))
 
 
 def max_pool(x, **a) -> np.ndarray:
     xp, _ = _pool_pad(x, a, -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
-    return _windows(xp, a["kernel_shape"], a["strides"], a["dilations"]).max(axis=(-2, -1))
+    dil = a.get("dilations") or [1] * (x.ndim - 2)
+    return _windows(xp, a["kernel_shape"], a["strides"], dil).max(axis=_spatial(x))
 
 
 def average_pool(x, **a) -> np.ndarray:
-    dil = a.get("dilations", [1, 1])
+    n = x.ndim - 2
+    dil = a.get("dilations") or [1] * n
     xp, counted = _pool_pad(x, a, 0.0)
-    total = _windows(xp, a["kernel_shape"], a["strides"], dil).sum(axis=(-2, -1))
+    total = _windows(xp, a["kernel_shape"], a["strides"], dil).sum(axis=_spatial(x))
     if not a["count_include_pad"]:  # only the input's positions count
         p = a["pads"]
-        ends = [max(xp.shape[2 + k] - x.shape[2 + k] - p[k], 0) for k in range(2)]
-        counted = np.pad(np.ones(x.shape[2:], x.dtype), ((p[0], ends[0]), (p[1], ends[1])))
-        counted = counted[: xp.shape[2], : xp.shape[3]]
-    n = _windows(counted[None, None], a["kernel_shape"], a["strides"], dil).sum(axis=(-2, -1))
-    return (total / n[0, 0]).astype(x.dtype)
+        ends = [max(xp.shape[2 + k] - x.shape[2 + k] - p[k], 0) for k in range(n)]
+        counted = np.pad(np.ones(x.shape[2:], x.dtype), [(p[k], ends[k]) for k in range(n)])
+        counted = counted[tuple(slice(0, xp.shape[2 + k]) for k in range(n))]
+    count = _windows(counted[None, None], a["kernel_shape"], a["strides"], dil)
+    return (total / count.sum(axis=_spatial(x))[0, 0]).astype(x.dtype)
+
+
+def lp_pool(x, **a) -> np.ndarray:
+    """ONNX LpPool: the p-norm of each window, padding counting as zeros."""
+    xp, _ = _pool_pad(x, a, 0.0)
+    dil = a.get("dilations") or [1] * (x.ndim - 2)
+    win = np.abs(_windows(xp, a["kernel_shape"], a["strides"], dil)).astype(np.float64)
+    return (win ** a["p"]).sum(axis=_spatial(x)) ** (1.0 / a["p"])
 
 
 def gemm(a, b, c=None, *, alpha, beta, transA, transB) -> np.ndarray:
@@ -375,6 +405,7 @@ KERNELS: dict[str, Kernel] = {
     "ConvTranspose": _one(conv_transpose),
     "MaxPool": lambda ins, a: [max_pool(ins[0], **a)],
     "AveragePool": lambda ins, a: [average_pool(ins[0], **a)],
+    "LpPool": _typed(lp_pool),
     "GlobalAveragePool": lambda ins, a: [ins[0].mean(axis=(2, 3), keepdims=True)],
     "GlobalMaxPool": lambda ins, a: [ins[0].max(axis=(2, 3), keepdims=True)],
     "BatchNormalization": _one(batch_norm),

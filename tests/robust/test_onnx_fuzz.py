@@ -158,36 +158,42 @@ OPERATORS = {
 
 @st.composite
 def windows(draw):
-    """Conv, ConvTranspose and pools whose weights fit their input, with random windows."""
-    op = draw(st.sampled_from(["Conv", "Conv", "ConvTranspose", "MaxPool", "AveragePool"]))
+    """Conv, ConvTranspose and pools (LpPool too) whose weights fit their input, with random
+    windows of 2 or (not ConvTranspose) 3 spatial axes."""
+    op = draw(st.sampled_from(["Conv", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
+                               "LpPool"]))  # fmt: skip
+    r = 2 if op == "ConvTranspose" else draw(st.sampled_from([2, 2, 3]))
     group = draw(st.integers(1, 3))
-    c, h, w = group * draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
-    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    c, size = group * draw(st.integers(1, 3)), draw(st.lists(st.integers(1, 9 - 3 * (r - 2)),
+                                                             min_size=r, max_size=r))  # fmt: skip
+    kernel = draw(st.lists(st.integers(1, 3), min_size=r, max_size=r))
     m = group * draw(st.integers(1, 3))
     attrs = {
-        "strides": draw(st.lists(st.integers(1, 3), min_size=2, max_size=2)),
-        "dilations": draw(st.lists(st.integers(1, 2), min_size=2, max_size=2)),
-        "pads": draw(st.lists(st.integers(0, 3), min_size=4, max_size=4)),
+        "strides": draw(st.lists(st.integers(1, 3), min_size=r, max_size=r)),
+        "dilations": draw(st.lists(st.integers(1, 2), min_size=r, max_size=r)),
+        "pads": draw(st.lists(st.integers(0, 3), min_size=2 * r, max_size=2 * r)),
     }
     if draw(st.booleans()):
         attrs["auto_pad"] = draw(st.sampled_from(["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"]))
         if attrs["auto_pad"] != "NOTSET":
             del attrs["pads"]
-    x = {"shape": [1, c, h, w]}
+    x = {"shape": [1, c, *size]}
     if op == "Conv":
-        inputs = [x, {"weight": [m, c // group, kh, kw]}, {"weight": [m]}]
+        inputs = [x, {"weight": [m, c // group, *kernel]}, {"weight": [m]}]
         attrs["group"] = group
     elif op == "ConvTranspose":
-        inputs = [x, {"weight": [c, m // group, kh, kw]}]
+        inputs = [x, {"weight": [c, m // group, *kernel]}]
         attrs["group"] = group
         attrs["output_padding"] = draw(st.lists(st.integers(0, 2), min_size=2, max_size=2))
     else:
         inputs = [x]
-        attrs["kernel_shape"] = [kh, kw]
+        attrs["kernel_shape"] = kernel
         attrs["ceil_mode"] = draw(st.integers(0, 1))
         if op == "AveragePool":
             attrs["count_include_pad"] = draw(st.integers(0, 1))
             del attrs["dilations"]
+        if op == "LpPool":
+            attrs["p"] = draw(st.integers(1, 3))
         m = c
     return op, inputs, attrs, m
 

@@ -35,20 +35,18 @@ def _unidirectional(ins: list[Shape], a: dict) -> list[Shape]:
 
 
 def _conv(ins: list[Shape], a: dict) -> list[Shape]:
-    (n, c, h, w), (oc, cg, kh, kw) = ins[0], ins[1]
-    if c != cg * a["group"] or oc % a["group"]:
+    (n, c, *size), (oc, cg, *kernel) = ins[0], ins[1]
+    if c != cg * a["group"] or oc % a["group"] or len(size) != len(kernel):
         raise OperatorError(
-            f"input has {c} channels, the weight [{oc},{cg},{kh},{kw}] with group {a['group']} "
-            "does not fit"
+            f"input {list(ins[0])} and weight {list(ins[1])} with group {a['group']} do not fit"
         )
     if len(ins) > 2 and ins[2] != (oc,):
         raise OperatorError(f"bias of shape {ins[2]}, expected ({oc},)")
-    p, s, d = a["pads"], a["strides"], a["dilations"]
-    oh = (h + p[0] + p[2] - (kh - 1) * d[0] - 1) // s[0] + 1
-    ow = (w + p[1] + p[3] - (kw - 1) * d[1] - 1) // s[1] + 1
-    if oh < 1 or ow < 1:
-        raise OperatorError(f"the {kh}x{kw} kernel does not fit the {h}x{w} input")
-    return [(n, oc, oh, ow)]
+    p, s, d, r = a["pads"], a["strides"], a["dilations"], len(size)
+    out = [(size[i] + p[i] + p[i + r] - (kernel[i] - 1) * d[i] - 1) // s[i] + 1 for i in range(r)]
+    if min(out) < 1:
+        raise OperatorError(f"the {kernel} kernel does not fit the {size} input")
+    return [(n, oc, *out)]
 
 
 def _conv_transpose(ins: list[Shape], a: dict) -> list[Shape]:
@@ -73,23 +71,23 @@ def _batch_norm(ins: list[Shape], a: dict) -> list[Shape]:
 
 
 def _pool(ins: list[Shape], a: dict) -> list[Shape]:
-    n, c, h, w = ins[0]
+    (n, c, *size), r = ins[0], len(ins[0]) - 2
     k, s, p = a["kernel_shape"], a["strides"], a["pads"]
-    d = a.get("dilations", [1, 1])
-    oh, ow = (
-        pool_out_size(size, k[i], s[i], d[i], p[i], p[i + 2], a["ceil_mode"])
-        for i, size in enumerate((h, w))
-    )
-    if oh < 1 or ow < 1:
-        raise OperatorError(f"the {k[0]}x{k[1]} window does not fit the {h}x{w} input")
-    for axis, (size, out) in enumerate(((h, oh), (w, ow))):
-        empty = _empty_window(size, out, k[axis], s[axis], d[axis], p[axis])
+    d = a.get("dilations") or [1] * r
+    if len(k) != r:
+        raise OperatorError(f"kernel_shape {k} for an input of {r} spatial axes")
+    out = [pool_out_size(size[i], k[i], s[i], d[i], p[i], p[i + r], a["ceil_mode"])
+           for i in range(r)]  # fmt: skip
+    if min(out) < 1:
+        raise OperatorError(f"the {k} window does not fit the {size} input")
+    for axis in range(r):
+        empty = _empty_window(size[axis], out[axis], k[axis], s[axis], d[axis], p[axis])
         if empty is not None:  # its max or average has nothing to take
             raise OperatorError(
-                f"pads {list(p)}, dilations {list(d)}: the {k[0]}x{k[1]} window of output "
-                f"{'row' if axis == 0 else 'column'} {empty} lies wholly in the padding"
+                f"pads {list(p)}, dilations {list(d)}: the {k} window of output index {empty} "
+                f"along spatial axis {axis} lies wholly in the padding"
             )
-    return [(n, c, oh, ow)]
+    return [(n, c, *out)]
 
 
 def _empty_window(size: int, out: int, k: int, s: int, d: int, lo: int) -> int | None:
@@ -190,6 +188,7 @@ SHAPES: dict[str, ShapeFn] = {
     "ConvTranspose": _conv_transpose,
     "MaxPool": _pool,
     "AveragePool": _pool,
+    "LpPool": _pool,
     "GlobalAveragePool": lambda ins, a: [ins[0][:2] + (1,) * (len(ins[0]) - 2)],
     "GlobalMaxPool": lambda ins, a: [ins[0][:2] + (1,) * (len(ins[0]) - 2)],
     "Gemm": _gemm,

@@ -1,0 +1,61 @@
+"""Windows of 1 to 3 spatial axes beyond the packed 2-d kernels: 3-d Conv, MaxPool and
+AveragePool (pads, strides, dilations, groups, auto_pad, ceil_mode, count_include_pad) and
+LpPool in 1-3 dimensions, as seeded one-node models on the reference executor and compiled for
+the CPU, both against onnxruntime."""
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+
+from testkit.onnx_models import check, one_node  # noqa: E402
+
+RNG = np.random.default_rng(0)
+VOLUME = RNG.normal(size=(1, 4, 5, 6, 7)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "attrs, bias",
+    [({}, False),
+     ({"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 2, 1]}, True),
+     ({"dilations": [2, 1, 2], "group": 2}, True),
+     ({"auto_pad": "SAME_UPPER", "strides": [2, 2, 1]}, False),
+     ({"auto_pad": "SAME_LOWER", "group": 4}, True)],
+)  # fmt: skip
+def test_conv_3d(tmp_path, attrs, bias):
+    group = attrs.get("group", 1)
+    consts = {"w": RNG.normal(size=(8, 4 // group, 3, 2, 3)).astype(np.float32)}
+    if bias:
+        consts["b"] = RNG.normal(size=(8,)).astype(np.float32)
+    check(tmp_path, one_node("Conv", {"x": VOLUME}, attrs, consts), {"x": VOLUME}, rtol=1e-4)
+
+
+POOLS = [
+    {"kernel_shape": [2, 2, 2]},
+    {"kernel_shape": [3, 2, 3], "strides": [2, 2, 2], "pads": [1, 0, 1, 1, 1, 0]},
+    {"kernel_shape": [2, 3, 2], "strides": [2, 2, 3], "ceil_mode": 1},
+    {"kernel_shape": [2, 2, 2], "dilations": [2, 1, 2], "pads": [1, 1, 1, 1, 1, 1]},
+    {"kernel_shape": [3, 3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]},
+]
+
+
+@pytest.mark.parametrize("attrs", POOLS)
+@pytest.mark.parametrize("op, extra", [("MaxPool", {}), ("AveragePool", {}),
+                                       ("AveragePool", {"count_include_pad": 1})])  # fmt: skip
+def test_pool_3d(tmp_path, attrs, op, extra):
+    model = one_node(op, {"x": VOLUME}, {**attrs, **extra}, opset=19)
+    check(tmp_path, model, {"x": VOLUME})
+
+
+@pytest.mark.parametrize(
+    "shape, attrs",
+    [((1, 3, 9), {"kernel_shape": [3]}),
+     ((1, 3, 9), {"kernel_shape": [2], "strides": [2], "pads": [1, 1], "p": 1}),
+     ((2, 3, 6, 5), {"kernel_shape": [2, 3], "p": 3}),
+     ((2, 3, 6, 5), {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+     ((2, 3, 6, 5), {"kernel_shape": [2, 2], "dilations": [2, 2], "ceil_mode": 1}),
+     ((1, 2, 4, 5, 6), {"kernel_shape": [2, 2, 2], "strides": [2, 1, 2]})],
+)  # fmt: skip
+def test_lp_pool(tmp_path, shape, attrs):
+    x = RNG.normal(size=shape).astype(np.float32)
+    check(tmp_path, one_node("LpPool", {"x": x}, attrs, opset=18), {"x": x}, rtol=1e-4)
