@@ -124,6 +124,11 @@ POINTS: list[dict] = [
     },
     {**_SMALL_1X16, "log_batch": 1, "log_bus_width": 7, "gemm_pipeline_depth": 6},
     {**_SMALL_1X32, "alu_requant": False, "gemm_pipeline_depth": 6},
+    # BLOCK_OUT unlike BLOCK_IN: wider or narrower outputs than inputs
+    {**_SMALL_1X8, "log_block_out": 4},
+    {**_SMALL_1X16, "log_block_out": 3},
+    {**_SMALL_1X16, "log_block_out": 5},
+    {**_SMALL_1X32, "log_block_out": 4},
 ]
 
 
