@@ -150,7 +150,7 @@ def _tiles(wl: Conv2DWorkload, k: Conv2DKnobs) -> int:
         (wl.n // k.tile_b)
         * (wl.oh // k.tile_h)
         * (wl.ow // k.tile_w)
-        * (wl.ci // k.tile_ci)
+        * (1 if wl.depthwise else wl.ci // k.tile_ci)
         * (wl.co // k.tile_co)
     )
 
@@ -200,11 +200,11 @@ def layer_structure(
     tuning task are made of."""
     n, c, h, w = in_shape
     o, i, kh, kw = q.weight.shape
-    if i != c:
+    if (o if q.depthwise else i) != c:
         raise LoweringError(f"{name}: weights take {i} input channels, the input has {c}")
     bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
     wl = Conv2DWorkload(n // bn, pad_to(c, bc) // bc, h, w, pad_to(o, bo) // bo, kh, kw,
-                        q.stride, q.pad)  # fmt: skip
+                        q.stride, q.pad, q.depthwise)  # fmt: skip
     shortcut = None
     if q.sc_weight is not None:
         sn, sc, sh, sw = sc_shape

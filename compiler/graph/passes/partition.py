@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from vta.config import VTAConfig
+from vta.errors import ConfigError
 
 from ..ir import Graph, Group, Node, pattern_of
 
@@ -52,22 +53,30 @@ def _same(values) -> bool:
     return len(set(values)) == 1
 
 
-def conv_fits(graph: Graph, node: Node) -> str | None:
-    """Why the accelerator cannot run this Conv (None: it can)."""
+def is_depthwise(node: Node) -> bool:
+    """Whether a Conv node `conv_fits` takes is depthwise (one input and output channel per
+    group)."""
+    return node.attrs["group"] != 1
+
+
+def conv_fits(graph: Graph, node: Node, cfg: VTAConfig | None = None) -> str | None:
+    """Why the accelerator (of configuration `cfg`, if given) cannot run this Conv (None: it
+    can)."""
     a, consts = node.attrs, graph.constants
     shape = graph.value(node.inputs[0]).shape or ()
     w = consts.get(node.inputs[1])
     bias = node.inputs[2] if len(node.inputs) > 2 else ""
     if len(shape) != 4 or w is None or (bias and bias not in consts):
         return "conv: 2-d with constant weights and bias only"
-    if a["group"] != 1:
-        depthwise = a["group"] == w.shape[0] and w.shape[1] == 1
-        return "depthwise conv: one channel per product" if depthwise else "grouped conv"
+    if a["group"] != 1 and not (a["group"] == w.shape[0] == shape[1] and w.shape[1] == 1):
+        return "grouped conv (other than depthwise with one output per channel)"
+    if a["group"] != 1 and cfg is not None and cfg.block_in != cfg.block_out:
+        return "depthwise conv: its diagonal weight blocks need BLOCK_IN == BLOCK_OUT"
     if list(a["dilations"]) != [1, 1] or w.shape[2] != w.shape[3]:
         return "conv: dilated or non-square kernel"
     if not _same(a["strides"]) or not _same(a["pads"]):
         return "conv: unequal strides or pads"
-    if w.shape[1] < MIN_OFFLOAD_CHANNELS:
+    if a["group"] == 1 and w.shape[1] < MIN_OFFLOAD_CHANNELS:
         return f"conv with {w.shape[1]} input channels (block padding)"
     return None
 
@@ -82,17 +91,20 @@ def _activation(node: Node) -> tuple[bool, float | None] | None:
     return None
 
 
-def match(graph: Graph, group: Group) -> tuple[AccelPattern, int] | None:
+def match(
+    graph: Graph, group: Group, cfg: VTAConfig | None = None
+) -> tuple[AccelPattern, int] | None:
     """The accelerator pattern at the start of a Conv group, with how many of its nodes it
-    covers (None: the group does not start with a Conv the accelerator runs)."""
+    covers (None: the group does not start with a Conv the accelerator runs); a depthwise
+    conv takes no residual."""
     nodes = group.nodes
-    if not nodes or nodes[0].op != "Conv" or conv_fits(graph, nodes[0]) is not None:
+    if not nodes or nodes[0].op != "Conv" or conv_fits(graph, nodes[0], cfg) is not None:
         return None
     conv, k = nodes[0], 1
     out = conv.outputs[0]
     residual = None
     shape = graph.value(out).shape
-    if k < len(nodes) and nodes[k].op == "Add":
+    if k < len(nodes) and nodes[k].op == "Add" and not is_depthwise(conv):
         add = nodes[k]
         other = [t for t in add.inputs if t != out]
         if (
@@ -130,6 +142,7 @@ def _is_shortcut(graph: Graph, node: Node, users: dict) -> bool:
     a, w = node.attrs, graph.constants[node.inputs[1]]
     return (
         w.shape[2] == 1
+        and a["group"] == 1
         and not any(a["pads"])
         and len(users.get(node.outputs[0], [])) == 1
         and node.outputs[0] not in graph.outputs
@@ -138,6 +151,8 @@ def _is_shortcut(graph: Graph, node: Node, users: dict) -> bool:
 
 def _describe(p: AccelPattern) -> str:
     parts = ["conv: fused bias, requant"]
+    if is_depthwise(p.conv):
+        parts = ["depthwise conv as block-diagonal products: fused bias, requant"]
     parts += ["ReLU"] if p.relu else []
     parts += ["Clip max on the CPU"] if p.clip_max is not None else []
     parts += ["residual"] if p.residual else []
@@ -145,11 +160,45 @@ def _describe(p: AccelPattern) -> str:
     return ", ".join(parts)
 
 
-def _cpu_reason(graph: Graph, group: Group) -> str:
+def _cpu_reason(graph: Graph, group: Group, cfg: VTAConfig) -> str:
     anchor = group.anchor
     if anchor.op == "Conv":
-        return conv_fits(graph, anchor) or "conv after a node the accelerator runs"
+        return conv_fits(graph, anchor, cfg) or "conv after a node the accelerator runs"
     return CPU_REASONS.get(anchor.op, f"{anchor.op}: the accelerator runs convolutions only")
+
+
+def depthwise_pays(
+    graph: Graph, p: AccelPattern, cfg: VTAConfig, saves_boundaries: bool
+) -> tuple[bool, str]:
+    """Whether a depthwise conv runs faster on the accelerator than on the board's CPU, and
+    why: its cycle estimate (the best knob setting's) at the configuration's clock against the
+    board model's time for the fp32 conv on the CPU (`hw.parts.CPU.seconds`, every core, at
+    `EFFICIENCY`) plus, where its input comes from the accelerator and its output goes back
+    (`saves_boundaries`), the Dequantize and Quantize it would need there (numpy, one core).
+    A configuration of no board offloads it."""
+    from hw.parts import EFFICIENCY, part_for
+
+    from ...topi.vta.conv2d import Conv2DWorkload
+    from ...topi.vta.fused import Epilogue, estimate_space
+
+    try:
+        cpu = part_for(cfg.fpga_part).cpu
+    except ConfigError:
+        return True, "no board CPU to compare"
+    n, c, h, w = graph.value(p.conv.inputs[0]).shape
+    _, _, oh, ow = graph.value(p.conv.outputs[0]).shape
+    k = graph.constants[p.conv.inputs[1]].shape[2]
+    s, pad = p.conv.attrs["strides"][0], p.conv.attrs["pads"][0]
+    blocks = -(-c // cfg.block_in)
+    wl = Conv2DWorkload(n // cfg.batch, blocks, h, w, blocks, k, k, s, pad, True)
+    accel = float(estimate_space(wl, Epilogue(True, 0, p.relu), cfg).min()) / cfg.clock_mhz * 1e-3
+    ins, outs = n * c * h * w, n * c * oh * ow
+    on_cpu = cpu.seconds(2 * outs * k * k, 4 * (ins + outs + c * k * k), cpu.cores, EFFICIENCY)
+    if saves_boundaries:  # int8 read and fp32 written, or the other way
+        on_cpu += cpu.seconds(0, 5 * (ins + outs), 1, EFFICIENCY)
+    on_cpu *= 1e3
+    what = "CPU conv" + (", Dequantize and Quantize" if saves_boundaries else "")
+    return accel < on_cpu, f"accelerator {accel:.3f} ms against {what} {on_cpu:.3f} ms"
 
 
 def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
@@ -161,24 +210,38 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
     if graph.groups is None:
         raise ValueError("partition runs after fusion")
     groups: list[Group] = []
+    users = graph.consumers()
+    where: dict[str, str] = {}  # each group's output: the target it was given
     for g in map(replace, graph.groups):
-        found = match(graph, g)
+        found = match(graph, g, cfg)
         batch = (graph.value(g.nodes[0].inputs[0]).shape or (0,))[0] if found else 0
-        if found is None or batch % cfg.batch:
+        pays, why = True, ""
+        if found and not batch % cfg.batch and is_depthwise(found[0].conv):
+            p = found[0]
+            readers = users.get(p.output, [])  # all accelerator convs: its output goes back
+            back = all(n.op == "Conv" and conv_fits(graph, n, cfg) is None for n in readers)
+            saves = where.get(p.conv.inputs[0]) == VTA and bool(readers) and back
+            pays, why = depthwise_pays(graph, p, cfg, saves)
+        if found is None or batch % cfg.batch or not pays:
             g.target = CPU
             g.reason = (f"batch {batch} is not a multiple of the configuration's {cfg.batch}"
-                        if found else _cpu_reason(graph, g))  # fmt: skip
+                        if found and batch % cfg.batch
+                        else f"depthwise conv: on the board no faster on the accelerator ({why})"
+                        if found else _cpu_reason(graph, g, cfg))  # fmt: skip
             groups.append(g)
+            where[g.nodes[-1].outputs[0]] = CPU
             continue
         p, k = found
-        head = Group(g.name, g.pattern, g.nodes[:k], VTA, _describe(p))
+        reason = _describe(p) + (f" ({why})" if why else "")
+        head = Group(g.name, g.pattern, g.nodes[:k], VTA, reason)
+        where[head.nodes[-1].outputs[0]] = VTA
         groups.append(head)
         if k < len(g.nodes):
             rest = g.nodes[k:]
             kind = max(pattern_of(n.op) for n in rest)
             why = f"{rest[0].op} after an accelerator conv: not in its epilogue"
             groups.append(Group(rest[0].label, kind, rest, CPU, why))
-    users = graph.consumers()
+            where[rest[-1].outputs[0]] = CPU
     by_output = {g.nodes[-1].outputs[0]: g for g in groups}
     merged: set[int] = set()
     for g in groups:
@@ -199,4 +262,13 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
     return replace(graph, groups=kept, nodes=[n for g in kept for n in g.nodes])
 
 
-__all__ = ["AccelPattern", "CPU", "VTA", "conv_fits", "match", "partition", "pattern_of_group"]
+__all__ = [
+    "AccelPattern",
+    "CPU",
+    "VTA",
+    "conv_fits",
+    "is_depthwise",
+    "match",
+    "partition",
+    "pattern_of_group",
+]

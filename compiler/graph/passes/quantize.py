@@ -30,7 +30,7 @@ from .. import quant as Q
 from ..ir import Graph, Group, Node, Pattern, Value
 from ..reference import run, run_node
 from .fuse import group_inputs
-from .partition import CPU, VTA, AccelPattern, pattern_of_group
+from .partition import CPU, VTA, AccelPattern, is_depthwise, pattern_of_group
 
 QUANTIZED = "__q"
 
@@ -191,7 +191,8 @@ def _quantize_group(
     def quantized(b: np.ndarray) -> Q.QConv:
         return Q.quantize_conv(w, b, e_x, e_out, p.relu, stride, pad, e_residual=e_res,
                                shortcut=shortcut, pre_shift=pre_shift,
-                               zeros=(z_x, z_res, z_sc, z_out))  # fmt: skip
+                               zeros=(z_x, z_res, z_sc, z_out),
+                               depthwise=is_depthwise(p.conv))  # fmt: skip
 
     qc = quantized(bias)  # may raise LoweringError before anything is added
     for t in filter(None, (x, res, sc_x)):
