@@ -115,7 +115,7 @@ def cast(ins: list[Tensor], attrs: dict) -> Tensor:
     return te.compute(x.shape, lambda *i: te.cast(x(*i), to), name="cast", tag=tag.ELEMWISE)
 
 
-def _checked_index(index: E.Expr, data: Tensor, ax: int) -> E.Expr:
+def checked_index(index: E.Expr, data: Tensor, ax: int) -> E.Expr:
     """An index read from a tensor into `data`'s axis `ax` (negative ones counting from the
     end); one outside the axis becomes an index past the data, which the bounds-checked load
     refuses (recorded for the executor to raise) instead of reading another element."""
@@ -128,12 +128,12 @@ def _checked_index(index: E.Expr, data: Tensor, ax: int) -> E.Expr:
 
 def gather(ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX Gather along `axis` by an index tensor (computed or constant), indices checked
-    (`_checked_index`)."""
+    (`checked_index`)."""
     data, indices, ax = ins[0], ins[1], int(attrs["axis"])
     k = indices.ndim
 
     def f(*o):
-        i = _checked_index(indices(*o[ax : ax + k]), data, ax)
+        i = checked_index(indices(*o[ax : ax + k]), data, ax)
         return data(*o[:ax], i, *o[ax + k :])
 
     shape = (*data.shape[:ax], *indices.shape, *data.shape[ax + 1 :])
@@ -142,11 +142,11 @@ def gather(ins: list[Tensor], attrs: dict) -> Tensor:
 
 def gather_elements(ins: list[Tensor], attrs: dict) -> Tensor:
     """ONNX GatherElements: the output indexes the data as the indices' own position, but
-    along `axis` by the index it holds (checked: `_checked_index`)."""
+    along `axis` by the index it holds (checked: `checked_index`)."""
     data, indices, ax = ins[0], ins[1], int(attrs["axis"])
 
     def f(*o):
-        return data(*o[:ax], _checked_index(indices(*o), data, ax), *o[ax + 1 :])
+        return data(*o[:ax], checked_index(indices(*o), data, ax), *o[ax + 1 :])
 
     return te.compute(indices.shape, f, name="gather_elements", tag=tag.INJECTIVE)
 

@@ -32,6 +32,7 @@ from .build_elementwise import (
     one_hot,
     power,
 )
+from .build_scatter import gather_nd, scatter_elements, scatter_nd
 from .build_windows import conv_generic, plus_channel_bias
 from .build_windows import pool as window_pool
 
@@ -521,6 +522,9 @@ OPS: dict[str, Compute] = {
     "Gather": gather,
     "GatherElements": gather_elements,
     "OneHot": one_hot,
+    "GatherND": gather_nd,
+    "ScatterElements": scatter_elements,
+    "ScatterND": scatter_nd,
     "Einsum": einsum,
     "ArgMax": lambda ins, a: arg_reduce("ArgMax", ins, a),
     "ArgMin": lambda ins, a: arg_reduce("ArgMin", ins, a),

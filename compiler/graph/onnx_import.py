@@ -53,7 +53,7 @@ SUPPORTED = (
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
     "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
     "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where OneHot Einsum "
-    "LpPool"
+    "LpPool GatherND ScatterElements ScatterND"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20, "AveragePool": 19}  # operators (re)defined after OPSETS: the opset

@@ -399,6 +399,34 @@ def _gather(imp, node, attrs):
     return None
 
 
+def _gather_nd(imp, node, attrs):
+    data, indices = imp.shape(node.input[0]), imp.shape(node.input[1])
+    b, k = attrs["batch_dims"], indices[-1] if indices else 0
+    if not 0 <= b < min(len(data), len(indices)) or data[:b] != indices[:b]:
+        raise Unsupported(f"batch_dims={b}: data {list(data)} and indices {list(indices)}")
+    if not 1 <= k <= len(data) - b:
+        raise Unsupported(f"index tuples of {k} for data {list(data)} after {b} batch axes")
+    return None
+
+
+def _scatter(imp, node, attrs):
+    attrs.setdefault("reduction", "none")  # defined from opset 16 (ScatterND) and 18
+    _choice(attrs, "reduction", ("none", "add", "mul", "max", "min"))
+    data, indices, updates = (imp.shape(t) for t in node.input[:3])
+    if node.op_type == "ScatterElements":
+        attrs["axis"] = axis_of(attrs["axis"], len(data))
+        fits = len(indices) == len(data) and updates == indices and all(
+            i <= d for k, (i, d) in enumerate(zip(indices, data, strict=True)) if k != attrs["axis"]
+        )  # fmt: skip
+    else:
+        k = indices[-1] if indices else 0
+        fits = 1 <= k <= len(data) and updates == indices[:-1] + data[k:]
+    if not fits:
+        raise Unsupported(f"data {list(data)}, indices {list(indices)} and updates "
+                          f"{list(updates)} do not fit")  # fmt: skip
+    return None
+
+
 def _arg_reduce(imp, node, attrs):
     attrs["axis"] = axis_of(attrs["axis"], len(imp.shape(node.input[0])))
     return None
@@ -535,6 +563,9 @@ NORMALIZE = {
     "Cast": _cast,
     "Gelu": _gelu,
     "OneHot": _one_hot,
+    "GatherND": _gather_nd,
+    "ScatterElements": _scatter,
+    "ScatterND": _scatter,
     "Einsum": _einsum,
     "Celu": _celu,
 }

@@ -245,6 +245,44 @@ def gather_elements(data, indices, *, axis) -> np.ndarray:
     return np.take_along_axis(data, _in_range("GatherElements", indices, n, axis), axis=axis)
 
 
+def gather_nd(data, indices, *, batch_dims) -> np.ndarray:
+    """ONNX GatherND: the data's slice at each index tuple after `batch_dims` shared axes."""
+    b, k = batch_dims, indices.shape[-1]
+    batch = int(np.prod(indices.shape[:b]))
+    d = data.reshape(batch, *data.shape[b:])
+    i = indices.reshape(batch, -1, k)
+    for j in range(k):
+        i[..., j] = _in_range("GatherND", i[..., j], d.shape[1 + j], b + j)
+    out = np.stack([d[n][tuple(i[n].T)] for n in range(batch)])
+    return out.reshape(*indices.shape[:-1], *data.shape[b + k :])
+
+
+_SCATTER = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def scatter_nd(data, indices, updates, *, reduction) -> np.ndarray:
+    """ONNX ScatterND: each index tuple's slice replaced by (none; the last one wins) or
+    combined with its update, in order."""
+    k, out = indices.shape[-1], data.copy()
+    idx = indices.reshape(-1, k).copy()
+    for j in range(k):
+        idx[:, j] = _in_range("ScatterND", idx[:, j], data.shape[j], j)
+    ups = updates.reshape(len(idx), *data.shape[k:])
+    for t, u in zip(map(tuple, idx), ups, strict=True):
+        out[t] = u if reduction == "none" else _SCATTER[reduction](out[t], u)
+    return out
+
+
+def scatter_elements(data, indices, updates, *, axis, reduction) -> np.ndarray:
+    """ONNX ScatterElements: as ScatterND with each index naming the element of its own
+    position along `axis`."""
+    n = data.shape[axis]
+    where = np.indices(indices.shape)
+    where[axis] = _in_range("ScatterElements", indices, n, axis)
+    tuples = np.moveaxis(where, 0, -1)
+    return scatter_nd(data, tuples, updates, reduction=reduction)
+
+
 def one_hot(indices, values, *, axis, depth) -> np.ndarray:
     """ONNX OneHot: `values[1]` where the index (negative ones counting from the end, fractions
     truncated) equals the position along `axis`, else `values[0]`; an index outside
@@ -492,6 +530,9 @@ KERNELS: dict[str, Kernel] = {
     "Gather": _one(gather),
     "GatherElements": _one(gather_elements),
     "OneHot": _one(one_hot),
+    "GatherND": _one(gather_nd),
+    "ScatterElements": _one(scatter_elements),
+    "ScatterND": _one(scatter_nd),
     "Einsum": lambda ins, a: [np.einsum(a["equation"], *ins)],
     "ArgMax": lambda ins, a: [arg_reduce(np.argmax, ins[0], **a)],
     "ArgMin": lambda ins, a: [arg_reduce(np.argmin, ins[0], **a)],

@@ -112,6 +112,17 @@ OPERATORS = {
     "Gather": ([weight, ids], {"axis": small}),
     "GatherElements": ([data, ids], {"axis": small}),
     "OneHot": ([ids, int_input, weight], {"axis": small}),
+    "GatherND": ([data, ids], {"batch_dims": small}),
+    **dict.fromkeys(
+        ("ScatterElements", "ScatterND"),
+        (
+            [data, ids, data],
+            {
+                "axis": small,
+                "reduction": st.sampled_from(["none", "add", "mul", "max", "min", "bogus"]),
+            },
+        ),
+    ),
     "Einsum": (
         [data, data, weight],
         {

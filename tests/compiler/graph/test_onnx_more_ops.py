@@ -1,11 +1,15 @@
-"""OneHot and Einsum: seeded one-node models on the reference executor and compiled for the
-CPU, both against onnxruntime (every attribute, negative and out-of-range indices, implicit
-and explicit outputs, ellipses, broadcasting, diagonals, 0-d results)."""
+"""OneHot, Einsum, GatherND, ScatterElements and ScatterND: seeded one-node models on the
+reference executor and compiled for the CPU, both against onnxruntime (every attribute and
+reduction, negative indices, duplicates where a reduction combines them, implicit and explicit
+Einsum outputs, ellipses, broadcasting, diagonals, 0-d results); an index out of range is a
+one-line error on both."""
 
 import numpy as np
 import pytest
 
-from compiler.errors import OperatorError
+from compiler.errors import OperatorError, OutOfBoundsError
+from compiler.graph import reference
+from compiler.graph.build_onnx import compile_model
 from compiler.graph.onnx_import import import_onnx
 
 ort = pytest.importorskip("onnxruntime")
@@ -75,4 +79,75 @@ def test_einsum_refuses_what_does_not_fit(equation, shapes, message):
     feeds = {f"x{k}": np.zeros(s, np.float32) for k, s in enumerate(shapes)}
     with pytest.raises(OperatorError, match=message) as e:
         import_onnx(one_node("Einsum", feeds, {"equation": equation}))
+    assert "\n" not in str(e.value)
+
+
+DATA = RNG.normal(size=(3, 4, 5)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "indices, batch_dims",
+    [(np.array([[0, 1], [2, -1]]), 0),
+     (np.array([[[2], [0]], [[1], [-3]]]), 0),
+     (np.array([[0, 1, 4], [2, 3, -5]]), 0),
+     (np.array([[1], [3], [0]]), 1),
+     (np.array([[[1, 4], [0, 0]], [[3, 2], [2, 1]], [[0, 3], [1, -1]]]), 1)],
+)  # fmt: skip
+def test_gather_nd(tmp_path, indices, batch_dims):
+    feeds = {"x": DATA, "i": indices.astype(np.int64)}
+    check(tmp_path, one_node("GatherND", feeds, {"batch_dims": batch_dims}), feeds)
+
+
+REDUCTIONS = ["none", "add", "mul", "max", "min"]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_scatter_elements(tmp_path, reduction, axis):
+    """Indices smaller than the data on the other axes; duplicates only where a reduction
+    combines them (with none the order is undefined)."""
+    n = DATA.shape[axis]
+    shape = [2, 3, 4]
+    shape[axis] = 2 if reduction == "none" else 4
+    if reduction == "none":  # distinct indices along the axis
+        idx = np.moveaxis(np.broadcast_to(np.array([n - 1, -n]).reshape(-1, 1, 1),
+                                          [2, *np.delete(shape, axis)]), 0, axis)  # fmt: skip
+    else:
+        idx = RNG.integers(-n, n, shape)
+    feeds = {"x": DATA, "i": np.ascontiguousarray(idx, np.int64),
+             "u": RNG.normal(size=shape).astype(np.float32)}  # fmt: skip
+    model = one_node("ScatterElements", feeds, {"axis": axis, "reduction": reduction})
+    check(tmp_path, model, feeds)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "indices",
+    [np.array([[0], [2]]), np.array([[1, -1], [0, 2], [2, 0]]),
+     np.array([[[0, 1, 2]], [[2, 3, 4]]])],
+)  # fmt: skip
+def test_scatter_nd(tmp_path, reduction, indices):
+    if reduction != "none":  # a duplicate index, combined
+        indices = np.concatenate([indices, indices[:1]])
+    k = indices.shape[-1]
+    updates = RNG.normal(size=(*indices.shape[:-1], *DATA.shape[k:])).astype(np.float32)
+    feeds = {"x": DATA, "i": indices.astype(np.int64), "u": updates}
+    check(tmp_path, one_node("ScatterND", feeds, {"reduction": reduction}), feeds)
+
+
+@pytest.mark.parametrize(
+    "op, feeds, attrs",
+    [("GatherND", {"i": np.array([[0, 4]])}, {}),
+     ("ScatterElements", {"i": np.array([[[0]], [[3]]]), "u": np.ones((2, 1, 1), np.float32)},
+      {"axis": 0}),
+     ("ScatterND", {"i": np.array([[1, -5]]), "u": np.ones((1, 5), np.float32)}, {})],
+)  # fmt: skip
+def test_an_index_out_of_range_is_a_one_line_error(tmp_path, op, feeds, attrs):
+    feeds = {"x": DATA, **{k: v.astype(np.int64) if k == "i" else v for k, v in feeds.items()}}
+    model = one_node(op, feeds, attrs)
+    with pytest.raises(OperatorError, match="is out of range for axis"):
+        reference.run(import_onnx(model), feeds)
+    (tmp_path / "m.onnx").write_bytes(model)
+    with pytest.raises(OutOfBoundsError) as e:
+        compile_model(tmp_path / "m.onnx").run(feeds)
     assert "\n" not in str(e.value)
