@@ -270,7 +270,9 @@ def sample_tiles(
     convolution's weights) whose register tile's panel fits in L2 (`blocking.tile_panel_fits`),
     a panel tiling (`blocking.panel_faults`): no space loop between the reduction loops, a
     register tile within one block of the held operand, and up to PANEL_TRIES draws for one
-    whose held panel stays in L2 across row tiles."""
+    whose held panel stays in L2 across row tiles -- unless no tile within one block fills
+    MIN_FILL of the registers (7x7 outputs: 7 accumulators of AVX-512's 32 registers; on
+    AVX2's 16 they fill half)."""
     axes = [*st.op.axis, *st.op.reduce_axis]
     extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
     vec = rt.vector_axis(st.op)
@@ -283,7 +285,11 @@ def sample_tiles(
     panel = bool(fits) and rng.random() < PANEL
     flat = frozenset(blocking.held_axes(st.op)) if panel else frozenset()
     if any(tile.get(pos, 1) > 1 for pos in flat):  # a panel tiling's tile: one held block
-        tile = sample_register_tile(st.op, splits, extent, rng, rf, flat) or {}
+        one_block = sample_register_tile(st.op, splits, extent, rng, rf, flat) or {}
+        if one_block and _tile_rank(st.op, one_block, rf)[1]:
+            tile = one_block
+        else:  # one block's tiles leave half the registers idle: no panel tiling
+            panel, flat = False, frozenset()
     loop_order, l2 = order or (), cache or 0
     ones = blocking.between_reductions(st.op, splits, loop_order) if panel else set()
     options = {}

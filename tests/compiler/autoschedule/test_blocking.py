@@ -7,16 +7,19 @@ import numpy as np
 
 from compiler import te
 from compiler.autoschedule import blocking
+from compiler.autoschedule import register_tile as rt
 from compiler.autoschedule.annotate import (
+    MIN_FILL,
     annotate,
     mutate,
     mutate_location,
     panel_faults,
     register_faults,
+    register_tile,
 )
 from compiler.autoschedule.program import SearchTask
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import Inline, Reorder
+from compiler.autoschedule.steps import Inline, Reorder, stage_named
 
 L2 = 512 << 10
 # leaves of matmul's SSRSRS tiling: i.0-i.3 (0-3), j.0-j.3 (4-7), k.0, k.1 (8, 9)
@@ -163,3 +166,18 @@ def test_guided_draws_keep_padding_out_of_the_register_tile():
             assert child is None or Inline("data_pad") not in child.steps
     # unguided draws still inline it sometimes (a location like any other)
     assert any(Inline("data_pad") in annotate(sketch, rng, guided=False).steps for _ in range(30))
+
+
+def test_no_panel_tiling_whose_one_block_tile_leaves_half_the_registers_idle():
+    """C12's 7x7 outputs: within one output-channel block a register tile has at most 7
+    accumulators, under half of AVX-512's 32 registers, so guided draws there tile across
+    blocks instead (panel or not, every guided tile fills half the registers)."""
+    task = SearchTask("conv2d_NCHWc", (512, 7, 7, 512, 3, 3), "llvm -mcpu=skylake-avx512")
+    (sketch,) = generate_sketches(task)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        p = annotate(sketch, rng, guided=True)
+        st = stage_named(p.schedule()[0], "conv2d_NCHWc.local")
+        rf = rt.register_file(task.target, "float32")
+        used = rt.registers_needed(st.op, register_tile(p.steps, "conv2d_NCHWc.local"), rf.lanes)
+        assert used >= MIN_FILL * rf.registers
