@@ -18,6 +18,7 @@ The search-cost part times the proposal step of one batch (64) against its measu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -40,9 +41,9 @@ from compiler.tune.host import host_of
 from compiler.tune.measure import compiler_build, time_kernel
 from compiler.tune.templates import cpu  # noqa: F401 - registers the CPU templates
 
-from .harness import source_version, utc_now
+from .harness import alternate, pooled, round_ratio, source_version, utc_now
 from .hostisa import hidden
-from .peers import numpy_matmul
+from .peers import NumpyMatmul, numpy_matmul
 
 BN = 16  # channel block of the conv layers (one AVX-512 vector of float32)
 LAYERS = {"C2": (64, 56), "C6": (128, 28), "C9": (256, 14), "C12": (512, 7)}
@@ -55,6 +56,7 @@ OPERATORS: dict[str, tuple[str, tuple]] = {
 }
 TEMPLATES = {"matmul", "conv2d_NCHWc"}  # workloads the template tuner has a template for
 BATCH = 32
+RETIME_ROUNDS = 5  # rounds in which the sides' best kernels are timed again in turn
 SEARCH_BATCH = 64  # the batch the search-cost figure times
 
 
@@ -66,12 +68,19 @@ def _curve_at(curve: np.ndarray, trials: Sequence[int]) -> dict[int, float]:
     return {n: float(curve[:n].max()) / 1e9 if len(curve) else 0.0 for n in trials}
 
 
+def hand_written_kernel(task: SearchTask) -> Any:
+    """The hand-written x86 schedule of a workload without a template, built."""
+    out = task.outputs[0]
+    s = (x86.schedule_softmax if task.name == "softmax" else x86.schedule_depthwise_conv2d_nchw)(
+        out
+    )
+    return compiler_build(task, (s, task.tensors))  # type: ignore[arg-type]
+
+
 def default_schedule_gflops(name: str, args: tuple, threads: int) -> float:
     """GFLOPS of the hand-written x86 schedule of a workload without a template."""
     task = SearchTask(name, args)
-    out = task.outputs[0]
-    s = (x86.schedule_softmax if name == "softmax" else x86.schedule_depthwise_conv2d_nchw)(out)
-    kernel = compiler_build(task, (s, task.tensors))  # type: ignore[arg-type]
+    kernel = hand_written_kernel(task)
     costs = time_kernel(kernel, task, True, 1e-3, 1, 10, 5.0, 1, threads)  # type: ignore[arg-type]
     return task.flop / min(costs) / 1e9
 
@@ -118,7 +127,51 @@ def bench_operator(key: str, trials: Sequence[int], threads: int, seed: int = 0)
             row["numpy"] = numpy_matmul(args[0], threads, False, 20)["gflops_best"]
     finally:
         option.close()
+    row["retimed"] = retime(task, ansor, xgb, trials, threads)
     return row
+
+
+def _best_kernel(task: Any, tuner: Any, trials: int) -> Any:
+    """A kernel of the tuner's fastest config among its first `trials` measurements (None if
+    none ran)."""
+    values = tuner.history.throughputs[:trials]
+    if not values or max(values) <= 0:
+        return None
+    k = int(np.argmax(values))
+    config = tuner.measured[k][0] if isinstance(tuner, AnsorTuner) else tuner.history.configs[k]
+    return compiler_build(task, task.instantiate(config))
+
+
+def retime(
+    task: SearchTask, ansor: AnsorTuner, xgb: Any, trials: Sequence[int], threads: int
+) -> dict[int, dict[str, float]]:
+    """Each side's best kernel at each trial count timed again, the sides taking turns over
+    RETIME_ROUNDS rounds (a slow spell of a shared machine then falls on every side): per side
+    the GFLOPS of its fastest timing, and `ratio`, the median over rounds of the peer's median
+    time over the auto-scheduler's in the same round. The peer is the template tuner's best,
+    else the hand-written schedule; numpy joins on matmul."""
+    out: dict[int, dict[str, float]] = {}
+    for t in trials:
+        kernels = {"ansor": _best_kernel(task, ansor, t)}
+        if xgb is not None:
+            kernels["template"] = _best_kernel(xgb.task, xgb, t)
+        else:
+            kernels["template"] = hand_written_kernel(task)
+        if any(k is None for k in kernels.values()):
+            continue
+        timed = {
+            side: (lambda k=k: time_kernel(k, task, False, 1e-3, 1, 5, 5.0, 1, threads))
+            for side, k in kernels.items()
+        }
+        with contextlib.ExitStack() as stack:
+            if task.name == "matmul":
+                timed["numpy"] = stack.enter_context(NumpyMatmul(task.args[0], threads, False, 5))
+            per_round = alternate(RETIME_ROUNDS, timed)
+        out[t] = {side: task.flop / min(pooled(r)) / 1e9 for side, r in per_round.items()}
+        out[t]["ratio"] = round_ratio(per_round["ansor"], per_round["template"])
+        if "numpy" in per_round:
+            out[t]["numpy_ratio"] = round_ratio(per_round["ansor"], per_round["numpy"])
+    return out
 
 
 def resnet18_pairs(winograd: bool = True) -> list[tuple[tuple[str, tuple], float]]:
@@ -383,6 +436,30 @@ def print_result(result: dict[str, Any]) -> None:
             f"(GFLOPS, {result.get('threads')} threads, {isa}) ansor >= peer on {counts}, "
             f"of {len(result['operators'])}"
         )
+    retimed = [r for r in result["operators"] if r.get("retimed")]
+    if retimed:
+        print(f"re-timed, the best kernels in turn over {RETIME_ROUNDS} rounds:")
+        cols = " ".join(
+            f"{'ansor@' + str(t):>10} {'peer':>7} {'ratio':>6} {'/numpy':>7}" for t in trials
+        )
+        print(f"{'operator':<11} {cols}")
+        for r in retimed:
+            cells = []
+            for t in trials:
+                m = r["retimed"].get(t) or r["retimed"].get(str(t))
+                if m is None:
+                    cells.append(f"{'-':>10} {'-':>7} {'-':>6} {'-':>7}")
+                    continue
+                npy = f"{m['numpy_ratio']:>7.2f}" if "numpy_ratio" in m else f"{'':>7}"
+                cells.append(f"{m['ansor']:>10.1f} {m['template']:>7.1f} {m['ratio']:>6.2f} {npy}")
+            print(f"{r['op']:<11} {' '.join(cells)}")
+        for t in trials:
+            got = [r["retimed"].get(t) or r["retimed"].get(str(t)) for r in retimed]
+            wins = sum(m is not None and m["ratio"] >= 1.0 for m in got)
+            print(
+                f"(re-timed ratio: median over rounds) ansor >= peer at {t} trials on "
+                f"{wins} of {len(got)}"
+            )
     for r in result["operators"]:
         print(
             f"{r['op']:<11} search {r['search_s_per_batch']:.2f} s/batch of {BATCH}, "

@@ -60,6 +60,9 @@ def test_print_result_counts_wins_at_each_trial_count(capsys):
         ],
         "scheduler": _scheduler([4, 8, 40], [3.0, 1.5, 1.0], [3.0, 2.5, 1.5], 8),
     }
+    result["operators"][0]["retimed"] = {
+        64: {"ansor": 95.0, "template": 90.0, "numpy": 150.0, "ratio": 1.05, "numpy_ratio": 0.6}
+    }
     ansor.print_result(result)
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -70,6 +73,8 @@ def test_print_result_counts_wins_at_each_trial_count(capsys):
     assert "ansor >= peer on 1 at 64 trials, 1 at 200 trials, of 2" in out
     assert "MetaSchedule matmul512 @64: 30.0 GFLOPS" in out and "ours 90.0 (3.00x)" in out
     assert "MetaSchedule C9: not run (no tvm)" in out
+    assert re.search(r"matmul512 +95\.0 +90\.0 +1\.05 +0\.60 +- ", out)
+    assert "ansor >= peer at 64 trials on 1 of 1" in out
     assert "gradient reaches round robin's final after 8 trials (20%)" in out
 
 
@@ -111,3 +116,22 @@ def test_scheduler_only_result_prints(capsys):
     assert "ResNet-18 (no Winograd groups), 2 tasks, 40 trials" in out
     assert "reaches round robin's final after 32 trials (80%)" in out
     assert re.search(r"Conv\(7x7/2\) +7 +0\.750 +5 +0\.900", out)
+
+
+def test_the_best_kernels_are_timed_again_in_turn():
+    from compiler.autoschedule import AnsorTuner, SearchTask
+    from compiler.tune import XGBTuner, create_task, tune
+
+    task, ttask = SearchTask("matmul", (32, 32, 32)), create_task("matmul", (32, 32, 32), "llvm")
+    searcher, xgb = AnsorTuner(task, seed=0), XGBTuner(ttask, seed=0)
+    option = ansor._option(1)
+    try:
+        for tuner, t in ((searcher, task), (xgb, ttask)):
+            tune(t, 4, option, tuner, progress=False, batch_size=2)
+    finally:
+        option.close()
+    got = ansor.retime(task, searcher, xgb, [2, 4], 1)
+    assert set(got) == {2, 4}
+    for m in got.values():
+        assert m["ansor"] > 0 and m["template"] > 0 and m["numpy"] > 0
+        assert m["ratio"] > 0 and m["numpy_ratio"] > 0
