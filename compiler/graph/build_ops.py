@@ -145,7 +145,7 @@ def slice_(ins: list[Tensor], attrs: dict) -> Tensor:
 
 
 def pad(ins: list[Tensor], attrs: dict) -> Tensor:
-    """ONNX Pad: constant, reflect or edge, pads [begins..., ends...]."""
+    """ONNX Pad: constant, reflect, edge or wrap, pads [begins..., ends...]."""
     x, pads = ins[0], attrs["pads"]
     before, after = pads[: x.ndim], pads[x.ndim :]
     if attrs["mode"] == "constant":
@@ -156,6 +156,8 @@ def pad(ins: list[Tensor], attrs: dict) -> Tensor:
         j = i - b
         if attrs["mode"] == "edge":
             return E.Min(E.Max(j, E.const(0)), E.const(n - 1))
+        if attrs["mode"] == "wrap":
+            return E.FloorMod(j, n)
         j = te.if_then_else(j < 0, -j, j)  # reflect about the first and the last element
         return te.if_then_else(j > n - 1, 2 * (n - 1) - j, j)
 
@@ -202,6 +204,11 @@ def reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
     maximum, then the sum of exp(x - max)), then an elementwise stage that the injective
     schedule vectorizes; over no axes (noop_with_empty_axes) one elementwise stage."""
     x, axes, keep = ins[0], list(attrs["axes"]), bool(attrs["keepdims"])
+    if x.dtype == "bool":  # bools (ReduceMax, ReduceMin) reduced as int8, then compared to 0
+        wide = te.compute(x.shape, lambda *i: te.cast(x(*i), "int8"), "to_int8", tag.ELEMWISE)
+        out = reduce(op, [wide], attrs)
+        zero = te.const(0, "int8")
+        return te.compute(out.shape, lambda *i: out(*i) != zero, "to_bool", tag.ELEMWISE)
     if not axes:  # noop_with_empty_axes: the maps before and after, element by element
         _, before, after = REDUCERS.get(op, REDUCERS["ReduceSum"])  # LogSumExp of one: itself
         return te.compute(x.shape, lambda *i: after(before(x(*i))), op.lower(), tag.ELEMWISE)
@@ -215,11 +222,16 @@ def reduce(op: str, ins: list[Tensor], attrs: dict) -> Tensor:
         )
     reducer, before, after = REDUCERS[op]
     red = _reduction(x, axes, keep, op.lower(), lambda v, o, r: reducer(before(x(*v)), axis=r))
-    count = float(np.prod([x.shape[ax] for ax in axes]))
-    scale = 1.0 / count if op == "ReduceMean" else 1.0
-    return te.compute(
-        red.shape, lambda *i: after(red(*i) * scale), name="reduce_out", tag=tag.INJECTIVE
-    )
+    count = int(np.prod([x.shape[ax] for ax in axes]))
+
+    def out(*i):
+        if op != "ReduceMean" or count == 1:
+            return after(red(*i))
+        if x.dtype.startswith("float"):
+            return after(red(*i) * (1.0 / count))
+        return red(*i) / te.const(count, x.dtype)  # integers: truncated, as numpy's cast
+
+    return te.compute(red.shape, out, name="reduce_out", tag=tag.INJECTIVE)
 
 
 def normalize(ins: list[Tensor], attrs: dict) -> Tensor:

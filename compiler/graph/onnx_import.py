@@ -292,6 +292,7 @@ class _Importer:
             raise OperatorError(f"a value is given for {sorted(unknown)[0]}, which is not an "
                                 "input of the model")  # fmt: skip
         self.empty: dict[str, str] = {}  # graph inputs with an empty dimension -> the error
+        self.empty_values: dict[str, np.ndarray] = {}  # their (known: no elements) values
         for i in inputs:
             kind = i.type.WhichOneof("value")
             if kind != "tensor_type":
@@ -307,6 +308,9 @@ class _Importer:
                 if dims is None or 0 not in dims:
                     raise
                 self.empty[i.name], shape = str(e), tuple(dims)
+                self.empty_values[i.name] = np.zeros(
+                    shape, onnx_dtype(i.type.tensor_type.elem_type)
+                )
             self.graph.inputs.append(i.name)
             elem = i.type.tensor_type.elem_type
             self.graph.values[i.name] = Value(i.name, shape, onnx_dtype(elem))
@@ -409,6 +413,8 @@ class _Importer:
         name = node.input[k]
         if name in self.blocked:
             raise _Unknown(name)
+        if name in self.empty_values:
+            return self.empty_values[name]
         if name not in self.graph.constants:
             sources = self.sources(name)
             if not sources:
@@ -486,7 +492,7 @@ class _Importer:
                 f"the graph is compiled for the values of input(s) {', '.join(names)} (`vta run` "
                 "compiles it for the run's): " + "; ".join(self.value_problems),
             )
-        read = {t for n in model.graph.node for t in n.input}
+        read = {t for n in self.graph.nodes for t in n.inputs}  # nodes that did not fold
         for name, message in self.empty.items():
             if name in read:
                 raise OperatorError(message)
@@ -673,7 +679,8 @@ class _Importer:
                 self.extra_outputs.setdefault(t, node)
 
     def emit(self, ir: Node) -> None:
-        """Type the node's outputs; fold it when every input is constant."""
+        """Type the node's outputs; fold it when every input is constant (or an input with no
+        elements, whose value is known)."""
         g = self.graph
         ins = [t for t in ir.inputs if t]
         for t in ins:
@@ -684,9 +691,10 @@ class _Importer:
             if t not in g.values or g.values[t].shape is None:
                 raise Unsupported(f"input {t} is not produced by any earlier node")
         types = infer_node(ir, [g.values[t].shape for t in ins], [g.values[t].dtype for t in ins])
-        if all(t in g.constants for t in ins):
+        known = {**self.empty_values, **g.constants}
+        if all(t in known for t in ins):
             try:
-                outs = run_node(ir, [g.constants[t] if t else None for t in ir.inputs])
+                outs = run_node(ir, [known[t] if t else None for t in ir.inputs])
             except (ArithmeticError, ValueError, TypeError, IndexError) as e:
                 raise Unsupported(f"folding it failed ({type(e).__name__}: {e})") from None
             for name, value, (_, dtype) in zip(ir.outputs, outs, types, strict=False):

@@ -122,8 +122,8 @@ def _conv_transpose(imp, node, attrs):
 
 def _pool(imp, node, attrs):
     _choice(attrs, "ceil_mode", (0, 1))
-    if node.op_type == "MaxPool":
-        _choice(attrs, "storage_order", (0,))
+    if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
+        _choice(attrs, "storage_order", (0,))  # the order of the Indices output
     if node.op_type == "LpPool" and int(attrs["p"]) < 1:
         raise Unsupported(f"p={attrs['p']}: the norm's order is at least 1")
     _window(imp, node, attrs, attrs["kernel_shape"], node.op_type != "AveragePool")
@@ -252,7 +252,7 @@ def _unsqueeze(imp, node, attrs):
 
 
 def _pad(imp, node, attrs):
-    _choice(attrs, "mode", ("constant", "reflect", "edge"))
+    _choice(attrs, "mode", ("constant", "reflect", "edge", "wrap"))
     pads = [int(v) for v in imp.const(node, 1, "pads")]
     value = imp.const(node, 2, "constant_value")
     axes = imp.const(node, 3, "axes")
@@ -272,8 +272,8 @@ def _pad(imp, node, attrs):
         widest = max(pads[a], pads[a + rank])
         if attrs["mode"] == "reflect" and widest > n - 1:  # one reflection reaches n - 1 values
             raise Unsupported(f"mode reflect: pads {pads} reach past axis {a} of size {n}")
-        if attrs["mode"] == "edge" and widest and not n:
-            raise Unsupported(f"mode edge: axis {a} is empty, it has no edge to repeat")
+        if attrs["mode"] in ("edge", "wrap") and widest and not n:
+            raise Unsupported(f"mode {attrs['mode']}: axis {a} is empty, it has nothing to repeat")
     attrs.update(pads=pads, value=float(value) if value is not None and value.size else 0.0)
     return list(node.input[:1])
 

@@ -320,7 +320,7 @@ def pad(x, *, pads, mode, value) -> np.ndarray:
     widths = [(pads[i], pads[i + r]) for i in range(r)]
     if mode == "constant":
         return np.pad(x, widths, constant_values=value)
-    return np.pad(x, widths, mode={"reflect": "reflect", "edge": "edge"}[mode])
+    return np.pad(x, widths, mode=mode)  # reflect, edge, wrap
 
 
 def _source(out: int, size: int, scale: float, mode: str) -> np.ndarray:
@@ -377,13 +377,29 @@ def _reduce(fn, before=None, after=None) -> Kernel:
 
     def kernel(ins, a):
         x = ins[0] if before is None else before(ins[0])
-        out = fn(x, axis=tuple(a["axes"]), keepdims=bool(a["keepdims"]))
+        extra = {}
+        if x.size == 0 and fn in (np.max, np.min):  # of no elements: the identity
+            extra["initial"] = _extreme(x.dtype, fn is np.min)
+        out = fn(x, axis=tuple(a["axes"]), keepdims=bool(a["keepdims"]), **extra)
         return [np.asarray(out if after is None else after(out)).astype(ins[0].dtype)]
 
     return kernel
 
 
+def _extreme(dtype: np.dtype, high: bool):
+    """The largest (`high`) or smallest value of the dtype: infinities for floats."""
+    if dtype.kind == "f":
+        return np.inf if high else -np.inf
+    if dtype.kind == "b":
+        return high
+    info = np.iinfo(dtype)
+    return info.max if high else info.min
+
+
 def log_sum_exp(x, *, axes, keepdims, **_) -> np.ndarray:
+    if x.size == 0:  # the log of an empty sum
+        out = np.full([1 if k in axes else n for k, n in enumerate(x.shape)], -np.inf, x.dtype)
+        return out if keepdims else np.squeeze(out, axis=tuple(axes))
     top = x.max(axis=tuple(axes), keepdims=True)
     out = np.log(np.exp(x - top).sum(axis=tuple(axes), keepdims=True)) + top
     return out if keepdims else np.squeeze(out, axis=tuple(axes))

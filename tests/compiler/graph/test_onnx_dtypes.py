@@ -129,3 +129,28 @@ def test_integer_division_is_defined_for_every_divisor(tmp_path, dtype):
     np.testing.assert_array_equal(
         compile_model(tmp_path / "m.onnx").run({"a": a, "b": b})["y"], want
     )
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
+@pytest.mark.parametrize(
+    "op, attrs, consts",
+    [("ReduceSum", {"keepdims": 0}, {"axes": np.array([1])}),
+     ("ReduceMax", {}, {"axes": np.array([0, 2])}),
+     ("ReduceMin", {}, {"axes": np.array([1])}),
+     ("ReduceProd", {}, {"axes": np.array([2])}),
+     ("ReduceMean", {}, {"axes": np.array([0, 1])}),
+     ("CumSum", {"reverse": 1}, {"axis": np.array(1)}),
+     ("Pad", {"mode": "wrap"}, {"pads": np.array([0, 1, 2, 0, 2, 1])})],
+)  # fmt: skip
+def test_integer_reductions_and_rearrangements(tmp_path, dtype, op, attrs, consts):
+    x = integers(dtype, (2, 3, 4), 7, low=0 if op == "ReduceProd" else None)
+    if op == "ReduceProd":
+        x = x % 4
+    check(tmp_path, one_node(op, {"x": x}, attrs, consts, out=dtype), {"x": x})
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_bool_reductions(tmp_path, op):
+    x = np.random.default_rng(8).random((3, 4)) < 0.3
+    model = one_node(op, {"x": x}, {"keepdims": 0}, {"axes": np.array([1])}, opset=20, out=bool)
+    check(tmp_path, model, {"x": x})
