@@ -20,10 +20,11 @@ def one_node(
 ) -> bytes:
     """A model of one `op` node reading the graph inputs `feeds` (name -> array), then the
     initializers `consts` (name -> array, None for an omitted input), in order; its
-    outputs of dtype `out` (serialized)."""
+    outputs of dtype `out` (one, or one per output) (serialized)."""
     from onnx import helper, numpy_helper
 
     consts = consts or {}
+    types = out if isinstance(out, (list, tuple)) else [out] * len(outputs)
     names = [*feeds, *(k if v is not None else "" for k, v in consts.items())]
     node = helper.make_node(op, names, list(outputs), **(attrs or {}))
     graph = helper.make_graph(
@@ -34,8 +35,8 @@ def one_node(
             for k, v in feeds.items()
         ],
         [
-            helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.dtype(out)), None)
-            for o in outputs
+            helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.dtype(d)), None)
+            for o, d in zip(outputs, types, strict=True)
         ],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items() if v is not None],
     )

@@ -32,7 +32,7 @@ from .build_elementwise import (
     one_hot,
     power,
 )
-from .build_scatter import gather_nd, scatter_elements, scatter_nd
+from .build_scatter import gather_nd, scatter_elements, scatter_nd, top_k_indices
 from .build_windows import conv_generic, plus_channel_bias
 from .build_windows import pool as window_pool
 
@@ -535,6 +535,7 @@ OPS: dict[str, Compute] = {
     "GatherElements": gather_elements,
     "OneHot": one_hot,
     "GatherND": gather_nd,
+    "TopKIndices": top_k_indices,
     "ScatterElements": scatter_elements,
     "ScatterND": scatter_nd,
     "Einsum": einsum,

@@ -3,7 +3,7 @@ bounds-checked loads (`build_elementwise.checked_index`); ScatterElements and Sc
 each output element from the indices that name it, and read `updates` once per index at a
 position that lies outside it where the index is out of range, so a bad index is an
 `OutOfBoundsError` after the run as a Gather's is (that reduction, zero when every index is in
-range, is added to the output)."""
+range, is added to the output); TopK's indices by the values' ranks."""
 
 from __future__ import annotations
 
@@ -156,3 +156,32 @@ def _plus_check(out: Tensor, check: Tensor) -> Tensor:
     return te.compute(
         out.shape, lambda *o: out(*o) + check(), name="scatter_out", tag=tag.INJECTIVE
     )
+
+
+def top_k_indices(ins: list[Tensor], attrs: dict) -> Tensor:
+    """The indices (int64) of the k largest (or smallest) values along `axis`, in order, a tie
+    to the lower index first: each value's rank (how many come before it), then per output
+    position the index whose rank it is."""
+    x, ax, k = ins[0], int(attrs["axis"]), int(attrs["k"])
+    n = x.shape[ax]
+    j = te.reduce_axis(n, "j")
+
+    def before(v, w, i, jj):  # w (at index jj) comes before v (at index i)
+        first = w > v if attrs["largest"] else w < v
+        return te.any(first, te.all(w == v, jj < i))
+
+    def rank(*o):
+        v, w = x(*o), x(*o[:ax], j, *o[ax + 1 :])
+        return te.sum(te.select(before(v, w, o[ax], j), te.const(1, "int64"),
+                                te.const(0, "int64")), axis=j)  # fmt: skip
+
+    ranks = te.compute(x.shape, rank, name="top_k_rank")
+    m = te.reduce_axis(n, "m")
+
+    def pick(*o):
+        hit = ranks(*o[:ax], m, *o[ax + 1 :]) == te.cast(o[ax], "int64")
+        return te.sum(te.select(hit, te.cast(m, "int64"), te.const(0, "int64")), axis=m)
+
+    shape = (*x.shape[:ax], k, *x.shape[ax + 1 :])
+    found = te.compute(shape, pick, name="top_k_index")
+    return te.compute(shape, lambda *o: found(*o), name="top_k_out", tag=tag.INJECTIVE)

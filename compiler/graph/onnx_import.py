@@ -53,7 +53,7 @@ SUPPORTED = (
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
     "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
     "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where OneHot Einsum "
-    "LpPool GatherND ScatterElements ScatterND"
+    "LpPool GatherND ScatterElements ScatterND TopK"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20, "AveragePool": 19}  # operators (re)defined after OPSETS: the opset
@@ -547,6 +547,9 @@ class _Importer:
         if op in NORMALIZATIONS:
             self.normalization(node, attrs)
             return
+        if op == "TopK":
+            self.top_k(node, inputs[0], attrs)
+            return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
         if op == "Concat":  # a kernel's arguments are few: a wide concat becomes a tree
@@ -618,6 +621,18 @@ class _Importer:
         if self.graph.value(y).shape != shape:
             raise Unsupported(f"scale or bias make the output {self.graph.value(y).shape}")
         self.emit(Node("Identity", [y], [node.output[0]], {}, ""))
+
+    def top_k(self, node, x: str, attrs: dict) -> None:
+        """TopK as the indices of the k largest (or smallest) values along the axis, sorted, a
+        tie to the lower index first (`TopKIndices`), and the values gathered by them."""
+        label = node.name or node.output[0]
+        indices = node.output[1] if len(node.output) > 1 and node.output[1] else ""
+        indices = indices or self.graph.fresh(f"{label}_indices")
+        a = {"axis": attrs["axis"], "k": attrs["k"], "largest": attrs["largest"]}
+        self.emit(Node("TopKIndices", [x], [indices], a, label))
+        if node.output[0]:
+            gather = Node("GatherElements", [x, indices], [node.output[0]], {"axis": a["axis"]})
+            self.emit(gather)
 
     def window_1d(self, node, attrs: dict) -> None:
         """A 1-d Conv or pool as the 2-d one on [N, C, 1, L]: its input (and a conv's weight)

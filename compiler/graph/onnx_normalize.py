@@ -399,6 +399,16 @@ def _gather(imp, node, attrs):
     return None
 
 
+def _top_k(imp, node, attrs):
+    shape = imp.shape(node.input[0])
+    attrs["axis"] = axis_of(attrs["axis"], len(shape))
+    k = imp.const(node, 1, "K")
+    if k.size != 1 or not 0 <= int(k.reshape(-1)[0]) <= shape[attrs["axis"]]:
+        raise Unsupported(f"K {k.tolist()} is not one count of at most {shape[attrs['axis']]}")
+    attrs["k"] = int(k.reshape(-1)[0])
+    return node.input[:1]
+
+
 def _gather_nd(imp, node, attrs):
     data, indices = imp.shape(node.input[0]), imp.shape(node.input[1])
     b, k = attrs["batch_dims"], indices[-1] if indices else 0
@@ -564,6 +574,7 @@ NORMALIZE = {
     "Gelu": _gelu,
     "OneHot": _one_hot,
     "GatherND": _gather_nd,
+    "TopK": _top_k,
     "ScatterElements": _scatter,
     "ScatterND": _scatter,
     "Einsum": _einsum,

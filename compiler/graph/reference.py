@@ -283,6 +283,13 @@ def scatter_elements(data, indices, updates, *, axis, reduction) -> np.ndarray:
     return scatter_nd(data, tuples, updates, reduction=reduction)
 
 
+def top_k_indices(x, *, axis, k, largest) -> np.ndarray:
+    """The indices of the k largest (or smallest) values along `axis`, in order, a tie to the
+    lower index first."""
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    return np.take(order, np.arange(k), axis=axis).astype(np.int64)
+
+
 def one_hot(indices, values, *, axis, depth) -> np.ndarray:
     """ONNX OneHot: `values[1]` where the index (negative ones counting from the end, fractions
     truncated) equals the position along `axis`, else `values[0]`; an index outside
@@ -547,6 +554,7 @@ KERNELS: dict[str, Kernel] = {
     "GatherElements": _one(gather_elements),
     "OneHot": _one(one_hot),
     "GatherND": _one(gather_nd),
+    "TopKIndices": _one(top_k_indices),
     "ScatterElements": _one(scatter_elements),
     "ScatterND": _one(scatter_nd),
     "Einsum": lambda ins, a: [np.einsum(a["equation"], *ins)],

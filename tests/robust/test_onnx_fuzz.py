@@ -113,6 +113,7 @@ OPERATORS = {
     "GatherElements": ([data, ids], {"axis": small}),
     "OneHot": ([ids, int_input, weight], {"axis": small}),
     "GatherND": ([data, ids], {"batch_dims": small}),
+    "TopK": ([data, int_input], {"axis": small, "largest": small, "sorted": small}),
     **dict.fromkeys(
         ("ScatterElements", "ScatterND"),
         (

@@ -225,6 +225,7 @@ SHAPES: dict[str, ShapeFn] = {
     "OneHot": lambda ins, a: [ins[0][: a["axis"]] + (a["depth"],) + ins[0][a["axis"] :]],
     "GatherND": lambda ins, a: [ins[1][:-1] + ins[0][a["batch_dims"] + ins[1][-1] :]],
     "ScatterElements": _same,
+    "TopKIndices": lambda ins, a: [ins[0][: a["axis"]] + (a["k"],) + ins[0][a["axis"] + 1 :]],
     "ScatterND": _same,
     "Einsum": _einsum,
     "PackNCHWc": lambda ins, a: [(ins[0][0], ins[0][1] // a["block"], *ins[0][2:], a["block"])],
@@ -243,7 +244,7 @@ def out_dtype(node: Node, dtypes: list[str | None]) -> str | None:
         return node.attrs["to"]
     if node.op in BOOLEAN:
         return "bool"
-    if node.op in ("ArgMax", "ArgMin"):
+    if node.op in ("ArgMax", "ArgMin", "TopKIndices"):
         return "int64"
     if node.op in ("Where", "OneHot"):
         return dtypes[1]

@@ -1,4 +1,4 @@
-"""OneHot, Einsum, GatherND, ScatterElements and ScatterND: seeded one-node models on the
+"""OneHot, Einsum, GatherND, ScatterElements, ScatterND and TopK: seeded one-node models on the
 reference executor and compiled for the CPU, both against onnxruntime (every attribute and
 reduction, negative indices, duplicates where a reduction combines them, implicit and explicit
 Einsum outputs, ellipses, broadcasting, diagonals, 0-d results); an index out of range is a
@@ -151,3 +151,14 @@ def test_an_index_out_of_range_is_a_one_line_error(tmp_path, op, feeds, attrs):
     with pytest.raises(OutOfBoundsError) as e:
         compile_model(tmp_path / "m.onnx").run(feeds)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("axis, k", [(-1, 3), (0, 2), (1, 4), (2, 5)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_top_k(tmp_path, largest, axis, k, dtype):
+    """Values with ties (a tie goes to the lower index first), both outputs."""
+    x = RNG.integers(-3, 4, size=(3, 4, 5)).astype(dtype)
+    attrs, consts = {"axis": axis, "largest": largest}, {"k": np.array([k], np.int64)}
+    model = one_node("TopK", {"x": x}, attrs, consts, outputs=("v", "i"), out=(dtype, np.int64))
+    check(tmp_path, model, {"x": x})
