@@ -35,6 +35,7 @@ from .build_elementwise import (
 from .build_scatter import gather_nd, scatter_elements, scatter_nd, top_k_indices
 from .build_windows import conv_generic, plus_channel_bias
 from .build_windows import pool as window_pool
+from .reference import cubic_weights
 
 Compute = Callable[[list[Tensor], dict[str, Any]], Tensor]
 
@@ -368,6 +369,8 @@ def _resize_source(i, size: int, out: int, scale: float, mode: str):
         return te.const(0.0, "float32")
     if mode in ("half_pixel", "pytorch_half_pixel"):
         return (f + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":  # the input's centre on the output's
+        return float(size / 2 * (1 - out / width)) + (f + 0.5) / scale - 0.5
     if mode == "align_corners":
         return f * float(size - 1) / float(width - 1)
     if mode == "asymmetric":
@@ -389,8 +392,9 @@ def _clamp(i, size: int):
 
 
 def resize(ins: list[Tensor], attrs: dict) -> Tensor:
-    """ONNX Resize, nearest (all four rounding modes) or (multi)linear, with the coordinate
-    modes the importer accepts; `sizes` and `scales` are resolved per axis."""
+    """ONNX Resize, nearest (all four rounding modes), (multi)linear or cubic (edge values past
+    the ends, or with exclude_outside none), with the coordinate modes the importer accepts;
+    `sizes` and `scales` are resolved per axis."""
     x, sizes, scales = ins[0], attrs["sizes"], attrs["scales"]
     mode, coords = attrs["mode"], attrs["coordinate_transformation_mode"]
     axes = [ax for ax in range(x.ndim) if sizes[ax] != x.shape[ax] or scales[ax] != 1.0]
@@ -425,9 +429,31 @@ def resize(ins: list[Tensor], attrs: dict) -> Tensor:
             total = term if total is None else total + term
         return total
 
-    return te.compute(
-        tuple(sizes), nearest if mode == "nearest" else linear, name="resize", tag=tag.INJECTIVE
-    )
+    def cubic(*i):
+        taps = [(list(i), te.const(1.0, "float32"))]  # (index, weight) per tap
+        for ax in axes:
+            n, c = x.shape[ax], source(i[ax], ax)
+            floor = te.floor(c)
+            w = cubic_weights(c - floor, float(attrs["cubic_coeff_a"]))
+            at = [te.cast(floor, "int32") + k for k in (-1, 0, 1, 2)]
+            if attrs["exclude_outside"]:  # taps outside the input weigh nothing
+                w = [te.select(te.all(p >= 0, p < n), wk, te.const(0.0, "float32"))
+                     for p, wk in zip(at, w, strict=True)]  # fmt: skip
+                total = w[0] + w[1] + w[2] + w[3]
+                w = [wk / total for wk in w]
+            taps = [
+                (index[:ax] + [_clamp(p, n)] + index[ax + 1 :], weight * wk)
+                for index, weight in taps
+                for p, wk in zip(at, w, strict=True)
+            ]
+        total = None
+        for index, weight in taps:
+            term = x(*index) * weight
+            total = term if total is None else total + term
+        return total
+
+    kernel = {"nearest": nearest, "linear": linear, "cubic": cubic}[mode]
+    return te.compute(tuple(sizes), kernel, name="resize", tag=tag.INJECTIVE)
 
 
 def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:

@@ -350,9 +350,10 @@ def _depth_to_space(imp, node, attrs):
 
 
 def _resize(imp, node, attrs):
-    _choice(attrs, "mode", ("nearest", "linear"))
+    _choice(attrs, "mode", ("nearest", "linear", "cubic"))
     _choice(attrs, "coordinate_transformation_mode", (
-        "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"
+        "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+        "half_pixel_symmetric"
     ))  # fmt: skip
     _choice(attrs, "nearest_mode", ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"))
     _choice(attrs, "antialias", (0,))
@@ -362,12 +363,18 @@ def _resize(imp, node, attrs):
     axes = attrs.get("axes") or list(range(len(shape)))
     axes = [axis_of(int(a), len(shape)) for a in axes]
     if sizes is not None and sizes.size:
-        _choice(attrs, "keep_aspect_ratio_policy", ("stretch",))
+        policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+        _choice(attrs, "keep_aspect_ratio_policy", ("stretch", "not_larger", "not_smaller"))
         full = list(shape)
         for a, v in zip(axes, sizes, strict=True):
             full[a] = int(v)
-        attrs["sizes"] = full
         attrs["scales"] = [o / i for o, i in zip(full, shape, strict=True)]
+        if policy != "stretch":  # one scale for the axes, the sizes rounded half up
+            pick = min if policy == "not_larger" else max
+            scale = pick(attrs["scales"][a] for a in axes)
+            attrs["scales"] = [scale if a in axes else 1.0 for a in range(len(shape))]
+            full = [int(scale * n + 0.5) if a in axes else n for a, n in enumerate(shape)]
+        attrs["sizes"] = full
     elif scales is not None and scales.size:
         full = [1.0] * len(shape)
         for a, v in zip(axes, scales, strict=True):

@@ -337,6 +337,8 @@ def _source(out: int, size: int, scale: float, mode: str) -> np.ndarray:
     width = size * scale
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":  # the input's centre on the output's
+        return size / 2 * (1 - out / width) + (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if out > 1 else np.zeros(out)
     if mode == "align_corners":
@@ -359,14 +361,35 @@ def _nearest(x: np.ndarray, mode: str) -> np.ndarray:
     return np.where(x == half, np.ceil(x), np.round(x))  # round_prefer_ceil
 
 
-def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mode, **_):
+def cubic_weights(t, a: float):
+    """The cubic convolution's weights of the taps at floor(x) - 1 ... floor(x) + 2, t = x -
+    floor(x) (works on numpy arrays and on tensor expressions)."""
+    u = 1 - t
+    return [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * u - (a + 3)) * u * u + 1,
+            ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a]  # fmt: skip
+
+
+def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mode, **a):
     out = x
     for ax in range(x.ndim):
         n, size = sizes[ax], x.shape[ax]
         if n == size and scales[ax] == 1.0:
             continue
         src = _source(n, size, scales[ax], coordinate_transformation_mode)
-        if mode == "nearest":
+        if mode == "cubic":  # 4 taps, edge values past the ends (or, exclude_outside, none)
+            floor = np.floor(src)
+            taps = floor[:, None] + np.arange(-1, 3)
+            w = np.stack(cubic_weights(src - floor, a["cubic_coeff_a"]), axis=1)
+            if a["exclude_outside"]:
+                w = np.where((taps >= 0) & (taps < size), w, 0)
+                w = w / w.sum(axis=1, keepdims=True)
+            values = np.take(out, np.clip(taps, 0, size - 1).astype(np.int64), axis=ax)
+            shape = [1] * values.ndim
+            shape[ax], shape[ax + 1] = n, 4
+            out = (values * w.reshape(shape)).sum(axis=ax + 1)
+        elif mode == "nearest":
             idx = np.clip(_nearest(src, nearest_mode).astype(np.int64), 0, size - 1)
             out = np.take(out, idx, axis=ax)
         else:

@@ -162,3 +162,28 @@ def test_top_k(tmp_path, largest, axis, k, dtype):
     attrs, consts = {"axis": axis, "largest": largest}, {"k": np.array([k], np.int64)}
     model = one_node("TopK", {"x": x}, attrs, consts, outputs=("v", "i"), out=(dtype, np.int64))
     check(tmp_path, model, {"x": x})
+
+
+IMAGE = RNG.normal(size=(1, 2, 5, 6)).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "attrs, scales, sizes",
+    [({"mode": "cubic"}, [1, 1, 2, 1.5], None),
+     ({"mode": "cubic", "cubic_coeff_a": -0.5, "coordinate_transformation_mode": "asymmetric"},
+      [1, 1, 0.6, 1.3], None),
+     ({"mode": "cubic", "exclude_outside": 1}, [1, 1, 0.8, 2], None),
+     ({"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, None, [1, 2, 7, 4]),
+     ({"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
+      [1, 1, 1.7, 0.7], None),
+     ({"mode": "nearest", "keep_aspect_ratio_policy": "not_larger", "axes": [2, 3]}, None,
+      [8, 20]),
+     ({"mode": "linear", "keep_aspect_ratio_policy": "not_smaller", "axes": [2, 3]}, None,
+      [8, 7])],
+)  # fmt: skip
+def test_resize_modes(tmp_path, attrs, scales, sizes):
+    consts = {"roi": None, "scales": None if scales is None else np.array(scales, np.float32)}
+    if sizes is not None:
+        consts["sizes"] = np.array(sizes, np.int64)
+    model = one_node("Resize", {"x": IMAGE}, attrs, consts, opset=19)
+    check(tmp_path, model, {"x": IMAGE})
