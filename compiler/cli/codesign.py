@@ -6,7 +6,9 @@ the timing-only simulator) and costed: cycles of the offloaded work, resources a
 resource model (fitted to yosys), latency at the clock the point closes at, energy from counted
 events. The learned search (or `--search random|grid`) evaluates `--trials` points, stored in
 `--db` (a killed search resumes) and run on Dask workers at `--scheduler` or on a local pool.
-Prints the Pareto front of latency (or `--objective edp`) against LUTs, the part's preset first;
+Prints the Pareto front of the offloaded work's latency (`--objective board`: one inference on the
+part's board, modelled, CPU layers included; `edp`: energy-delay) against LUTs, the part's preset
+first;
 `--plot F.png` draws it, `--emit DIR` writes the best point's config.json (what `--config` takes),
 RTL header and resource estimate, `--verify-rtl` runs one of its Programs on its RTL (exit 1
 unless cycle-equal to sim); `--json` prints {"default", "pareto", "best"} as the last line.
@@ -31,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("model", help="MODEL.onnx")
     p.add_argument("--part", default="xc7z020", choices=("xc7z020", "xczu3eg"))
-    p.add_argument("--objective", default="latency", choices=("latency", "edp"))
+    p.add_argument("--objective", default="latency", choices=("latency", "board", "edp"))
     p.add_argument("--search", default="learned", choices=("learned", "random", "grid"))
     p.add_argument("--trials", type=A.int_in_range(1, 100_000), default=64)
     p.add_argument("--seed", type=A.int_at_least(0), default=0)
@@ -78,7 +80,7 @@ def _codesign(args: argparse.Namespace) -> int:
         for bar in bars:
             bar.close()
     if args.plot:
-        plot_front(result, args.plot, args.part)
+        plot_front(result, args.plot, args.part, args.objective)
     if args.emit and result.best is not None:
         written = api.emit(result.best, args.emit, args.part)
         print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)

@@ -13,13 +13,21 @@ from hw.resources import estimate
 from vta.config import VTAConfig
 
 from ..errors import CompilerError
-from .evaluate import Evaluation, evaluate_point, network_prior, preset_point, workload
+from .evaluate import (
+    Evaluation,
+    evaluate_point,
+    network_cpu_prior,
+    network_prior,
+    preset_point,
+    workload,
+)
 from .search import (
     OBJECTIVES,
     STRATEGIES,
     Study,
     grid_search,
     learned_search,
+    objectives,
     pareto,
     random_search,
 )
@@ -93,8 +101,9 @@ def codesign(
     pool = make_pool(scheduler)
     try:
         prior = network_prior(model, space, calibration)
+        cpu = network_cpu_prior(model, space, calibration) if objective == "board" else None
         study = Study(model, space, store, key, objective, calibration, candidates, pool,
-                      progress, transfer, prior=prior)  # fmt: skip
+                      progress, transfer, prior=prior, cpu_prior=cpu)  # fmt: skip
         default = _preset(study)
         if strategy == "grid":
             evaluations = grid_search(study)
@@ -149,9 +158,7 @@ def _preset(study: Study) -> Evaluation:
 def _best(front: list[Evaluation], objective: str) -> Evaluation | None:
     if not front:
         return None
-    if objective == "edp":
-        return min(front, key=lambda ev: ev.edp)
-    return min(front, key=lambda ev: ev.latency_ms)
+    return min(front, key=lambda ev: objectives(ev, objective)[0])
 
 
 def verify_point(

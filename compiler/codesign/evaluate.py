@@ -49,6 +49,7 @@ class Evaluation:
     seconds: float = 0.0
     samples: list | None = None  # the timed candidates as `ranker.sample_rows`
     ranked: bool = False  # knobs among the learned ranker's candidates (else the estimate's)
+    board_ms: float | None = None  # one inference on the part's board, modelled (`board_ms`)
 
     @property
     def latency_ms(self) -> float | None:
@@ -88,6 +89,7 @@ class Evaluation:
             "error": self.error,
             "seconds": self.seconds,
             "ranked": self.ranked,
+            "board_ms": self.board_ms,
         }
         return {**out, "samples": self.samples} if samples else out
 
@@ -98,7 +100,7 @@ class Evaluation:
             Point(**d["point"]), d["config"], d["fits"], r["lut"], r["ff"], r["bram36"],
             r["dsp"], d["utilisation"], d["fmax_mhz"], d["clock_mhz"], d["cycles"],
             d["layer_cycles"], d["energy_mj"], d["macs"], d["error"], d["seconds"],
-            d.get("samples"), d.get("ranked", False),
+            d.get("samples"), d.get("ranked", False), d.get("board_ms"),
         )  # fmt: skip
 
 
@@ -162,6 +164,15 @@ class Workload:
             total += float(cycles.min())
         return total
 
+    def board_cpu_ms(self, cfg: VTAConfig) -> float:
+        """The CPU layers' modelled time on `cfg`'s board for `cfg`'s partition (`board_ms`
+        without accelerator cycles; 0 for a part without a CPU table): with the estimated
+        cycles, the learned search's prior of a point's board latency."""
+        from ..graph.passes.partition import VTA
+
+        q = self.quantized(cfg)
+        return board_ms(q, cfg, {g.name: 0 for g in q.groups if g.target == VTA}) or 0.0
+
 
 @functools.lru_cache(maxsize=2)
 def workload(model: str, calibration: str | None = None) -> Workload:
@@ -181,6 +192,28 @@ def network_prior(
     learned search's prior (`search.Study.prior`; each point's computed once)."""
     w = workload(model, calibration)
     return functools.cache(lambda point: w.estimated_cycles(space.config(point)))
+
+
+def network_cpu_prior(
+    model: str, space: HardwareSpace, calibration: str | None = None
+) -> Callable[[Point], float]:
+    """A point's CPU layers' modelled time on the board in ms (`Workload.board_cpu_ms`): with
+    `network_prior`, a learned search's prior of the `board` objective."""
+    w = workload(model, calibration)
+    return functools.cache(lambda point: w.board_cpu_ms(space.config(point)))
+
+
+def board_ms(graph, cfg: VTAConfig, cycles: dict[str, int]) -> float | None:
+    """One inference of the quantized `graph` on `cfg`'s board, modelled
+    (`graph.runtime.board_model` of `graph.hybrid.board_rows`): the accelerator groups'
+    `cycles` at the configuration's clock plus the CPU groups on the board's CPU. The latency
+    to compare points by where the partition differs between them (which layers a block size
+    or clock lets the accelerator take); None for a part without a CPU table."""
+    from ..graph.hybrid import board_rows
+    from ..graph.runtime import board_model
+
+    model = board_model(board_rows(graph, cycles), cfg)
+    return None if model is None else model["latency_ms"]
 
 
 def evaluate_point(
@@ -218,6 +251,7 @@ def evaluate_point(
         stats = {name: sim.time(p) for name, p in programs.items()}
         ev.layer_cycles = {name: s.cycles for name, s in stats.items()}
         ev.cycles = sum(ev.layer_cycles.values())
+        ev.board_ms = board_ms(q, cfg, ev.layer_cycles)
         ev.macs = sum(s.macs for s in stats.values())
         ev.energy_mj = sum(energy(s, cfg).total for s in stats.values())
     finally:

@@ -28,6 +28,7 @@ def _row(ev: Evaluation, verified: bool | None, mark: str) -> list[str]:
         f"{ev.fmax_mhz:.0f}",
         f"{ev.clock_mhz:g}",
         number(ev.latency_ms, ".3f"),
+        number(ev.board_ms, ".2f"),
         share("LUT"),
         share("FF"),
         share("BRAM36"),
@@ -39,7 +40,7 @@ def _row(ev: Evaluation, verified: bool | None, mark: str) -> list[str]:
 
 
 HEADER = ["config", "GEMM", "depth i/w/a/u", "bus", "cycles", "Fmax", "MHz", "latency ms",
-          "LUT", "FF", "BRAM36", "DSP", "energy mJ", "fits", "sim exact"]  # fmt: skip
+          "board ms", "LUT", "FF", "BRAM36", "DSP", "energy mJ", "fits", "sim exact"]  # fmt: skip
 
 
 def _line(cells: list[str], widths: list[int]) -> str:
@@ -61,14 +62,17 @@ def table(result: Result, objective: str) -> str:
     evaluated = len(result.evaluations)
     failed = sum(ev.error is not None for ev in result.evaluations)
     summary = f"{evaluated} points evaluated ({failed} did not compile); front of {objective}"
-    if result.best is not None and result.default.latency_ms:
-        gain = result.default.latency_ms / result.best.latency_ms
-        summary += f"; best {result.best.point.label}: {gain:.2f}x the preset's latency"
+    key = "board_ms" if objective == "board" else "latency_ms"
+    before, after = (getattr(ev, key) if ev else None for ev in (result.default, result.best))
+    if before and after:
+        what = "board latency" if objective == "board" else "latency"
+        summary += f"; best {result.best.point.label}: {before / after:.2f}x the preset's {what}"
     return "\n".join([*lines, summary])
 
 
-def plot_front(result: Result, path: str, part: str) -> None:
-    """Latency against LUTs: every fitting point, the front drawn, the preset marked."""
+def plot_front(result: Result, path: str, part: str, objective: str = "latency") -> None:
+    """Latency (of the offloaded work, or `board`: one inference on the board) against LUTs:
+    every fitting point, the front drawn, the preset marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -76,18 +80,23 @@ def plot_front(result: Result, path: str, part: str) -> None:
 
     capacity = part_for(part).lut
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ok = [ev for ev in result.evaluations if ev.ok and ev.cycles is not None]
-    ax.scatter([100 * ev.lut / capacity for ev in ok], [ev.latency_ms for ev in ok], s=12,
+
+    def ms(ev: Evaluation) -> float | None:
+        return ev.board_ms if objective == "board" else ev.latency_ms
+
+    ok = [ev for ev in result.evaluations if ev.ok and ms(ev) is not None]
+    ax.scatter([100 * ev.lut / capacity for ev in ok], [ms(ev) for ev in ok], s=12,
                color="0.6", label="evaluated")  # fmt: skip
     front = sorted(result.pareto, key=lambda ev: ev.lut)
-    ax.step([100 * ev.lut / capacity for ev in front], [ev.latency_ms for ev in front],
+    ax.step([100 * ev.lut / capacity for ev in front], [ms(ev) for ev in front],
             where="post", color="C0", marker="o", label="Pareto front")  # fmt: skip
     d = result.default
-    if d.latency_ms is not None:
-        ax.scatter([100 * d.lut / capacity], [d.latency_ms], marker="*", s=160, color="C3",
+    if ms(d) is not None:
+        ax.scatter([100 * d.lut / capacity], [ms(d)], marker="*", s=160, color="C3",
                    label=f"preset ({d.clock_mhz:g} MHz)", zorder=3)  # fmt: skip
     ax.set_xlabel(f"LUTs (% of {part})")
-    ax.set_ylabel("latency of the offloaded work (ms)")
+    what = "one inference on the board" if objective == "board" else "the offloaded work"
+    ax.set_ylabel(f"latency of {what} (ms)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend()

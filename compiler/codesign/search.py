@@ -30,16 +30,19 @@ from .space import HardwareSpace, Point
 from .store import Store
 
 STRATEGIES = ("learned", "random", "grid")
-OBJECTIVES = ("latency", "edp")
+OBJECTIVES = ("latency", "board", "edp")
 POINT_TIMEOUT = 900.0  # seconds for one point's compile and timing on a worker
 MAX_ROWS = 50_000  # the ranker trains on the most recent timed candidates
 
 
 def objectives(ev: Evaluation, objective: str) -> tuple[float, float] | None:
-    """(the objective, LUTs) of a point that compiled and fits; None otherwise."""
+    """(the objective, LUTs) of a point that compiled and fits; None otherwise. Objectives:
+    `latency` of the offloaded work, `board` (one inference on the board, CPU layers
+    included), `edp` (energy-delay product of the offloaded work)."""
     if not ev.ok or ev.cycles is None:
         return None
-    return (ev.latency_ms if objective == "latency" else ev.edp), float(ev.lut)
+    value = {"latency": ev.latency_ms, "board": ev.board_ms, "edp": ev.edp}[objective]
+    return None if value is None else (value, float(ev.lut))
 
 
 @dataclasses.dataclass
@@ -62,6 +65,7 @@ class Study:
     min_samples: int = MIN_SAMPLES
     ranker: Ranker | None = None
     prior: Callable[[Point], float] | None = None  # estimated cycles (inf: no tiling fits)
+    cpu_prior: Callable[[Point], float] | None = None  # the board's CPU layers, ms (`board`)
     _rows: list = dataclasses.field(default_factory=list, repr=False)
     _resources: dict = dataclasses.field(default_factory=dict, repr=False)
     _model: dict = dataclasses.field(default_factory=load_model, repr=False)
@@ -199,7 +203,10 @@ def learned_search(
     pool = list(prior)
     if not pool:
         raise CompilerError(f"no point of the space fits {study.space.part.name}")
-    default = 0 if study.objective == "latency" else max(batch, min(8, trials // 4))
+    if study.objective == "board" and study.cpu_prior is None:
+        raise CompilerError("a learned search of the board latency needs Study.cpu_prior")
+    cpu = {p: study.cpu_prior(p) for p in pool} if study.objective == "board" else None
+    default = 0 if study.objective != "edp" else max(batch, min(8, trials // 4))
     initial = min(trials, default if initial is None else initial)
     order = list(rng.permutation(len(pool)))
     done: list[Evaluation] = []
@@ -213,7 +220,7 @@ def learned_search(
         if not left:
             break
         count = min(batch, trials - len(done))
-        picks = _propose(study, done, left, clocks, luts, prior, count, rng)
+        picks = _propose(study, done, left, clocks, luts, prior, cpu, count, rng)
         done += study.evaluate(picks)
     return done
 
@@ -239,18 +246,19 @@ def _predicted_log_cycles(
 
 
 def _propose(study: Study, done: list[Evaluation], left: list[Point], clocks: dict,
-             luts: dict, prior: dict, count: int,
+             luts: dict, prior: dict, cpu: dict | None, count: int,
              rng: np.random.Generator) -> list[Point]:  # fmt: skip
     """The `count` points of `left` with the largest optimistic hypervolume improvement (a
     random one where none promises a gain: always taking the fastest predicted point there
-    left the low-LUT end of the front unvisited)."""
+    left the low-LUT end of the front unvisited); `cpu`: each point's CPU layers' time on the
+    board, added for the `board` objective."""
     seed = int(rng.integers(1 << 31))
     compiled = [ev for ev in done if ev.cycles is not None]
     if study.objective == "edp" and len(compiled) < 3:
         return left[:count]  # too little to learn energy from
     log_cycles = _predicted_log_cycles(done, left, prior, seed)
     latency = np.exp(log_cycles) / (np.array([clocks[p] for p in left]) * 1e3)
-    primary = latency
+    primary = latency if cpu is None else latency + np.array([cpu[p] for p in left])
     if study.objective == "edp":
         x = np.array([ev.point.features() for ev in compiled])
         xs = np.array([p.features() for p in left])

@@ -7,6 +7,7 @@ without the compiler (`runtime.py`).
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -49,6 +50,40 @@ def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
             wl, ep = layer_structure(node.name, qconv_of_node(node, graph.constants), x, cfg, sc)
             out[g.name] = (x, sc, wl, ep)
     return out
+
+
+def cpu_work(graph: Graph, g: Group) -> tuple[int, int]:
+    """A CPU group's FLOPs (2 x the multiply-adds of its convolutions and matrix products; the
+    rest is elementwise and not counted) and DRAM bytes (what it reads from outside and its
+    last node writes, once each), from the graph's static shapes: the board model's inputs
+    before any kernel is compiled."""
+    flops = 0
+    for n in g.nodes:
+        out = math.prod(graph.value(n.outputs[0]).shape)
+        if n.op == "Conv":
+            _, per_group, kh, kw = graph.value(n.inputs[1]).shape
+            flops += 2 * out * per_group * kh * kw
+        elif n.op in ("Gemm", "MatMul"):
+            flops += 2 * out * graph.value(n.inputs[0]).shape[-1]
+    moved = [*group_inputs(g), *(t for t in g.nodes[-1].outputs if t)]
+    values = (graph.value(t) for t in moved)
+    return flops, sum(math.prod(v.shape) * np.dtype(v.dtype or "float32").itemsize for v in values)
+
+
+def board_rows(graph: Graph, cycles: dict[str, int]) -> list[dict]:
+    """The quantized graph as the run report's rows that the board model reads
+    (`runtime.board_model`), without compiling or running it: each accelerator group with its
+    `cycles` (by group name), each CPU group with `cpu_work` (Quantize and Dequantize as the
+    numpy steps they run as)."""
+    rows = []
+    for g in graph.groups:
+        if g.target == VTA:
+            rows.append({"where": "vta", "cycles": cycles[g.name]})
+            continue
+        kernel = "numpy" if g.nodes[0].op in ("Quantize", "Dequantize") else "llvm"
+        flops, nbytes = cpu_work(graph, g)
+        rows.append({"where": "cpu", "kernel": kernel, "flops": flops, "bytes": nbytes})
+    return rows
 
 
 def layer_knobs(

@@ -59,6 +59,18 @@ def test_codesign_searches_verifies_and_emits(dqn, tmp_path, capsys):
     assert table.splitlines()[1].startswith("preset 1x16x16") and "3 points evaluated" in table
 
 
+def test_codesign_searches_the_board_latency(dqn, tmp_path, capsys):
+    argv = ["codesign", str(dqn), "--objective", "board", "--trials", "2", "--candidates", "1"]
+    assert main([*argv, "--no-verify", "--plot", str(tmp_path / "b.png")]) == 0
+    table = capsys.readouterr().out
+    assert "board ms" in table.splitlines()[0] and "the preset's board latency" in table
+    assert main([*argv, "--no-verify", "--json"]) == 0
+    report = _json(capsys)
+    points = [report["default"], *report["pareto"]]
+    assert all(p["board_ms"] > p["latency_ms"] for p in points)  # the dense layers on the CPU
+    assert report["best"]["board_ms"] == min(p["board_ms"] for p in report["pareto"])
+
+
 def test_codesign_refuses_bad_input_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not onnx")

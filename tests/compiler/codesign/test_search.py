@@ -3,6 +3,7 @@ without compiling (testkit.codesign): only fitting, distinct points; resuming fr
 the learned search's share of the grid's hypervolume."""
 
 import numpy as np
+import pytest
 import xgboost as xgb
 
 from compiler.codesign.pareto import hypervolume
@@ -16,14 +17,14 @@ from compiler.codesign.search import (
 )
 from compiler.codesign.space import REDUCED, HardwareSpace
 from compiler.codesign.store import Store
-from testkit.codesign import SyntheticPool, synthetic_prior
+from testkit.codesign import SyntheticPool, synthetic_cpu_ms, synthetic_prior
 
 
 def _study(tmp_path, objective="latency", name="s.db"):
     space = HardwareSpace("xczu3eg", REDUCED)
     pool = SyntheticPool(space)
     study = Study("m.onnx", space, Store(tmp_path / name), "k", objective, pool=pool,
-                  prior=synthetic_prior)  # fmt: skip
+                  prior=synthetic_prior, cpu_prior=synthetic_cpu_ms)  # fmt: skip
     return study, pool
 
 
@@ -45,18 +46,19 @@ def test_a_search_resumes_from_its_store(tmp_path):
     assert pool2.jobs == 0 and jobs == 8
 
 
-def test_learned_search_reaches_the_grids_front_in_few_evaluations(tmp_path):
-    study, _ = _study(tmp_path)
+@pytest.mark.parametrize("objective", ["latency", "board"])
+def test_learned_search_reaches_the_grids_front_in_few_evaluations(tmp_path, objective):
+    study, _ = _study(tmp_path, objective)
     grid = grid_search(study)
-    front = [objectives(ev, "latency") for ev in pareto(grid, "latency")]
+    front = [objectives(ev, objective) for ev in pareto(grid, objective)]
     ref = (max(v[0] for v in front) * 1.1, max(v[1] for v in front) * 1.1)  # the front's nadir
-    total = hypervolume([objectives(ev, "latency") for ev in grid], ref)
+    total = hypervolume([objectives(ev, objective) for ev in grid], ref)
     needed = {"learned": [], "random": []}
     for seed in range(3):
         for name, search in (("learned", learned_search), ("random", random_search)):
-            evs = search(_study(tmp_path, name=f"{name}{seed}.db")[0], 40, seed)
+            evs = search(_study(tmp_path, objective, name=f"{name}{seed}.db")[0], 40, seed)
             assert len({ev.point for ev in evs}) == 40
-            values = [v for ev in evs if (v := objectives(ev, "latency"))]
+            values = [v for ev in evs if (v := objectives(ev, objective))]
             k = next((k for k in range(1, 41) if hypervolume(values[:k], ref) >= 0.95 * total), 41)
             needed[name].append(k)
     # two of three seeds: within 10 evaluations, and in 2.5x fewer than random
