@@ -312,11 +312,11 @@ def space_to_depth(ins: list[Tensor], attrs: dict) -> Tensor:
     x, bs = ins[0], int(attrs["blocksize"])
     n, c, h, w = x.shape
 
-    def f(b, o, y, xx):
-        offset = E.FloorDiv(o, c)
-        return x(
-            b, E.FloorMod(o, c), y * bs + E.FloorDiv(offset, bs), xx * bs + E.FloorMod(offset, bs)
-        )
+    def f(b, o, y, xx):  # DCR: o = offset * c + channel; CRD: o = channel * bs * bs + offset
+        dcr = attrs.get("mode", "DCR") == "DCR"
+        offset = E.FloorDiv(o, c) if dcr else E.FloorMod(o, bs * bs)
+        ch = E.FloorMod(o, c) if dcr else E.FloorDiv(o, bs * bs)
+        return x(b, ch, y * bs + E.FloorDiv(offset, bs), xx * bs + E.FloorMod(offset, bs))
 
     return te.compute(
         (n, c * bs * bs, h // bs, w // bs), f, name="space_to_depth", tag=tag.INJECTIVE

@@ -56,11 +56,11 @@ SUPPORTED = (
     "LpPool GatherND ScatterElements ScatterND TopK"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
-NEWER = {"Gelu": 20, "AveragePool": 19}  # operators (re)defined after OPSETS: the opset
-# whose definition imports (AveragePool's dilations)
+NEWER = {"Gelu": 20, "AveragePool": 19, "SpaceToDepth": 28}  # operators (re)defined after
+# OPSETS: the opset whose definition imports (AveragePool's dilations, SpaceToDepth's mode)
 FOLD_ONLY = ("Shape", "Size", "ConstantOfShape", "Range")  # where they fold to constants
 NORMALIZATIONS = ("LayerNormalization", "InstanceNormalization", "GroupNormalization")
-WINDOWS_1D = ("Conv", "MaxPool", "AveragePool")  # on [N, C, L]: the 2-d one of height 1
+WINDOWS_1D = ("Conv", "ConvTranspose", "MaxPool", "AveragePool")  # on [N, C, L]: 2-d, height 1
 
 
 class _Unknown(Exception):
@@ -642,14 +642,15 @@ class _Importer:
 
         label = node.name or node.output[0]
         inputs = list(node.input)
-        for k in range(2 if node.op_type == "Conv" else 1):
+        for k in range(2 if node.op_type.startswith("Conv") else 1):
             unit = self.graph.fresh(f"{inputs[k]}_2d")
             self.emit(Node("Unsqueeze", [inputs[k]], [unit], {"axes": [2]}, label))
             inputs[k] = unit
         attrs = dict(attrs)
-        for key in ("kernel_shape", "strides", "dilations"):
+        for key, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1),
+                          ("output_padding", 0), ("output_shape", 1)):  # fmt: skip
             if attrs.get(key):
-                attrs[key] = [1, *attrs[key]]
+                attrs[key] = [unit, *attrs[key]]
         if attrs.get("pads") and len(attrs["pads"]) == 2:
             attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
         y = self.graph.fresh(f"{node.output[0]}_2d")

@@ -460,10 +460,11 @@ def depth_to_space(x, *, blocksize, mode) -> np.ndarray:
     return y.reshape(n, c // (b * b), h * b, w * b)
 
 
-def space_to_depth(x, *, blocksize) -> np.ndarray:
+def space_to_depth(x, *, blocksize, mode="DCR") -> np.ndarray:
     n, c, h, w = x.shape
     b = blocksize
-    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b)
+    y = y.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else y.transpose(0, 1, 3, 5, 2, 4)
     return y.reshape(n, c * b * b, h // b, w // b)
 
 

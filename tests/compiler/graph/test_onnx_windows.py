@@ -1,7 +1,8 @@
 """Windows of 1 to 3 spatial axes beyond the packed 2-d kernels: 3-d Conv, MaxPool and
-AveragePool (pads, strides, dilations, groups, auto_pad, ceil_mode, count_include_pad) and
-LpPool in 1-3 dimensions, as seeded one-node models on the reference executor and compiled for
-the CPU, both against onnxruntime."""
+AveragePool (pads, strides, dilations, groups, auto_pad, ceil_mode, count_include_pad), LpPool
+in 1-3 dimensions, 1-d ConvTranspose, as seeded one-node models on the reference executor and
+compiled for the CPU, both against onnxruntime; SpaceToDepth's modes against the onnx
+package's reference."""
 
 import numpy as np
 import pytest
@@ -59,3 +60,34 @@ def test_pool_3d(tmp_path, attrs, op, extra):
 def test_lp_pool(tmp_path, shape, attrs):
     x = RNG.normal(size=shape).astype(np.float32)
     check(tmp_path, one_node("LpPool", {"x": x}, attrs, opset=18), {"x": x}, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{}, {"strides": [2], "pads": [1, 0], "output_padding": [1]},
+     {"dilations": [2], "group": 2}, {"strides": [3], "output_shape": [20]}],
+)  # fmt: skip
+def test_conv_transpose_1d(tmp_path, attrs):
+    """As the 2-d one on a unit height."""
+    x = RNG.normal(size=(1, 4, 7)).astype(np.float32)
+    per_group = 3 if attrs.get("group", 1) == 1 else 1  # output channels of each group
+    w = RNG.normal(size=(4, per_group, 3)).astype(np.float32)
+    check(tmp_path, one_node("ConvTranspose", {"x": x}, attrs, {"w": w}), {"x": x}, rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_modes_at_opset_28(tmp_path, mode):
+    """SpaceToDepth's mode (opset 28) against the onnx package's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    from compiler.graph import reference
+    from compiler.graph.build_onnx import compile_model
+    from compiler.graph.onnx_import import import_onnx
+
+    x = RNG.normal(size=(1, 3, 4, 6)).astype(np.float32)
+    model = one_node("SpaceToDepth", {"x": x}, {"blocksize": 2, "mode": mode}, opset=28)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (tmp_path / "m.onnx").write_bytes(model)
+    for got in (reference.run(import_onnx(model), {"x": x}),
+                compile_model(tmp_path / "m.onnx").run({"x": x})):  # fmt: skip
+        np.testing.assert_array_equal(got["y"], want)
