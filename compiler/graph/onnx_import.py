@@ -492,7 +492,9 @@ class _Importer:
                 f"the graph is compiled for the values of input(s) {', '.join(names)} (`vta run` "
                 "compiles it for the run's): " + "; ".join(self.value_problems),
             )
-        read = {t for n in self.graph.nodes for t in n.inputs}  # nodes that did not fold
+        unfolded = [n for n in model.graph.node if any(o and o not in self.graph.constants
+                                                       for o in n.output)]  # fmt: skip
+        read = {t for n in unfolded for t in n.input}
         for name, message in self.empty.items():
             if name in read:
                 raise OperatorError(message)

@@ -9,10 +9,18 @@ from testkit import onnx_conformance as conf  # noqa: E402
 
 # models that run today, one per kind: an opset 6 export, an expanded function (with Size),
 # int64 indices, a normalization (with its statistics outputs), a 1-d concat, an opset 20
-# operator
+# operator; uint8 and float16 tensors, axes given as an input (compiled for its value), a
+# reduction of an empty input, a 0-d output, Einsum, OneHot, a scatter, GatherND, TopK, a 3-d
+# pool, LpPool, cubic Resize, 1-d ConvTranspose, SpaceToDepth's mode
 RUNS = ("test_operator_basic", "test_layer_normalization_4d_axis0_expanded", "test_gather_0",
         "test_gather_elements_negative_indices", "test_layer_normalization_4d_axis0",
-        "test_instancenorm_example", "test_concat_1d_axis_0", "test_gelu_tanh_1")  # fmt: skip
+        "test_instancenorm_example", "test_concat_1d_axis_0", "test_gelu_tanh_1",
+        "test_add_uint8", "test_cast_FLOAT_to_FLOAT16", "test_reduce_sum_keepdims_example",
+        "test_reduce_max_empty_set", "test_einsum_inner_prod", "test_einsum_batch_matmul",
+        "test_onehot_with_axis", "test_scatter_elements_with_reduction_max",
+        "test_gathernd_example_int32", "test_top_k", "test_maxpool_3d_default",
+        "test_lppool_2d_default", "test_resize_upsample_scales_cubic", "test_convtranspose_1d",
+        "test_spacetodepth_crd_mode_example")  # fmt: skip
 
 
 def _check(results: list[conf.Result]) -> None:
