@@ -19,7 +19,7 @@ import numpy as np
 from vta.config import VTAConfig
 from vta.errors import ConfigError
 
-from ..ir import Graph, Group, Node, pattern_of
+from ..ir import Graph, Group, Node, Pattern, Value, pattern_of
 
 MIN_OFFLOAD_CHANNELS = 4  # fewer input channels: the block of 16 would be mostly padding
 VTA, CPU = "vta", "cpu"
@@ -164,41 +164,161 @@ def _cpu_reason(graph: Graph, group: Group, cfg: VTAConfig) -> str:
     anchor = group.anchor
     if anchor.op == "Conv":
         return conv_fits(graph, anchor, cfg) or "conv after a node the accelerator runs"
+    if anchor.op == "MatMul" and anchor is group.nodes[0]:
+        return dense_fits(graph, anchor, cfg) or CPU_REASONS["MatMul"]
     return CPU_REASONS.get(anchor.op, f"{anchor.op}: the accelerator runs convolutions only")
+
+
+def _workload(graph: Graph, conv: Node, cfg: VTAConfig):
+    """The packed workload of a Conv node as `accel.layer_structure` makes it."""
+    from ...topi.vta.conv2d import Conv2DWorkload
+
+    n, c, h, w = graph.value(conv.inputs[0]).shape
+    o, _, k, _ = graph.constants[conv.inputs[1]].shape
+    ci, co = -(-c // cfg.block_in), -(-o // cfg.block_out)
+    s, pad = conv.attrs["strides"][0], conv.attrs["pads"][0]
+    return Conv2DWorkload(n // cfg.batch, ci, h, w, co, k, k, s, pad, is_depthwise(conv))
+
+
+def board_times(
+    graph: Graph, conv: Node, relu: bool, cfg: VTAConfig, boundary: int
+) -> tuple[float, float, float] | None:
+    """(accelerator, board CPU, boundary) milliseconds of a Conv node: its cycle estimate (the
+    best knob setting's) at the configuration's clock; the board model's time for it in fp32
+    on the board's CPU (`hw.parts.CPU.seconds`, every core, at `EFFICIENCY`); `boundary` bytes
+    of numpy work on one core (the Quantize, Dequantize or layout changes offloading adds or
+    saves). None: the configuration has no board."""
+    from hw.parts import EFFICIENCY, part_for
+
+    from ...topi.vta.fused import Epilogue, estimate_space
+
+    try:
+        cpu = part_for(cfg.fpga_part).cpu
+    except ConfigError:
+        return None
+    wl = _workload(graph, conv, cfg)
+    accel = float(estimate_space(wl, Epilogue(True, 0, relu), cfg).min()) / cfg.clock_mhz * 1e-3
+    x, y = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0]))
+    w = graph.constants[conv.inputs[1]].shape
+    ins, outs = int(np.prod(x)), int(np.prod(y))
+    flops = 2 * outs * int(np.prod(w[1:]))
+    on_cpu = cpu.seconds(flops, 4 * (ins + outs + int(np.prod(w))), cpu.cores, EFFICIENCY)
+    return accel, on_cpu * 1e3, cpu.seconds(0, boundary, 1, EFFICIENCY) * 1e3
 
 
 def depthwise_pays(
     graph: Graph, p: AccelPattern, cfg: VTAConfig, saves_boundaries: bool
 ) -> tuple[bool, str]:
     """Whether a depthwise conv runs faster on the accelerator than on the board's CPU, and
-    why: its cycle estimate (the best knob setting's) at the configuration's clock against the
-    board model's time for the fp32 conv on the CPU (`hw.parts.CPU.seconds`, every core, at
-    `EFFICIENCY`) plus, where its input comes from the accelerator and its output goes back
-    (`saves_boundaries`), the Dequantize and Quantize it would need there (numpy, one core).
-    A configuration of no board offloads it."""
-    from hw.parts import EFFICIENCY, part_for
-
-    from ...topi.vta.conv2d import Conv2DWorkload
-    from ...topi.vta.fused import Epilogue, estimate_space
-
-    try:
-        cpu = part_for(cfg.fpga_part).cpu
-    except ConfigError:
+    why (`board_times`): where its input comes from the accelerator and its output goes back
+    (`saves_boundaries`), the CPU's side adds the Dequantize and Quantize it would need there
+    (int8 read and fp32 written, or the other way). A configuration of no board offloads it."""
+    c = graph.value(p.conv.inputs[0]).shape
+    o = graph.value(p.conv.outputs[0]).shape
+    boundary = 5 * (int(np.prod(c)) + int(np.prod(o))) if saves_boundaries else 0
+    times = board_times(graph, p.conv, p.relu, cfg, boundary)
+    if times is None:
         return True, "no board CPU to compare"
-    n, c, h, w = graph.value(p.conv.inputs[0]).shape
-    _, _, oh, ow = graph.value(p.conv.outputs[0]).shape
-    k = graph.constants[p.conv.inputs[1]].shape[2]
-    s, pad = p.conv.attrs["strides"][0], p.conv.attrs["pads"][0]
-    blocks = -(-c // cfg.block_in)
-    wl = Conv2DWorkload(n // cfg.batch, blocks, h, w, blocks, k, k, s, pad, True)
-    accel = float(estimate_space(wl, Epilogue(True, 0, p.relu), cfg).min()) / cfg.clock_mhz * 1e-3
-    ins, outs = n * c * h * w, n * c * oh * ow
-    on_cpu = cpu.seconds(2 * outs * k * k, 4 * (ins + outs + c * k * k), cpu.cores, EFFICIENCY)
-    if saves_boundaries:  # int8 read and fp32 written, or the other way
-        on_cpu += cpu.seconds(0, 5 * (ins + outs), 1, EFFICIENCY)
-    on_cpu *= 1e3
+    accel, on_cpu, extra = times
+    on_cpu += extra
     what = "CPU conv" + (", Dequantize and Quantize" if saves_boundaries else "")
     return accel < on_cpu, f"accelerator {accel:.3f} ms against {what} {on_cpu:.3f} ms"
+
+
+def dense_fits(graph: Graph, node: Node, cfg: VTAConfig) -> str | None:
+    """Why the accelerator cannot run this MatMul as a 1x1 conv over its rows (None: it can):
+    2-d rows [T, K] by a constant weight [K, N], at least a block of rows (one row uses each
+    weight once: memory-bound), batch 1."""
+    x = graph.value(node.inputs[0]).shape or ()
+    w = graph.constants.get(node.inputs[1])
+    if w is None or w.ndim != 2 or len(x) != 2:
+        return "matmul: a constant 2-d weight on 2-d rows only"
+    if x[0] < cfg.block_in:
+        return (f"dense on {x[0]} rows, fewer than a block of {cfg.block_in}: memory-bound on "
+                f"the accelerator (each weight loaded for {x[0]} rows)")  # fmt: skip
+    if cfg.batch != 1:
+        return f"dense: rows run at batch 1, the configuration's batch is {cfg.batch}"
+    if x[1] < MIN_OFFLOAD_CHANNELS:
+        return f"dense with {x[1]} inputs per row (block padding)"
+    return None
+
+
+def _dense_bias(graph: Graph, group: Group) -> Node | None:
+    """The bias Add of a constant vector right after the group's MatMul, if any."""
+    mm, nodes = group.nodes[0], group.nodes
+    if len(nodes) < 2 or nodes[1].op != "Add" or len(nodes[1].inputs) != 2:
+        return None
+    other = [t for t in nodes[1].inputs if t != mm.outputs[0]]
+    b = graph.constants.get(other[0]) if len(other) == 1 else None
+    n = graph.constants[mm.inputs[1]].shape[1]
+    return nodes[1] if b is not None and b.size == n and b.shape[-1] == n else None
+
+
+def _value(graph: Graph, base: str, shape: tuple[int, ...]) -> str:
+    name = graph.fresh(base)
+    graph.values[name] = Value(name, shape, "float32")
+    return name
+
+
+def dense_as_conv(graph: Graph, group: Group, cols: dict[str, str]) -> list[Group]:
+    """A dense group (`dense_fits`) as three groups, adding their values and constants to
+    `graph`: the CPU's rows [T, K] to NCHW (1, K, T, 1) (one per input tensor, kept in `cols`),
+    the accelerator's 1x1 conv with weight [N, K, 1, 1] and the bias Add's vector as its bias,
+    the CPU's NCHW back to rows, then whatever followed the bias in the group."""
+    mm = group.nodes[0]
+    bias = _dense_bias(graph, group)
+    x = mm.inputs[0]
+    (t, k), w = graph.value(x).shape, graph.constants[mm.inputs[1]]
+    n, name = w.shape[1], group.name
+    groups = []
+    if x not in cols:
+        xt = _value(graph, f"{x}_cols", (k, t))
+        cols[x] = _value(graph, f"{x}_nchw", (1, k, t, 1))
+        nodes = [Node("Transpose", [x], [xt], {"perm": [1, 0]}, xt),
+                 Node("Reshape", [xt], [cols[x]], {"allowzero": 0, "shape": [1, k, t, 1]},
+                      cols[x])]  # fmt: skip
+        groups.append(Group(f"{name}_in", Pattern.INJECTIVE, nodes, CPU,
+                            "dense rows to NCHW for the accelerator"))  # fmt: skip
+    inputs = [cols[x], graph.add_constant(graph.fresh(f"{name}_w"), w.T[:, :, None, None].copy())]
+    if bias is not None:
+        b = next(graph.constants[i] for i in bias.inputs if i in graph.constants)
+        inputs.append(graph.add_constant(graph.fresh(f"{name}_b"), b.reshape(n).copy()))
+    y = _value(graph, f"{name}_nchw", (1, n, t, 1))
+    attrs = {"group": 1, "auto_pad": "NOTSET", "kernel_shape": [1, 1], "strides": [1, 1],
+             "dilations": [1, 1], "pads": [0, 0, 0, 0]}  # fmt: skip
+    conv = Node("Conv", inputs, [y], attrs, name)
+    what = "dense as a 1x1 conv over its rows: " + ("fused bias, " if bias else "") + "requant"
+    groups.append(Group(name, Pattern.OUT_FUSABLE, [conv], VTA, what))
+    rest = group.nodes[2 if bias else 1 :]
+    out = (bias or mm).outputs[0]
+    yt = _value(graph, f"{name}_rows_t", (n, t))
+    back = [Node("Reshape", [y], [yt], {"allowzero": 0, "shape": [n, t]}, yt),
+            Node("Transpose", [yt], [out], {"perm": [1, 0]}, f"{name}_rows"), *rest]  # fmt: skip
+    kind = max(pattern_of(node.op) for node in back)
+    why = "NCHW back to dense rows" + "".join(f", {node.op}" for node in rest)
+    groups.append(Group(f"{name}_out", kind, back, CPU, why))
+    return groups
+
+
+def dense_pays(graph: Graph, groups: list[Group], cfg: VTAConfig) -> tuple[bool, str]:
+    """Whether a dense layer rewritten by `dense_as_conv` (its `groups`) runs faster on the
+    accelerator than on the board's CPU (`board_times`), its accelerator side adding the
+    layout changes, Quantize and Dequantize (fp32 and int8 read and written: 13 bytes per
+    element of its input and output). A configuration of no board offloads it."""
+    conv = next(g.nodes[0] for g in groups if g.target == VTA)
+    x, y = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0]))
+    times = board_times(graph, conv, False, cfg, 13 * (int(np.prod(x)) + int(np.prod(y))))
+    if times is None:
+        return True, "no board CPU to compare"
+    accel, on_cpu, extra = times
+    accel += extra
+    what = "accelerator with layout changes, Quantize and Dequantize"
+    return accel < on_cpu, f"{what} {accel:.3f} ms against CPU dense {on_cpu:.3f} ms"
+
+
+def _copy(graph: Graph) -> Graph:
+    """A graph whose values and constants can be added to, leaving `graph`'s as they were."""
+    return replace(graph, values=dict(graph.values), constants=dict(graph.constants))
 
 
 def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
@@ -209,10 +329,26 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
     cfg = cfg or VTAConfig.load("pynq")
     if graph.groups is None:
         raise ValueError("partition runs after fusion")
+    graph = _copy(graph)  # dense layers add values and constants
     groups: list[Group] = []
     users = graph.consumers()
     where: dict[str, str] = {}  # each group's output: the target it was given
+    cols: dict[str, str] = {}  # dense rows in NCHW for the accelerator, by rows tensor
     for g in map(replace, graph.groups):
+        if g.nodes[0].op == "MatMul" and dense_fits(graph, g.nodes[0], cfg) is None:
+            trial, trial_cols = _copy(graph), dict(cols)
+            parts = dense_as_conv(trial, g, trial_cols)
+            pays, why = dense_pays(trial, parts, cfg)
+            if pays:
+                graph, cols = trial, trial_cols
+                parts[-2].reason += f" ({why})"
+                groups += parts
+                where.update((p.nodes[-1].outputs[0], p.target) for p in parts)
+                continue
+            g.target, g.reason = CPU, f"dense: on the board no faster on the accelerator ({why})"
+            groups.append(g)
+            where[g.nodes[-1].outputs[0]] = CPU
+            continue
         found = match(graph, g, cfg)
         batch = (graph.value(g.nodes[0].inputs[0]).shape or (0,))[0] if found else 0
         pays, why = True, ""
