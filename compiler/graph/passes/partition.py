@@ -23,6 +23,7 @@ from ..ir import Graph, Group, Node, Pattern, Value, pattern_of
 
 MIN_OFFLOAD_CHANNELS = 4  # fewer input channels: the block of 16 would be mostly padding
 VTA, CPU = "vta", "cpu"
+DENSE = "dense"  # the attribute that marks a Conv node made of a dense layer
 
 CPU_REASONS = {
     "Gemm": "dense: memory-bound on the accelerator (each weight is used once)",
@@ -285,7 +286,7 @@ def dense_as_conv(graph: Graph, group: Group, cols: dict[str, str]) -> list[Grou
         inputs.append(graph.add_constant(graph.fresh(f"{name}_b"), b.reshape(n).copy()))
     y = _value(graph, f"{name}_nchw", (1, n, t, 1))
     attrs = {"group": 1, "auto_pad": "NOTSET", "kernel_shape": [1, 1], "strides": [1, 1],
-             "dilations": [1, 1], "pads": [0, 0, 0, 0]}  # fmt: skip
+             "dilations": [1, 1], "pads": [0, 0, 0, 0], DENSE: True}  # fmt: skip
     conv = Node("Conv", inputs, [y], attrs, name)
     what = "dense as a 1x1 conv over its rows: " + ("fused bias, " if bias else "") + "requant"
     groups.append(Group(name, Pattern.OUT_FUSABLE, [conv], VTA, what))
@@ -401,6 +402,7 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
 __all__ = [
     "AccelPattern",
     "CPU",
+    "DENSE",
     "VTA",
     "conv_fits",
     "is_depthwise",
