@@ -74,26 +74,22 @@ def fit(runs: list[dict]) -> dict:
     }
 
 
-def held_out_errors(runs: list[dict], folds: int = FOLDS) -> dict[str, dict]:
-    """K-fold cross-validation: per target (the critical path as its Fmax) and family, the mean
-    and worst absolute error in percent of the runs each predicted by a model fitted on the
-    other folds (runs dealt to folds in configuration-string order), and how many there were."""
-    order = sorted(range(len(runs)), key=lambda i: (runs[i]["config_string"], str(runs[i])))
-    errors: dict[str, dict[str, list[float]]] = {REPORTED.get(t, t): {} for t in TARGET_FEATURES}
-    for k in range(folds):
-        test = [runs[i] for n, i in enumerate(order) if n % folds == k]
-        train = [runs[i] for n, i in enumerate(order) if n % folds != k]
-        model = fit(train)
-        for target in TARGET_FEATURES:
-            for run in test:
-                if run["family"] in model["targets"][target]["coef"]:
-                    guess = predict(target, _config(run), run["family"], model)
-                    if target == "delay_ns":  # reported as the Fmax it gives
-                        guess, want = 1000.0 / guess, run["fmax_mhz"]
-                    else:
-                        want = run[target]
-                    pct = 100 * abs(guess - want) / want
-                    errors[REPORTED.get(target, target)].setdefault(run["family"], []).append(pct)
+def _percent_errors(model: dict, runs: list[dict], into: dict[str, dict[str, list[float]]]):
+    """Add each run's absolute error in percent under `model` to `into` by target (the
+    critical path as its Fmax) and family."""
+    for target in TARGET_FEATURES:
+        for run in runs:
+            if run["family"] in model["targets"][target]["coef"]:
+                guess = predict(target, _config(run), run["family"], model)
+                if target == "delay_ns":  # reported as the Fmax it gives
+                    guess, want = 1000.0 / guess, run["fmax_mhz"]
+                else:
+                    want = run[target]
+                pct = 100 * abs(guess - want) / want
+                into[REPORTED.get(target, target)].setdefault(run["family"], []).append(pct)
+
+
+def _summary(errors: dict[str, dict[str, list[float]]]) -> dict[str, dict]:
     return {
         t: {
             f: {"mae_pct": round(float(np.mean(e)), 2), "max_pct": round(max(e), 2), "runs": len(e)}
@@ -103,16 +99,40 @@ def held_out_errors(runs: list[dict], folds: int = FOLDS) -> dict[str, dict]:
     }
 
 
+def held_out_errors(runs: list[dict], folds: int = FOLDS) -> dict[str, dict]:
+    """K-fold cross-validation: per target (the critical path as its Fmax) and family, the mean
+    and worst absolute error in percent of the runs each predicted by a model fitted on the
+    other folds (runs dealt to folds in configuration-string order), and how many there were."""
+    order = sorted(range(len(runs)), key=lambda i: (runs[i]["config_string"], str(runs[i])))
+    errors: dict[str, dict[str, list[float]]] = {REPORTED.get(t, t): {} for t in TARGET_FEATURES}
+    for k in range(folds):
+        test = [runs[i] for n, i in enumerate(order) if n % folds == k]
+        train = [runs[i] for n, i in enumerate(order) if n % folds != k]
+        _percent_errors(fit(train), test, errors)
+    return _summary(errors)
+
+
+def fitted(run: dict) -> bool:
+    """Whether the model is fitted on a run: every run of equal blocks. Runs of BLOCK_OUT unlike
+    BLOCK_IN, too few yet to fit their shapes on, check how the model extrapolates to them."""
+    return run["config"].get("log_block_out") is None
+
+
 def refit(data: Path = DATA, model_path: Path = MODEL, folds: int = FOLDS) -> dict:
-    """Fit on every run of `data`, measure the held-out errors, write both to `model_path`."""
-    runs = load(data)
+    """Fit on the `fitted` runs of `data`, measure the held-out errors and the errors on the
+    other runs (`extrapolation`), write them all to `model_path`."""
+    every = load(data)
+    runs = [r for r in every if fitted(r)]
     model = fit(runs)
     if not 2 <= folds <= len(runs):
         raise VTAError(f"--folds {folds}: cross-validation needs 2 to {len(runs)} folds")
     model["held_out"] = held_out_errors(runs, folds)
+    beyond: dict[str, dict[str, list[float]]] = {REPORTED.get(t, t): {} for t in TARGET_FEATURES}
+    _percent_errors(model, [r for r in every if not fitted(r)], beyond)
+    model["extrapolation"] = _summary(beyond)
     model["folds"] = folds
     model["runs"] = dict(sorted(Counter(r["family"] for r in runs).items()))
-    model["yosys"] = sorted({r["yosys"] for r in runs})
+    model["yosys"] = sorted({r["yosys"] for r in every})
     model_path.parent.mkdir(parents=True, exist_ok=True)
     model_path.write_text(json.dumps(model, indent=1) + "\n")
     return model
@@ -130,13 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     except (VTAError, OSError, ValueError) as err:
         print(f"resource_fit: error: {err}", file=sys.stderr)
         return 1
-    print(f"fitted on {model['runs']} runs; {args.folds}-fold held-out error:")
-    for target, per_family in model["held_out"].items():
-        for family, e in per_family.items():
-            print(
-                f"  {target:<9} {family:<5} mean {e['mae_pct']:5.1f}%  worst {e['max_pct']:5.1f}%"
-                f"  ({e['runs']} runs)"
-            )
+    print(f"fitted on {model['runs']} runs; {args.folds}-fold held-out error, then the error on")
+    print("the runs of unequal blocks (not fitted on):")
+    for name in ("held_out", "extrapolation"):
+        for target, per_family in model[name].items():
+            for family, e in per_family.items():
+                print(
+                    f"  {name:<13} {target:<9} {family:<5} mean {e['mae_pct']:5.1f}%  "
+                    f"worst {e['max_pct']:5.1f}%  ({e['runs']} runs)"
+                )
     print(f"coefficients written to {args.model}")
     return 0
 

@@ -51,6 +51,23 @@ def test_the_committed_model_is_the_refit_of_the_committed_data(tmp_path):
     assert json.loads(out.read_text()) == resources.load_model()
 
 
+def test_runs_of_unequal_blocks_check_the_model_without_fitting_it(tmp_path):
+    """The fit reads the equal-block runs only; the others are the model's extrapolation
+    check, each predicted by it (BRAM36 and DSP, counted, exact there too)."""
+    every = load()
+    beyond = [r for r in every if not resource_fit.fitted(r)]
+    assert beyond and all(r["config"]["log_block_out"] is not None for r in beyond)
+    model = resources.load_model()
+    assert (
+        model["targets"]
+        == resource_fit.fit([r for r in every if resource_fit.fitted(r)])["targets"]
+    )
+    assert sum(e["runs"] for e in model["extrapolation"]["lut"].values()) == len(beyond)
+    for run in beyond:
+        est = resources.estimate(VTAConfig.from_dict({**run["config"], "name": "r"}))
+        assert (est.bram36, est.dsp) == (run["bram36"], run["dsp"])
+
+
 def test_refit_without_data_is_a_one_line_error(tmp_path, capsys):
     args = ["--data", str(tmp_path / "none.json"), "--model", str(tmp_path / "model.json")]
     assert resource_fit.main(args) == 1
