@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from compiler.errors import OperatorError
-from compiler.graph.onnx_import import check_input_shape, import_onnx
+from compiler.graph.onnx_import import import_onnx
+from compiler.graph.onnx_model import check_input_shape
 
 onnx = pytest.importorskip("onnx")
 HUGE = 2**70
