@@ -7,7 +7,8 @@ A group the accelerator takes is one `AccelPattern`: the main Conv, an optional 
 another tensor (before the activation), an optional 1x1 shortcut Conv whose products accumulate
 into the same outputs (ResNet's downsampling path, merged from its own group when the residual
 is its output and nothing else reads it), and ReLU / Clip(min 0) activations; nodes after that
-prefix are split off into a CPU group of their own.
+prefix are split off into a CPU group of their own. A dense layer of a block of rows or more
+becomes such a conv, 1x1 over its rows (`dense_as_conv`), between two CPU layout groups.
 """
 
 from __future__ import annotations
