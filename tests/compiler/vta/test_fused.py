@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from compiler.errors import LoweringError
-from compiler.graph.runtime import identity_weight
 from compiler.topi.vta.conv2d import Conv2DKnobs, Conv2DWorkload
 from compiler.topi.vta.fused import (
     Epilogue,
@@ -17,36 +16,12 @@ from compiler.topi.vta.fused import (
     estimate_space,
     fused_knob_space,
     fused_stream,
-    fused_reference,
     regions,
 )
 from testkit.examples import unequal_blocks
+from testkit.fused import run_fused
 from vta.config import VTAConfig
 from vta.device import get_device
-
-
-def _run(wl, ep, knobs, config, device, seed=0):
-    cfg = VTAConfig.load(config)
-    p = conv2d_fused(wl, ep, knobs, cfg)
-    rng = np.random.default_rng(seed)
-    spec = {b.name: b for b in p.buffers}
-    feed = {n: rng.integers(-128, 128, spec[n].shape).astype(np.int8) for n in ("data", "kernel")}
-    if ep.bias:
-        feed["bias"] = rng.integers(-5000, 5000, spec["bias"].shape).astype(np.int32)
-    if ep.residual_shift is not None:
-        feed["residual"] = rng.integers(-128, 128, spec["residual"].shape).astype(np.int8)
-        feed["eye"] = identity_weight(ep.residual_shift, cfg)
-    shortcut = None
-    if ep.shortcut is not None:
-        for n in ("sc_data", "sc_kernel"):
-            feed[n] = rng.integers(-128, 128, spec[n].shape).astype(np.int8)
-        shortcut = (feed["sc_data"], feed["sc_kernel"])
-    want = fused_reference(
-        feed["data"], feed["kernel"], wl, ep, feed.get("bias"), feed.get("residual"), shortcut
-    )
-    outs, stats = get_device(device).run(p, feed)
-    return outs["out"], want, stats
-
 
 W, E, K = Conv2DWorkload, Epilogue, Conv2DKnobs
 CASES = [
@@ -77,7 +52,7 @@ CASES = [
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_fused_conv_bit_exact(case, device, config):
     wl, ep, knobs = CASES[case]
-    got, want, _ = _run(wl, ep, knobs, config, device, seed=case)
+    got, want, _ = run_fused(wl, ep, knobs, config, device, seed=case)
     np.testing.assert_array_equal(got, want)
 
 
@@ -89,7 +64,7 @@ def test_fused_conv_with_block_out_unlike_block_in_bit_exact(case, device, confi
     shortcut conv included; the residual in BLOCK_IN lanes whose lanes past BLOCK_OUT (random
     here) are ignored, or in two input elements per output position."""
     wl, ep, knobs = CASES[case]
-    got, want, _ = _run(wl, ep, knobs, unequal_blocks(config), device, seed=case)
+    got, want, _ = run_fused(wl, ep, knobs, unequal_blocks(config), device, seed=case)
     np.testing.assert_array_equal(got, want)
 
 

