@@ -39,7 +39,7 @@ def test_dense_layers_are_offloaded_as_convs_between_layout_groups(model):
         assert g.reason.startswith("dense as a 1x1 conv over its rows: fused bias, requant (")
         assert "ms against CPU dense" in g.reason
         x, w = (graph.value(t).shape for t in g.nodes[0].inputs[:2])
-        assert x[0] == 1 and x[2:] == (32, 1) and w[2:] == (1, 1)
+        assert x[0] == 1 and x[2:] == (2, 16) and w[2:] == (1, 1)
         back = groups[f"{name}_out"]
         assert back.target == "cpu" and [n.op for n in back.nodes][:2] == ["Reshape", "Transpose"]
     assert [n.op for n in groups["matmul_55_out"].nodes] == ["Reshape", "Transpose", "Gelu"]
