@@ -10,12 +10,13 @@ CPU or a graph output reads an int8 one; the CPU's groups stay fp32. Tensor `t`'
 named `t__q`.
 
 Exponents are powers of two chosen per tensor from its calibrated values (`quant.exponent`:
-least mean-square error by default, a dense layer's output its maximum); a never-negative tensor (a ReLU's output, a max pool or
-flatten of one) whose accelerator readers fold a zero point exactly (no zero padding) is
-stored with zero point -128, one bit finer. With bias correction each conv's bias absorbs the
-mean error per channel of its quantized pre-activation on the calibration inputs, computed
-through the quantized groups before it. A group whose quantization fails (a residual finer
-than its accumulator, a shift beyond 31) stays on the CPU in fp32, saying why.
+least mean-square error by default, a dense layer's output its maximum); a never-negative
+tensor (a ReLU's output, a max pool or flatten of one) whose accelerator readers fold a zero
+point exactly (no zero padding) is stored with zero point -128, one bit finer. With bias
+correction each conv's bias absorbs the mean error per channel of its quantized
+pre-activation on the calibration inputs, computed through the quantized groups before it. A
+group whose quantization fails (a residual finer than its accumulator, a shift beyond 31)
+stays on the CPU in fp32, saying why.
 
 The quantized graph runs on the reference executor (`reference.run`): the bit-exact oracle
 every device's run is checked against.
