@@ -34,6 +34,7 @@ import numpy as np
 
 from compiler.autoschedule import AnsorTuner, SearchTask
 from compiler.autoschedule.task_scheduler import ScheduleResult, TaskScheduler, network_tasks
+from compiler.codegen.target import Target
 from compiler.graph.tasks import describe, group_similarity, group_tasks
 from compiler.topi import x86
 from compiler.tune import CPURunner, LocalBuilder, XGBTuner, create_task, measure_option, tune
@@ -302,7 +303,7 @@ try:
     from tvm.s_tir import meta_schedule as ms  # apache-tvm >= 0.22
 except ImportError:
     from tvm import meta_schedule as ms
-threads, trials, kind = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+spec, trials, kind = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 dims = [int(v) for v in sys.argv[4:]]
 if kind == "matmul":
     n, m, l = dims
@@ -324,8 +325,7 @@ else:  # conv2d on NCHW[bn]c data and OIHW[bn]i[bn]o weights, padding kh // 2, a
         * kernel[o, ic // bn, ry, rx, ic % bn, ob], axis=[ic, ry, rx]), "conv")
     ins, flop = [data, kernel], 2.0 * f * oh * ow * c * kh * kw
 mod = tvm.IRModule({"main": te.create_prim_func([*ins, out])})
-mcpu = tvm.target.codegen.llvm_get_system_cpu()  # without it, LLVM emits SSE2 code
-target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": threads})
+target = tvm.target.Target(spec)
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as work:
     # builds time out at 30 s by default, which a loaded 2-core machine can exceed
@@ -340,20 +340,27 @@ args = [tvm.runtime.tensor(np.random.rand(*[int(d) for d in t.shape]).astype("fl
         for t in [*ins, out]]
 rt = getattr(f, "mod", f)  # tvm.compile returns an Executable in recent versions
 t = rt.time_evaluator("main", dev, number=10, repeat=5)(*args)
-print(json.dumps({"gflops": flop / min(t.results) / 1e9, "tuning_s": tuning, "mcpu": mcpu,
-                  "tvm": tvm.__version__}))
+print(json.dumps({"gflops": flop / min(t.results) / 1e9, "tuning_s": tuning,
+                  "mcpu": spec["mcpu"], "tvm": tvm.__version__}))
 """
 METASCHEDULE_OPS = ("matmul512", "C9")  # the operators MetaSchedule tunes beside ours
 
 
 def metaschedule(python: str, key: str, trials: int, threads: int) -> dict[str, Any]:
     """MetaSchedule on operator `key` (matmul or conv2d_NCHWc) for `trials` trials with
-    `threads` threads, in `python` (an interpreter with apache-tvm); {"error": why} when that
-    is not available."""
+    `threads` threads and our target's CPU and features (so AVX2 code where AVX-512 is
+    hidden), in `python` (an interpreter with apache-tvm); {"error": why} when that is not
+    available."""
     name, args = OPERATORS[key]
     dims = list(args[:3]) if name == "matmul" else [*args[:7], args[7]]
-    env = dict(os.environ, TVM_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    command = [python, "-c", METASCHEDULE_PROBE, str(threads), str(trials), name]
+    # not preloaded with the AVX-512 hiding shim (tvm's import under it outlived a 10-minute
+    # wait here): the target's features below keep its code to the instruction set we see
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env.update(TVM_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    host = Target.parse("llvm")  # ours: the CPU and its features as LLVM sees them here
+    mattr = [f for f in host.features.split(",") if f]  # without AVX-512 where it is hidden
+    spec = {"kind": "llvm", "mcpu": host.cpu, "mattr": mattr, "num-cores": threads}
+    command = [python, "-c", METASCHEDULE_PROBE, json.dumps(spec), str(trials), name]
     try:
         out = subprocess.run(
             [*command, *map(str, dims)], capture_output=True, text=True, env=env, timeout=5400
