@@ -183,15 +183,13 @@ def test_sigkill_mid_batch_resumes_without_loss_or_duplicates(tmp_path):
 
 
 def test_best_config_reads_a_records_file(tmp_path):
-    import dataclasses
-
     import compiler.tune.templates  # noqa: F401 - registers conv2d_packed
     from compiler.topi.vta.conv2d import RESNET18
     from compiler.tune import best_config, create_task
     from compiler.tune.templates.vta import tuned_conv2d_knobs
 
     wl = RESNET18["C9"]
-    task = create_task("conv2d_packed", dataclasses.astuple(wl), "vta")
+    task = create_task("conv2d_packed", wl.sizes, "vta")
     path = tmp_path / "r.db"
     assert best_config(task, "vta", path) is None and tuned_conv2d_knobs(wl, path) is None
     space = task.config_space

@@ -130,6 +130,9 @@ class AnalyticRunner:
     deterministic = True
     threads = None  # its costs depend on no thread count
 
+    def host(self, task):
+        return None  # nor on a host
+
     def run(self, inputs, builds):
         return [
             Record.of(i, [analytic_cost(b.artifact, i.task.flop)])
