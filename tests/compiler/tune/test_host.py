@@ -17,6 +17,7 @@ from compiler.tune.features import PROGRAM_FEATURE_LENGTH
 from compiler.tune.host import HOST_FEATURES, host_of, host_row, l3_per_core, with_host
 from compiler.tune.record import SCHEMA_VERSION, MeasureInput, Record
 from compiler.tune.transfer import history_dataset
+from testkit.records import downgrade
 
 AVX512 = {"isa": "avx512", "cpu": "znver4", "lanes": 16, "l1d": 32768, "l2": 1 << 20, "l3": 1 << 24}
 AVX2 = {"isa": "avx2", "cpu": "haswell", "lanes": 8, "l1d": 32768, "l2": 1 << 18, "l3": 1 << 21}
@@ -84,11 +85,7 @@ def test_a_version_3_database_and_its_lines_load_with_an_unknown_host(tmp_path):
     config = task.config_space.get(next(i for i in range(99) if task.config_space.is_valid(i)))
     with Database(path) as db:
         db.add_batch([Record.of(MeasureInput(task, config), [1e-5], threads=2)])
-    conn = sqlite3.connect(path)  # back to a version 3 file: no host column
-    conn.execute("ALTER TABLE records DROP COLUMN host")
-    conn.execute("UPDATE schema_version SET version = 3")
-    conn.commit()
-    conn.close()
+    downgrade(path, "host", 3)  # back to a version 3 file: no host column
     with Database(path) as db:
         assert [(r.threads, r.host) for r in db.records()] == [(2, None)]
         db.add_batch([Record.of(MeasureInput(task, config), [2e-5], threads=2, host=AVX2)])

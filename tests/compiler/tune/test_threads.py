@@ -15,6 +15,7 @@ from compiler.tune.dispatch import ApplyHistoryBest, best_config, thread_note
 from compiler.tune.record import SCHEMA_VERSION, MeasureInput, Record
 from compiler.tune.task import create_task
 from compiler.zoo import _Builder
+from testkit.records import downgrade
 from vta.cli import main
 
 TINY = "matmul:16,16,16"
@@ -195,11 +196,7 @@ def test_an_old_database_without_the_thread_count_still_loads(tmp_path):
     ansor = Record('["ansor:matmul",[16,16,16]]', "llvm", {"kind": "ansor"}, 0, [2e-5])
     with Database(path) as db:
         db.add_batch([template, ansor])
-    conn = sqlite3.connect(path)  # back to a version 2 file: no threads column
-    conn.execute("ALTER TABLE records DROP COLUMN threads")
-    conn.execute("UPDATE schema_version SET version = 2")
-    conn.commit()
-    conn.close()
+    downgrade(path, "threads", 2)  # back to a version 2 file: no threads column
     with Database(path) as db:
         assert [r.threads for r in db.records()] == [None, 1]
         db.add_batch(
