@@ -53,18 +53,10 @@ def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
 
 
 def cpu_work(graph: Graph, g: Group) -> tuple[int, int]:
-    """A CPU group's FLOPs (2 x the multiply-adds of its convolutions and matrix products; the
-    rest is elementwise and not counted) and DRAM bytes (what it reads from outside and its
-    last node writes, once each), from the graph's static shapes: the board model's inputs
-    before any kernel is compiled."""
-    flops = 0
-    for n in g.nodes:
-        out = math.prod(graph.value(n.outputs[0]).shape)
-        if n.op == "Conv":
-            _, per_group, kh, kw = graph.value(n.inputs[1]).shape
-            flops += 2 * out * per_group * kh * kw
-        elif n.op in ("Gemm", "MatMul"):
-            flops += 2 * out * graph.value(n.inputs[0]).shape[-1]
+    """A CPU group's FLOPs (`Graph.flops` of its nodes) and DRAM bytes (what it reads from
+    outside and its last node writes, once each), from the graph's static shapes: the board
+    model's inputs before any kernel is compiled."""
+    flops = sum(graph.flops(n) for n in g.nodes)
     moved = [*group_inputs(g), *(t for t in g.nodes[-1].outputs if t)]
     values = (graph.value(t) for t in moved)
     return flops, sum(math.prod(v.shape) * np.dtype(v.dtype or "float32").itemsize for v in values)

@@ -105,6 +105,16 @@ class Graph:
         self.values[name] = Value(name)
         return name
 
+    def flops(self, node: Node) -> int:
+        """2 x the multiply-adds of a Conv, Gemm or MatMul node from the static shapes (0 for
+        any other: its work is elementwise)."""
+        out = int(np.prod(self.value(node.outputs[0]).shape))
+        if node.op == "Conv":
+            return 2 * out * int(np.prod(self.value(node.inputs[1]).shape[1:]))
+        if node.op in ("Gemm", "MatMul"):
+            return 2 * out * self.value(node.inputs[0]).shape[-1]
+        return 0
+
     def producers(self) -> dict[str, Node]:
         return {o: n for n in self.nodes for o in n.outputs if o}
 

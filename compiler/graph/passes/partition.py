@@ -206,8 +206,8 @@ def board_times(
     x, y = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0]))
     w = graph.constants[conv.inputs[1]].shape
     ins, outs = int(np.prod(x)), int(np.prod(y))
-    flops = 2 * outs * int(np.prod(w[1:]))
-    on_cpu = cpu.seconds(flops, 4 * (ins + outs + int(np.prod(w))), cpu.cores, EFFICIENCY)
+    on_cpu = cpu.seconds(graph.flops(conv), 4 * (ins + outs + int(np.prod(w))), cpu.cores,
+                         EFFICIENCY)  # fmt: skip
     return accel, on_cpu * 1e3, cpu.seconds(0, boundary, 1, EFFICIENCY) * 1e3
 
 
