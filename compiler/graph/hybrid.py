@@ -7,6 +7,7 @@ without the compiler (`runtime.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -30,7 +31,8 @@ from .build_onnx import compile_fused
 from .ir import Graph, Group, Node
 from .passes.fuse import group_inputs
 from .passes.partition import VTA
-from .runtime import HybridModule, Step, qconv_of_node
+from .quant import product_qconv
+from .runtime import AccelProduct, HybridModule, Step, qconv_of_node
 
 
 def _accel(node: Node, constants: dict, in_shape, sc_shape, cfg: VTAConfig, **options):
@@ -39,12 +41,26 @@ def _accel(node: Node, constants: dict, in_shape, sc_shape, cfg: VTAConfig, **op
     return compile_qconv(node.name, q, in_shape, cfg, sc_shape, **options)
 
 
+def _product_layer(graph: Graph, node: Node, cfg: VTAConfig) -> tuple:
+    """A VTAMatMul node's (input shape, None, workload, epilogue): of one head, whose Program
+    runs once per head (its weight is a run-time tensor: zeros stand for it here)."""
+    heads = node.attrs["heads"]
+    n, c, h, w = graph.value(node.inputs[0]).shape
+    m, k = graph.value(node.inputs[1]).shape[:2]
+    m //= heads
+    x = (n, c // heads, h, w)
+    q = product_qconv(node.attrs, np.zeros((m, k, 1, 1), np.int8))
+    return (x, None, *layer_structure(node.name, q, x, cfg))
+
+
 def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
     """Each accelerator group's (input shape, shortcut input shape, workload, epilogue) on
-    configuration `cfg`, by group name."""
+    configuration `cfg`, by group name (an attention product's: of one head)."""
     out = {}
     for g in graph.groups:
-        if g.target == VTA:
+        if g.target == VTA and g.nodes[0].op == "VTAMatMul":
+            out[g.name] = _product_layer(graph, g.nodes[0], cfg)
+        elif g.target == VTA:
             node = g.nodes[0]
             x, sc = (graph.value(t).shape if t else None for t in (node.inputs[0], node.inputs[4]))
             wl, ep = layer_structure(node.name, qconv_of_node(node, graph.constants), x, cfg, sc)
@@ -172,8 +188,12 @@ def compile_hybrid(
         g = run[0]
         if g.target == VTA:
             node = g.nodes[0]
-            in_shape, sc_shape, _, _ = structures[g.name]
-            accel = _accel(node, graph.constants, in_shape, sc_shape, cfg, knobs=knobs[g.name])
+            in_shape, sc_shape, wl, ep = structures[g.name]
+            if node.op == "VTAMatMul":
+                program = fused_program(wl, ep, knobs[g.name], cfg)
+                accel = AccelProduct(g.name, dataclasses.asdict(knobs[g.name]), program)
+            else:
+                accel = _accel(node, graph.constants, in_shape, sc_shape, cfg, knobs=knobs[g.name])
             step = Step("vta", g.name, [node.inputs[0]], node.outputs, [g.name], g.reason,
                         node=node, accel=accel, shapes=(in_shape, sc_shape))  # fmt: skip
         elif k not in subs:

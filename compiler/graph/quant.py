@@ -16,7 +16,9 @@ k - 6 (one ALU op per output row; the bias is then quantized at the shifted expo
 weights' precision. A shortcut convolution accumulating into the same rows keeps its weights'
 exponent too: where its products are coarser than the main conv's they are shifted left into the
 main conv's accumulator exponent (one ALU op per row); where finer, its weights are quantized at
-the main conv's product exponent.
+the main conv's product exponent. An attention product's weight is an int8 activation known only
+at run time (`product_attrs`, `run_product`): its bias, the shift's rounding less what the input's
+zero point adds, is computed from it per run.
 """
 
 from __future__ import annotations
@@ -237,3 +239,33 @@ def run_qconv(
 ) -> np.ndarray:
     """The bit-exact numpy reference of a quantized conv (NCHW int8 in and out)."""
     return requantize(accumulate(q, x, residual, sc_in), q)
+
+
+def product_attrs(heads: int, e_in: int, e_w: int, e_out: int, zero_in: int) -> dict:
+    """A product's attributes (a `VTAMatMul` node's): input exponent `e_in` with zero point
+    `zero_in`, run-time weight exponent `e_w`, output exponent `e_out` (made no finer than
+    the products': the shift is a right shift), one group of channels per head."""
+    e_out = max(e_out, e_in + e_w)
+    shift = e_out - e_in - e_w
+    if shift > 31:
+        raise LoweringError(f"quantization: requantizing shift {shift} exceeds 31")
+    return {"heads": heads, "shift": shift, "e_in": e_in, "e_w": e_w, "e_out": e_out,
+            "zero_in": zero_in}  # fmt: skip
+
+
+def product_qconv(a: dict, w: np.ndarray) -> QConv:
+    """One head of a product (`product_attrs` `a`) as the QConv of its run-time int8 weight
+    `w` (N, K, 1, 1): its bias the shift's rounding less the input zero point times each
+    output's weight sum."""
+    bias = (1 << a["shift"] >> 1) - a["zero_in"] * _sums(w)
+    return QConv(w, bias.astype(np.int32), a["shift"], False, 1, 0, a["e_in"], a["e_out"])
+
+
+def run_product(a: dict, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The bit-exact numpy reference of a product: NCHW int8 x (N, H*K, ...) by int8 weight w
+    (H*M, K, 1, 1), head h's input channels by its M weights (`product_qconv`), int8 out."""
+    heads = a["heads"]
+    k, m = x.shape[1] // heads, w.shape[0] // heads
+    outs = [run_qconv(product_qconv(a, w[h * m : (h + 1) * m]), x[:, h * k : (h + 1) * k])
+            for h in range(heads)]  # fmt: skip
+    return np.concatenate(outs, axis=1)

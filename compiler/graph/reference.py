@@ -480,6 +480,12 @@ def vta_conv(x, w, b, residual=None, sc_x=None, sc_w=None, **a) -> np.ndarray:
     return np.minimum(out, np.int8(a["clip_hi"]))
 
 
+def vta_matmul(x, w, **a) -> np.ndarray:
+    """An attention product of the quantized graph (int8 in, int8 run-time weight, int8 out),
+    bit-exact: what every device's Programs compute, a head at a time."""
+    return Q.run_product(a, x, w)
+
+
 def unpack_nchwc(x) -> np.ndarray:
     n, cb, h, w, b = x.shape
     return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w))
@@ -601,6 +607,7 @@ KERNELS: dict[str, Kernel] = {
     "Quantize": lambda ins, a: [Q.quantize(ins[0], a["exponent"], a["zero"])],
     "Dequantize": lambda ins, a: [Q.dequantize(ins[0], a["exponent"], a["zero"])],
     "VTAConv": _one(vta_conv),
+    "VTAMatMul": _one(vta_matmul),
     "UnpackNCHWc": _one(unpack_nchwc),
 }
 

@@ -35,7 +35,7 @@ from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import ConfigError
 from vta.program import Program
-from vta.stats import Stats
+from vta.stats import ModuleStats, Stats
 
 from ..errors import LoweringError, OperatorError
 from . import quant as Q
@@ -160,7 +160,55 @@ class AccelConv:
         return outs["out"], stats
 
 
-def report_row(layer: AccelConv, st: Stats) -> dict:
+@dataclasses.dataclass
+class AccelProduct:
+    """An offloaded attention product (a `VTAMatMul` node): one Program run once per head,
+    whose weight and bias (`quant.product_qconv`: the bias depends on the weight) are packed
+    on the CPU from the run-time int8 operand before each run, as activations are packed at
+    CPU boundaries; the knobs it was built with (by name)."""
+
+    name: str
+    knobs: dict[str, int]
+    program: Program
+
+    def run(
+        self, device: str, cfg: VTAConfig, attrs: dict, x: np.ndarray, w: np.ndarray
+    ) -> tuple[np.ndarray, Stats]:
+        """Run on `device` with packed activation `x` (its heads' channel blocks in order) and
+        int8 weight `w` (H*M, K, 1, 1): the packed int8 output and the runs' summed Stats."""
+        heads = attrs["heads"]
+        k, m = x.shape[1] // heads, w.shape[0] // heads
+        outs, stats = [], []
+        for h in range(heads):
+            q = Q.product_qconv(attrs, w[h * m : (h + 1) * m])
+            layer = AccelConv.of(self.name, q, cfg, self.knobs, self.program)
+            out, st = layer.run(device, np.ascontiguousarray(x[:, h * k : (h + 1) * k]))
+            outs.append(out)
+            stats.append(st)
+        return np.concatenate(outs, axis=1), summed(stats)
+
+
+def summed(stats: list[Stats]) -> Stats:
+    """The Stats of Programs run one after another: cycles and counts added up."""
+
+    def add(dicts: list[dict]) -> dict:
+        return {
+            k: sum(d.get(k, 0) for d in dicts) for k in dict.fromkeys(k for d in dicts for k in d)
+        }
+
+    first = stats[0]
+    modules = {m: ModuleStats(**add([dataclasses.asdict(s.modules[m]) for s in stats]))
+               for m in first.modules}  # fmt: skip
+    cycles = None if first.cycles is None else sum(s.cycles for s in stats)
+    counts = {f: sum(getattr(s, f) for s in stats)
+              for f in ("bytes_stored", "gemm_uops", "alu_uops", "macs")}  # fmt: skip
+    fields = ("instructions", "bytes_loaded")
+    instructions, loaded = (add([getattr(s, f) for s in stats]) for f in fields)
+    return dataclasses.replace(first, cycles=cycles, instructions=instructions, modules=modules,
+                               bytes_loaded=loaded, **counts)  # fmt: skip
+
+
+def report_row(layer: AccelConv | AccelProduct, st: Stats) -> dict:
     """A report row of an offloaded layer's run: cycles, GEMM utilization, DRAM bytes, FLOPs
     (2 per MAC, channels padded to the block) and its arithmetic intensity (ops per DRAM
     byte)."""
@@ -201,7 +249,7 @@ class Step:
     reason: str = ""
     module: GraphModule | BoardGraph | None = None
     node: Node | None = None
-    accel: AccelConv | None = None
+    accel: AccelConv | AccelProduct | None = None
     shapes: tuple = ()  # vta: the NCHW shapes of its input and shortcut input (or None)
 
 
@@ -264,20 +312,9 @@ class HybridModule:
     def _device(self, step: Step, env: dict, packed: dict, device: str, check: bool) -> dict:
         """Run an accelerator step on `device`; with `check`, its output must equal the
         reference kernel's (the row's `bit_exact` is None without)."""
-        node, layer, cfg = step.node, step.accel, self.cfg
-        x, res, sc = node.inputs[0], node.inputs[3], node.inputs[4]
-        same = cfg.block_out == cfg.block_in  # outputs and residuals in the inputs' layout
-        for t in filter(None, (x, res if same else None, sc)):
-            if t not in packed:
-                packed[t] = pack_act(env[t], cfg)
-        res_in = None if not res else packed[res] if same else pack_residual(env[res], cfg)
-        out, stats = layer.run(device, packed[x], res_in, packed[sc] if sc else None)
-        y = unpack_act(out, layer.out_channels)
-        hi = node.attrs["clip_hi"]
-        if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
-            y = np.minimum(y, np.int8(hi))
-        elif same:  # else a reader packs y again
-            packed[node.outputs[0]] = out
+        node = step.node
+        run = self._product if node.op == "VTAMatMul" else self._conv
+        y, stats = run(step, env, packed, device)
         if check:
             expected = run_node(node, [env[t] if t else None for t in node.inputs])[0]
             if not np.array_equal(y, expected):
@@ -286,10 +323,42 @@ class HybridModule:
                                     f"in {bad} of {y.size} values")  # fmt: skip
         env[node.outputs[0]] = y
         return {
-            **report_row(layer, stats),
+            **report_row(step.accel, stats),
             "why": step.reason,
             "bit_exact": True if check else None,
         }
+
+    def _packed(self, t: str, env: dict, packed: dict) -> np.ndarray:
+        if t not in packed:
+            packed[t] = pack_act(env[t], self.cfg)
+        return packed[t]
+
+    def _conv(self, step: Step, env: dict, packed: dict, device: str) -> tuple[np.ndarray, Stats]:
+        """A VTAConv step's NCHW int8 output and Stats (its output kept packed for a reader
+        where BLOCK_OUT is BLOCK_IN)."""
+        node, layer, cfg = step.node, step.accel, self.cfg
+        x, res, sc = node.inputs[0], node.inputs[3], node.inputs[4]
+        same = cfg.block_out == cfg.block_in  # outputs and residuals in the inputs' layout
+        res_in = None if not res else self._packed(res, env, packed) if same else pack_residual(
+            env[res], cfg)  # fmt: skip
+        sc_in = self._packed(sc, env, packed) if sc else None
+        out, stats = layer.run(device, self._packed(x, env, packed), res_in, sc_in)
+        y = unpack_act(out, layer.out_channels)
+        hi = node.attrs["clip_hi"]
+        if hi < 127:  # Clip's upper bound: an int8 minimum on the CPU
+            y = np.minimum(y, np.int8(hi))
+        elif same:  # else a reader packs y again
+            packed[node.outputs[0]] = out
+        return y, stats
+
+    def _product(self, step: Step, env: dict, packed: dict, device: str) -> tuple:
+        """A VTAMatMul step's NCHW int8 output and Stats (`AccelProduct.run`)."""
+        node, cfg = step.node, self.cfg
+        x, w = node.inputs
+        out, stats = step.accel.run(device, cfg, node.attrs, self._packed(x, env, packed), env[w])
+        if cfg.block_out == cfg.block_in:
+            packed[node.outputs[0]] = out
+        return unpack_act(out, out.shape[1] * cfg.block_out), stats
 
     # ---- save and load ------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:
@@ -370,8 +439,11 @@ class HybridModule:
                 if "knobs" in d:
                     step.shapes = tuple(None if x is None else tuple(x) for x in d["shapes"])
                     program = Program.load(folder / d["program"])
-                    q = qconv_of_node(node, constants)
-                    step.accel = AccelConv.of(node.name, q, cfg, d["knobs"], program)
+                    if node.op == "VTAMatMul":
+                        step.accel = AccelProduct(node.name, d["knobs"], program)
+                    else:
+                        q = qconv_of_node(node, constants)
+                        step.accel = AccelConv.of(node.name, q, cfg, d["knobs"], program)
                 steps.append(step)
         except (OSError, KeyError, TypeError, ValueError) as e:
             why = f"{type(e).__name__}: {e}"

@@ -8,7 +8,9 @@ another tensor (before the activation), an optional 1x1 shortcut Conv whose prod
 into the same outputs (ResNet's downsampling path, merged from its own group when the residual
 is its output and nothing else reads it), and ReLU / Clip(min 0) activations; nodes after that
 prefix are split off into a CPU group of their own. A dense layer of a block of rows or more
-becomes such a conv, 1x1 over its rows (`dense_as_conv`), between two CPU layout groups.
+becomes such a conv, 1x1 over its rows (`dense_as_conv`), between two CPU layout groups; an
+`Attention` node's two products become grouped convs of a run-time weight, a group per head
+(`attention_products.py`), with its Softmax on the CPU between them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from ..ir import Graph, Group, Node, Pattern, Value, pattern_of
 MIN_OFFLOAD_CHANNELS = 4  # fewer input channels: the block of 16 would be mostly padding
 VTA, CPU = "vta", "cpu"
 DENSE = "dense"  # the attribute that marks a Conv node made of a dense layer
+# the attribute that marks a grouped Conv whose weight is a run-time activation, a group per head
+# (an attention's products, `attention_products.py`): SCORES (QK^T) or CONTEXT (by V)
+PRODUCT, SCORES, CONTEXT = "product", "scores", "context"
 # A dense layer's T rows are a grid of T/w x w positions, w the largest divisor of T up to this:
 # the conv's micro-op loops run over w (encoder4 on sim: 3.03 M cycles as T x 1, 1.97 M as 8 x 16)
 ROW_WIDTH = 16
@@ -58,10 +63,15 @@ def _same(values) -> bool:
     return len(set(values)) == 1
 
 
+def is_product(node: Node) -> bool:
+    """Whether a Conv node is an attention product (`PRODUCT`: its weight is an activation)."""
+    return bool(node.attrs.get(PRODUCT))
+
+
 def is_depthwise(node: Node) -> bool:
     """Whether a Conv node `conv_fits` takes is depthwise (one input and output channel per
     group)."""
-    return node.attrs["group"] != 1
+    return node.attrs["group"] != 1 and not is_product(node)
 
 
 def conv_fits(graph: Graph, node: Node, cfg: VTAConfig | None = None) -> str | None:
@@ -171,16 +181,22 @@ def _cpu_reason(graph: Graph, group: Group, cfg: VTAConfig) -> str:
         return conv_fits(graph, anchor, cfg) or "conv after a node the accelerator runs"
     if anchor.op == "MatMul" and anchor is group.nodes[0]:
         return dense_fits(graph, anchor, cfg) or CPU_REASONS["MatMul"]
+    if anchor.op == "Attention":
+        from .attention_products import attention_fits
+
+        return attention_fits(graph, anchor, cfg) or "attention: fused with other nodes"
     return CPU_REASONS.get(anchor.op, f"{anchor.op}: the accelerator runs convolutions only")
 
 
 def _workload(graph: Graph, conv: Node, cfg: VTAConfig):
-    """The packed workload of a Conv node as `accel.layer_structure` makes it."""
+    """The packed workload of a Conv node as `accel.layer_structure` makes it (of one head
+    for an attention product)."""
     from ...topi.vta.conv2d import Conv2DWorkload
 
     n, c, h, w = graph.value(conv.inputs[0]).shape
-    o, _, k, _ = graph.constants[conv.inputs[1]].shape
-    ci, co = -(-c // cfg.block_in), -(-o // cfg.block_out)
+    o, _, k, _ = graph.value(conv.inputs[1]).shape
+    heads = conv.attrs["group"] if is_product(conv) else 1
+    ci, co = -(-c // heads // cfg.block_in), -(-o // heads // cfg.block_out)
     s, pad = conv.attrs["strides"][0], conv.attrs["pads"][0]
     return Conv2DWorkload(n // cfg.batch, ci, h, w, co, k, k, s, pad, is_depthwise(conv))
 
@@ -189,10 +205,11 @@ def board_times(
     graph: Graph, conv: Node, relu: bool, cfg: VTAConfig, boundary: int
 ) -> tuple[float, float, float] | None:
     """(accelerator, board CPU, boundary) milliseconds of a Conv node: its cycle estimate (the
-    best knob setting's) at the configuration's clock; the board model's time for it in fp32
-    on the board's CPU (`hw.parts.CPU.seconds`, every core, at `EFFICIENCY`); `boundary` bytes
-    of numpy work on one core (the Quantize, Dequantize or layout changes offloading adds or
-    saves). None: the configuration has no board."""
+    best knob setting's, once per head of an attention product) at the configuration's clock;
+    the board model's time for it in fp32 on the board's CPU (`hw.parts.CPU.seconds`, every
+    core, at `EFFICIENCY`); `boundary` bytes of numpy work on one core (the Quantize,
+    Dequantize or layout changes offloading adds or saves). None: the configuration has no
+    board."""
     from hw.parts import EFFICIENCY, part_for
 
     from ...topi.vta.fused import Epilogue, estimate_space
@@ -202,9 +219,9 @@ def board_times(
     except ConfigError:
         return None
     wl = _workload(graph, conv, cfg)
-    accel = float(estimate_space(wl, Epilogue(True, 0, relu), cfg).min()) / cfg.clock_mhz * 1e-3
-    x, y = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0]))
-    w = graph.constants[conv.inputs[1]].shape
+    cycles = float(estimate_space(wl, Epilogue(True, 0, relu), cfg).min())
+    accel = cycles * (conv.attrs["group"] if is_product(conv) else 1) / cfg.clock_mhz * 1e-3
+    x, y, w = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0], conv.inputs[1]))
     ins, outs = int(np.prod(x)), int(np.prod(y))
     on_cpu = cpu.seconds(graph.flops(conv), 4 * (ins + outs + int(np.prod(w))), cpu.cores,
                          EFFICIENCY)  # fmt: skip
@@ -344,6 +361,26 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
     where: dict[str, str] = {}  # each group's output: the target it was given
     cols: dict[str, str] = {}  # dense rows in NCHW for the accelerator, by rows tensor
     for g in map(replace, graph.groups):
+        if len(g.nodes) == 1 and g.nodes[0].op == "Attention":
+            from .attention_products import attention_as_convs, attention_fits, attention_pays
+
+            why = attention_fits(graph, g.nodes[0], cfg)
+            if why is None:
+                trial = _copy(graph)
+                parts = attention_as_convs(trial, g)
+                pays, why = attention_pays(trial, parts, cfg)
+                if pays:
+                    graph = trial
+                    for p in parts:
+                        p.reason += f" ({why})" if p.target == VTA else ""
+                    groups += parts
+                    where.update((p.nodes[-1].outputs[0], p.target) for p in parts)
+                    continue
+                why = f"attention: on the board no faster on the accelerator ({why})"
+            g.target, g.reason = CPU, why
+            groups.append(g)
+            where[g.nodes[-1].outputs[0]] = CPU
+            continue
         if g.nodes[0].op == "MatMul" and dense_fits(graph, g.nodes[0], cfg) is None:
             trial, trial_cols = _copy(graph), dict(cols)
             parts = dense_as_conv(trial, g, trial_cols)
@@ -390,7 +427,7 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
     by_output = {g.nodes[-1].outputs[0]: g for g in groups}
     merged: set[int] = set()
     for g in groups:
-        if g.target != VTA:
+        if g.target != VTA or is_product(g.nodes[0]):
             continue
         p = pattern_of_group(graph, g)
         s = by_output.get(p.residual) if p.residual else None
@@ -409,11 +446,15 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
 
 __all__ = [
     "AccelPattern",
+    "CONTEXT",
     "CPU",
     "DENSE",
+    "PRODUCT",
+    "SCORES",
     "VTA",
     "conv_fits",
     "is_depthwise",
+    "is_product",
     "match",
     "partition",
     "pattern_of_group",

