@@ -13,6 +13,7 @@ dense weights packed, Winograd and pointwise convolutions chosen).
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ from ..tune.dispatch import ApplyHistoryBest
 from .build_ops import Group, Node, group_tensors, schedule_group
 from .executor import Step, compile_graph
 from .graph_module import ALIGN, GraphModule, Slot, TensorSpec
+from .ir import attention_flops
 from .objects import Kernel
 from .tasks import group_schedule, kernel_signature
 
@@ -50,8 +52,8 @@ def group_kernel(
 
 
 def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
-    """Multiply-adds x 2 of the group's convolutions and dense layers (its other work is
-    elementwise and not counted)."""
+    """Multiply-adds x 2 of the group's convolutions, dense layers and attention products (its
+    other work is elementwise and not counted)."""
     flops = 0
     for n in group.nodes:
         out = int(np.prod(shapes[n.output]))
@@ -63,6 +65,8 @@ def group_flops(group: Group, shapes: dict[str, tuple[int, ...]]) -> int:
             flops += 2 * out * w[1] * w[4] * w[2] * w[3]
         elif n.op == "Dense":
             flops += 2 * out * shapes[n.inputs[0]][1]
+        elif n.op == "Attention":
+            flops += attention_flops(*(shapes[t] for t in n.inputs[:3]))
     return flops
 
 
@@ -98,7 +102,7 @@ def build_graph(
         used = dict.fromkeys(records.names if records else [], 0)
         views = view_aliases(groups, set(outputs))
         for g in groups:
-            if g.output in views:
+            if g.output in views or not math.prod(shapes[g.output]):  # no elements: no kernel
                 continue
             key = kernel_signature(g, shapes)
             if key not in kernels:

@@ -73,6 +73,13 @@ class Group:
         return max(self.nodes, key=lambda n: (pattern_of(n.op), -self.nodes.index(n)))
 
 
+def attention_flops(q: tuple[int, ...], kt: tuple[int, ...], v: tuple[int, ...]) -> int:
+    """2 x the multiply-adds of an Attention's two products: Q [..., T, d] by K^T [..., d, S],
+    the scores by V [..., S, dv]."""
+    heads, t, s = int(np.prod(q[:-2])), q[-2], kt[-1]
+    return 2 * heads * t * s * (q[-1] + v[-1])
+
+
 @dataclass
 class Graph:
     """Nodes in topological order over named values; constants are values with an array."""
@@ -106,13 +113,15 @@ class Graph:
         return name
 
     def flops(self, node: Node) -> int:
-        """2 x the multiply-adds of a Conv, Gemm or MatMul node from the static shapes (0 for
-        any other: its work is elementwise)."""
+        """2 x the multiply-adds of a Conv, Gemm, MatMul or Attention node from the static
+        shapes (0 for any other: its work is elementwise)."""
         out = int(np.prod(self.value(node.outputs[0]).shape))
         if node.op == "Conv":
             return 2 * out * int(np.prod(self.value(node.inputs[1]).shape[1:]))
         if node.op in ("Gemm", "MatMul"):
             return 2 * out * self.value(node.inputs[0]).shape[-1]
+        if node.op == "Attention":
+            return attention_flops(*(self.value(t).shape for t in node.inputs[:3]))
         return 0
 
     def producers(self) -> dict[str, Node]:

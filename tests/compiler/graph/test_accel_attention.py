@@ -36,9 +36,13 @@ def model(tmp_path_factory):
 
 
 def test_products_are_offloaded_with_the_softmax_on_the_cpu_between_them(model):
-    graph = partition(fused_graph(model[0]), CFG)
+    fp32 = fused_graph(model[0])
+    (attention,) = [n for n in fp32.nodes if n.op == "Attention"]
+    graph = partition(fp32, CFG)
     groups = {g.name: g for g in graph.groups}
     assert not any(n.op == "Attention" for n in graph.nodes)
+    products = [groups[name].nodes[0] for name in PRODUCTS]
+    assert sum(map(graph.flops, products)) == fp32.flops(attention) == 2 * 2 * 32 * 32 * 64
     for name, weight in zip(PRODUCTS, ("matmul_43_k_w", "matmul_43_v_w"), strict=True):
         (conv,) = groups[name].nodes
         assert groups[name].target == "vta" and conv.op == "Conv" and conv.attrs["group"] == 2
