@@ -638,14 +638,16 @@ class _Lowering:
         x, ax = node.inputs[0], node.attrs["axis"]
         start = 0
         for k, (out, size) in enumerate(zip(node.outputs, node.attrs["split"], strict=True)):
-            attrs = {"starts": [start], "ends": [start + size], "axes": [ax], "steps": [1]}
+            start += size
+            if not out:  # an output no one reads, or one without elements (a constant)
+                continue
+            attrs = {"starts": [start - size], "ends": [start], "axes": [ax], "steps": [1]}
             members: list[Node] = []
             src = self.operand_plain(x, members)
             members.append(Node("Slice", [src], out, attrs))
             self.shapes[out] = self.shape(out)
             self.groups.append(self.typed(Group(f"{node.label}_{k}", members)))
             self.plain.add(out)
-            start += size
 
     def operand_plain(self, t: str, members: list[Node], floats: str = "float32") -> str:
         out = self.as_plain(t, members, floats)
@@ -671,12 +673,6 @@ def lower_groups(graph: Graph) -> tuple[list[Group], dict, dict, list[str], list
     if bad:
         raise OperatorError(
             f"inputs {', '.join(bad)}: the CPU graph runs {', '.join(CPU_DTYPES)} inputs only"
-        )
-    shapes = [(n.label, graph.value(o).shape) for n in graph.nodes for o in n.outputs if o]
-    empty = [label for label, shape in shapes if 0 in shape]
-    if empty:
-        raise OperatorError(
-            f"node(s) {', '.join(empty)}: empty outputs; the CPU runs tensors with elements"
         )
     failed: set[str] = set()  # values of groups that failed
     for g in graph.groups or []:

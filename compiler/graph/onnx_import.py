@@ -308,9 +308,7 @@ class _Importer:
                 f"the graph is compiled for the values of input(s) {', '.join(names)} (`vta run` "
                 "compiles it for the run's): " + "; ".join(self.value_problems),
             )
-        unfolded = [n for n in model.graph.node if any(o and o not in self.graph.constants
-                                                       for o in n.output)]  # fmt: skip
-        read = {t for n in unfolded for t in n.input}
+        read = {t for n in self.graph.nodes for t in n.inputs}  # an input read as a constant
         for name, message in self.empty.items():
             if name in read:
                 raise OperatorError(message)
@@ -370,7 +368,10 @@ class _Importer:
             return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
-        if op == "Concat":  # a kernel's arguments are few: a wide concat becomes a tree
+        if op == "Concat":  # an empty part adds nothing; a wide concat becomes a tree
+            ir.inputs = [t for t in ir.inputs if math.prod(self.shape(t))] or ir.inputs[:1]
+            if len(ir.inputs) == 1:
+                ir.op, ir.attrs = "Identity", {}
             while len(ir.inputs) > MAX_CONCAT_INPUTS:
                 parts = []
                 for k in range(0, len(ir.inputs), MAX_CONCAT_INPUTS):
@@ -537,10 +538,14 @@ class _Importer:
             return
         if ir.op in FOLD_ONLY:
             raise Unsupported(f"{ir.op} is supported only where its inputs are constant")
-        for name, (shape, dtype) in zip(ir.outputs, types, strict=False):
-            if name:
+        for k, (name, (shape, dtype)) in enumerate(zip(ir.outputs, types, strict=False)):
+            if name and not math.prod(shape):  # no elements: a known value, no kernel
+                g.add_constant(name, np.zeros(shape, dtype or "float32"))
+                ir.outputs[k] = ""
+            elif name:
                 g.values[name] = Value(name, shape, dtype)
-        g.nodes.append(ir)
+        if any(ir.outputs):
+            g.nodes.append(ir)
 
     def expand_coerced_softmax(self, ir: Node) -> bool:
         """Before opset 13, Softmax(axis) works on the input flattened to 2-d at `axis`:

@@ -255,11 +255,24 @@ def test_conv_transpose(tmp_path, attrs, bias):
     check(save(tmp_path, nodes, [1, 4, 5, 4], None, consts), (1, 4, 5, 4))
 
 
-def test_empty_tensors_are_refused_and_0_d_ones_run(tmp_path):
-    nodes = [helper.make_node("Slice", ["x", "st", "en"], ["y"])]
+def test_empty_tensors_flow_through_and_0_d_ones_run(tmp_path):
+    """A value with no elements is known (a constant): no kernel computes it, a concat
+    drops it, an output of it is empty in its dtype."""
+    nodes = [helper.make_node("Slice", ["x", "st", "en"], ["e"]),
+             helper.make_node("Concat", ["x", "e"], ["c"], axis=0),
+             helper.make_node("Exp", ["c"], ["y"]), helper.make_node("Shape", ["e"], ["s"]),
+             helper.make_node("Slice", ["s", "st", "en"], ["z"])]  # fmt: skip
     consts = {"st": np.array([2], np.int64), "en": np.array([1], np.int64)}
-    with pytest.raises(OperatorError, match="node\\(s\\) y: empty outputs"):
-        compile_model(save(tmp_path, nodes, [4], None, consts))
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(t, k, None) for t, k in (("y", 1), ("z", 7))],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )  # fmt: skip
+    (tmp_path / "m.onnx").write_bytes(helper.make_model(graph).SerializeToString())
+    x = np.float32([0.5, 1, 2, 3])
+    got = compile_model(tmp_path / "m.onnx").run({"x": x})
+    np.testing.assert_allclose(got["y"], np.exp(x), rtol=1e-6)
+    assert got["z"].shape == (0,) and got["z"].dtype == np.int64
     nodes = [helper.make_node("Squeeze", ["x"], ["s"]), helper.make_node("Exp", ["s"], ["y"])]
     got = compile_model(save(tmp_path, nodes, [1], None, {})).run({"x": np.float32([0.5])})["y"]
     assert got.shape == () and np.isclose(got, np.exp(0.5))
