@@ -89,8 +89,9 @@ class InputValuesNeeded(OperatorError):
 
 
 class _Importer:
-    def __init__(self, model, shapes: dict | None, values: dict | None = None):
+    def __init__(self, model, shapes: dict | None, values: dict | None = None, source: int = 0):
         self.opset = opset_of(model)
+        self.source_opset = source or self.opset  # the model's own, before `upgrade`
         g = model.graph
         self.graph = Graph([], [], [o.name for o in g.output], name=g.name or "graph")
         for t in g.initializer:
@@ -619,10 +620,10 @@ def import_onnx(
     binds graph inputs to constants (those a model reads as constants: `InputValuesNeeded`
     names them); `log` gets a line when the model's opset is upgraded."""
     m = load(model)
-    opset_of(m)
+    source = opset_of(m)
     validate(m)
     m = upgrade(m, log)
-    return _Importer(m, shapes, values).run(m)
+    return _Importer(m, shapes, values, source).run(m)
 
 
 __all__ = ["SUPPORTED", "InputValuesNeeded", "import_onnx"]

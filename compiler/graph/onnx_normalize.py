@@ -519,6 +519,16 @@ def _celu(imp, node, attrs):
     return None
 
 
+def _prelu(imp, node, attrs):
+    """Before opset 7 a slope of one value per channel applies along axis 1 (the version
+    converter keeps its shape, which opset 7's broadcasting aligns with the last axis)."""
+    x, slope = imp.shape(node.input[0]), imp.shape(node.input[1])
+    if imp.source_opset >= 7 or len(x) < 3 or slope != (x[1],) or x[1] == 1:
+        return None
+    per_channel = [slope[0], *[1] * (len(x) - 2)]
+    return [node.input[0], imp.reshaped(node.input[1], per_channel, node.name or node.output[0])]
+
+
 RANKS = {  # the ranks each input of the image operators may have (1-d windows: `window_1d`)
     "Conv": {0: (4, 5), 1: (4, 5), 2: 1},
     "ConvTranspose": {0: 4, 1: 4, 2: 1},
@@ -586,6 +596,7 @@ NORMALIZE = {
     "ScatterND": _scatter,
     "Einsum": _einsum,
     "Celu": _celu,
+    "PRelu": _prelu,
 }
 
 

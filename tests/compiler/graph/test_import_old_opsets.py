@@ -113,3 +113,17 @@ def test_opsets_below_7_upgrade_and_opset_0_is_a_one_line_error(tmp_path):
     with pytest.raises(OperatorError, match=r"opset 7 cannot be upgraded to 13: .*'scales'") as e:
         import_onnx(save(tmp_path, bad, [1, 4], [1, 8], {}, 7))
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (2, 3, 3, 3), (1, 3, 2, 2, 3)])
+def test_prelu_before_7_has_a_slope_per_channel(tmp_path, x_shape):
+    """A slope of one value per channel (axis 1), whatever the input's last axis (opset 7
+    would align it with that axis); a slope of one value is shared."""
+    x = f32(*x_shape, scale=1.0)
+    for slope in (f32(3, scale=1.0), np.float32([0.25])):
+        nodes = [helper.make_node("PRelu", ["x", "s"], ["y"])]
+        path = save(tmp_path, nodes, list(x_shape), list(x_shape), {"s": slope}, 6)
+        per_axis = slope.reshape(-1, *[1] * (len(x_shape) - 2))
+        want = np.where(x < 0, x * per_axis, x)
+        np.testing.assert_array_equal(reference.run(import_onnx(path), {"x": x})["y"], want)
+        np.testing.assert_allclose(compile_model(path).run({"x": x})["y"], want, rtol=1e-6)
