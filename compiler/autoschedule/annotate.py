@@ -28,7 +28,7 @@ from ..codegen.nvptx_arch import is_cuda_target
 from ..errors import CompilerError
 from ..schedule.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp
-from . import blocking, dag
+from . import blocking, dag, partial
 from . import register_tile as rt
 from .program import Program
 from .rfactor import Rfactor
@@ -211,6 +211,15 @@ def _innermost_options(extent: int, parts: int) -> tuple[tuple[int, ...], ...]:
     return tuple(f for f in factorizations(extent, parts) if f[-1] <= MAX_INNERMOST)
 
 
+def _innermost_lengths(extent: int, parts: int, cut: bool) -> list[int]:
+    """The innermost lengths a split of `parts` levels may take: divisors of `extent` (at most
+    MAX_INNERMOST), and with `cut` the partial ones (`partial.partial_options`)."""
+    found = {f[-1] for f in _innermost_options(extent, parts)}
+    if cut:
+        found |= {f[-1] for f in partial.partial_options(extent, parts, MAX_INNERMOST)}
+    return sorted(found)
+
+
 def sample_register_tile(
     op: ComputeOp,
     splits: dict[int, int],
@@ -218,20 +227,22 @@ def sample_register_tile(
     rng: np.random.Generator,
     rf: rt.RegisterFile,
     flat: frozenset[int] = frozenset(),
+    cut: bool = False,
 ) -> dict[int, int] | None:
     """Innermost lengths of the split space axes forming a register tile that fits `rf`: the
     vectorized axis' a lane multiple (else at least half a vector), then the other axes in
-    random order, each uniform among the lengths that still fit (1 on the axes in `flat`). A
-    tile using under MIN_FILL of the registers (it leaves the FMA latency uncovered) or
-    issuing more loads than FMAs (`register_tile.load_bound`) is drawn again, up to
-    FILL_TRIES times, the best kept (`_tile_rank`). None if nothing fits."""
+    random order, each uniform among the lengths that still fit (1 on the axes in `flat`;
+    with `cut` partial lengths too, `partial.py`). A tile using under MIN_FILL of the
+    registers (it leaves the FMA latency uncovered) or issuing more loads than FMAs
+    (`register_tile.load_bound`) is drawn again, up to FILL_TRIES times, the best kept
+    (`_tile_rank`). None if nothing fits."""
     vec = rt.vector_axis(op)
     others = [p for p in splits if p < len(op.axis) and splits[p] >= 2 and p != vec]
     best: dict[int, int] | None = None
     for _ in range(FILL_TRIES):
         inner: dict[int, int] = {}
         for pos in [vec, *(others[k] for k in rng.permutation(len(others)))]:
-            lasts = sorted({f[-1] for f in _innermost_options(extent[pos], splits[pos] + 1)})
+            lasts = _innermost_lengths(extent[pos], splits[pos] + 1, cut and pos != vec)
             if pos == vec:
                 wide = [d for d in lasts if 2 * d >= rf.lanes]
                 lasts = rt.lane_multiples(extent[pos], rf.lanes, MAX_INNERMOST) or wide or lasts
@@ -265,7 +276,8 @@ def sample_tiles(
     """Inner lengths of a stage's open splits (axis position -> number of lengths), each
     uniform over its factorizations; with a register file, those of a multi-level tiled
     stage's space axes uniform given innermost lengths that form a register tile
-    (`sample_register_tile`); with the loop order the splits are reordered by and the L2
+    (`sample_register_tile`; in partial.PARTIAL of the draws its unrolled axes may take
+    partial tiles, `partial.py`); with the loop order the splits are reordered by and the L2
     size as well, in PANEL of the draws of a stage that holds an operand (matmul's B, a
     convolution's weights) whose register tile's panel fits in L2 (`blocking.tile_panel_fits`),
     a panel tiling (`blocking.panel_faults`): no space loop between the reduction loops, a
@@ -277,7 +289,8 @@ def sample_tiles(
     extent = {pos: int(axes[pos].dom.extent.value) for pos in splits}
     vec = rt.vector_axis(st.op)
     tiled = rf is not None and vec in splits and splits[vec] >= 2
-    tile = (sample_register_tile(st.op, splits, extent, rng, rf) if tiled else None) or {}
+    cut = tiled and rng.random() < partial.PARTIAL
+    tile = (sample_register_tile(st.op, splits, extent, rng, rf, cut=cut) if tiled else None) or {}
     held = tiled and order is not None and cache is not None and blocking.held_operands(st.op)
     fits = held and blocking.tile_panel_fits(
         st.op, {axes[pos].var: n for pos, n in tile.items()}, cache or 0
@@ -285,7 +298,7 @@ def sample_tiles(
     panel = bool(fits) and rng.random() < PANEL
     flat = frozenset(blocking.held_axes(st.op)) if panel else frozenset()
     if any(tile.get(pos, 1) > 1 for pos in flat):  # a panel tiling's tile: one held block
-        one_block = sample_register_tile(st.op, splits, extent, rng, rf, flat) or {}
+        one_block = sample_register_tile(st.op, splits, extent, rng, rf, flat, cut) or {}
         if one_block and _tile_rank(st.op, one_block, rf)[1]:
             tile = one_block
         else:  # one block's tiles leave half the registers idle: no panel tiling
@@ -294,7 +307,10 @@ def sample_tiles(
     ones = blocking.between_reductions(st.op, splits, loop_order) if panel else set()
     options = {}
     for pos, n in splits.items():
-        opts = [f for f in _innermost_options(extent[pos], n + 1) if f[-1] == tile.get(pos, f[-1])]
+        opts = _innermost_options(extent[pos], n + 1)
+        if partial.is_partial(extent[pos], (tile.get(pos, 1),)):
+            opts = partial.partial_options(extent[pos], n + 1, MAX_INNERMOST)
+        opts = [f for f in opts if f[-1] == tile.get(pos, f[-1])]
         options[pos] = [f for f in opts if all(f[lv] == 1 for p, lv in ones if p == pos)] or opts
 
     def draw() -> dict[int, tuple[int, ...]]:
@@ -468,10 +484,13 @@ def mutate_tile_size(program: Program, rng: np.random.Generator) -> Program | No
         return None
     k = splits[rng.integers(len(splits))]
     step = program.steps[k]
-    st = stage_named(_schedule_before(program, k), step.stage)
-    extent = loop_extents(st)[st.leaf_iter_vars[step.iter]]
-    levels = [extent // math.prod(step.lengths), *step.lengths]  # outer first
-    src, dst = rng.choice(len(levels), size=2, replace=False) if len(levels) > 1 else (0, 0)
+    extent = _split_extent(program, k)
+    levels = partial.split_levels(extent, step.lengths)  # outer first
+    if levels is None:
+        return None
+    # a partial tile's length stays (the outer levels factorize its tile count)
+    n = len(levels) - partial.is_partial(extent, step.lengths)
+    src, dst = rng.choice(n, size=2, replace=False) if n > 1 else (0, 0)
     factors = [d for d in range(2, levels[src] + 1) if levels[src] % d == 0]
     if not factors or src == dst:
         return None
@@ -481,6 +500,13 @@ def mutate_tile_size(program: Program, rng: np.random.Generator) -> Program | No
     if levels[-1] > MAX_INNERMOST:
         return None
     return _replace(program, k, Split(step.stage, step.iter, tuple(levels[1:])))
+
+
+def _split_extent(program: Program, k: int) -> int:
+    """The extent of the loop Split step #k splits."""
+    step = program.steps[k]
+    st = stage_named(_schedule_before(program, k), step.stage)
+    return loop_extents(st)[st.leaf_iter_vars[step.iter]]
 
 
 def mutate_register_tile(program: Program, rng: np.random.Generator) -> Program | None:
@@ -497,14 +523,16 @@ def mutate_register_tile(program: Program, rng: np.random.Generator) -> Program 
     ks = stages[rng.integers(len(stages))]
     ka, kb = (ks[k] for k in rng.choice(len(ks), size=2, replace=False))
     a, b = program.steps[ka], program.steps[kb]
+    ea, eb = _split_extent(program, ka), _split_extent(program, kb)
+    if partial.is_partial(ea, a.lengths) or partial.is_partial(eb, b.lengths):
+        return None  # factors do not move into or out of a partial tile: `mutate_partial_tile`
     factors = [d for d in range(2, a.lengths[-1] + 1) if a.lengths[-1] % d == 0]
     if not factors:
         return None
     d = factors[rng.integers(len(factors))]
     lb = list(b.lengths)
     levels = [lv for lv in range(len(lb) - 1) if lb[lv] % d == 0]
-    st = stage_named(_schedule_before(program, kb), b.stage)
-    if loop_extents(st)[st.leaf_iter_vars[b.iter]] // math.prod(lb) % d == 0:
+    if eb // math.prod(lb) % d == 0:
         levels.append(-1)  # b's outer loop gives the factor
     if not levels:
         return None
@@ -517,6 +545,28 @@ def mutate_register_tile(program: Program, rng: np.random.Generator) -> Program 
     la = (*a.lengths[:-1], a.lengths[-1] // d)
     child = _replace(program, ka, Split(a.stage, a.iter, la))
     return _replace(child, kb, Split(b.stage, b.iter, tuple(lb)))
+
+
+def mutate_partial_tile(program: Program, rng: np.random.Generator) -> Program | None:
+    """Another innermost length, partial or exact (`partial.py`), for an unrolled space axis
+    of a multi-level tiled stage (its middle levels kept where they still fit,
+    `partial.retile`)."""
+    splits = [
+        k for k, s in enumerate(program.steps) if isinstance(s, Split) and len(s.lengths) >= 2
+    ]
+    if not splits:
+        return None
+    k = splits[rng.integers(len(splits))]
+    step = program.steps[k]
+    st = stage_named(_schedule_before(program, k), step.stage)
+    if step.iter >= len(st.op.axis) or step.iter == rt.vector_axis(st.op):
+        return None
+    extent = loop_extents(st)[st.leaf_iter_vars[step.iter]]
+    options = [n for n in range(1, min(extent, MAX_INNERMOST) + 1) if n != step.lengths[-1]]
+    if not options:
+        return None
+    lengths = partial.retile(extent, step.lengths, options[rng.integers(len(options))])
+    return _replace(program, k, Split(step.stage, step.iter, lengths))
 
 
 def mutate_rfactor(program: Program, rng: np.random.Generator) -> Program | None:
@@ -603,8 +653,9 @@ def mutate_location(program: Program, rng: np.random.Generator) -> Program | Non
 
 # mutation -> its probability
 MUTATIONS = {
-    mutate_tile_size: 0.5,
-    mutate_register_tile: 0.15,
+    mutate_tile_size: 0.45,
+    mutate_register_tile: 0.12,
+    mutate_partial_tile: 0.08,
     mutate_rfactor: 0.05,
     mutate_parallel: 0.1,
     mutate_pragma: 0.1,

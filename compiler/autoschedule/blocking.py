@@ -148,14 +148,15 @@ def nest(
     op: ComputeOp, lengths: dict[int, Sequence[int]], order: Sequence[int]
 ) -> list[Loop] | None:
     """The loops of a stage whose root axis `pos` (op.axis, then op.reduce_axis) is split
-    into inner lengths `lengths[pos]` (absent: not split), then reordered by `order` (leaf
+    into inner lengths `lengths[pos]` (absent: not split; the outer loop runs the last tile
+    cut short where they do not divide the extent), then reordered by `order` (leaf
     positions, all of them; else None)."""
     axes = [*op.axis, *op.reduce_axis]
     leaves: list[Loop] = []
     for pos, iv in enumerate(axes):
         extent, red = int(iv.dom.extent.value), iv.kind == "reduce"
         inner = list(lengths.get(pos, ()))
-        leaves.append((iv.var, extent // max(1, math.prod(inner)), red))
+        leaves.append((iv.var, -(-extent // max(1, math.prod(inner))), red))  # a cut tile too
         leaves += [(iv.var, n, red) for n in inner]
     if sorted(order) != list(range(len(leaves))):
         return None

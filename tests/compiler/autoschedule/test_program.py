@@ -5,6 +5,7 @@ import importlib
 import numpy as np
 import pytest
 
+from compiler.autoschedule import partial
 from compiler.autoschedule.annotate import (
     PARALLEL_TASKS,
     annotate,
@@ -23,7 +24,9 @@ from compiler.autoschedule.steps import (
     ComputeRoot,
     Fuse,
     Inline,
+    Split,
     loop_extents,
+    stage_named,
     step_from_json,
 )
 from compiler.errors import TuningError
@@ -71,16 +74,22 @@ def test_replay_is_deterministic_and_json_round_trips():
     ]
 
 
-def test_annotation_fills_every_tile_size_with_divisors():
+def test_annotation_fills_every_tile_size_and_covers_every_axis():
     task = SearchTask("matmul", (64, 48, 32))
     for k in range(10):
         program = annotate(generate_sketches(task)[0], np.random.default_rng(k))
         assert "?" not in str(program)
         s, _ = program.schedule()
-        for st in s.stages:  # perfect splits: no predicated tails
-            for rel in st.relations:
-                if hasattr(rel, "factor") and rel.factor:
-                    pass
+        for j, step in enumerate(program.steps):  # divisors, or a partial row tile
+            if isinstance(step, Split):
+                st = stage_named(s, step.stage)
+                before = Program(task, program.steps[:j], program.sketch).schedule()[0]
+                pre = stage_named(before, step.stage)
+                extent = loop_extents(pre)[pre.leaf_iter_vars[step.iter]]
+                assert partial.split_levels(extent, step.lengths) is not None
+                assert not partial.is_partial(extent, step.lengths) or (
+                    st.op.name == "C.local" and step.iter == 0
+                )
     assert sorted(factorizations(12, 2)) == [(1, 12), (2, 6), (3, 4), (4, 3), (6, 2), (12, 1)]
 
 

@@ -1,0 +1,68 @@
+"""Partial register tiles: innermost space tiles that do not divide their axis.
+
+With exact divisors only, a 7 x 7 output (ResNet-18's C12) offers register tiles of 1 or 7
+points along each axis, and a 14 x 14 one (C9) 1, 2, 7 or 14: on AVX2 (16 registers, a
+16-channel block of 2 vectors) the largest tile that fits holds 7 accumulators of one vector,
+or 4 of two. A partial tile of n points covers the axis with ceil(extent / n) tiles, the last
+one cut short (6 + 1 columns, or 4 + 3 rows as the template's `tile_oh` does): the split's
+lowering guards the cut tile, and loop partitioning (`tir/transform/partition.py`) moves the
+guards out of the full tiles, which keep their vectors and unrolled accumulators. A split's
+outer levels then factorize the tile count, so no level runs wholly outside the axis.
+
+Only the unrolled space axes of a multi-level tiled stage take partial tiles (the vectorized
+axis keeps whole vectors; reductions stay exact, a guard there would run at every step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+
+PARTIAL = 0.5  # share of guided register tile draws whose unrolled axes may be partial
+
+
+def tile_count(extent: int, inner: int) -> int:
+    """How many tiles of `inner` points cover an axis of `extent` (the last one partial when
+    `inner` does not divide it)."""
+    return -(-extent // max(1, inner))
+
+
+@lru_cache(maxsize=4096)
+def partial_options(extent: int, parts: int, limit: int) -> tuple[tuple[int, ...], ...]:
+    """Splits of `extent` into `parts` levels (outer first) whose innermost length n, at most
+    `limit`, does not divide it and whose outer levels factorize ceil(extent / n)."""
+    from .annotate import factorizations
+
+    out: list[tuple[int, ...]] = []
+    for inner in range(2, min(extent - 1, limit) + 1):
+        if extent % inner:
+            out += [(*f, inner) for f in factorizations(tile_count(extent, inner), parts - 1)]
+    return tuple(out)
+
+
+def split_levels(extent: int, lengths: Sequence[int]) -> list[int] | None:
+    """[outer, *lengths] of a split whose levels exactly cover the tiles of its innermost
+    length (all of the axis for an exact split); None when they do not."""
+    inner = lengths[-1] if lengths else 1
+    tiles = tile_count(extent, inner) if extent % inner else extent // inner
+    middle = math.prod(lengths[:-1])
+    if tiles % middle:
+        return None
+    return [tiles // middle, *lengths[:-1], inner] if lengths else [extent]
+
+
+def is_partial(extent: int, lengths: Sequence[int]) -> bool:
+    """Does a split's innermost length leave a cut tile?"""
+    return bool(lengths) and extent % lengths[-1] != 0
+
+
+def retile(extent: int, lengths: Sequence[int], inner: int) -> tuple[int, ...]:
+    """A split's lengths with innermost length `inner`: its middle levels kept where they
+    factorize the new tile count, else each folded into the outer loop (set to 1)."""
+    tiles = tile_count(extent, inner)
+    middle: list[int] = []
+    for n in lengths[:-1]:
+        keep = tiles % (math.prod(middle) * n) == 0
+        middle.append(n if keep else 1)
+    return (*middle, inner)
