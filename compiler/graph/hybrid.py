@@ -68,6 +68,13 @@ def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
     return out
 
 
+def program_runs(graph: Graph) -> dict[str, int]:
+    """How many times each accelerator group runs its Program per inference (an attention
+    product once per head, every other group once), by group name."""
+    return {g.name: g.nodes[0].attrs["heads"] if g.nodes[0].op == "VTAMatMul" else 1
+            for g in graph.groups if g.target == VTA}  # fmt: skip
+
+
 def cpu_work(graph: Graph, g: Group) -> tuple[int, int]:
     """A CPU group's FLOPs (`Graph.flops` of its nodes) and DRAM bytes (what it reads from
     outside and its last node writes, once each), from the graph's static shapes: the board
@@ -119,7 +126,7 @@ def accelerator_programs(
 ) -> dict[str, Program]:
     """The quantized graph's accelerator groups' Programs, knobs chosen as `compile_hybrid`
     chooses them (or among the candidates `rank` puts first), without compiling its CPU
-    kernels (what the co-design search times)."""
+    kernels (what the co-design search times; each runs `program_runs` times)."""
     structures = accelerator_layers(graph, cfg)
     knobs = layer_knobs(structures, cfg, candidates, db, pool, rank)
     return {g: fused_program(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()}
@@ -278,5 +285,6 @@ __all__ = [
     "accelerator_programs",
     "compile_for_accelerator",
     "compile_hybrid",
+    "program_runs",
     "tuning_tasks",
 ]

@@ -10,11 +10,12 @@ import pytest
 from compiler import zoo
 from compiler.graph import quant as Q
 from compiler.graph.build_onnx import fused_graph
-from compiler.graph.hybrid import compile_for_accelerator
+from compiler.graph.hybrid import compile_for_accelerator, program_runs
 from compiler.graph.passes.partition import partition
 from compiler.graph.runtime import HybridModule, pack_act, unpack_act
 from testkit.accel import run_report
 from vta.config import VTAConfig
+from vta.device import get_device
 
 CFG = VTAConfig.load("pynq")
 PRODUCTS = ["matmul_43_qk", "matmul_43_pv"]
@@ -129,3 +130,17 @@ def test_cli_reports_the_products_cycles_and_utilisation(model, tmp_path, capsys
     for name in PRODUCTS:
         assert rows[name]["cycles"] > 0 and 0 < rows[name]["gemm_utilization"] <= 1
         assert rows[name]["flops"] == 2 * 2 * 32 * 32 * 32  # two heads of 32 x 32 x 32 MACs
+
+
+def test_program_runs_account_for_every_head(model):
+    """What the co-design search times (one Program per group, `program_runs` times) is
+    what a run on sim counts."""
+    _, feeds, module, q = model
+    runs = program_runs(q)
+    assert {runs[name] for name in PRODUCTS} == {2} and set(runs.values()) == {1, 2}
+    _, rows = module.run(feeds, "sim")
+    cycles = {r["name"]: r["cycles"] for r in rows if r["where"] == "vta"}
+    sim = get_device("sim")
+    for step in module.steps:
+        if step.kind == "vta":
+            assert cycles[step.name] == runs[step.name] * sim.time(step.accel.program).cycles
