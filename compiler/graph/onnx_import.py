@@ -355,8 +355,14 @@ class _Importer:
             inputs = normalize(self, node, attrs) or inputs
         outputs = list(node.output)
         ir = Node(op, inputs, outputs, attrs, node.name)
-        if op in ("Dropout", "MaxPool", "BatchNormalization"):
-            ir.outputs = outputs[:1]  # the optional outputs (mask, indices, statistics)
+        if op == "Dropout":
+            self.dropout(node, attrs)
+            return
+        if op == "BatchNormalization" and attrs.get("training_mode"):
+            self.normalization(node, attrs)
+            return
+        if op in ("MaxPool", "BatchNormalization"):
+            ir.outputs = outputs[:1]  # the optional outputs (indices, statistics)
             self.used_extra_outputs(node, outputs[1:])
         if op in VARIADIC:
             self.variadic(node, inputs)
@@ -418,6 +424,9 @@ class _Importer:
             self.layer_norm_statistics(node, axes, attrs["epsilon"])
         elif op == "InstanceNormalization":
             axes = list(range(2, rank))
+        elif op == "BatchNormalization":  # training mode: the batch's statistics
+            axes = [0, *range(2, rank)]
+            self.running_statistics(node, axes, attrs["momentum"])
         else:
             groups = attrs["num_groups"]
             if groups < 1 or rank < 2 or shape[1] % groups:
@@ -477,28 +486,80 @@ class _Importer:
         self.add(helper.make_node(node.op_type, inputs, [y, *node.output[1:]], name=label), attrs)
         self.emit(Node("Squeeze", [y], [node.output[0]], {"axes": [2]}, label))
 
+    def step(self, label: str, op: str, ins: list[str], attrs: dict | None = None,
+             out: str = "") -> str:  # fmt: skip
+        """One node of a decomposition (its output `out`, else a fresh value)."""
+        out = out or self.graph.fresh(f"{label}_{op.lower()}")
+        self.emit(Node(op, ins, [out], attrs or {}, f"{label}_{op.lower()}"))
+        return out
+
+    def constant(self, label: str, value: Any, like: str) -> str:
+        """A scalar constant in the dtype of value `like`."""
+        dtype = self.graph.value(like).dtype or "float32"
+        return self.graph.add_constant(self.graph.fresh(label), np.array(value, dtype))
+
+    def statistics(self, x: str, axes: list[int], label: str, mean: str = "") -> tuple[str, str]:
+        """The mean (into `mean` if given) and the variance of x over `axes`, kept as 1s, as
+        ReduceMean and elementwise nodes."""
+        reduce = {"axes": axes, "keepdims": 1, "noop_with_empty_axes": 0}
+        mean = self.step(label, "ReduceMean", [x], reduce, mean)
+        d = self.step(label, "Sub", [x, mean])
+        return mean, self.step(label, "ReduceMean", [self.step(label, "Mul", [d, d])], reduce)
+
     def layer_norm_statistics(self, node, axes: list[int], epsilon: float) -> None:
         """LayerNormalization's optional outputs: Mean, the mean over `axes` (kept as 1s), and
-        InvStdDev, 1 / sqrt(variance + epsilon), as ReduceMean and elementwise nodes."""
-        x, label = node.input[0], node.name or node.output[0]
-        outs = list(node.output[1:3])
+        InvStdDev, 1 / sqrt(variance + epsilon)."""
+        label, outs = node.name or node.output[0], list(node.output[1:3])
+        if len(outs) < 2 or not outs[1]:
+            if outs and outs[0]:
+                reduce = {"axes": axes, "keepdims": 1, "noop_with_empty_axes": 0}
+                self.step(label, "ReduceMean", [node.input[0]], reduce, outs[0])
+            return
+        _, var = self.statistics(node.input[0], axes, label, outs[0])
+        eps = self.constant(f"{label}_eps", epsilon, var)
+        sqrt = self.step(label, "Sqrt", [self.step(label, "Add", [var, eps])])
+        self.step(label, "Reciprocal", [sqrt], out=outs[1])
+
+    def running_statistics(self, node, axes: list[int], momentum: float) -> None:
+        """BatchNormalization's training outputs: running_mean and running_var, the inputs'
+        mean and var times momentum plus the batch's (over `axes`) times 1 - momentum."""
+        label, outs = node.name or node.output[0], list(node.output[1:3])
         if not any(outs):
             return
-        reduce = {"axes": axes, "keepdims": 1, "noop_with_empty_axes": 0}
-        mean = outs[0] or self.graph.fresh(f"{label}_mean")
-        self.emit(Node("ReduceMean", [x], [mean], reduce, f"{label}_mean"))
-        if len(outs) < 2 or not outs[1]:
-            return
-        eps = self.graph.add_constant(self.graph.fresh(f"{label}_eps"), np.float32(epsilon))
+        stats = self.statistics(node.input[0], axes, label)
+        for out, batch, given in zip(outs, stats, node.input[3:5], strict=False):
+            if not out:
+                continue
+            flat = self.reshaped(batch, list(self.shape(given)), label)
+            old = self.step(label, "Mul", [given, self.constant(f"{label}_m", momentum, given)])
+            new = self.step(label, "Mul", [flat, self.constant(f"{label}_1m", 1 - momentum, flat)])
+            self.step(label, "Add", [old, new], out=out)
 
-        def step(op: str, ins: list[str], attrs: dict | None = None, out: str = "") -> str:
-            out = out or self.graph.fresh(f"{label}_{op.lower()}")
-            self.emit(Node(op, ins, [out], attrs or {}, f"{label}_{op.lower()}"))
-            return out
-
-        d = step("Sub", [x, mean])
-        var = step("ReduceMean", [step("Mul", [d, d])], reduce)
-        step("Reciprocal", [step("Sqrt", [step("Add", [var, eps])])], out=outs[1])
+    def dropout(self, node, attrs: dict) -> None:
+        """Dropout: the input in inference, or where the ratio is 0; in training mode with a
+        seed, the input times the mask the onnx package's reference draws (numpy's
+        RandomState(seed), kept where uniform(0, 1) >= ratio) over 1 - ratio. The optional
+        mask output is a constant."""
+        x, label, shape = node.input[0], node.name or node.output[0], self.shape(node.input[0])
+        ratio = self.const(node, 1, "ratio") if self.opset >= 12 else None
+        ratio = float(attrs.get("ratio", 0.5) if ratio is None else ratio)
+        training = self.const(node, 2, "training_mode")
+        keep = np.ones(shape, bool)
+        if training is not None and bool(training) and ratio != 0:
+            if attrs.get("seed") is None:
+                raise Unsupported(f"training_mode=1 with ratio {ratio} and no seed: its mask "
+                                  "is random")  # fmt: skip
+            if not 0 <= ratio < 1:
+                raise Unsupported(f"ratio {ratio} is not in [0, 1)")
+            keep = np.random.RandomState(attrs["seed"]).uniform(0, 1.0, shape) >= ratio
+            dtype = self.graph.value(x).dtype or "float32"
+            scale = (keep / np.array(1 - ratio, dtype)).astype(dtype)
+            factor = self.graph.add_constant(self.graph.fresh(f"{label}_mask"), scale)
+            self.step(label, "Mul", [x, factor], out=node.output[0])
+        else:
+            self.emit(Node("Dropout", [x], node.output[:1], {}, node.name))
+        if len(node.output) > 1 and node.output[1]:
+            self.graph.add_constant(node.output[1], keep)
 
     def reshaped(self, t: str, shape: list[int], label: str) -> str:
         """Value t reshaped to `shape` (a new value)."""

@@ -130,11 +130,6 @@ def _pool(imp, node, attrs):
     return None
 
 
-def _batch_norm(imp, node, attrs):
-    _choice(attrs, "training_mode", (0,))
-    return None
-
-
 def _clip(imp, node, attrs):
     lo = imp.const(node, 1, "min")
     hi = imp.const(node, 2, "max")
@@ -389,13 +384,6 @@ def _resize(imp, node, attrs):
     return list(node.input[:1])
 
 
-def _dropout(imp, node, attrs):
-    training = imp.const(node, 2, "training_mode")
-    if training is not None and bool(training):
-        raise Unsupported("training_mode=1 is not supported (inference only)")
-    return list(node.input[:1])
-
-
 def _gather(imp, node, attrs):
     shape = imp.shape(node.input[0])
     attrs["axis"] = axis_of(attrs["axis"], len(shape))
@@ -559,7 +547,6 @@ NORMALIZE = {
     "MaxPool": _pool,
     "AveragePool": _pool,
     "LpPool": _pool,
-    "BatchNormalization": _batch_norm,
     "Clip": _clip,
     "Gemm": _gemm,
     "Flatten": _flatten,
@@ -582,7 +569,6 @@ NORMALIZE = {
     "DepthToSpace": _depth_to_space,
     "SpaceToDepth": _depth_to_space,
     "Resize": _resize,
-    "Dropout": _dropout,
     "Gather": _gather,
     "GatherElements": _gather,
     "ArgMax": _arg_reduce,
