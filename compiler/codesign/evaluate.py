@@ -149,21 +149,19 @@ class Workload:
         (`estimate_space`'s best setting per layer): milliseconds, where compiling and
         timing take seconds; the learned search's prior. Infinite where a layer has no
         tiling that fits."""
-        from ..graph.hybrid import accelerator_layers, program_runs
+        from ..graph.hybrid import accelerator_layers
         from ..topi.vta.fused import estimate_space
 
         total = 0.0
-        q = self.quantized(cfg)
         try:
-            layers = accelerator_layers(q, cfg)
+            layers = accelerator_layers(self.quantized(cfg), cfg).values()
         except CompilerError:
             return math.inf
-        runs = program_runs(q)
-        for name, (_, _, wl, ep) in layers.items():
+        for _, _, wl, ep in layers:
             cycles = estimate_space(wl, ep, cfg)
             if not cycles.size:
                 return math.inf
-            total += float(cycles.min()) * runs[name]
+            total += float(cycles.min())
         return total
 
     def board_cpu_ms(self, cfg: VTAConfig) -> float:
@@ -233,7 +231,7 @@ def evaluate_point(
     point runs at `clock_mhz` if given (a preset's own clock), else at `point_clock` of its
     estimated Fmax. The evaluation keeps the timed candidates (`samples`) to train rankers."""
     from ..graph.accel import clear_caches, estimate_rank, timed_candidates
-    from ..graph.hybrid import accelerator_programs, program_runs
+    from ..graph.hybrid import accelerator_programs
 
     start = time.perf_counter()
     space = HardwareSpace(part, base=VTAConfig.load(base) if base else None)
@@ -249,13 +247,13 @@ def evaluate_point(
     except CompilerError as err:  # e.g. no tiling fits the buffers
         ev.error = str(err).splitlines()[0]
     else:
-        sim, runs = get_device("sim"), program_runs(q)
+        sim = get_device("sim")
         stats = {name: sim.time(p) for name, p in programs.items()}
-        ev.layer_cycles = {name: s.cycles * runs[name] for name, s in stats.items()}
+        ev.layer_cycles = {name: s.cycles for name, s in stats.items()}
         ev.cycles = sum(ev.layer_cycles.values())
         ev.board_ms = board_ms(q, cfg, ev.layer_cycles)
-        ev.macs = sum(s.macs * runs[name] for name, s in stats.items())
-        ev.energy_mj = sum(energy(s, cfg).total * runs[name] for name, s in stats.items())
+        ev.macs = sum(s.macs for s in stats.values())
+        ev.energy_mj = sum(energy(s, cfg).total for s in stats.values())
     finally:
         clear_caches()  # a point's Programs serve no other point
     ev.seconds = time.perf_counter() - start
@@ -293,7 +291,7 @@ def replayed_cycles(model: str, point_cfg: dict, preset_cfg: dict, calibration: 
     """The cycles of the offloaded work on configuration `point_cfg` with the schedules chosen
     for `preset_cfg` replayed (`replay_knobs`): what the point gives without re-tuning."""
     from ..graph.accel import choose_knobs, clear_caches
-    from ..graph.hybrid import accelerator_layers, program_runs
+    from ..graph.hybrid import accelerator_layers
     from ..topi.vta.fused import fused_stream
 
     old, cfg = VTAConfig.from_dict(preset_cfg), VTAConfig.from_dict(point_cfg)
@@ -301,12 +299,11 @@ def replayed_cycles(model: str, point_cfg: dict, preset_cfg: dict, calibration: 
     try:
         before = accelerator_layers(w.quantized(old), old)
         chosen = choose_knobs([(wl, ep) for _, _, wl, ep in before.values()], old, candidates)
-        sim, total, q = get_device("sim"), 0, w.quantized(cfg)
-        runs = program_runs(q)
-        for name, (_, _, wl, ep) in accelerator_layers(q, cfg).items():
+        sim, total = get_device("sim"), 0
+        for name, (_, _, wl, ep) in accelerator_layers(w.quantized(cfg), cfg).items():
             _, _, old_wl, old_ep = before[name]
             k = replay_knobs(chosen[(old_wl, old_ep.structure())], wl, ep, old, cfg)
-            total += sim.stream_cycles(fused_stream(wl, ep, k, cfg), cfg) * runs[name]
+            total += sim.stream_cycles(fused_stream(wl, ep, k, cfg), cfg)
     finally:
         clear_caches()
     return total

@@ -42,20 +42,21 @@ def _accel(node: Node, constants: dict, in_shape, sc_shape, cfg: VTAConfig, **op
 
 
 def _product_layer(graph: Graph, node: Node, cfg: VTAConfig) -> tuple:
-    """A VTAMatMul node's (input shape, None, workload, epilogue): of one head, whose Program
-    runs once per head (its weight is a run-time tensor: zeros stand for it here)."""
+    """A VTAMatMul node's (input shape, None, workload, epilogue): its heads as the batch of
+    one Program with a weight set each (`Epilogue.batch_weights`; zeros stand for the run-time
+    weight here)."""
     heads = node.attrs["heads"]
     n, c, h, w = graph.value(node.inputs[0]).shape
     m, k = graph.value(node.inputs[1]).shape[:2]
-    m //= heads
-    x = (n, c // heads, h, w)
-    q = product_qconv(node.attrs, np.zeros((m, k, 1, 1), np.int8))
-    return (x, None, *layer_structure(node.name, q, x, cfg))
+    x = (n * heads, c // heads, h, w)
+    q = product_qconv(node.attrs, np.zeros((m // heads, k, 1, 1), np.int8))
+    wl, ep = layer_structure(node.name, q, x, cfg)
+    return x, None, wl, dataclasses.replace(ep, batch_weights=True)
 
 
 def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
     """Each accelerator group's (input shape, shortcut input shape, workload, epilogue) on
-    configuration `cfg`, by group name (an attention product's: of one head)."""
+    configuration `cfg`, by group name (an attention product's heads as its batch)."""
     out = {}
     for g in graph.groups:
         if g.target == VTA and g.nodes[0].op == "VTAMatMul":
@@ -66,13 +67,6 @@ def accelerator_layers(graph: Graph, cfg: VTAConfig) -> dict[str, tuple]:
             wl, ep = layer_structure(node.name, qconv_of_node(node, graph.constants), x, cfg, sc)
             out[g.name] = (x, sc, wl, ep)
     return out
-
-
-def program_runs(graph: Graph) -> dict[str, int]:
-    """How many times each accelerator group runs its Program per inference (an attention
-    product once per head, every other group once), by group name."""
-    return {g.name: g.nodes[0].attrs["heads"] if g.nodes[0].op == "VTAMatMul" else 1
-            for g in graph.groups if g.target == VTA}  # fmt: skip
 
 
 def cpu_work(graph: Graph, g: Group) -> tuple[int, int]:
@@ -126,7 +120,7 @@ def accelerator_programs(
 ) -> dict[str, Program]:
     """The quantized graph's accelerator groups' Programs, knobs chosen as `compile_hybrid`
     chooses them (or among the candidates `rank` puts first), without compiling its CPU
-    kernels (what the co-design search times; each runs `program_runs` times)."""
+    kernels (what the co-design search times)."""
     structures = accelerator_layers(graph, cfg)
     knobs = layer_knobs(structures, cfg, candidates, db, pool, rank)
     return {g: fused_program(wl, ep, knobs[g], cfg) for g, (_, _, wl, ep) in structures.items()}
@@ -285,6 +279,5 @@ __all__ = [
     "accelerator_programs",
     "compile_for_accelerator",
     "compile_hybrid",
-    "program_runs",
     "tuning_tasks",
 ]

@@ -35,7 +35,7 @@ from vta.config import VTAConfig
 from vta.device import get_device
 from vta.errors import ConfigError
 from vta.program import Program
-from vta.stats import ModuleStats, Stats
+from vta.stats import Stats
 
 from ..errors import LoweringError, OperatorError
 from . import quant as Q
@@ -106,6 +106,15 @@ def pack_depthwise_weight(w: np.ndarray, cfg: VTAConfig) -> np.ndarray:
     return np.ascontiguousarray(diagonal[:, None])
 
 
+def pack_bias(bias: np.ndarray, cfg: VTAConfig) -> np.ndarray:
+    """int32 per output channel -> (O'/o, b, o), zero-padded, the same for each batch row."""
+    o, bo = bias.shape[0], cfg.block_out
+    padded = np.zeros(pad_to(o, bo), np.int32)
+    padded[:o] = bias
+    shape = (pad_to(o, bo) // bo, cfg.batch, bo)
+    return np.ascontiguousarray(np.broadcast_to(padded.reshape(-1, 1, bo), shape))
+
+
 def identity_weight(shift: int, cfg: VTAConfig) -> np.ndarray:
     """The weight 2^shift * I that adds a residual tile (`pack_residual`) into the
     accumulator: (1, max(1, BLOCK_OUT/BLOCK_IN), 1, 1, BLOCK_OUT, BLOCK_IN)."""
@@ -128,20 +137,16 @@ class AccelConv:
     def of(cls, name: str, q: Q.QConv, cfg: VTAConfig, knobs: dict, program: Program) -> AccelConv:
         """The layer of quantized conv `q` run by `program` (built with `knobs`), which must
         be of this configuration and read the layer's buffers."""
-        o, bn, bo = q.weight.shape[0], cfg.batch, cfg.block_out
         pack = pack_depthwise_weight if q.depthwise else pack_weight
         consts = {"kernel": pack(q.weight, cfg)}
         if q.sc_weight is not None:
             consts["sc_kernel"] = pack_weight(q.sc_weight, cfg)
-        bias = np.zeros(pad_to(o, bo), np.int32)
-        bias[:o] = q.bias
-        shape = (pad_to(o, bo) // bo, bn, bo)
-        consts["bias"] = np.ascontiguousarray(np.broadcast_to(bias.reshape(-1, 1, bo), shape))
+        consts["bias"] = pack_bias(q.bias, cfg)
         if q.residual_shift is not None:
             consts["eye"] = identity_weight(q.residual_shift, cfg)
         if program.config != cfg or {b.name for b in program.buffers} < {"data", "out", *consts}:
             raise LoweringError(f"{name}: its Program is not one of this layer and configuration")
-        return cls(name, dict(knobs), consts, o, program)
+        return cls(name, dict(knobs), consts, q.weight.shape[0], program)
 
     def run(
         self,
@@ -162,10 +167,10 @@ class AccelConv:
 
 @dataclasses.dataclass
 class AccelProduct:
-    """An offloaded attention product (a `VTAMatMul` node): one Program run once per head,
-    whose weight and bias (`quant.product_qconv`: the bias depends on the weight) are packed
-    on the CPU from the run-time int8 operand before each run, as activations are packed at
-    CPU boundaries; the knobs it was built with (by name)."""
+    """An offloaded attention product (a `VTAMatMul` node): one Program over its heads as the
+    batch, each with its own weight and bias (`Epilogue.batch_weights`; `quant.product_qconv`:
+    the bias depends on the weight), packed on the CPU from the run-time int8 operand before
+    the run, as activations are packed at CPU boundaries; the knobs it was built with."""
 
     name: str
     knobs: dict[str, int]
@@ -174,38 +179,19 @@ class AccelProduct:
     def run(
         self, device: str, cfg: VTAConfig, attrs: dict, x: np.ndarray, w: np.ndarray
     ) -> tuple[np.ndarray, Stats]:
-        """Run on `device` with packed activation `x` (its heads' channel blocks in order) and
-        int8 weight `w` (H*M, K, 1, 1): the packed int8 output and the runs' summed Stats."""
+        """Run on `device` with packed activation `x` (1, H*K/c, ..., 1, c) and int8 weight `w`
+        (H*M, K, 1, 1) (batch 1): the packed int8 output (1, H*M/o, ..., 1, o) and Stats."""
         heads = attrs["heads"]
-        k, m = x.shape[1] // heads, w.shape[0] // heads
-        outs, stats = [], []
-        for h in range(heads):
-            q = Q.product_qconv(attrs, w[h * m : (h + 1) * m])
-            layer = AccelConv.of(self.name, q, cfg, self.knobs, self.program)
-            out, st = layer.run(device, np.ascontiguousarray(x[:, h * k : (h + 1) * k]))
-            outs.append(out)
-            stats.append(st)
-        return np.concatenate(outs, axis=1), summed(stats)
-
-
-def summed(stats: list[Stats]) -> Stats:
-    """The Stats of Programs run one after another: cycles and counts added up."""
-
-    def add(dicts: list[dict]) -> dict:
-        return {
-            k: sum(d.get(k, 0) for d in dicts) for k in dict.fromkeys(k for d in dicts for k in d)
+        m = w.shape[0] // heads
+        heads_q = [Q.product_qconv(attrs, w[h * m : (h + 1) * m]) for h in range(heads)]
+        feed = {
+            "data": x.reshape(heads, x.shape[1] // heads, *x.shape[2:]),
+            "kernel": np.concatenate([pack_weight(q.weight, cfg) for q in heads_q]),
+            "bias": np.concatenate([pack_bias(q.bias, cfg) for q in heads_q]),
         }
-
-    first = stats[0]
-    modules = {m: ModuleStats(**add([dataclasses.asdict(s.modules[m]) for s in stats]))
-               for m in first.modules}  # fmt: skip
-    cycles = None if first.cycles is None else sum(s.cycles for s in stats)
-    counts = {f: sum(getattr(s, f) for s in stats)
-              for f in ("bytes_stored", "gemm_uops", "alu_uops", "macs")}  # fmt: skip
-    fields = ("instructions", "bytes_loaded")
-    instructions, loaded = (add([getattr(s, f) for s in stats]) for f in fields)
-    return dataclasses.replace(first, cycles=cycles, instructions=instructions, modules=modules,
-                               bytes_loaded=loaded, **counts)  # fmt: skip
+        outs, stats = get_device(device).run(self.program, feed)
+        out = outs["out"]
+        return out.reshape(1, -1, *out.shape[2:]), stats
 
 
 def report_row(layer: AccelConv | AccelProduct, st: Stats) -> dict:

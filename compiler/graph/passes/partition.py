@@ -189,8 +189,8 @@ def _cpu_reason(graph: Graph, group: Group, cfg: VTAConfig) -> str:
 
 
 def _workload(graph: Graph, conv: Node, cfg: VTAConfig):
-    """The packed workload of a Conv node as `accel.layer_structure` makes it (of one head
-    for an attention product)."""
+    """The packed workload of a Conv node as `accel.layer_structure` makes it (an attention
+    product's heads as its batch)."""
     from ...topi.vta.conv2d import Conv2DWorkload
 
     n, c, h, w = graph.value(conv.inputs[0]).shape
@@ -198,14 +198,14 @@ def _workload(graph: Graph, conv: Node, cfg: VTAConfig):
     heads = conv.attrs["group"] if is_product(conv) else 1
     ci, co = -(-c // heads // cfg.block_in), -(-o // heads // cfg.block_out)
     s, pad = conv.attrs["strides"][0], conv.attrs["pads"][0]
-    return Conv2DWorkload(n // cfg.batch, ci, h, w, co, k, k, s, pad, is_depthwise(conv))
+    return Conv2DWorkload(n * heads // cfg.batch, ci, h, w, co, k, k, s, pad, is_depthwise(conv))
 
 
 def board_times(
     graph: Graph, conv: Node, relu: bool, cfg: VTAConfig, boundary: int
 ) -> tuple[float, float, float] | None:
     """(accelerator, board CPU, boundary) milliseconds of a Conv node: its cycle estimate (the
-    best knob setting's, once per head of an attention product) at the configuration's clock;
+    best knob setting's) at the configuration's clock;
     the board model's time for it in fp32 on the board's CPU (`hw.parts.CPU.seconds`, every
     core, at `EFFICIENCY`); `boundary` bytes of numpy work on one core (the Quantize,
     Dequantize or layout changes offloading adds or saves). None: the configuration has no
@@ -219,8 +219,8 @@ def board_times(
     except ConfigError:
         return None
     wl = _workload(graph, conv, cfg)
-    cycles = float(estimate_space(wl, Epilogue(True, 0, relu), cfg).min())
-    accel = cycles * (conv.attrs["group"] if is_product(conv) else 1) / cfg.clock_mhz * 1e-3
+    ep = Epilogue(True, 0, relu, batch_weights=is_product(conv))
+    accel = float(estimate_space(wl, ep, cfg).min()) / cfg.clock_mhz * 1e-3
     x, y, w = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0], conv.inputs[1]))
     ins, outs = int(np.prod(x)), int(np.prod(y))
     on_cpu = cpu.seconds(graph.flops(conv), 4 * (ins + outs + int(np.prod(w))), cpu.cores,

@@ -53,7 +53,9 @@ class Epilogue:
     residual much coarser than the products still enters through 2^k with k <= 6. With a
     shortcut, `sc_shift` > 0 shifts its products left (one ALU op per row) before the main
     conv's accumulate: each weight set keeps its own exponent when the shortcut's products are
-    coarser than the main conv's."""
+    coarser than the main conv's. With `batch_weights` each batch element has weights and bias
+    of its own (an attention product's heads, whose weights are activations): tiles take one
+    batch element each and load its weight blocks and bias rows."""
 
     bias: bool = True
     shift: int = 0
@@ -62,6 +64,7 @@ class Epilogue:
     shortcut: Conv2DWorkload | None = None
     pre_shift: int = 0
     sc_shift: int = 0
+    batch_weights: bool = False
 
     def structure(self) -> Epilogue:
         """The epilogue with its immediates in one canonical form (shift 0, ReLU, residual,
@@ -78,6 +81,8 @@ class Epilogue:
                 raise LoweringError(f"epilogue {what} {v} is out of range (valid: 0..31)")
         if self.sc_shift and self.shortcut is None:
             raise LoweringError("epilogue sc_shift without a shortcut conv")
+        if self.batch_weights and (self.shortcut or self.residual_shift is not None):
+            raise LoweringError("epilogue: weights per batch element take no residual or shortcut")
         k = self.residual_shift
         if k is not None and not 0 <= k <= MAX_RESIDUAL_SHIFT:
             raise LoweringError(
@@ -140,11 +145,17 @@ def _acc_rows(k: Conv2DKnobs) -> int:
     return k.tile_b * k.tile_co * k.tile_h * k.tile_w
 
 
+def _bias_rows(wl: Conv2DWorkload, ep: Epilogue) -> int:
+    """Accumulator rows the bias takes (one per output block, per batch element with
+    `batch_weights`)."""
+    return (wl.n if ep.batch_weights else 1) * wl.co if ep.bias else 0
+
+
 def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) -> int | None:
     """Accumulator regions (threads + 1 when they fit, else threads; with `sc_shift` first
     2 threads + 1 or 2 threads, for the next tiles' shortcut products) or None if the tiles of
     every thread do not fit the buffers."""
-    if wl.depthwise and k.tile_ci != 1:
+    if (wl.depthwise and k.tile_ci != 1) or (ep.batch_weights and k.tile_b != 1):
         return None
     threads = k.oc_nthread * k.h_nthread
     depth = cfg.depth
@@ -155,7 +166,7 @@ def regions(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig) ->
     wgt = threads * k.tile_co * max(src.wgt_rows for src in srcs) + res
     if inp > depth[MemType.INP] or wgt > depth[MemType.WGT]:
         return None
-    free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
+    free = depth[MemType.ACC] - _bias_rows(wl, ep)
     ahead = (2 * threads + 1, 2 * threads) if ep.sc_shift else ()
     for r in (*ahead, threads + 1, threads):
         if r * _acc_rows(k) <= free:
@@ -204,10 +215,11 @@ def _space(wl: Conv2DWorkload, ep: Epilogue, cfg: VTAConfig) -> np.ndarray:
     inp = threads * tb * rows + threads * acc_rows * res
     wgt = threads * tco * wgt_rows + res
     depth = cfg.depth
-    free = depth[MemType.ACC] - (wl.co if ep.bias else 0)
+    free = depth[MemType.ACC] - _bias_rows(wl, ep)
     ok = (
         ((wl.co // tco) % oc_t == 0)
         & ((wl.oh // th) % h_t == 0)
+        & ((tb == 1) | (not ep.batch_weights))
         & (inp <= depth[MemType.INP])
         & (wgt <= depth[MemType.WGT])
         & (threads * acc_rows <= free)  # `regions`' fewest regions: one per thread
@@ -326,7 +338,7 @@ class _Layout:
         self.eye = threads * wgt[-1]
         self.bias = 0
         nreg = regions(wl, k, ep, cfg)
-        first = wl.co if ep.bias else 0
+        first = _bias_rows(wl, ep)
         self.acc = [first + r * self.acc_rows for r in range(nreg)]
 
 
@@ -351,7 +363,8 @@ def conv2d_fused(
     int32], [residual (N/b, O/o, OH, OW, [r,] b, c) int8 (each block of o output channels in
     r = o/c input elements, or in one whose lanes past o are ignored) and eye (1, r, 1, 1, o, c)
     int8 = 2^k * I], [sc_data, sc_kernel of the shortcut conv], out (N/b, O/o, OH, OW, b, o)
-    int8 (c: BLOCK_IN, o: BLOCK_OUT)."""
+    int8 (c: BLOCK_IN, o: BLOCK_OUT); with `batch_weights`, N/b kernels and biases one after
+    another along their first axis."""
     return fused_builder(wl, ep, knobs, config).build(validate)
 
 
@@ -388,12 +401,13 @@ def fused_builder(
         raise LoweringError(f"conv2d {wl}: knobs {k} do not fit the configuration's buffers")
     b = ProgramBuilder(cfg)
     bn, bc, bo = cfg.batch, cfg.block_in, cfg.block_out
+    sets = wl.n if ep.batch_weights else 1  # weight sets (and biases)
     for src in _sources(wl, k, ep):
         w = src.wl
         b.buffer(src.data, (w.n, w.ci, w.h, w.w, bn, bc), "int8", "input")
-        b.buffer(src.kernel, (w.co, w.weight_ci, w.kh, w.kw, bo, bc), "int8", "weight")
+        b.buffer(src.kernel, (sets * w.co, w.weight_ci, w.kh, w.kw, bo, bc), "int8", "weight")
     if ep.bias:
-        b.buffer("bias", (wl.co, bn, bo), "int32", "input")
+        b.buffer("bias", (sets * wl.co, bn, bo), "int32", "input")
     if ep.residual_shift is not None:
         r = residual_blocks(cfg)
         blocks = (r,) if r > 1 else ()  # input elements per output position
@@ -456,7 +470,8 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
     th, tw, tco, tb = k.tile_h, k.tile_w, k.tile_co, k.tile_b
     hw = th * tw
     if ep.bias:
-        st.add(0, Load(MemType.ACC, None, lay.bias, "bias", 0, 1, wl.co, wl.co))
+        rows = _bias_rows(wl, ep)
+        st.add(0, Load(MemType.ACC, None, lay.bias, "bias", 0, 1, rows, rows))
     r = residual_blocks(cfg)
     if ep.residual_shift is not None:
         st.add(0, Load(MemType.WGT, None, lay.eye, "eye", 0, 1, r, r))
@@ -478,6 +493,9 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
         )
     )
 
+    def own(tile) -> int:  # the tile's first weight (and bias) block of its own
+        return tile[0] * wl.co if ep.batch_weights else 0
+
     def reset_(group) -> None:
         for t, _, acc in group:
             for u, f in _instances(reset, [acc, 0, 0]):
@@ -491,7 +509,7 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
     def step_(group, s: int, c0: int, first: bool) -> None:
         src, kernel = sources[s]
         for t, tile, _ in group:
-            _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0))
+            _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0), own(tile))
             if ep.residual_shift is not None and first:
                 _load_residual(st, t, wl, k, lay.res[t], tile, r)
         for t, _, acc in group:
@@ -539,12 +557,13 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
         last = step + threads >= len(tiles)
         for t, tile, acc in group:
             if not last:  # one epilogue per tile, the stores after every thread's epilogue
-                _epilogue(st, t, epi, ep, cfg, acc, lay.bias + tile[3] * tco)
+                _epilogue(st, t, epi, ep, cfg, acc, lay.bias + own(tile) + tile[3] * tco)
                 continue
             # the Program's end: epilogue and store block by block, so stores overlap the ALU
             for nb, cb in itertools.product(range(tb), range(tco)):
                 row = (nb * tco + cb) * hw
-                _epilogue(st, t, epi_block, ep, cfg, acc + row, lay.bias + tile[3] * tco + cb)
+                bias = lay.bias + own(tile) + tile[3] * tco + cb
+                _epilogue(st, t, epi_block, ep, cfg, acc + row, bias)
                 _store(st, t, wl, k, acc, tile, nb * tco + cb)
         for t, tile, acc in group if not last else ():
             _store(st, t, wl, k, acc, tile)
@@ -564,10 +583,12 @@ def _epilogue(st: _Stream, t: int, kernel: Kernel, ep: Epilogue, cfg: VTAConfig,
             st.add(t, Alu(op, u, f, True, imm))
 
 
-def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, inp: int, wgt: int, tile) -> None:
+def _load_inputs(
+    st, t, src: _Source, k: Conv2DKnobs, inp: int, wgt: int, tile, own: int = 0
+) -> None:
     """LOAD INP of a source's input tile (zero padding at the image border) and LOAD WGT of
     its weights for output-channel tile o0 and input-channel tile c0 (a depthwise conv: the
-    input blocks of tile o0)."""
+    input blocks of tile o0), from output block `own` on (`Epilogue.batch_weights`)."""
     n0, y0, x0, o0, c0 = tile
     w = src.wl
     first = o0 * k.tile_co if w.depthwise else c0 * src.tci  # the tile's first input block
@@ -585,7 +606,7 @@ def _load_inputs(st, t, src: _Source, k: Conv2DKnobs, inp: int, wgt: int, tile) 
             st.add(t, Load(MemType.INP, None, row, src.data, off, ysize, xsize, stride,
                            (top, bottom, left, right)))  # fmt: skip
     taps = w.kh * w.kw
-    off = (o0 * k.tile_co * w.weight_ci + c0 * src.tci) * taps
+    off = ((own + o0 * k.tile_co) * w.weight_ci + c0 * src.tci) * taps
     st.add(t, Load(MemType.WGT, None, wgt, src.kernel, off, k.tile_co, src.tci * taps,
                    w.weight_ci * taps))  # fmt: skip
 
@@ -637,7 +658,15 @@ def fused_reference(
 ) -> np.ndarray:
     """The Program's result in int64 numpy (packed layouts); `shortcut` = (sc_data, sc_kernel),
     `identity` the residual's weight block (default 2^k * I); a depthwise conv's kernel
-    (co, 1, kh, kw, o, i) is the block-diagonal dense kernel it stands for."""
+    (co, 1, kh, kw, o, i) is the block-diagonal dense kernel it stands for; with
+    `batch_weights` each batch element by its own kernel and bias."""
+    if ep.batch_weights:
+        one, plain = dataclasses.replace(wl, n=1), dataclasses.replace(ep, batch_weights=False)
+        co = wl.co
+        return np.concatenate([
+            fused_reference(data[b : b + 1], kernel[b * co : (b + 1) * co], one, plain,
+                            None if bias is None else bias[b * co : (b + 1) * co])
+            for b in range(wl.n)])  # fmt: skip
     if wl.depthwise:
         dense = np.zeros((wl.co, wl.co, *kernel.shape[2:]), kernel.dtype)
         dense[np.arange(wl.co), np.arange(wl.co)] = kernel[:, 0]

@@ -30,6 +30,9 @@ CASES = [
     (W(1, 2, 9, 9, 4, 3, 3, 2, 1), E(False, 7, True, 0), None),
     (W(1, 2, 8, 8, 4, 1, 1, 2, 0), E(False, 4, True), None),
     (W(2, 3, 1, 1, 2, 1, 1, 1, 0), E(True, 6, False), None),  # dense as a 1x1 conv
+    # a weight set and bias per batch element (an attention product's heads)
+    (W(3, 2, 2, 16, 3, 1, 1, 1, 0), E(True, 7, False, batch_weights=True), None),
+    (W(2, 3, 2, 8, 2, 1, 1, 1, 0), E(True, 5, False, batch_weights=True), K(1, 1, 8, 1, 1, 2, 2)),
     # a ResNet downsampling block's second conv with its 1x1 stride-2 shortcut fused
     (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 1, 8, 8, 2, 1, 1, 2, 0)), None),
     (W(1, 2, 4, 4, 2, 3, 3, 1, 1), E(True, 9, True, None, W(1, 3, 8, 8, 2, 1, 1, 2, 0)),
@@ -120,6 +123,10 @@ def test_bad_epilogue_and_tiles_are_refused():
         Epilogue(residual_shift=7)
     with pytest.raises(LoweringError, match="shift 40"):
         Epilogue(shift=40)
+    with pytest.raises(LoweringError, match="weights per batch element take no residual"):
+        Epilogue(residual_shift=1, batch_weights=True)
+    assert {k.tile_b for k in fused_knob_space(W(4, 1, 2, 2, 1, 1, 1, 1, 0), E(batch_weights=True),
+                                               VTAConfig.load("pynq"))} == {1}  # fmt: skip
     wl = Conv2DWorkload(1, 2, 8, 8, 2, 3, 3, 1, 1)
     with pytest.raises(LoweringError, match="tile_h 3 does not divide 8"):
         conv2d_fused(wl, Epilogue(), Conv2DKnobs(1, 3, 8, 1, 1, 1, 1), "pynq")
