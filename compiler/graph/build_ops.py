@@ -360,11 +360,17 @@ def matmul(ins: list[Tensor], attrs: dict) -> Tensor:
     return nn.reshape(out, final) if final != shape else out
 
 
-def _resize_source(i, size: int, out: int, scale: float, mode: str):
+def _resize_source(i, size: int, out: int, scale: float, mode: str, roi=(0.0, 1.0)):
     """Resize: the input coordinate (float32) of output index i along one axis (the output's
-    length in the formulas is size x scale, a fraction where the scale does not divide)."""
+    length in the formulas is size x scale, a fraction where the scale does not divide;
+    tf_crop_and_resize spans the crop `roi`, start and end as fractions of size - 1)."""
     f = te.cast(i, "float32")
     width = size * scale
+    if mode == "tf_crop_and_resize":
+        span, start = (roi[1] - roi[0]) * (size - 1), roi[0] * (size - 1)
+        if width == 1:
+            return te.const(float(span / 2 + start), "float32")
+        return f * float(span / (width - 1)) + float(start)
     if (mode == "pytorch_half_pixel" and out == 1) or (mode == "align_corners" and width == 1):
         return te.const(0.0, "float32")
     if mode in ("half_pixel", "pytorch_half_pixel"):
@@ -396,11 +402,14 @@ def resize(ins: list[Tensor], attrs: dict) -> Tensor:
     the ends, or with exclude_outside none), with the coordinate modes the importer accepts;
     `sizes` and `scales` are resolved per axis."""
     x, sizes, scales = ins[0], attrs["sizes"], attrs["scales"]
-    mode, coords = attrs["mode"], attrs["coordinate_transformation_mode"]
-    axes = [ax for ax in range(x.ndim) if sizes[ax] != x.shape[ax] or scales[ax] != 1.0]
+    mode, coords, r = attrs["mode"], attrs["coordinate_transformation_mode"], x.ndim
+    roi = attrs.get("roi") or [0.0] * r + [1.0] * r  # tf_crop_and_resize's crop
+    crops = [(roi[ax], roi[ax + r]) for ax in range(r)]
+    kept = [(x.shape[ax], 1.0, (0.0, 1.0)) for ax in range(r)]  # an axis left as it is
+    axes = [ax for ax in range(r) if (sizes[ax], scales[ax], crops[ax]) != kept[ax]]
 
     def source(i, ax):
-        return _resize_source(i, x.shape[ax], sizes[ax], scales[ax], coords)
+        return _resize_source(i, x.shape[ax], sizes[ax], scales[ax], coords, crops[ax])
 
     def nearest(*i):
         index = list(i)
@@ -453,34 +462,42 @@ def resize(ins: list[Tensor], attrs: dict) -> Tensor:
         return total
 
     kernel = {"nearest": nearest, "linear": linear, "cubic": cubic}[mode]
+    if attrs.get("roi"):  # a position outside the input is the extrapolation value
+
+        def cropped(*i):
+            outside = [te.any(c < 0.0, c > float(x.shape[ax] - 1))
+                       for ax in axes for c in [source(i[ax], ax)]]  # fmt: skip
+            fill = te.const(float(attrs["extrapolation_value"]), x.dtype)
+            return te.select(te.any(*outside), fill, kernel(*i)) if outside else kernel(*i)
+
+        return te.compute(tuple(sizes), cropped, name="resize", tag=tag.INJECTIVE)
     return te.compute(tuple(sizes), kernel, name="resize", tag=tag.INJECTIVE)
 
 
 def conv_transpose(ins: list[Tensor], attrs: dict) -> Tensor:
-    """ONNX ConvTranspose (NCHW, groups, strides, dilations, explicit pads, output_padding)
-    as a gather: out[n, o, y, x] sums the taps whose input position y + pad - i * dilation
-    is a multiple of the stride inside the input; then the bias."""
+    """ONNX ConvTranspose on [N, C, *spatial] (groups, strides, dilations, explicit pads,
+    output_padding) as a gather: out[n, o, *y] sums the taps whose input position y + pad -
+    k * dilation along each axis is a multiple of the stride inside the input; then the bias."""
     x, w, *rest = ins
-    n, c, h, wd = x.shape
-    _, ocg, kh, kw = w.shape
-    g, (sh, sw), (dh, dw) = attrs["group"], attrs["strides"], attrs["dilations"]
-    pt, pl, pb, pr = attrs["pads"]
-    oph, opw = attrs["output_padding"]
-    oh = (h - 1) * sh + (kh - 1) * dh + 1 + oph - pt - pb
-    ow = (wd - 1) * sw + (kw - 1) * dw + 1 + opw - pl - pr
+    (n, c, *size), (_, ocg, *kernel) = x.shape, w.shape
+    r, g, s, d = len(size), attrs["group"], attrs["strides"], attrs["dilations"]
+    pads, extra = attrs["pads"], attrs["output_padding"]
+    out = [(size[i] - 1) * s[i] + (kernel[i] - 1) * d[i] + 1 + extra[i] - pads[i] - pads[i + r]
+           for i in range(r)]  # fmt: skip
     cg = c // g
-    rc, ri, rj = te.reduce_axis(cg, "rc"), te.reduce_axis(kh, "ri"), te.reduce_axis(kw, "rj")
+    rc, rk = te.reduce_axis(cg, "rc"), [te.reduce_axis(k, f"rk{i}") for i, k in enumerate(kernel)]
 
-    def f(b, o, y, xx):
+    def f(*i):
+        b, o, y = i[0], i[1], i[2:]
         ch = E.FloorDiv(o, ocg) * cg + rc
-        ty, tx = y + pt - ri * dh, xx + pl - rj * dw
-        iy, ix = E.FloorDiv(ty, sh), E.FloorDiv(tx, sw)
-        ok = te.all(ty >= 0, tx >= 0, E.FloorMod(ty, sh) == 0, E.FloorMod(tx, sw) == 0,
-                    iy < h, ix < wd)  # fmt: skip
-        tap = x(b, ch, iy, ix) * w(ch, E.FloorMod(o, ocg), ri, rj)
-        return te.sum(te.if_then_else(ok, tap, te.const(0.0, x.dtype)), axis=[rc, ri, rj])
+        t = [y[i] + pads[i] - rk[i] * d[i] for i in range(r)]
+        at = [E.FloorDiv(t[i], s[i]) for i in range(r)]
+        ok = te.all(*(t[i] >= 0 for i in range(r)), *(E.FloorMod(t[i], s[i]) == 0
+                    for i in range(r)), *(at[i] < size[i] for i in range(r)))  # fmt: skip
+        tap = x(b, ch, *at) * w(ch, E.FloorMod(o, ocg), *rk)
+        return te.sum(te.if_then_else(ok, tap, te.const(0.0, x.dtype)), axis=[rc, *rk])
 
-    red = te.compute((n, ocg * g, oh, ow), f, name="conv_transpose")
+    red = te.compute((n, ocg * g, *out), f, name="conv_transpose")
     return plus_channel_bias(red, rest[0] if rest else None, "conv_transpose_out")
 
 

@@ -89,30 +89,33 @@ def _conv(imp, node, attrs):
 
 
 def _conv_transpose(imp, node, attrs):
+    """Windows of 2 or 3 spatial axes; output_shape (and SAME_*, against the input times the
+    strides) resolved into pads, or into output_padding where it exceeds the full output
+    (zeros at the end, as the onnx package's reference pads a negative total)."""
     kernel = attrs.get("kernel_shape") or list(imp.shape(node.input[1])[2:])
-    if len(kernel) != 2:
-        raise Unsupported(f"kernel_shape {list(kernel)}: only 2-d transposed convolutions")
+    n = len(kernel)
     auto = attrs.get("auto_pad", "NOTSET")
     attrs["auto_pad"] = "NOTSET"  # SAME_* is resolved below, against the output size
     _window(imp, node, attrs, kernel)
-    attrs["output_padding"] = attrs.get("output_padding") or [0, 0]
-    if len(attrs["output_padding"]) != 2 or min(attrs["output_padding"]) < 0:
-        raise Unsupported(f"attribute output_padding={attrs['output_padding']}: 2 values >= 0")
+    attrs["output_padding"] = attrs.get("output_padding") or [0] * n
+    if len(attrs["output_padding"]) != n or min(attrs["output_padding"]) < 0:
+        raise Unsupported(f"attribute output_padding={attrs['output_padding']}: {n} values >= 0")
     shape = attrs.pop("output_shape", None)
-    h, w = imp.shape(node.input[0])[2:]
-    s, d, op = attrs["strides"], attrs["dilations"], attrs["output_padding"]
+    size = imp.shape(node.input[0])[2:]
+    s, d, extra = attrs["strides"], attrs["dilations"], attrs["output_padding"]
     if auto in ("SAME_UPPER", "SAME_LOWER") and not shape:
-        shape = [h * s[0], w * s[1]]
+        shape = [size[i] * s[i] for i in range(n)]
     if shape or auto == "VALID":
-        target = shape[-2:] if shape else None
-        pads = [0, 0, 0, 0]
-        for i, size in enumerate((h, w)):
-            full = s[i] * (size - 1) + op[i] + (kernel[i] - 1) * d[i] + 1
+        target = shape[-n:] if shape else None
+        pads = [0] * (2 * n)
+        for i in range(n):
+            full = s[i] * (size[i] - 1) + extra[i] + (kernel[i] - 1) * d[i] + 1
             total = full - target[i] if target else 0
             if total < 0:
-                raise Unsupported(f"output_shape {shape} is larger than the full output")
+                extra[i] -= total
+                continue
             upper = auto == "SAME_UPPER"
-            pads[i], pads[i + 2] = (
+            pads[i], pads[i + n] = (
                 (total // 2, total - total // 2) if upper else (total - total // 2, total // 2)
             )
         attrs["pads"] = pads
@@ -348,7 +351,7 @@ def _resize(imp, node, attrs):
     _choice(attrs, "mode", ("nearest", "linear", "cubic"))
     _choice(attrs, "coordinate_transformation_mode", (
         "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
-        "half_pixel_symmetric"
+        "half_pixel_symmetric", "tf_crop_and_resize"
     ))  # fmt: skip
     _choice(attrs, "nearest_mode", ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"))
     _choice(attrs, "antialias", (0,))
@@ -381,6 +384,14 @@ def _resize(imp, node, attrs):
     if min(attrs["sizes"]) < 1 or min(attrs["scales"]) <= 0:
         raise Unsupported(f"output sizes {attrs['sizes']} (scales {attrs['scales']}) not positive")
     attrs["axes"] = axes
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":  # the crop: per axis
+        roi, r = imp.const(node, 1, "roi"), len(shape)
+        if roi is None or roi.size != 2 * len(axes):
+            listed = None if roi is None else roi.tolist()
+            raise Unsupported(f"roi {listed}: a start and an end per axis of {axes} expected")
+        attrs["roi"] = [0.0] * r + [1.0] * r
+        for k, a in enumerate(axes):
+            attrs["roi"][a], attrs["roi"][a + r] = float(roi[k]), float(roi[k + len(axes)])
     return list(node.input[:1])
 
 
@@ -519,7 +530,7 @@ def _prelu(imp, node, attrs):
 
 RANKS = {  # the ranks each input of the image operators may have (1-d windows: `window_1d`)
     "Conv": {0: (4, 5), 1: (4, 5), 2: 1},
-    "ConvTranspose": {0: 4, 1: 4, 2: 1},
+    "ConvTranspose": {0: (4, 5), 1: (4, 5), 2: 1},
     "MaxPool": {0: (4, 5)},
     "AveragePool": {0: (4, 5)},
     "LpPool": {0: (3, 4, 5)},

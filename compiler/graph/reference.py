@@ -54,24 +54,23 @@ def conv(x, w, b=None, *, pads, strides, dilations, group, **_) -> np.ndarray:
 def conv_transpose(
     x, w, b=None, *, pads, strides, dilations, group, output_padding, **_
 ) -> np.ndarray:
-    n, c, h, wd = x.shape
-    _, ocg, kh, kw = w.shape
-    size = [
-        (i - 1) * s + (k - 1) * d + 1 + p
-        for i, s, k, d, p in zip((h, wd), strides, (kh, kw), dilations, output_padding, strict=True)
-    ]
-    out = np.zeros((n, group, ocg, *size), np.result_type(x, w))
-    xg = x.reshape(n, group, c // group, h, wd)
-    wg = w.reshape(group, c // group, ocg, kh, kw)
-    for i in range(kh):
-        for j in range(kw):
-            part = np.einsum("ngchw,gco->ngohw", xg, wg[..., i, j], optimize=True)
-            r, q = i * dilations[0], j * dilations[1]
-            out[..., r : r + (h - 1) * strides[0] + 1 : strides[0],
-                q : q + (wd - 1) * strides[1] + 1 : strides[1]] += part  # fmt: skip
-    out = out.reshape(n, group * ocg, *size)
-    out = out[..., pads[0] : size[0] - pads[2], pads[1] : size[1] - pads[3]]
-    return out + b.reshape(1, -1, 1, 1) if b is not None else out
+    """ONNX ConvTranspose of any number of spatial axes: each kernel tap's product scattered
+    with the strides, then the pads cut off."""
+    (n, c, *size), (_, ocg, *kernel), r = x.shape, w.shape, x.ndim - 2
+    full = [(i - 1) * s + (k - 1) * d + 1 + p
+            for i, s, k, d, p in zip(size, strides, kernel, dilations, output_padding,
+                                     strict=True)]  # fmt: skip
+    out = np.zeros((n, group, ocg, *full), np.result_type(x, w))
+    xg = x.reshape(n, group, c // group, *size)
+    wg = w.reshape(group, c // group, ocg, *kernel)
+    for tap in np.ndindex(*kernel):
+        part = np.einsum("ngc...,gco->ngo...", xg, wg[(..., *tap)], optimize=True)
+        at = tuple(slice(t * d, t * d + (i - 1) * s + 1, s)
+                   for t, d, i, s in zip(tap, dilations, size, strides, strict=True))  # fmt: skip
+        out[(..., *at)] += part
+    out = out.reshape(n, group * ocg, *full)
+    out = out[(..., *(slice(pads[i], full[i] - pads[i + r]) for i in range(r)))]
+    return out + b.reshape(1, -1, *[1] * r) if b is not None else out
 
 
 def pool_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil: int) -> int:
@@ -330,11 +329,16 @@ def pad(x, *, pads, mode, value) -> np.ndarray:
     return np.pad(x, widths, mode=mode)  # reflect, edge, wrap
 
 
-def _source(out: int, size: int, scale: float, mode: str) -> np.ndarray:
+def _source(out: int, size: int, scale: float, mode: str, roi=(0.0, 1.0)) -> np.ndarray:
     """Resize: the input coordinate of every output index along one axis (the output's
-    length in the formulas is size x scale, a fraction where the scale does not divide)."""
+    length in the formulas is size x scale, a fraction where the scale does not divide;
+    tf_crop_and_resize spans the crop `roi`, start and end as fractions of size - 1)."""
     x = np.arange(out, dtype=np.float64)
     width = size * scale
+    if mode == "tf_crop_and_resize":
+        span = (roi[1] - roi[0]) * (size - 1)
+        at = x * span / (width - 1) if width != 1 else np.full(out, span / 2)
+        return at + roi[0] * (size - 1)
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":  # the input's centre on the output's
@@ -372,12 +376,14 @@ def cubic_weights(t, a: float):
 
 
 def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mode, **a):
-    out = x
+    out, roi, r = x, a.get("roi"), x.ndim
     for ax in range(x.ndim):
         n, size = sizes[ax], x.shape[ax]
-        if n == size and scales[ax] == 1.0:
+        crop = (roi[ax], roi[ax + r]) if roi else (0.0, 1.0)
+        if n == size and scales[ax] == 1.0 and crop == (0.0, 1.0):
             continue
-        src = _source(n, size, scales[ax], coordinate_transformation_mode)
+        src = _source(n, size, scales[ax], coordinate_transformation_mode, crop)
+        outside = ((src < 0) | (src > size - 1)).reshape([-1 if k == ax else 1 for k in range(r)])
         if mode == "cubic":  # 4 taps, edge values past the ends (or, exclude_outside, none)
             floor = np.floor(src)
             taps = floor[:, None] + np.arange(-1, 3)
@@ -398,6 +404,8 @@ def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mo
             hi = np.minimum(lo + 1, size - 1)
             frac = (src - lo).reshape([-1 if k == ax else 1 for k in range(x.ndim)])
             out = np.take(out, lo, axis=ax) * (1 - frac) + np.take(out, hi, axis=ax) * frac
+        if roi:  # tf_crop_and_resize: a position outside the input is the extrapolation value
+            out = np.where(outside, a["extrapolation_value"], out)
     return out.astype(x.dtype)
 
 

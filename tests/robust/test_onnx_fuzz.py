@@ -30,6 +30,7 @@ image = st.lists(st.integers(0, 7), min_size=4, max_size=4).map(lambda d: [1, *d
 modes = st.sampled_from(
     ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "constant", "reflect", "edge", "nearest",
      "linear", "cubic", "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+     "tf_crop_and_resize",
      "round_prefer_floor", "floor", "bogus", ""]
 )  # fmt: skip
 data = st.builds(lambda s: {"shape": s}, dims)
@@ -159,22 +160,27 @@ OPERATORS = {
     "Resize": (
         [
             data,
-            st.just({"floats": []}),
+            st.builds(lambda v: {"floats": v}, st.lists(st.floats(-1, 2), max_size=8)),
             st.builds(lambda v: {"floats": v}, st.lists(st.floats(-1, 3), max_size=5)),
             int_input,
         ],
-        {"mode": modes, "coordinate_transformation_mode": modes, "nearest_mode": modes},
+        {
+            "mode": modes,
+            "coordinate_transformation_mode": modes,
+            "nearest_mode": modes,
+            "extrapolation_value": st.floats(-2, 2),
+        },
     ),
 }
 
 
 @st.composite
 def windows(draw):
-    """Conv, ConvTranspose and pools (LpPool too) whose weights fit their input, with random
-    windows of 2 or (not ConvTranspose) 3 spatial axes."""
+    """Conv, ConvTranspose (output_shape too) and pools (LpPool too) whose weights fit their
+    input, with random windows of 2 or 3 spatial axes."""
     op = draw(st.sampled_from(["Conv", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
                                "LpPool"]))  # fmt: skip
-    r = 2 if op == "ConvTranspose" else draw(st.sampled_from([2, 2, 3]))
+    r = draw(st.sampled_from([2, 2, 3]))
     group = draw(st.integers(1, 3))
     c, size = group * draw(st.integers(1, 3)), draw(st.lists(st.integers(1, 9 - 3 * (r - 2)),
                                                              min_size=r, max_size=r))  # fmt: skip
@@ -196,7 +202,9 @@ def windows(draw):
     elif op == "ConvTranspose":
         inputs = [x, {"weight": [c, m // group, *kernel]}]
         attrs["group"] = group
-        attrs["output_padding"] = draw(st.lists(st.integers(0, 2), min_size=2, max_size=2))
+        attrs["output_padding"] = draw(st.lists(st.integers(0, 2), min_size=r, max_size=r))
+        if draw(st.booleans()):  # past the full output too: zeros at the end
+            attrs["output_shape"] = draw(st.lists(st.integers(1, 12), min_size=r, max_size=r))
     else:
         inputs = [x]
         attrs["kernel_shape"] = kernel

@@ -50,17 +50,17 @@ def _conv(ins: list[Shape], a: dict) -> list[Shape]:
 
 
 def _conv_transpose(ins: list[Shape], a: dict) -> list[Shape]:
-    (n, c, h, w), (wc, ocg, kh, kw) = ins[0], ins[1]
-    if c != wc or c % a["group"]:
+    (n, c, *size), (wc, ocg, *kernel) = ins[0], ins[1]
+    if c != wc or c % a["group"] or len(size) != len(kernel):
         raise OperatorError(f"input has {c} channels, the weight {ins[1]} with group {a['group']}")
     if len(ins) > 2 and ins[2] != (ocg * a["group"],):
         raise OperatorError(f"bias of shape {ins[2]}, expected ({ocg * a['group']},)")
-    p, s, d, op = a["pads"], a["strides"], a["dilations"], a["output_padding"]
-    oh = (h - 1) * s[0] + (kh - 1) * d[0] + 1 + op[0] - p[0] - p[2]
-    ow = (w - 1) * s[1] + (kw - 1) * d[1] + 1 + op[1] - p[1] - p[3]
-    if oh < 1 or ow < 1:
+    p, s, d, op, r = a["pads"], a["strides"], a["dilations"], a["output_padding"], len(size)
+    out = [(size[i] - 1) * s[i] + (kernel[i] - 1) * d[i] + 1 + op[i] - p[i] - p[i + r]
+           for i in range(r)]  # fmt: skip
+    if min(out) < 1:
         raise OperatorError(f"pads {p} leave no output")
-    return [(n, ocg * a["group"], oh, ow)]
+    return [(n, ocg * a["group"], *out)]
 
 
 def _batch_norm(ins: list[Shape], a: dict) -> list[Shape]:

@@ -122,7 +122,7 @@ def test_every_unsupported_node_is_listed_in_one_error():
         helper.make_node("Gelu", ["a"], ["b"], name="gelu0"),
         helper.make_node(
             "Resize",
-            ["b", "", "sc"],
+            ["a", "", "sc"],
             ["c"],
             name="rs",
             coordinate_transformation_mode="tf_crop_and_resize",
@@ -139,11 +139,8 @@ def test_every_unsupported_node_is_listed_in_one_error():
     m = model(nodes, [1, 2, 4, 4], {"y": None, "e": None, "f": None}, inits, opset=20)
     with pytest.raises(OperatorError) as e:
         import_onnx(m)
-    # opset 20: Resize and Pad as redefined at 19 import, their new attribute values do not
-    assert (
-        "node rs (Resize): attribute coordinate_transformation_mode='tf_crop_and_resize' "
-        "is not supported" in str(e.value)
-    )
+    # opset 20: Resize and Pad as redefined at 19 import, their bad values are listed
+    assert "node rs (Resize): roi None: a start and an end per axis of [0, 1, 2, 3]" in str(e.value)
     assert "node pad0 (Pad): negative pads" in str(e.value)
     assert "rm (ReduceMax)" not in str(e.value)  # redefined at 20 for more element types
     m.opset_import[0].version = 17
@@ -153,7 +150,7 @@ def test_every_unsupported_node_is_listed_in_one_error():
     assert msg.startswith("5 node(s) cannot be imported:")
     assert "node rm (ReduceMax): 2 inputs; at opset 17 it takes 1-1" in msg
     assert "node gelu0 (Gelu): operator not defined at opset 17" in msg
-    assert "node rs (Resize): attribute coordinate_transformation_mode=" in msg
+    assert "node rs (Resize): roi None: a start and an end per axis" in msg
     assert "node pad0 (Pad): negative pads" in msg
     assert "node g0 (Gather): indices [5] are out of range for an axis of 1" in msg
 

@@ -240,6 +240,27 @@ def test_resize(tmp_path, case):
 
 
 @pytest.mark.parametrize(
+    "attrs, roi, sizes",
+    [(dict(mode="linear"), [0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8], [1, 3, 3, 4]),
+     (dict(mode="linear", extrapolation_value=10.0), [0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7],
+      [1, 3, 3, 3]),
+     (dict(mode="nearest", axes=[3, 2]), [0.5, -0.2, 0.9, 0.6], [1, 5]),
+     (dict(mode="cubic", axes=[2]), [0.25, 0.75], [4])],
+)  # fmt: skip
+def test_resize_tf_crop_and_resize(tmp_path, attrs, roi, sizes):
+    """The crop (start and end per axis, as fractions of the input's length - 1), positions
+    outside the input the extrapolation value."""
+    from testkit.onnx_models import check as check_model
+    from testkit.onnx_models import one_node
+
+    attrs = dict(coordinate_transformation_mode="tf_crop_and_resize", **attrs)
+    consts = {"roi": np.array(roi, np.float32), "scales": None,
+              "sizes": np.array(sizes, np.int64)}  # fmt: skip
+    x = f32(1, 3, 6, 5, scale=1.0)
+    check_model(tmp_path, one_node("Resize", {"x": x}, attrs, consts), {"x": x})
+
+
+@pytest.mark.parametrize(
     "attrs, bias",
     [
         (dict(strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2), True),

@@ -1,8 +1,8 @@
 """Windows of 1 to 3 spatial axes beyond the packed 2-d kernels: 3-d Conv, MaxPool and
 AveragePool (pads, strides, dilations, groups, auto_pad, ceil_mode, count_include_pad), LpPool
-in 1-3 dimensions, 1-d ConvTranspose, as seeded one-node models on the reference executor and
-compiled for the CPU, both against onnxruntime; SpaceToDepth's modes against the onnx
-package's reference."""
+in 1-3 dimensions, 1-d and 3-d ConvTranspose, as seeded one-node models on the reference
+executor and compiled for the CPU, both against onnxruntime; SpaceToDepth's modes and an
+output_shape past ConvTranspose's full output against the onnx package's reference."""
 
 import numpy as np
 import pytest
@@ -73,6 +73,44 @@ def test_conv_transpose_1d(tmp_path, attrs):
     per_group = 3 if attrs.get("group", 1) == 1 else 1  # output channels of each group
     w = RNG.normal(size=(4, per_group, 3)).astype(np.float32)
     check(tmp_path, one_node("ConvTranspose", {"x": x}, attrs, {"w": w}), {"x": x}, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "attrs, bias",
+    [({}, False),
+     ({"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1], "output_padding": [1, 0, 1]}, True),
+     ({"dilations": [2, 1, 2], "group": 2}, True),
+     ({"strides": [2, 2, 1], "output_shape": [9, 12, 8]}, False),
+     ({"auto_pad": "SAME_UPPER", "strides": [2, 2, 2]}, True)],
+)  # fmt: skip
+def test_conv_transpose_3d(tmp_path, attrs, bias):
+    group = attrs.get("group", 1)
+    consts = {"w": RNG.normal(size=(4, 6 // group, 3, 2, 3)).astype(np.float32)}
+    if bias:
+        consts["b"] = RNG.normal(size=(6,)).astype(np.float32)
+    model = one_node("ConvTranspose", {"x": VOLUME}, attrs, consts)
+    check(tmp_path, model, {"x": VOLUME}, rtol=1e-4)
+
+
+def test_conv_transpose_output_shape_past_the_full_output(tmp_path):
+    """An output_shape larger than the full output: zeros at the end (as output_padding),
+    as the onnx package's reference has it."""
+    from onnx.reference import ReferenceEvaluator
+
+    from compiler.graph import reference
+    from compiler.graph.build_onnx import compile_model
+    from compiler.graph.onnx_import import import_onnx
+
+    x = RNG.normal(size=(1, 2, 3, 3)).astype(np.float32)
+    w = RNG.normal(size=(2, 2, 3, 3)).astype(np.float32)
+    model = one_node("ConvTranspose", {"x": x}, {"strides": [3, 2], "output_shape": [10, 8]},
+                     {"w": w})  # fmt: skip
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert want.shape == (1, 2, 10, 8) and not want[..., -1, :].any()
+    (tmp_path / "m.onnx").write_bytes(model)
+    for got in (reference.run(import_onnx(model), {"x": x}),
+                compile_model(tmp_path / "m.onnx").run({"x": x})):  # fmt: skip
+        np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("mode", ["DCR", "CRD"])
