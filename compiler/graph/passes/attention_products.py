@@ -15,7 +15,17 @@ import numpy as np
 from vta.config import VTAConfig
 
 from ..ir import Graph, Group, Node, Pattern
-from .partition import CONTEXT, CPU, PRODUCT, ROW_WIDTH, SCORES, VTA, _value, board_times
+from .partition import (
+    CONTEXT,
+    CPU,
+    PRODUCT,
+    ROW_WIDTH,
+    SCORES,
+    VTA,
+    _value,
+    board_times,
+    compare,
+)
 
 
 def _shapes(graph: Graph, node: Node) -> tuple[tuple[int, ...], ...]:
@@ -145,7 +155,7 @@ def attention_pays(graph: Graph, groups: list[Group], cfg: VTAConfig) -> tuple[b
             return True, "no board CPU to compare"
         accel, on_cpu = accel + times[0] + times[2], on_cpu + times[1]
     what = "accelerator with layout changes, Quantize and Dequantize"
-    return accel < on_cpu, f"{what} {accel:.3f} ms against CPU products {on_cpu:.3f} ms"
+    return compare(accel, what, on_cpu, "CPU products")
 
 
 __all__ = ["attention_as_convs", "attention_fits", "attention_pays"]

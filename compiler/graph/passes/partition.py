@@ -205,7 +205,7 @@ def board_times(
     graph: Graph, conv: Node, relu: bool, cfg: VTAConfig, boundary: int
 ) -> tuple[float, float, float] | None:
     """(accelerator, board CPU, boundary) milliseconds of a Conv node: its cycle estimate (the
-    best knob setting's) at the configuration's clock;
+    best knob setting's, infinite where none fits the buffers) at the configuration's clock;
     the board model's time for it in fp32 on the board's CPU (`hw.parts.CPU.seconds`, every
     core, at `EFFICIENCY`); `boundary` bytes of numpy work on one core (the Quantize,
     Dequantize or layout changes offloading adds or saves). None: the configuration has no
@@ -219,13 +219,24 @@ def board_times(
     except ConfigError:
         return None
     wl = _workload(graph, conv, cfg)
-    ep = Epilogue(True, 0, relu, batch_weights=is_product(conv))
-    accel = float(estimate_space(wl, ep, cfg).min()) / cfg.clock_mhz * 1e-3
+    cycles = estimate_space(wl, Epilogue(True, 0, relu, batch_weights=is_product(conv)), cfg)
+    accel = float(cycles.min(initial=np.inf)) / cfg.clock_mhz * 1e-3
     x, y, w = (graph.value(t).shape for t in (conv.inputs[0], conv.outputs[0], conv.inputs[1]))
     ins, outs = int(np.prod(x)), int(np.prod(y))
     on_cpu = cpu.seconds(graph.flops(conv), 4 * (ins + outs + int(np.prod(w))), cpu.cores,
                          EFFICIENCY)  # fmt: skip
     return accel, on_cpu * 1e3, cpu.seconds(0, boundary, 1, EFFICIENCY) * 1e3
+
+
+def compare(accel: float, what: str, on_cpu: float, cpu_what: str) -> tuple[bool, str]:
+    """Whether `accel` ms (`what`'s) beats `on_cpu` ms (`cpu_what`'s), and why: the figures, or
+    why not."""
+    if accel == np.inf:
+        return False, "no knob setting fits the configuration's buffers"
+    figures = f"{what} {accel:.3f} ms against {cpu_what} {on_cpu:.3f} ms"
+    if accel < on_cpu:
+        return True, figures
+    return False, f"on the board no faster on the accelerator ({figures})"
 
 
 def depthwise_pays(
@@ -244,7 +255,7 @@ def depthwise_pays(
     accel, on_cpu, extra = times
     on_cpu += extra
     what = "CPU conv" + (", Dequantize and Quantize" if saves_boundaries else "")
-    return accel < on_cpu, f"accelerator {accel:.3f} ms against {what} {on_cpu:.3f} ms"
+    return compare(accel, "accelerator", on_cpu, what)
 
 
 def dense_fits(graph: Graph, node: Node, cfg: VTAConfig) -> str | None:
@@ -339,7 +350,7 @@ def dense_pays(graph: Graph, groups: list[Group], cfg: VTAConfig) -> tuple[bool,
     accel, on_cpu, extra = times
     accel += extra
     what = "accelerator with layout changes, Quantize and Dequantize"
-    return accel < on_cpu, f"{what} {accel:.3f} ms against CPU dense {on_cpu:.3f} ms"
+    return compare(accel, what, on_cpu, "CPU dense")
 
 
 def _copy(graph: Graph) -> Graph:
@@ -376,7 +387,7 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
                     groups += parts
                     where.update((p.nodes[-1].outputs[0], p.target) for p in parts)
                     continue
-                why = f"attention: on the board no faster on the accelerator ({why})"
+                why = f"attention: {why}"
             g.target, g.reason = CPU, why
             groups.append(g)
             where[g.nodes[-1].outputs[0]] = CPU
@@ -391,7 +402,7 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
                 groups += parts
                 where.update((p.nodes[-1].outputs[0], p.target) for p in parts)
                 continue
-            g.target, g.reason = CPU, f"dense: on the board no faster on the accelerator ({why})"
+            g.target, g.reason = CPU, f"dense: {why}"
             groups.append(g)
             where[g.nodes[-1].outputs[0]] = CPU
             continue
@@ -408,7 +419,7 @@ def partition(graph: Graph, cfg: VTAConfig | None = None) -> Graph:
             g.target = CPU
             g.reason = (f"batch {batch} is not a multiple of the configuration's {cfg.batch}"
                         if found and batch % cfg.batch
-                        else f"depthwise conv: on the board no faster on the accelerator ({why})"
+                        else f"depthwise conv: {why}"
                         if found else _cpu_reason(graph, g, cfg))  # fmt: skip
             groups.append(g)
             where[g.nodes[-1].outputs[0]] = CPU
