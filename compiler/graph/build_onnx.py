@@ -53,7 +53,7 @@ TYPED = ("Cast", "Gather", "GatherElements", "ArgMax", "ArgMin", "Equal", "Less"
          "Expand", "Tile", "Add", "Sub", "Mul", "Div", "Max", "Min", "Clip", "Neg", "Abs",
          "Sign", "Pow", "MaxPool", "OneHot", "Einsum", "GatherND",
          "ScatterElements", "ScatterND", "CumSum", "Pad", "ReduceMax", "ReduceMin", "ReduceSum",
-         "ReduceProd", "ReduceMean", "TopKIndices")  # fmt: skip
+         "ReduceProd", "ReduceMean", "TopKIndices", "MaxPoolIndices")  # fmt: skip
 FLOATS = ("float32", "float16", "float64")  # a plain group computes in any of them
 CPU_DTYPES = (*FLOATS, "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
               "bool")  # the dtypes of the CPU's tensors  # fmt: skip

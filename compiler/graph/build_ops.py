@@ -33,7 +33,7 @@ from .build_elementwise import (
     power,
 )
 from .build_scatter import gather_nd, scatter_elements, scatter_nd, top_k_indices
-from .build_windows import conv_generic, plus_channel_bias
+from .build_windows import conv_generic, plus_channel_bias, pool_indices
 from .build_windows import pool as window_pool
 from .reference import cubic_weights
 
@@ -558,6 +558,7 @@ OPS: dict[str, Compute] = {
     "Conv": conv2d_nchwc,
     "ConvGeneric": conv_generic,
     "MaxPoolND": lambda ins, a: window_pool("max", ins, a),
+    "MaxPoolIndices": pool_indices,
     "AveragePoolND": lambda ins, a: window_pool("avg", ins, a),
     "LpPool": lambda ins, a: window_pool("lp", ins, a),
     "BatchNormalization": lambda ins, a: nn.batch_norm(*ins, epsilon=float(a["epsilon"])),

@@ -4,6 +4,8 @@ convolution with any groups (and a weight that may be computed), max, average an
 
 from __future__ import annotations
 
+import math
+
 from .. import te
 from ..te.tensor import Tensor
 from ..tir import expr as E
@@ -102,3 +104,39 @@ def pool(kind: str, ins: list[Tensor], attrs: dict) -> Tensor:
         return red(*o) / te.cast(count, x.dtype)
 
     return te.compute(red.shape, finish, name=f"pool_{kind}_out", tag=tag.INJECTIVE)
+
+
+def pool_indices(ins: list[Tensor], attrs: dict) -> Tensor:
+    """MaxPool's Indices output (int64): the flat index (into the whole input; each image's
+    spatial axes column-major with storage_order 1) of each window's first largest value in
+    scan order, the least row-major position inside the input holding the window's maximum."""
+    x, top = ins[0], pool("max", ins, attrs)
+    (_, c, *size), r = x.shape, x.ndim - 2
+    k, s, pads = attrs["kernel_shape"], attrs["strides"], attrs["pads"]
+    d = attrs.get("dilations") or [1] * r
+    count = math.prod(size)
+    rk = [te.reduce_axis(m, f"rk{i}") for i, m in enumerate(k)]
+
+    def first(*o):
+        at = [o[2 + i] * s[i] - pads[i] + rk[i] * d[i] for i in range(r)]
+        inside = te.all(*(p >= 0 for p in at), *(p < size[i] for i, p in enumerate(at)))
+        key = at[0]
+        for i in range(1, r):
+            key = key * size[i] + at[i]
+        hit = te.select(x(o[0], o[1], *at) == top(*o), key, te.const(count, "int32"))
+        return te.min(te.if_then_else(inside, hit, te.const(count, "int32")), axis=rk)
+
+    key = te.compute(top.shape, first, name="pool_first")
+
+    def index(*o):
+        flat = te.cast(key(*o), "int64")
+        if attrs.get("storage_order"):  # the row-major position's coordinates, column-major
+            rest, flat = flat, te.const(0, "int64")
+            for i in reversed(range(r)):
+                inner = math.prod(size[:i])
+                flat = flat + E.FloorMod(rest, size[i]) * inner
+                rest = E.FloorDiv(rest, size[i])
+        image = te.cast(o[0], "int64") * c + te.cast(o[1], "int64")
+        return image * count + flat
+
+    return te.compute(top.shape, index, name="pool_indices", tag=tag.INJECTIVE)

@@ -361,8 +361,13 @@ class _Importer:
         if op == "BatchNormalization" and attrs.get("training_mode"):
             self.normalization(node, attrs)
             return
-        if op in ("MaxPool", "BatchNormalization"):
-            ir.outputs = outputs[:1]  # the optional outputs (indices, statistics)
+        if op == "MaxPool" and len(outputs) > 1 and outputs[1]:  # its Indices output
+            ir.outputs = outputs[:1]
+            self.emit(ir)
+            self.emit(Node("MaxPoolIndices", inputs[:1], outputs[1:2], dict(attrs), node.name))
+            return
+        if op == "BatchNormalization":
+            ir.outputs = outputs[:1]  # the optional outputs (statistics, before opset 14)
             self.used_extra_outputs(node, outputs[1:])
         if op in VARIADIC:
             self.variadic(node, inputs)
@@ -482,9 +487,11 @@ class _Importer:
                 attrs[key] = [unit, *attrs[key]]
         if attrs.get("pads") and len(attrs["pads"]) == 2:
             attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
-        y = self.graph.fresh(f"{node.output[0]}_2d")
-        self.add(helper.make_node(node.op_type, inputs, [y, *node.output[1:]], name=label), attrs)
-        self.emit(Node("Squeeze", [y], [node.output[0]], {"axes": [2]}, label))
+        outs = [self.graph.fresh(f"{t}_2d") if t else "" for t in node.output]
+        self.add(helper.make_node(node.op_type, inputs, outs, name=label), attrs)
+        for y, t in zip(outs, node.output, strict=True):  # a MaxPool's Indices too
+            if t:
+                self.emit(Node("Squeeze", [y], [t], {"axes": [2]}, label))
 
     def step(self, label: str, op: str, ins: list[str], attrs: dict | None = None,
              out: str = "") -> str:  # fmt: skip

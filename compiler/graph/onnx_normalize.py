@@ -125,8 +125,8 @@ def _conv_transpose(imp, node, attrs):
 
 def _pool(imp, node, attrs):
     _choice(attrs, "ceil_mode", (0, 1))
-    if node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1]:
-        _choice(attrs, "storage_order", (0,))  # the order of the Indices output
+    if node.op_type == "MaxPool":
+        _choice(attrs, "storage_order", (0, 1))  # the order of the Indices output
     if node.op_type == "LpPool" and int(attrs["p"]) < 1:
         raise Unsupported(f"p={attrs['p']}: the norm's order is at least 1")
     _window(imp, node, attrs, attrs["kernel_shape"], node.op_type != "AveragePool")

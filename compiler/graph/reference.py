@@ -114,6 +114,25 @@ def max_pool(x, **a) -> np.ndarray:
     return _windows(xp, a["kernel_shape"], a["strides"], dil).max(axis=_spatial(x))
 
 
+def max_pool_indices(x, **a) -> np.ndarray:
+    """MaxPool's Indices: the flat index (into the whole input; each image's spatial axes
+    column-major with storage_order 1) of each window's first largest value in scan order."""
+    (n, c, *size), r = x.shape, x.ndim - 2
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    keys = np.broadcast_to(np.arange(math.prod(size)).reshape(size), x.shape)
+    dil = a.get("dilations") or [1] * r
+    win = [_windows(_pool_pad(t, a, fill)[0], a["kernel_shape"], a["strides"], dil)
+           for t, fill in ((x, low), (keys, -1))]  # fmt: skip
+    flat = [w.reshape(*w.shape[: 2 + r], -1) for w in win]
+    first = np.argmax(flat[0], axis=-1)[..., None]
+    key = np.take_along_axis(flat[1], first, axis=-1)[..., 0].astype(np.int64)
+    if a.get("storage_order"):
+        at = np.unravel_index(key, size)
+        key = sum(at[i] * math.prod(size[:i]) for i in range(r))
+    base = np.arange(n * c, dtype=np.int64).reshape(n, c, *[1] * r) * math.prod(size)
+    return base + key
+
+
 def average_pool(x, **a) -> np.ndarray:
     n = x.ndim - 2
     dil = a.get("dilations") or [1] * n
@@ -503,6 +522,7 @@ KERNELS: dict[str, Kernel] = {
     "Conv": _one(conv),
     "ConvTranspose": _one(conv_transpose),
     "MaxPool": lambda ins, a: [max_pool(ins[0], **a)],
+    "MaxPoolIndices": _one(max_pool_indices),
     "AveragePool": lambda ins, a: [average_pool(ins[0], **a)],
     "LpPool": _typed(lp_pool),
     "GlobalAveragePool": lambda ins, a: [ins[0].mean(axis=(2, 3), keepdims=True)],

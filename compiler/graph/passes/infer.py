@@ -187,6 +187,7 @@ SHAPES: dict[str, ShapeFn] = {
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
     "MaxPool": _pool,
+    "MaxPoolIndices": _pool,
     "AveragePool": _pool,
     "LpPool": _pool,
     "GlobalAveragePool": lambda ins, a: [ins[0][:2] + (1,) * (len(ins[0]) - 2)],
@@ -244,7 +245,7 @@ def out_dtype(node: Node, dtypes: list[str | None]) -> str | None:
         return node.attrs["to"]
     if node.op in BOOLEAN:
         return "bool"
-    if node.op in ("ArgMax", "ArgMin", "TopKIndices"):
+    if node.op in ("ArgMax", "ArgMin", "TopKIndices", "MaxPoolIndices"):
         return "int64"
     if node.op in ("Where", "OneHot"):
         return dtypes[1]

@@ -1,8 +1,8 @@
 """Training-mode outputs where ONNX defines them deterministically, and optional outputs:
 Dropout (inference, a ratio of 0, or a seed: the onnx package's reference draws its mask from
 numpy's RandomState(seed)) and its mask, BatchNormalization in training mode (the batch's
-statistics, the running ones updated), through the reference executor and the CPU against the
-onnx package's reference evaluator."""
+statistics, the running ones updated), MaxPool's Indices, through the reference executor and
+the CPU against the onnx package's reference evaluator."""
 
 import numpy as np
 import pytest
@@ -69,3 +69,21 @@ def test_batch_norm_in_training_mode(tmp_path, outputs):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)],
                                   ir_version=8).SerializeToString()  # fmt: skip
     check(tmp_path, model, {"x": X}, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "shape, attrs",
+    [((1, 2, 9), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+     ((2, 3, 5, 5), {"kernel_shape": [2, 2], "strides": [2, 2], "storage_order": 1}),
+     ((1, 2, 5, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "dilations": [1, 2]}),
+     ((1, 1, 5, 5), {"kernel_shape": [2, 3], "strides": [2, 2], "ceil_mode": 1}),
+     ((1, 2, 4, 5, 3), {"kernel_shape": [2, 2, 2], "storage_order": 1})],
+)  # fmt: skip
+def test_max_pool_indices(tmp_path, shape, attrs):
+    """Ties included (values rounded to halves): the first largest value in scan order;
+    against onnxruntime (the onnx package's reference indexes 3-d windows otherwise)."""
+    from testkit.onnx_models import check as check_ort
+
+    x = np.round(rng.standard_normal(shape) * 2).astype(np.float32) / 2
+    model = one_node("MaxPool", {"x": x}, attrs, outputs=("y", "i"), out=[np.float32, np.int64])
+    check_ort(tmp_path, model, {"x": x})
