@@ -179,11 +179,14 @@ def parallel_counts(st: Stage, limit: int, threads: int) -> list[int]:
     """How many of a stage's leading loops (up to `limit`) a guided draw fuses into its
     parallel loop: the counts giving each of `threads` threads PARALLEL_TASKS iterations (a
     2-thread kernel whose parallel loop has 3 iterations idles a thread a third of the time),
-    else `limit`, the most iterations there are."""
+    else `limit`, the most iterations there are; of those, the ones stopping above the loops
+    of a partial tile's cut axis, where there are some (`partial.cut_loops`)."""
     ext = loop_extents(st)
     sizes = itertools.accumulate((ext[iv] for iv in st.leaf_iter_vars[:limit]), operator.mul)
     enough = [c for c, n in enumerate(sizes, 1) if n >= PARALLEL_TASKS * threads]
-    return enough or [limit]
+    cut = partial.cut_loops(st)
+    above = [c for c in enough if not cut & set(st.leaf_iter_vars[:c])]
+    return above or enough or [limit]
 
 
 def rfactor_options(st: Stage) -> list[int]:

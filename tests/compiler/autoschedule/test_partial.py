@@ -13,13 +13,15 @@ from compiler.autoschedule.annotate import (
     annotate,
     mutate_partial_tile,
     mutate_tile_size,
+    parallel_counts,
+    parallel_limit,
     register_tile,
     sample_tiles,
 )
 from compiler.autoschedule.features import program_nests
 from compiler.autoschedule.program import Program, SearchTask, run_program
 from compiler.autoschedule.sketch import generate_sketches
-from compiler.autoschedule.steps import Split, loop_extents, stage_named
+from compiler.autoschedule.steps import Fuse, Split, loop_extents, stage_named
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
 from compiler.tir.functor import collect
@@ -136,3 +138,33 @@ def test_features_count_the_iterations_a_cut_tile_runs():
     copies = [n for n in program_nests(program) if next(iter(n.strides)) == "conv2d_NCHWc"]
     assert len(copies) == 1
     assert math.prod(lp.extent for lp in copies[0].loops) == pytest.approx(points)
+
+
+def test_parallel_loops_stop_above_a_cut_axis_so_its_tile_partitions_out():
+    task = SearchTask("conv2d_NCHWc", (16, 7, 7, 64, 3, 3))  # 4 output-channel blocks
+    sketch = generate_sketches(task)[0]
+    program = _retiled(annotate(sketch, np.random.default_rng(0), True), {2: 3, 3: 2})
+    steps = [  # every output-channel block in the outer loop: 4 iterations above the cut
+        Split(LOCAL, 1, (1, 1, 1))
+        if isinstance(x, Split) and x.stage == LOCAL and x.iter == 1
+        else x
+        for x in program.steps
+    ]
+    program = Program(task, steps, program.sketch)
+    k = next(j for j, x in enumerate(program.steps) if isinstance(x, Fuse))
+    s = Program(task, program.steps[:k], program.sketch).schedule()[0]
+    st = stage_named(s, "conv2d_NCHWc")
+    cut = partial.cut_loops(st)
+    assert {iv.var.name for iv in cut} >= {"y.0", "x.0"}
+    counts = parallel_counts(st, parallel_limit(s, st), 2)
+    assert counts and all(not cut & set(st.leaf_iter_vars[:c]) for c in counts)
+    steps = list(program.steps)
+    steps[k] = Fuse("conv2d_NCHWc", 0, max(counts))
+    fused = Program(task, steps, program.sketch)
+    s, args = fused.schedule()
+    final = compiler.lower_passes(s, args)["simplify_final"]
+    assert not collect(final.body, lambda n: isinstance(n, S.IfThenElse))  # tiles partitioned
+    inputs = _inputs(task)
+    (want,) = task.reference(inputs)
+    (got,) = run_program(fused, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
