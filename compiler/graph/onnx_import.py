@@ -61,7 +61,7 @@ SUPPORTED = (
     "ThresholdedRelu Softplus Softsign Mish Gelu LayerNormalization InstanceNormalization "
     "GroupNormalization CumSum Expand Tile Range DepthToSpace SpaceToDepth ArgMax ArgMin "
     "Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Where OneHot Einsum "
-    "LpPool GatherND ScatterElements ScatterND TopK"
+    "LpPool GatherND ScatterElements ScatterND TopK NonZero"
 ).split() + list(REDUCE_OPS)
 VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}  # -> chains of this op
 NEWER = {"Gelu": 20, "AveragePool": 19, "SpaceToDepth": 28}  # operators (re)defined after
@@ -338,6 +338,10 @@ class _Importer:
             return
         if op == "Size":
             self.graph.add_constant(node.output[0], np.array(math.prod(self.shape(node.input[0]))))
+            return
+        if op == "NonZero":  # its output's shape is its input's count of nonzeros: it folds
+            x = self.const(node, 0, "X, whose nonzeros size the output")
+            self.graph.add_constant(node.output[0], np.argwhere(x).T.astype(np.int64))
             return
         if op == "ConstantOfShape":
             shape = [int(d) for d in self.const(node, 0, "shape")]

@@ -115,6 +115,7 @@ OPERATORS = {
     "OneHot": ([ids, int_input, weight], {"axis": small}),
     "GatherND": ([data, ids], {"batch_dims": small}),
     "TopK": ([data, int_input], {"axis": small, "largest": small, "sorted": small}),
+    "NonZero": ([data], {}),
     **dict.fromkeys(
         ("ScatterElements", "ScatterND"),
         (

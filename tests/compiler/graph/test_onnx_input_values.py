@@ -168,3 +168,17 @@ def test_max_pool_takes_storage_order_without_its_indices(tmp_path):
     attrs["storage_order"] = 2
     with pytest.raises(OperatorError, match="storage_order=2 is not supported"):
         import_onnx(one_node("MaxPool", {"x": x}, attrs))
+
+
+def test_non_zero_folds_for_its_input_values(tmp_path):
+    """NonZero's output is as long as its input has nonzeros: the graph is compiled for the
+    input's values (a small graph input) or folds (a constant); a computed input is refused."""
+    x = np.array([[1, 0, 3], [0, 2, 0]], np.float32)
+    run_as_vta_run(tmp_path, one_node("NonZero", {"x": x}, out=np.int64), {"x": x})
+    run_as_vta_run(tmp_path, one_node("NonZero", {}, {}, {"x": x}, out=np.int64), {})
+    scalar = one_node("NonZero", {}, {}, {"x": np.array(True)}, out=np.int64)
+    (tmp_path / "m.onnx").write_bytes(scalar)  # rank(X) rows, as ONNX infers its shape
+    assert compile_model(tmp_path / "m.onnx").run({})["y"].shape == (0, 1)
+    big = np.ones((9, 9), np.float32)
+    with pytest.raises(OperatorError, match="must be a constant, x is computed"):
+        import_onnx(one_node("NonZero", {"x": big}, out=np.int64))
