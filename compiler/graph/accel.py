@@ -93,6 +93,12 @@ def estimate_rank(
     return scores
 
 
+def _program_of(k: Conv2DKnobs) -> tuple[int, ...]:
+    """What a fused Program depends on: its tiles and the number of virtual threads (which
+    axis they split does not matter: the tiles are dealt to the threads in one order)."""
+    return k.tile_b, k.tile_h, k.tile_w, k.tile_ci, k.tile_co, k.oc_nthread * k.h_nthread
+
+
 def knob_candidates(
     wl: Conv2DWorkload,
     ep: Epilogue,
@@ -103,14 +109,19 @@ def knob_candidates(
 ) -> list[Conv2DKnobs]:
     """The records database's best knobs (`db`) and the `candidates` settings `rank` puts
     first (by default the cycle estimate's; of equals, those with virtual threads; a short
-    tuning run can record knobs worse than the estimate's best, a long one finds better)."""
+    tuning run can record knobs worse than the estimate's best, a long one finds better),
+    one per distinct Program (`_program_of`): settings that differ only in which axis the
+    virtual threads split build the same stream, and timing it twice would waste a slot."""
     settings = fused_knob_space(wl, ep, cfg)
     scores = rank(wl, ep, cfg, settings)
     order = sorted(
         range(len(settings)),
         key=lambda i: (scores[i], settings[i].oc_nthread * settings[i].h_nthread == 1),
     )
-    space = [settings[i] for i in order]
+    first: dict[tuple[int, ...], Conv2DKnobs] = {}  # one per distinct Program, in rank order
+    for i in order:
+        first.setdefault(_program_of(settings[i]), settings[i])
+    space = list(first.values())
     if not space:
         raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
     tried = space[: max(1, candidates)]
@@ -118,8 +129,9 @@ def knob_candidates(
         from ..tune.templates.vta import tuned_fused_knobs  # the tuner is optional here
 
         tuned = tuned_fused_knobs(wl, ep, db, cfg)
-        if tuned is not None and tuned in space:
-            tried = [tuned, *(k for k in tried if k != tuned)]
+        if tuned is not None and tuned in settings:
+            same = _program_of(tuned)
+            tried = [tuned, *(k for k in tried if _program_of(k) != same)]
     return tried
 
 
