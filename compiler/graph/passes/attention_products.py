@@ -92,13 +92,13 @@ def attention_as_convs(graph: Graph, group: Group) -> list[Group]:
     mask = node.inputs[3] if len(node.inputs) > 3 else ""
     (*lead, t, d), dv = graph.value(q).shape, graph.value(v).shape[-1]
     heads, w = math.prod(lead), max(c for c in range(1, min(t, ROW_WIDTH) + 1) if t % c == 0)
-    rows = (1, t // w, w)
+    grid = (t // w, w)  # the T positions
 
     q_t, n1 = _swap(graph, q, f"{name}_q_t")
-    q_in, n2 = _reshape(graph, q_t, f"{name}_q_nchw", (1, heads * d, *rows[1:]))
+    q_in, n2 = _reshape(graph, q_t, f"{name}_q_nchw", (1, heads * d, *grid))
     k, n3 = _swap(graph, kt, f"{name}_k")
     k_w, n4 = _reshape(graph, k, f"{name}_k_w", (heads * t, d, 1, 1))
-    qk = _product(graph, f"{name}_qk", q_in, k_w, heads, (1, heads * t, *rows[1:]), SCORES)
+    qk = _product(graph, f"{name}_qk", q_in, k_w, heads, (1, heads * t, *grid), SCORES)
     scores, n5 = _reshape(graph, qk.outputs[0], f"{name}_scores", (*lead, t, t))
     nodes = [n5]  # scores [..., key, query]: the softmax runs over axis -2
     scale = node.attrs["scale"]
@@ -119,10 +119,10 @@ def attention_as_convs(graph: Graph, group: Group) -> list[Group]:
         scores = masked
     probs = _value(graph, f"{name}_probs", (*lead, t, t))
     nodes.append(Node("Softmax", [scores], [probs], {"axis": len(lead)}, probs))
-    p_in, n6 = _reshape(graph, probs, f"{name}_p_nchw", (1, heads * t, *rows[1:]))
+    p_in, n6 = _reshape(graph, probs, f"{name}_p_nchw", (1, heads * t, *grid))
     v_t, n7 = _swap(graph, v, f"{name}_v_t")
     v_w, n8 = _reshape(graph, v_t, f"{name}_v_w", (heads * dv, t, 1, 1))
-    pv = _product(graph, f"{name}_pv", p_in, v_w, heads, (1, heads * dv, *rows[1:]), CONTEXT)
+    pv = _product(graph, f"{name}_pv", p_in, v_w, heads, (1, heads * dv, *grid), CONTEXT)
     ctx, n9 = _reshape(graph, pv.outputs[0], f"{name}_ctx_t", (*lead, dv, t))
     back = Node("Transpose", [ctx], node.outputs, {"perm": _last_two(len(lead) + 2)}, f"{name}_ctx")
     what = "attention {} per head as a 1x1 conv with a run-time weight: requant"
