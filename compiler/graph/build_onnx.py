@@ -467,7 +467,7 @@ class _Lowering:
         bias = self.graph.constants[bias_name] if bias_name else np.zeros(oc, np.float32)
         ib, ob = self.shapes[x][4], x86.channel_block(oc)
         kh, kw = w.shape[2:]
-        wname, bname = f"{node.label}_w", f"{node.label}_b"
+        wname, bname = f"{node.outputs[0]}_w", f"{node.outputs[0]}_b"  # node names may repeat
         if a["group"] == 1:
             self.params[wname] = testing.oihw_pack(w.astype(np.float32), ib, ob)
         else:  # depthwise (ib == ob: both are the block of the same channel count)
@@ -556,7 +556,7 @@ class _Lowering:
         c = node.inputs[2] if len(node.inputs) > 2 else ""
         bias = self.graph.constants[c] if c else np.zeros(units)
         bias = np.broadcast_to(bias.reshape(-1) * a.get("beta", 1.0), (units,))
-        wname, bname = f"{node.label}_w", f"{node.label}_b"
+        wname, bname = f"{node.outputs[0]}_w", f"{node.outputs[0]}_b"  # node names may repeat
         self.params[wname] = np.ascontiguousarray(weight, np.float32)
         self.params[bname] = np.ascontiguousarray(bias, np.float32)
         self.shapes[wname], self.shapes[bname] = (units, weight.shape[1]), (units,)

@@ -45,7 +45,7 @@ from .onnx_normalize import (
     onnx_dtype,
 )
 from .passes.infer import infer_node
-from .reference import run_node
+from .reference import resize_matrix, run_node
 
 MAX_CONCAT_INPUTS = 64  # a Concat of more inputs imports as a tree of Concats
 VALUE_LIMIT = 64  # graph inputs read as constants compile for their values up to this size
@@ -382,6 +382,9 @@ class _Importer:
         if op == "TopK":
             self.top_k(node, inputs[0], attrs)
             return
+        if op == "Resize" and attrs.get("antialias"):
+            self.resize_antialias(node, inputs[0], attrs)
+            return
         if op in ("Softmax", "LogSoftmax") and self.expand_coerced_softmax(ir):
             return
         if op == "Concat":  # an empty part adds nothing; a wide concat becomes a tree
@@ -471,6 +474,30 @@ class _Importer:
         if node.output[0]:
             gather = Node("GatherElements", [x, indices], [node.output[0]], {"axis": a["axis"]})
             self.emit(gather)
+
+    def resize_antialias(self, node, x: str, attrs: dict) -> None:
+        """Resize with antialias as a product by a constant matrix along each resized axis
+        (`reference.resize_matrix`; that axis moved last and back by Transposes)."""
+        shape, label = self.shape(x), node.name or node.output[0]
+        r, dtype = len(shape), self.graph.value(x).dtype or "float32"
+        axes = [
+            ax for ax in range(r) if (attrs["sizes"][ax], attrs["scales"][ax]) != (shape[ax], 1.0)
+        ]
+        if not axes:
+            self.emit(Node("Identity", [x], node.output[:1], {}, label))
+        for k, ax in enumerate(axes):
+            m = resize_matrix(shape[ax], attrs["sizes"][ax], attrs["scales"][ax], attrs)
+            perm = [*(a for a in range(r) if a != ax), ax]
+            last = k == len(axes) - 1
+            t = x if ax == r - 1 else self.step(label, "Transpose", [x], {"perm": perm})
+            weight = self.graph.add_constant(self.graph.fresh(f"{label}_weights"),
+                                             m.T.astype(dtype))  # fmt: skip
+            out = node.output[0] if last and ax == r - 1 else ""
+            x = self.step(label, "MatMul", [t, weight], out=out)
+            if ax != r - 1:
+                back = [perm.index(a) for a in range(r)]
+                x = self.step(label, "Transpose", [x], {"perm": back},
+                              node.output[0] if last else "")  # fmt: skip
 
     def window_1d(self, node, attrs: dict) -> None:
         """A 1-d Conv or pool as the 2-d one on [N, C, 1, L]: its input (and a conv's weight)

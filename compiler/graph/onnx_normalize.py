@@ -354,7 +354,13 @@ def _resize(imp, node, attrs):
         "half_pixel_symmetric", "tf_crop_and_resize"
     ))  # fmt: skip
     _choice(attrs, "nearest_mode", ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"))
-    _choice(attrs, "antialias", (0,))
+    _choice(attrs, "antialias", (0, 1))
+    if attrs.get("antialias") and (
+        attrs["mode"] == "nearest"
+        or attrs["coordinate_transformation_mode"] == "tf_crop_and_resize"
+    ):
+        raise Unsupported(f"antialias=1 with mode {attrs['mode']} and coordinate_transformation_"
+                          f"mode {attrs['coordinate_transformation_mode']}")  # fmt: skip
     shape = imp.shape(node.input[0])
     scales = imp.const(node, 2, "scales")
     sizes = imp.const(node, 3, "sizes")

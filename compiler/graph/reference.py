@@ -394,6 +394,43 @@ def cubic_weights(t, a: float):
             ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a]  # fmt: skip
 
 
+def resize_matrix(size: int, out: int, scale: float, a: dict) -> np.ndarray:
+    """Resize with antialias along one axis as an [out, size] matrix: each output position's
+    taps and weights (linear or cubic, their footprint widened by 1 / scale when it shrinks,
+    the weights normalized; edge values past the ends, or with exclude_outside none)."""
+    src = _source(out, size, scale, a["coordinate_transformation_mode"])
+    floor = np.floor(src)
+    ratio = np.where(src == floor, 1.0, src - floor)  # at an integer the tap left of it
+    s = min(scale, 1.0)
+    reach = 1 if a["mode"] == "linear" else 2  # the filter's half-width at scale 1
+    first = int(np.floor(-reach / s) + 1)
+    taps = np.arange(first, 2 - first)  # the kernel's offsets from floor(src)
+    t = np.abs((taps[None, :] - ratio[:, None]) * s)
+    if a["mode"] == "linear":
+        w = np.clip(1 - t, 0, 1)
+    else:
+        c = a["cubic_coeff_a"]
+        near = ((c + 2) * t - (c + 3)) * t * t + 1
+        far = ((c * t - 5 * c) * t + 8 * c) * t - 4 * c
+        w = np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+    w = w / w.sum(axis=1, keepdims=True)
+    n = len(taps)  # the taps nearest src, a tie to the lower index (the onnx reference's)
+    pad = -(-n // 2)
+    p = np.floor(src + pad)
+    frac = src + pad - p
+    if n % 2 == 0:
+        offset = np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        offset = np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+    at = (p + offset - pad).astype(np.int64)[:, None] + np.arange(n)
+    if a["exclude_outside"]:
+        w = np.where((at >= 0) & (at < size), w, 0)
+        w = w / np.where(w.sum(axis=1, keepdims=True) == 0, 1, w.sum(axis=1, keepdims=True))
+    m = np.zeros((out, size))
+    np.add.at(m, (np.arange(out)[:, None], np.clip(at, 0, size - 1)), w)
+    return m
+
+
 def resize(x, *, sizes, scales, mode, coordinate_transformation_mode, nearest_mode, **a):
     out, roi, r = x, a.get("roi"), x.ndim
     for ax in range(x.ndim):

@@ -170,6 +170,7 @@ OPERATORS = {
             "coordinate_transformation_mode": modes,
             "nearest_mode": modes,
             "extrapolation_value": st.floats(-2, 2),
+            "antialias": small,
         },
     ),
 }

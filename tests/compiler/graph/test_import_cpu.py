@@ -261,6 +261,36 @@ def test_resize_tf_crop_and_resize(tmp_path, attrs, roi, sizes):
 
 
 @pytest.mark.parametrize(
+    "attrs, scales, sizes",
+    [(dict(mode="linear"), [1, 1, 0.6, 0.4], None),
+     (dict(mode="cubic"), None, [1, 3, 3, 2]),
+     (dict(mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5), [1, 1, 0.5, 0.75], None),
+     (dict(mode="linear", coordinate_transformation_mode="align_corners"), [1, 1, 0.7, 1.6],
+      None),
+     (dict(mode="linear", axes=[3]), None, [2])],
+)  # fmt: skip
+def test_resize_antialias(tmp_path, attrs, scales, sizes):
+    """Downsampling with the filter widened by 1 / scale (a product by a constant matrix per
+    axis); an upsampled axis as without antialias. Against the onnx package's reference
+    (onnxruntime's align_corners differs from it)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from compiler.graph import reference
+    from compiler.graph.onnx_import import import_onnx
+    from testkit.onnx_models import one_node
+
+    consts = {"roi": None, "scales": None if scales is None else np.array(scales, np.float32),
+              "sizes": None if sizes is None else np.array(sizes, np.int64)}  # fmt: skip
+    x = f32(1, 3, 6, 5, scale=1.0)
+    model = one_node("Resize", {"x": x}, dict(antialias=1, **attrs), consts)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (tmp_path / "m.onnx").write_bytes(model)
+    for got in (reference.run(import_onnx(model), {"x": x}),
+                compile_model(tmp_path / "m.onnx").run({"x": x})):  # fmt: skip
+        np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
     "attrs, bias",
     [
         (dict(strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2), True),
