@@ -11,7 +11,10 @@ from testkit import onnx_conformance as conf  # noqa: E402
 # int64 indices, a normalization (with its statistics outputs), a 1-d concat, an opset 20
 # operator; uint8 and float16 tensors, axes given as an input (compiled for its value), a
 # reduction of an empty input, a 0-d output, Einsum, OneHot, a scatter, GatherND, TopK, a 3-d
-# pool, LpPool, cubic Resize, 1-d ConvTranspose, SpaceToDepth's mode
+# pool, LpPool, cubic Resize, 1-d ConvTranspose, SpaceToDepth's mode; empty axes given as an
+# input, empty outputs, an empty intermediate value, training-mode BatchNormalization and
+# (seeded) Dropout, Dropout's mask, MaxPool's Indices, an opset-6 PRelu slope per channel, 3-d
+# ConvTranspose, an output_shape past its full output, NonZero, tf_crop_and_resize, antialias
 RUNS = ("test_operator_basic", "test_layer_normalization_4d_axis0_expanded", "test_gather_0",
         "test_gather_elements_negative_indices", "test_layer_normalization_4d_axis0",
         "test_instancenorm_example", "test_concat_1d_axis_0", "test_gelu_tanh_1",
@@ -20,7 +23,13 @@ RUNS = ("test_operator_basic", "test_layer_normalization_4d_axis0_expanded", "te
         "test_onehot_with_axis", "test_scatter_elements_with_reduction_max",
         "test_gathernd_example_int32", "test_top_k", "test_maxpool_3d_default",
         "test_lppool_2d_default", "test_resize_upsample_scales_cubic", "test_convtranspose_1d",
-        "test_spacetodepth_crd_mode_example")  # fmt: skip
+        "test_spacetodepth_crd_mode_example", "test_reduce_sum_default_axes_keepdims_example",
+        "test_split_zero_size_splits_opset18", "test_rotary_embedding_expanded",
+        "test_batchnorm_example_training_mode", "test_training_dropout_mask",
+        "test_dropout_default_mask", "test_maxpool_with_argmax_2d_precomputed_strides",
+        "test_PReLU_2d_multiparam", "test_convtranspose_3d", "test_convtranspose_output_shape",
+        "test_nonzero_example", "test_resize_tf_crop_and_resize",
+        "test_resize_downsample_scales_linear_antialias")  # fmt: skip
 
 
 def _check(results: list[conf.Result]) -> None:
