@@ -111,7 +111,8 @@ def knob_candidates(
     first (by default the cycle estimate's; of equals, those with virtual threads; a short
     tuning run can record knobs worse than the estimate's best, a long one finds better),
     one per distinct Program (`_program_of`): settings that differ only in which axis the
-    virtual threads split build the same stream, and timing it twice would waste a slot."""
+    virtual threads split build the same stream, and timing it twice would waste a slot. The
+    template records no layer of a weight set per batch element (`Epilogue.batch_weights`)."""
     settings = fused_knob_space(wl, ep, cfg)
     scores = rank(wl, ep, cfg, settings)
     order = sorted(
@@ -125,7 +126,7 @@ def knob_candidates(
     if not space:
         raise LoweringError(f"conv2d {wl}: no tiling fits the configuration's buffers")
     tried = space[: max(1, candidates)]
-    if db is not None and Path(db).exists():
+    if db is not None and not ep.batch_weights and Path(db).exists():
         from ..tune.templates.vta import tuned_fused_knobs  # the tuner is optional here
 
         tuned = tuned_fused_knobs(wl, ep, db, cfg)

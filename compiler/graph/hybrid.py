@@ -263,11 +263,14 @@ def compile_for_accelerator(
 def tuning_tasks(graph: Graph, cfg: VTAConfig) -> list[tuple[tuple, int]]:
     """The quantized graph's distinct conv2d_fused tuning tasks (template arguments) with how
     many of its accelerator groups each one makes; records of them serve `compile_hybrid`'s
-    `db`."""
+    `db`. Attention products are none (the template's arguments hold one weight set: their
+    knobs come from the search on the timing-only simulator)."""
     from ..tune.templates.vta import fused_args
 
     weights: dict[tuple, int] = {}
     for _, _, wl, ep in accelerator_layers(graph, cfg).values():
+        if ep.batch_weights:
+            continue
         args = fused_args(wl, ep)
         weights[args] = weights.get(args, 0) + 1
     return list(weights.items())

@@ -10,7 +10,7 @@ import pytest
 from compiler import zoo
 from compiler.graph import quant as Q
 from compiler.graph.build_onnx import fused_graph
-from compiler.graph.hybrid import compile_for_accelerator
+from compiler.graph.hybrid import compile_for_accelerator, tuning_tasks
 from compiler.graph.passes.partition import partition
 from compiler.graph.runtime import HybridModule, pack_act, unpack_act
 from testkit.accel import run_report
@@ -150,3 +150,9 @@ def test_one_program_runs_every_head(model):
             kernel = next(b for b in step.accel.program.buffers if b.name == "kernel")
             assert kernel.shape[0] == 2 * 2  # two heads of 32 outputs in blocks of 16
             assert cycles[step.name] == sim.time(step.accel.program).cycles
+
+
+def test_products_are_no_tuning_tasks(model):
+    """The conv2d_fused template's arguments hold one weight set: `vta tune` tunes the dense
+    layers, the products' knobs come from the compile's search."""
+    assert sum(n for _, n in tuning_tasks(model[3], CFG)) == 6
