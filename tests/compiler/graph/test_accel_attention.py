@@ -13,7 +13,8 @@ from compiler.graph.build_onnx import fused_graph
 from compiler.graph.hybrid import compile_for_accelerator, tuning_tasks
 from compiler.graph.passes.partition import partition
 from compiler.graph.runtime import HybridModule, pack_act, unpack_act
-from testkit.accel import run_report
+from testkit.accel import check_groups_on_device, run_report
+from testkit.examples import unequal_blocks
 from vta.config import VTAConfig
 from vta.device import get_device
 
@@ -156,3 +157,11 @@ def test_products_are_no_tuning_tasks(model):
     """The conv2d_fused template's arguments hold one weight set: `vta tune` tunes the dense
     layers, the products' knobs come from the compile's search."""
     assert sum(n for _, n in tuning_tasks(model[3], CFG)) == 6
+
+
+@pytest.mark.parametrize("config", ["pynq-16x8", "pynq-8x16"])
+def test_products_run_bit_exact_with_block_out_unlike_block_in(model, config):
+    """Each head's channels whole blocks of BLOCK_IN as inputs and of BLOCK_OUT as outputs."""
+    groups = ["matmul_22", "matmul_27", "matmul_32", *PRODUCTS, "matmul_47", "matmul_55",
+              "matmul_64"]  # fmt: skip
+    check_groups_on_device(model[0], model[1], unequal_blocks(config), "sim", groups)
