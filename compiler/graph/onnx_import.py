@@ -47,6 +47,8 @@ from .onnx_normalize import (
 from .passes.infer import infer_node
 from .reference import resize_matrix, run_node
 
+VALUE_KINDS = {"sequence_type": "a sequence of tensors", "optional_type": "an optional value",
+               "map_type": "a map", "sparse_tensor_type": "a sparse tensor"}  # fmt: skip
 MAX_CONCAT_INPUTS = 64  # a Concat of more inputs imports as a tree of Concats
 VALUE_LIMIT = 64  # graph inputs read as constants compile for their values up to this size
 
@@ -113,8 +115,9 @@ class _Importer:
         for i in inputs:
             kind = i.type.WhichOneof("value")
             if kind != "tensor_type":
-                raise OperatorError(f"input {i.name} is a {kind or 'value of no type'}: only "
-                                    "tensors are graph inputs")  # fmt: skip
+                what = VALUE_KINDS.get(kind or "", f"a {kind or 'value of no type'}")
+                raise OperatorError(f"input {i.name} is {what}: the graph's values are tensors "
+                                    "(no sequences, optionals or maps)")  # fmt: skip
             if values and i.name in values:
                 self.graph.add_constant(i.name, bound_value(i, values[i.name]))
                 continue

@@ -239,3 +239,15 @@ def test_newer_redefinitions_import_unless_the_node_sets_their_new_attributes():
     m = model([cast], [1, 2, 4, 4], {"y": None}, {}, opset=21)
     with pytest.raises(OperatorError, match="Cast as redefined at opset 21 .* it sets saturate"):
         import_onnx(m)
+
+
+def test_a_sequence_or_optional_input_is_refused_in_one_line():
+    """The graph's values are tensors: a sequence or an optional graph input is named."""
+    seq = helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [2])
+    opt = helper.make_value_info("x", helper.make_optional_type_proto(seq.type))
+    for inp, what in ((seq, "a sequence of tensors"), (opt, "an optional value")):
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "m", [inp],
+                                  [helper.make_value_info("y", inp.type)])  # fmt: skip
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        with pytest.raises(OperatorError, match=f"input x is {what}: the graph's values are "):
+            import_onnx(m)
