@@ -506,13 +506,18 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
             for u, f in _instances(epi_own, [acc, acc]):
                 st.add(t, Alu(AluOp.SHR, u, f, True, -ep.sc_shift))
 
-    def step_(group, s: int, c0: int, first: bool) -> None:
+    def step_(group, s: int, c0: int, first: bool, reset: bool = False) -> None:
+        """One input-channel step of the group's tiles; with `reset`, each thread's
+        accumulator reset just before its products, so a thread whose rows are still being
+        stored does not hold up the next one's products (the compute module runs in order)."""
         src, kernel = sources[s]
         for t, tile, _ in group:
             _load_inputs(st, t, src, k, lay.inp[t][s], lay.wgt[t][s], (*tile, c0), own(tile))
             if ep.residual_shift is not None and first:
                 _load_residual(st, t, wl, k, lay.res[t], tile, r)
-        for t, _, acc in group:
+        for t, tile, acc in group:
+            if reset:
+                reset_([(t, tile, acc)])
             for u, f in _instances(kernel, [acc, lay.inp[t][s], lay.wgt[t][s]]):
                 st.add(t, Gemm(u, f, False))
 
@@ -523,15 +528,18 @@ def _ops(wl: Conv2DWorkload, k: Conv2DKnobs, ep: Epilogue, cfg: VTAConfig, lay: 
     # with sc_shift and room for two groups' accumulators, a group's shortcut steps run during
     # the previous group's main steps, so their loads hide under its products
     ahead = ep.sc_shift > 0 and len(lay.acc) >= 2 * threads
+    # with no spare accumulator region, a thread's rows are reused while still being stored
+    tight = len(lay.acc) == threads > 1
     counts = [src.steps for src, _ in sources]
     for gi, group in enumerate(groups):
         step = gi * threads
         if not ahead:
-            reset_(group)
+            if not tight:
+                reset_(group)
             for i, (s, c0) in enumerate(_steps(sources, ep)):
                 if ep.sc_shift and s == 0 and c0 == 0:
                     shift_left(group)
-                step_(group, s, c0, i == 0)
+                step_(group, s, c0, i == 0, reset=tight and i == 0)
         else:
             if gi == 0:
                 reset_(group)
