@@ -263,6 +263,56 @@ def _quantize_product(s: _Quantizer, g: Group) -> Node:
     return Node("VTAMatMul", [x + QUANTIZED, w + QUANTIZED], [out], attrs, g.name)
 
 
+LAYOUT = ("Reshape", "Transpose")
+
+
+def _round_trip(graph: Graph, quantize: Node, producers: dict, users: dict) -> list[Node] | None:
+    """The Dequantize and the layout nodes in order from it to `quantize`, at the same exponent
+    and zero point, each layout node's output read by the next alone (None: no such chain)."""
+    chain, t = [], quantize.inputs[0]
+    while (node := producers.get(t)) is not None and node.op in LAYOUT:
+        if len(users.get(t, [])) != 1 or t in graph.outputs:
+            return None
+        chain.append(node)
+        t = node.inputs[0]
+    if node is None or node.op != "Dequantize" or not chain or node.attrs != quantize.attrs:
+        return None
+    return [node, *chain[::-1]]
+
+
+def int8_layouts(graph: Graph) -> Graph:
+    """(In place, on a quantized graph's groups.) Each Dequantize -> Reshape / Transpose ... ->
+    Quantize round trip at one exponent and zero point, which changes no value (an int8 value
+    times a power of two is exact in fp32, and so is its quantization back), as the layout
+    nodes on the int8 tensor: the Quantize goes, and the Dequantize where nothing else reads
+    its output; the CPU moves a quarter of the bytes and skips two numpy steps (an attention's
+    Q, K and V after their dense layers, its context before the output projection)."""
+    graph.nodes = [n for g in graph.groups for n in g.nodes]
+    producers, users = graph.producers(), graph.consumers()
+    dropped: set[int] = set()
+    int8: dict[int, Node] = {}  # the layout nodes on int8 tensors, by the node they replace
+    for node in [n for n in graph.nodes if n.op == "Quantize"]:
+        found = _round_trip(graph, node, producers, users)
+        if found is None:
+            continue
+        t = found[0].inputs[0]
+        for k, n in enumerate(found[1:], 1):
+            out = node.outputs[0] if k == len(found) - 1 else n.outputs[0] + QUANTIZED
+            graph.values[out] = Value(out, graph.value(n.outputs[0]).shape, "int8")
+            int8[id(n)] = Node(n.op, [t], [out], dict(n.attrs), n.name)
+            t = out
+        dropped.add(id(node))
+    for g in graph.groups:  # new nodes: the fp32 graph's are shared with the partitioned one
+        g.nodes = [int8.get(id(n), n) for n in g.nodes if id(n) not in dropped]
+    read = {t for g in graph.groups for n in g.nodes for t in n.inputs}
+    for g in graph.groups:
+        g.nodes = [n for n in g.nodes if not (
+            n.op == "Dequantize" and n.outputs[0] not in read | set(graph.outputs))]  # fmt: skip
+    graph.groups = [g for g in graph.groups if g.nodes]
+    graph.nodes = [n for g in graph.groups for n in g.nodes]
+    return graph
+
+
 def quantize(
     graph: Graph,
     observed: dict[str, list[np.ndarray]],
@@ -303,8 +353,7 @@ def quantize(
         s.add(g)
     for t in graph.outputs:
         s.need_fp32(t)
-    q = s.q
-    q.nodes = [n for g in q.groups for n in g.nodes]
+    q = int8_layouts(s.q)
     read = {t for n in q.nodes for t in n.inputs}
     q.constants = {k: v for k, v in q.constants.items() if k in read}
     live = read | set(q.inputs) | set(q.outputs) | {o for n in q.nodes for o in n.outputs}
@@ -312,4 +361,4 @@ def quantize(
     return q
 
 
-__all__ = ["QUANTIZED", "calibrate", "quantize", "zero_points"]
+__all__ = ["QUANTIZED", "calibrate", "int8_layouts", "quantize", "zero_points"]

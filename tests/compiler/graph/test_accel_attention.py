@@ -11,7 +11,10 @@ from compiler import zoo
 from compiler.graph import quant as Q
 from compiler.graph.build_onnx import fused_graph
 from compiler.graph.hybrid import compile_for_accelerator, tuning_tasks
+from compiler.graph.ir import Graph, Group, Node, Pattern, Value
 from compiler.graph.passes.partition import partition
+from compiler.graph.passes.quantize import int8_layouts
+from compiler.graph.reference import run
 from compiler.graph.runtime import HybridModule, pack_act, unpack_act
 from testkit.accel import check_groups_on_device, run_report
 from testkit.examples import unequal_blocks
@@ -165,3 +168,38 @@ def test_products_run_bit_exact_with_block_out_unlike_block_in(model, config):
     groups = ["matmul_22", "matmul_27", "matmul_32", *PRODUCTS, "matmul_47", "matmul_55",
               "matmul_64"]  # fmt: skip
     check_groups_on_device(model[0], model[1], unequal_blocks(config), "sim", groups)
+
+
+def _round_trip(exponent: int) -> Graph:
+    """int8 x -> Dequantize (2^-3) -> Transpose -> Reshape -> Quantize (2^exponent) -> y."""
+    nodes = [Node("Dequantize", ["x"], ["f"], {"exponent": -3, "zero": 0}, "dq"),
+             Node("Transpose", ["f"], ["t"], {"perm": [1, 0]}, "t"),
+             Node("Reshape", ["t"], ["r"], {"allowzero": 0, "shape": [2, 12]}, "r"),
+             Node("Quantize", ["r"], ["y"], {"exponent": exponent, "zero": 0}, "q")]  # fmt: skip
+    shapes = {"x": (4, 6), "f": (4, 6), "t": (6, 4), "r": (2, 12), "y": (2, 12)}
+    values = {v: Value(v, s, "int8" if v in "xy" else "float32") for v, s in shapes.items()}
+    groups = [Group(n.name, Pattern.INJECTIVE, [n]) for n in nodes]
+    return Graph(list(nodes), ["x"], ["y"], values, {}, groups)
+
+
+def test_layout_round_trips_run_on_int8_values():
+    x = {"x": np.random.default_rng(2).integers(-128, 128, (4, 6)).astype(np.int8)}
+    graph = _round_trip(-3)
+    want = run(graph, x)["y"]
+    got = int8_layouts(graph)
+    assert [(n.op, got.value(n.outputs[0]).dtype) for n in got.nodes] == [
+        ("Transpose", "int8"), ("Reshape", "int8")]  # fmt: skip
+    np.testing.assert_array_equal(run(got, x)["y"], want)
+    coarser = int8_layouts(_round_trip(-2))  # not a round trip: its values change
+    assert [n.op for n in coarser.nodes] == ["Dequantize", "Transpose", "Reshape", "Quantize"]
+
+
+def test_quantized_encoder_moves_q_k_v_and_the_context_as_int8(model):
+    _, feeds, module, q = model
+    ops = {n.name: (n.op, q.value(n.outputs[0]).dtype) for n in q.nodes}
+    assert not any(n.op == "Quantize" and n.outputs[0].startswith(("matmul_43_q", "matmul_43_k",
+                   "matmul_43_v", "reshape_45")) for n in q.nodes)  # fmt: skip
+    assert ops["matmul_43_ctx"] == ("Transpose", "int8")
+    fp32 = module.fp32  # the fp32 graph's nodes left as they were
+    assert all(fp32.value(o).dtype == "float32" for n in fp32.nodes for o in n.outputs
+               if n.op in ("Transpose", "Reshape"))  # fmt: skip
