@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from functools import lru_cache
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from ..schedule.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp
 from . import blocking, dag, partial
 from . import register_tile as rt
+from .partial import factorizations
 from .program import Program
 from .rfactor import Rfactor
 from .steps import (
@@ -54,18 +54,6 @@ GUIDED = 0.9  # share of annotations that follow the register-file rules
 MIN_FILL, FILL_TRIES = 0.5, 32  # tiles using under half the registers or load-bound: redrawn
 PANEL, PANEL_TRIES = 0.5, 32  # guided draws of a matmul-like stage that are panel tilings
 PARALLEL_TASKS = 2  # guided: parallel iterations per thread at least, where the loops have them
-
-
-@lru_cache(maxsize=4096)
-def factorizations(extent: int, parts: int) -> tuple[tuple[int, ...], ...]:
-    """Every way to write `extent` as an ordered product of `parts` factors."""
-    if parts == 1:
-        return ((extent,),)
-    out = []
-    for d in range(1, extent + 1):
-        if extent % d == 0:
-            out += [(d, *rest) for rest in factorizations(extent // d, parts - 1)]
-    return tuple(out)
 
 
 def sample_lengths(extent: int, n: int, rng: np.random.Generator) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
-"""Partial register tiles: innermost space tiles that do not divide their axis.
+"""Split lengths: exact ones (`factorizations`) and partial register tiles, innermost space
+tiles that do not divide their axis.
 
 With exact divisors only, a 7 x 7 output (ResNet-18's C12) offers register tiles of 1 or 7
 points along each axis, and a 14 x 14 one (C9) 1, 2, 7 or 14: on AVX2 (16 registers, a
@@ -15,7 +16,7 @@ axis keeps whole vectors; reductions stay exact, a guard there would run at ever
 The partitioning needs a serial loop over the cut axis' tiles to split off the cut tile: fused
 into the parallel loop, the cut tile is a set of the parallel loop's iterations, its guards
 stay at every point of it, and on an AVX2 host (2 threads, ResNet-18's C12) tiles of 2 x 3
-and 3 x 2 points ran at 10-20 GFLOPS so against 68-73 with the parallel loop stopping above
+and 3 x 2 points ran at 10-20 GFLOPS against 68-73 with the parallel loop stopping above
 the cut axis (`cut_loops`; `annotate.parallel_counts` prefers such parallel loops).
 """
 
@@ -38,11 +39,21 @@ def tile_count(extent: int, inner: int) -> int:
 
 
 @lru_cache(maxsize=4096)
+def factorizations(extent: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    """Every way to write `extent` as an ordered product of `parts` factors (exact splits)."""
+    if parts == 1:
+        return ((extent,),)
+    out = []
+    for d in range(1, extent + 1):
+        if extent % d == 0:
+            out += [(d, *rest) for rest in factorizations(extent // d, parts - 1)]
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
 def partial_options(extent: int, parts: int, limit: int) -> tuple[tuple[int, ...], ...]:
     """Splits of `extent` into `parts` levels (outer first) whose innermost length n, at most
     `limit`, does not divide it and whose outer levels factorize ceil(extent / n)."""
-    from .annotate import factorizations
-
     out: list[tuple[int, ...]] = []
     for inner in range(2, min(extent - 1, limit) + 1):
         if extent % inner:
@@ -54,7 +65,7 @@ def split_levels(extent: int, lengths: Sequence[int]) -> list[int] | None:
     """[outer, *lengths] of a split whose levels exactly cover the tiles of its innermost
     length (all of the axis for an exact split); None when they do not."""
     inner = lengths[-1] if lengths else 1
-    tiles = tile_count(extent, inner) if extent % inner else extent // inner
+    tiles = tile_count(extent, inner)
     middle = math.prod(lengths[:-1])
     if tiles % middle:
         return None
