@@ -275,7 +275,7 @@ class _Importer:
 
     # -- the walk --------------------------------------------------------------------------
     def run(self, model) -> Graph:
-        blocked = self.blocked
+        blocked, failed = self.blocked, set()  # values downstream of, and read by, failed nodes
         for node in model.graph.node:
             label = f"node {node.name or node.output[0]} ({node.op_type})"
             try:
@@ -292,14 +292,9 @@ class _Importer:
             except _NeedsValue as e:
                 self.value_problems.append(f"{label}: {e}")
                 blocked.update(node.output)
-            except Unsupported as e:
-                self.problems.append(f"{label}: {e}")
-                blocked.update(node.output)
-            except OperatorError as e:
-                self.problems.append(f"{label}: {e}" if label not in str(e) else str(e))
-                blocked.update(node.output)
-            except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as e:
-                self.problems.append(f"{label}: invalid ({type(e).__name__}: {e})")
+            except (Unsupported, OperatorError, *INVALID) as e:
+                self.problems.append(_problem(label, e))
+                failed.update(node.input)
                 blocked.update(node.output)
         for t in self.graph.outputs:
             known = t in self.graph.constants or self.graph.value(t).shape is not None
@@ -312,7 +307,7 @@ class _Importer:
                 f"the graph is compiled for the values of input(s) {', '.join(names)} (`vta run` "
                 "compiles it for the run's): " + "; ".join(self.value_problems),
             )
-        read = {t for n in self.graph.nodes for t in n.inputs}  # an input read as a constant
+        read = {t for n in self.graph.nodes for t in n.inputs} | failed  # not as a constant
         for name, message in self.empty.items():
             if name in read:
                 raise OperatorError(message)
@@ -665,6 +660,18 @@ class _Importer:
                  f"{ir.name}_reshape")
         )  # fmt: skip
         return True
+
+
+INVALID = (ArithmeticError, ValueError, TypeError, IndexError, KeyError)  # a bad node's errors
+
+
+def _problem(label: str, e: Exception) -> str:
+    """A failed node's line in the import's error."""
+    if isinstance(e, Unsupported):
+        return f"{label}: {e}"
+    if isinstance(e, OperatorError):
+        return f"{label}: {e}" if label not in str(e) else str(e)
+    return f"{label}: invalid ({type(e).__name__}: {e})"
 
 
 def _onnx_type(dtype: str) -> str:
