@@ -80,10 +80,10 @@ def onnx_model(
     `then` ({"op", "inputs", "attrs"}, or a list of them) a chain of nodes each reading the
     previous one's output and its own `inputs`. Each input is a runtime float tensor
     ({"shape"}), one of the model's runtime inputs again ({"input": k}: a residual), a random
-    float initializer ({"weight": shape}), an initializer of given int64 or float values
-    ({"ints"}, {"floats"}: a list or a scalar), or a runtime int64 tensor of small values,
-    some negative ({"ids": shape}), a runtime bool tensor ({"mask": shape}), or a runtime
-    tensor of another dtype ({"shape", "dtype"}: a numpy dtype name)."""
+    float initializer ({"weight": shape}), an initializer of given int64, float or bool
+    values ({"ints"}, {"floats"}, {"bools"}: a list or a scalar), or a runtime int64 tensor of
+    small values, some negative ({"ids": shape}), a runtime bool tensor ({"mask": shape}), or
+    a runtime tensor of another dtype ({"shape", "dtype"}: a numpy dtype name)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -97,9 +97,10 @@ def onnx_model(
                 continue
             name = f"in{len(feeds) + len(inits)}"
             names.append(name)
-            if "ints" in spec or "floats" in spec:
-                value = np.asarray(spec.get("ints", spec.get("floats")))
-                dtype = np.int64 if "ints" in spec else np.float32
+            given = [k for k in ("ints", "floats", "bools") if k in spec]
+            if given:
+                value = np.asarray(spec[given[0]])
+                dtype = {"ints": np.int64, "floats": np.float32, "bools": np.bool_}[given[0]]
                 inits.append(numpy_helper.from_array(value.astype(dtype), name))
             elif "weight" in spec:
                 value = rng.standard_normal(spec["weight"]).astype(np.float32)

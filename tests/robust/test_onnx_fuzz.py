@@ -66,7 +66,18 @@ OPERATORS = {
     "MatMul": ([data, weight], {}),
     "Add": ([data, weight], {}),
     "Mul": ([data, data], {}),
-    "BatchNormalization": ([data, weight, weight, weight, weight], {"epsilon": st.floats(0, 1)}),
+    "BatchNormalization": (
+        [data, weight, weight, weight, weight],
+        {"epsilon": st.floats(0, 1), "training_mode": small, "momentum": st.floats(-1, 2)},
+    ),
+    "Dropout": (
+        [
+            data,
+            st.builds(lambda r: {"floats": r}, st.floats(-0.5, 1.5)),
+            st.builds(lambda t: {"bools": t}, st.booleans()),
+        ],
+        {"seed": small},
+    ),
     "Reshape": ([data, int_input], {"allowzero": small}),
     "Transpose": ([data], {"perm": ints}),
     "Concat": ([data, data], {"axis": small}),
