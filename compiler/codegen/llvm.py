@@ -55,6 +55,12 @@ _LIBM = {"erf", "asinh", "acosh", "atanh"}
 _ERF_POLY = (0.0705230784, 0.0422820123, 0.0092705272, 0.0001520143, 0.0002765672, 0.0000430638)
 _ERF_TAYLOR = (1.0, -1 / 3, 0.1, -1 / 42)  # erf(a) = 2 / sqrt(pi) a (1 - a^2 / 3 + ...)
 _ERF_SMALL = 0.1
+# float32 exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is
+# exact), exp(r) ~ 1 + r + r^2 (c0 + c1 r + ... + c5 r^5) on |r| <= ln 2 / 2
+_EXP_LN2 = (0.693359375, -2.12194440e-4)
+_EXP_POLY = (5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2, 8.3334519073e-3,
+             1.3981999507e-3, 1.9875691500e-4)  # fmt: skip
+_EXP_RANGE = (-87.33, 88.72)  # exp is 0 below (float32's normal range), inf above
 
 
 def scalar_type(dtype: str) -> ir.Type:
@@ -627,7 +633,7 @@ class CodeGenLLVM:
             args = [self.expr(a) for a in e.args]
             ret = ir.VoidType() if e.dtype == "void" else llvm_type(e.dtype)
             return self.b.call(self._decl(e.op, ret, [a.type for a in args]), args)
-        if e.op in _INTRINSIC_MATH or e.op in _LIBM or e.op == "fast_erf":
+        if e.op in _INTRINSIC_MATH or e.op in _LIBM or e.op in ("fast_erf", "fast_exp"):
             return self._math(e)
         raise CodegenError(f"llvm codegen: unknown intrinsic '{e.op}'")
 
@@ -647,6 +653,10 @@ class CodeGenLLVM:
             if dt.parse(dtype).bits == 32:
                 return self._erf32(args[0], ty)
             op = "erf"
+        if op == "fast_exp":
+            if dt.parse(dtype).bits == 32:
+                return self._exp32(args[0], ty)
+            op = "exp"
         if op in _INTRINSIC_MATH:
             return self.b.call(self._intrinsic(f"llvm.{op}", ty, len(args)), args)
         sty = llvm_type(dt.element_of(dtype))
@@ -685,6 +695,34 @@ class CodeGenLLVM:
         taylor = b.fmul(c(2 / math.sqrt(math.pi)), b.fmul(a, t))
         r = b.select(b.fcmp_ordered("<", a, c(_ERF_SMALL)), taylor, big)
         return b.select(b.fcmp_ordered("<", x, c(0.0)), b.fsub(c(-0.0), r), r)
+
+    def _exp32(self, x: ir.Value, ty: ir.Type) -> ir.Value:
+        """float32 `fast_exp` by arithmetic (`_EXP_POLY`'s range reduction), so a vectorized
+        loop stays vectorized; within 2 ulp of exp, 0 below `_EXP_RANGE`, inf above, NaN to
+        NaN."""
+        b = self.b
+
+        def c(v: float) -> ir.Constant:
+            return _splat(ty, v)
+
+        lo, hi = _EXP_RANGE
+        a = b.select(b.fcmp_ordered("<", x, c(lo)), c(lo), x)
+        a = b.select(b.fcmp_ordered(">", a, c(hi)), c(hi), a)
+        n = b.call(self._intrinsic("llvm.rint", ty, 1), [b.fmul(a, c(1 / math.log(2)))])
+        r = b.fsub(b.fsub(a, b.fmul(n, c(_EXP_LN2[0]))), b.fmul(n, c(_EXP_LN2[1])))
+        p = c(_EXP_POLY[-1])
+        for k in _EXP_POLY[-2::-1]:
+            p = b.fadd(b.fmul(p, r), c(k))
+        p = b.fadd(b.fadd(b.fmul(b.fmul(p, r), r), r), c(1.0))
+        ity = ir.VectorType(I32, ty.count) if isinstance(ty, ir.VectorType) else I32
+        k = b.fptosi(n, ity)
+        half = b.ashr(k, _splat(ity, 1))  # 2^n as 2^half 2^(n - half): each within range
+        for e in (half, b.sub(k, half)):
+            p = b.fmul(p, b.bitcast(b.shl(b.add(e, _splat(ity, 127)), _splat(ity, 23)), ty))
+        y = p
+        y = b.select(b.fcmp_ordered("<", x, c(lo)), c(0.0), y)
+        y = b.select(b.fcmp_ordered(">", x, c(hi)), c(math.inf), y)
+        return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
     def _if_then_else(self, e: E.Call) -> ir.Value:
         cond = self.expr(e.args[0])

@@ -137,7 +137,7 @@ class CodeGenNVPTX(CodeGenLLVM):
         return super().expr_Call(e)
 
     def _math_call(self, op: str, args: list[ir.Value], dtype: str) -> ir.Value:
-        op = "erf" if op == "fast_erf" else op  # a GPU thread's lane is scalar: libdevice's
+        op = {"fast_erf": "erf", "fast_exp": "exp"}.get(op, op)  # a GPU lane is scalar: libdevice's
         if op not in _LIBDEVICE:
             raise CodegenError(f"nvptx codegen: no GPU implementation of '{op}'")
         self.uses_libdevice = True

@@ -73,6 +73,13 @@ def fast_erf(x: Any) -> Expr:
     return Call(x.dtype, "fast_erf", [x])
 
 
+def fast_exp(x: Any) -> Expr:
+    """exp within 2 ulp in float32, by arithmetic the LLVM backend emits inline (exp is libm's
+    expf, a scalar call per lane), 0 below -87.3; float64's is exp's."""
+    x = _float_arg(x)
+    return Call(x.dtype, "fast_exp", [x])
+
+
 def abs(x: Any) -> Expr:  # noqa: A001
     """Absolute value for ints and floats."""
     x = convert(x)
