@@ -239,6 +239,8 @@ def normalize(ins: list[Tensor], attrs: dict) -> Tensor:
     """(x - mean) / sqrt(variance + epsilon), the statistics over `axes` (the graph's
     Normalize: Layer, Instance and Group normalization without their scale and bias)."""
     x, axes = ins[0], list(attrs["axes"])
+    if axes == [x.ndim - 1] and x.dtype.startswith("float"):
+        return nn.layer_norm(x, float(attrs["epsilon"]))  # rows, vectorized along each
     scale = 1.0 / float(np.prod([x.shape[ax] for ax in axes]))
     total = _reduction(x, axes, True, "norm_sum", lambda v, o, r: te.sum(x(*v), axis=r))
 
@@ -723,6 +725,8 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
         return x86.schedule_softmax(outs)
     if tag.ATTENTION in tags:
         return x86.schedule_attention(outs)
+    if tag.NORMALIZE in tags:
+        return x86.schedule_normalize(outs)
     if tag.MATMUL in tags:
         return x86.schedule_dense(outs)
     return x86.schedule_injective(outs)

@@ -15,6 +15,7 @@ DEPTHWISE_CONV2D_NCHWC = "depthwise_conv2d_NCHWc"
 POOL = "pool"
 SOFTMAX = "softmax_output"
 ATTENTION = "attention"  # softmax(q k * scale + mask) v
+NORMALIZE = "normalize"  # a row's 1 / sqrt(variance + epsilon), beside its mean (nn.layer_norm)
 WINOGRAD_TRANSFORM = "winograd_transform"  # the input tiles' B^T d B
 WINOGRAD_GEMM = "winograd_gemm"
 CONV2D_WINOGRAD = "conv2d_winograd"  # the output tiles' A^T M A

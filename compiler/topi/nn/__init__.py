@@ -9,6 +9,7 @@ from .depthwise_conv2d import depthwise_conv2d_nchw, depthwise_conv2d_NCHWc
 from .elemwise import bias_add, leaky_relu, relu
 from .pad import pad
 from .pooling import global_pool, pool2d
+from .rows import layer_norm, row_reduce
 from .softmax import log_softmax, softmax
 from .transform import (
     clip,
@@ -23,6 +24,8 @@ from .winograd import conv2d_winograd_NCHWc, winograd_weight
 
 __all__ = [
     "attention",
+    "layer_norm",
+    "row_reduce",
     "conv2d_winograd_NCHWc",
     "winograd_weight",
     "clip",

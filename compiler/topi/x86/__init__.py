@@ -27,12 +27,14 @@ from .dense import (
 )
 from .depthwise_conv2d import schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
 from .injective import schedule_injective, schedule_injective_from_existing
+from .normalize import schedule_normalize
 from .pooling import schedule_pool
 from .softmax import schedule_softmax
 from .winograd import schedule_conv2d_winograd_NCHWc
 
 __all__ = [
     "schedule_attention",
+    "schedule_normalize",
     "schedule_conv2d_winograd_NCHWc",
     "PARALLEL",
     "schedule_conv2d_NCHWc_knobs",
