@@ -66,9 +66,9 @@ nearbyint = _unary("nearbyint")  # rounds halves to even (the default rounding m
 
 
 def fast_erf(x: Any) -> Expr:
-    """erf within 1.5e-6 (1.4e-5 relatively) in float32, by arithmetic the LLVM backend emits
-    inline, so a vectorized loop stays vectorized (erf is libm's erff, a scalar call per
-    lane); float64's is erf's."""
+    """erf within 5e-7 in float32, by arithmetic the LLVM backend emits inline, so a
+    vectorized loop stays vectorized (erf is libm's erff, a scalar call per lane); float64's
+    is erf's."""
     x = _float_arg(x)
     return Call(x.dtype, "fast_erf", [x])
 

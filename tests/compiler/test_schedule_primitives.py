@@ -162,9 +162,9 @@ def test_math_intrinsics_scalar_and_vector(rng, name, ref):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fast_erf_is_arithmetic_within_its_bound(dtype):
-    """fast_erf: scalar and vectorized alike within 1.5e-6 (1.4e-5 relatively) of erf in
-    float32, tiny, large, infinite and NaN arguments of both signs, with no call to libm's
-    erff in the vectorized code; float64 is libm's erf."""
+    """fast_erf: scalar and vectorized alike within 5e-7 of erf in float32, tiny, large,
+    infinite and NaN arguments of both signs, with no call to libm's erff in the vectorized
+    code; float64 is libm's erf."""
     import math
 
     x = np.concatenate([np.linspace(-6, 6, 1001), np.logspace(-9, 1.5, 60),
@@ -180,7 +180,7 @@ def test_fast_erf_is_arithmetic_within_its_bound(dtype):
             s[C].vectorize(s[C].leaf_iter_vars[-1])
         c = np.zeros_like(x)
         mod = build_run(s, [A, C], [x, c])
-        bound = (1.4e-5, 1.5e-6) if dtype == "float32" else (1e-15, 0.0)
+        bound = (0.0, 5e-7) if dtype == "float32" else (1e-15, 0.0)
         np.testing.assert_allclose(c, want, rtol=bound[0], atol=bound[1], equal_nan=True)
     if dtype == "float32":
         assert "erff" not in mod.get_source("ll-raw")
