@@ -163,6 +163,9 @@ class _Importer:
             o.name for o in newer.outputs
         ] == [o.name for o in known.outputs]
         used = {a.name for a in node.attribute} & added - _inert(node)
+        if node.op_type == "Cast" and used:  # the attributes of an 8-bit float target
+            raise Unsupported(f"Cast to {_cast_target(node)} (it sets {', '.join(sorted(used))}):"
+                              " the 8-bit float types are not supported")  # fmt: skip
         if not same_io or used or set(known.attributes) - set(newer.attributes):
             raise Unsupported(
                 f"{node.op_type} as redefined at opset {newer.since_version} is not supported "
@@ -684,14 +687,18 @@ def _onnx_type(dtype: str) -> str:
 def _inert(node) -> set[str]:
     """Attributes of the node that a newer definition added and that do not apply to it:
     Cast's saturate and round_mode, which apply to 8-bit float targets only."""
-    if node.op_type != "Cast":
-        return set()
+    target = _cast_target(node) if node.op_type == "Cast" else ""
+    return set() if not target or "float8" in target else {"saturate", "round_mode"}
+
+
+def _cast_target(node) -> str:
+    """A Cast's target dtype ("" where `to` names no tensor type: the normalization reports
+    it)."""
     to = next((a.i for a in node.attribute if a.name == "to"), 0)
     try:
-        target = onnx_dtype(to)
-    except Exception:  # not a tensor type: the normalization reports it
-        return set()
-    return set() if "float8" in target else {"saturate", "round_mode"}
+        return onnx_dtype(to)
+    except Exception:
+        return ""
 
 
 def _py(v: Any) -> Any:
