@@ -75,7 +75,7 @@ def fast_erf(x: Any) -> Expr:
 
 def fast_exp(x: Any) -> Expr:
     """exp within 2 ulp in float32, by arithmetic the LLVM backend emits inline (exp is libm's
-    expf, a scalar call per lane), 0 below -87.3; float64's is exp's."""
+    expf, a scalar call per lane), 0 below -86.6; float64's is exp's."""
     x = _float_arg(x)
     return Call(x.dtype, "fast_exp", [x])
 

@@ -14,8 +14,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
     axes; `mask` broadcasts to the scores [..., Tq, Tk]. Stages (named `T_attention_*`): the
     scores (a reduction over D), their row maximum (`max_part` and `max`: `rows.row_reduce`),
     the exponentials of the scores less it (`te.fast_exp`), their row sum (`sum_part`,
-    `sum`), the exponentials times v (a reduction over Tk), and the output (that product over
-    the sum), tagged `tag.ATTENTION`."""
+    `sum`) and its reciprocal (`inverse`), the exponentials times v (a reduction over Tk), and
+    the output (that product times the reciprocal), tagged `tag.ATTENTION`."""
     *batch, tq, d = q.shape
     tk, dv = k.shape[-1], v.shape[-1]
     shape = (*batch, tq, tk)
@@ -45,9 +45,10 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
         lambda *i: te.sum(exp(*i[:-1], j) * v(*i[:-2], j, i[-1]), axis=j),
         name="T_attention_context",
     )
+    inverse = te.compute(rows, lambda *i: 1.0 / total(*i), name="T_attention_inverse")
     return te.compute(
         (*rows, dv),
-        lambda *i: context(*i) / total(*i[:-1]),
+        lambda *i: context(*i) * inverse(*i[:-1]),
         name="T_attention",
         tag=tag.ATTENTION,
     )

@@ -66,7 +66,7 @@ def schedule_attention(outs: Tensor | list[Tensor]) -> Schedule:
     fused = s[att].fuse(*batch, qo)
     s[att].parallel(fused)
     s[att].vectorize(dv)
-    for name in ("context", "sum", "sum_part", "exp", "max", "max_part", "scores"):
+    for name in ("context", "inverse", "sum", "sum_part", "exp", "max", "max_part", "scores"):
         t = stages[f"T_attention_{name}"]
         if name in ("scores", "context"):
             n = int(t.shape[-1])
