@@ -25,16 +25,10 @@ from compiler.autoschedule.steps import Fuse, Split, loop_extents, stage_named
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
 from compiler.tir.functor import collect
-from compiler.tune.measure import random_arrays
 
 CONV = ("conv2d_NCHWc", (16, 7, 7, 16, 3, 3))  # a 7 x 7 output: no tile of 2-6 divides it
 LOCAL = "conv2d_NCHWc.local"
 AVX2 = rt.RegisterFile(lanes=8, registers=16)
-
-
-def _inputs(task):
-    n_in = len(task.tensors) - len(task.outputs)
-    return random_arrays([(t.shape, t.dtype) for t in task.tensors[:n_in]])
 
 
 def _retiled(program: Program, inner: dict[int, int]) -> Program:
@@ -65,12 +59,12 @@ def test_partial_options_cover_the_axis_with_the_last_tile_cut():
 
 
 @pytest.mark.parametrize("inner", [{2: 3, 3: 2}, {3: 6}, {2: 4}])
-def test_partial_conv_tiles_compute_the_reference_with_full_vectors(inner):
+def test_partial_conv_tiles_compute_the_reference_with_full_vectors(inner, task_inputs):
     task = SearchTask(*CONV)
     program = _retiled(annotate(generate_sketches(task)[0], np.random.default_rng(0), True), inner)
     tile = register_tile(program.steps, LOCAL)
     assert all(tile[pos] == n for pos, n in inner.items())
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     (got,) = run_program(program, inputs)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -103,11 +97,11 @@ def test_guided_draws_take_partial_tiles_that_fit_and_cover_the_axis():
     assert 10 <= cut <= 50  # partial tiles in some draws (partial.PARTIAL), exact in others
 
 
-def test_partial_tile_mutations_keep_the_cover_and_compute_the_reference():
+def test_partial_tile_mutations_keep_the_cover_and_compute_the_reference(task_inputs):
     task = SearchTask(*CONV)
     rng = np.random.default_rng(4)
     base = _retiled(annotate(generate_sketches(task)[0], rng, True), {3: 3})
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     children = []
     for _ in range(40):
@@ -140,7 +134,7 @@ def test_features_count_the_iterations_a_cut_tile_runs():
     assert math.prod(lp.extent for lp in copies[0].loops) == pytest.approx(points)
 
 
-def test_parallel_loops_stop_above_a_cut_axis_so_its_tile_partitions_out():
+def test_parallel_loops_stop_above_a_cut_axis_so_its_tile_partitions_out(task_inputs):
     task = SearchTask("conv2d_NCHWc", (16, 7, 7, 64, 3, 3))  # 4 output-channel blocks
     sketch = generate_sketches(task)[0]
     program = _retiled(annotate(sketch, np.random.default_rng(0), True), {2: 3, 3: 2})
@@ -164,7 +158,7 @@ def test_parallel_loops_stop_above_a_cut_axis_so_its_tile_partitions_out():
     s, args = fused.schedule()
     final = compiler.lower_passes(s, args)["simplify_final"]
     assert not collect(final.body, lambda n: isinstance(n, S.IfThenElse))  # tiles partitioned
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     (got,) = run_program(fused, inputs)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

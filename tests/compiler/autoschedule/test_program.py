@@ -30,7 +30,6 @@ from compiler.autoschedule.steps import (
     step_from_json,
 )
 from compiler.errors import TuningError
-from compiler.tune.measure import random_arrays
 
 CASES = [
     ("matmul", (32, 48, 16)),
@@ -42,16 +41,11 @@ CASES = [
 ]
 
 
-def _inputs(task):
-    n_in = len(task.tensors) - len(task.outputs)
-    return random_arrays([(t.shape, t.dtype) for t in task.tensors[:n_in]])
-
-
 @pytest.mark.parametrize("name,args", CASES)
-def test_annotated_and_mutated_programs_compute_the_reference(name, args):
+def test_annotated_and_mutated_programs_compute_the_reference(name, args, task_inputs):
     task = SearchTask(name, args)
     rng = np.random.default_rng(1)
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     for sk in generate_sketches(task):
         program = annotate(sk, rng)
@@ -127,10 +121,10 @@ def test_flop_counts_value_arithmetic_not_index_arithmetic():
     assert SearchTask("matmul", (64, 32, 16), "llvm").flop == 2 * 64 * 32 * 16
 
 
-def test_softmax_exp_location_is_sampled_and_every_choice_is_correct():
+def test_softmax_exp_location_is_sampled_and_every_choice_is_correct(task_inputs):
     task = SearchTask("softmax", (4, 32))
     sk = generate_sketches(task)[0]  # the sketch without rfactor
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     seen = {}
     for k in range(24):
@@ -147,13 +141,13 @@ def _is_location(step):
     return isinstance(step, ComputeAt | ComputeRoot | Inline)
 
 
-def test_rfactor_mutation_changes_the_factor_and_stays_correct():
+def test_rfactor_mutation_changes_the_factor_and_stays_correct(task_inputs):
     task = SearchTask("row_norm", (4, 1024))
     (factored,) = [sk for sk in generate_sketches(task) if "rfactor" in str(sk)]
     rng = np.random.default_rng(2)
     program = annotate(factored, rng)
     (rf,) = [s for s in program.steps if isinstance(s, Rfactor)]
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     factors = set()
     for _ in range(4):
@@ -168,11 +162,11 @@ def test_rfactor_mutation_changes_the_factor_and_stays_correct():
     assert mutate_rfactor(annotate(generate_sketches(task)[0], rng), rng) is None  # no rfactor
 
 
-def test_packed_panels_follow_the_register_tile_and_replay():
+def test_packed_panels_follow_the_register_tile_and_replay(task_inputs):
     task = SearchTask("matmul", (16, 128, 8))
     sketches = [sk for sk in generate_sketches(task) if "pack(" in str(sk)]
     assert len(sketches) == 1  # and one without the pack (B is read 16 times over)
-    inputs = _inputs(task)
+    inputs = task_inputs(task)
     (want,) = task.reference(inputs)
     rng = np.random.default_rng(4)
     widths = set()
@@ -199,7 +193,7 @@ def test_packed_panels_follow_the_register_tile_and_replay():
     assert len(widths) > 1
 
 
-def test_parallel_mutation_never_fuses_past_an_attach_point():
+def test_parallel_mutation_never_fuses_past_an_attach_point(task_inputs):
     task = SearchTask("matmul", (16, 128, 8))
     cached = [sk for sk in generate_sketches(task) if "cache_write" in str(sk)]
     rng = np.random.default_rng(0)
@@ -210,7 +204,7 @@ def test_parallel_mutation_never_fuses_past_an_attach_point():
             if child is not None:  # C.local is computed at C.j.1: at most i.0, j.0, i.1 fused
                 (fuse,) = [s for s in child.steps if isinstance(s, Fuse) and s.stage == "C"]
                 assert fuse.count <= 3
-                run_program(child, _inputs(task))
+                run_program(child, task_inputs(task))
 
 
 def _parallel_extents(program):
@@ -266,7 +260,7 @@ def test_a_mutation_that_no_longer_replays_is_no_program(monkeypatch):
     assert mutate(program, rng) is None
 
 
-def test_unroll_pragma_counts_the_stages_computed_inside_its_loops():
+def test_unroll_pragma_counts_the_stages_computed_inside_its_loops(task_inputs):
     # C.local (its loops unrolled to 16 statements) is computed at C.j.1: unrolling C's
     # j.1 (8) and i.2 (2) expands (2 + 16) x 8 = 144 statements; i.1 (4) would make 576 > 512.
     # Counting C's own loops alone unrolled j.0, i.1, j.1 and i.2 around the attached nest
@@ -285,4 +279,4 @@ def test_unroll_pragma_counts_the_stages_computed_inside_its_loops():
     lines = str(program).splitlines()
     assert "C.local: auto_unroll_max_step=16 at i.0 (unrolls k.0, i.2, j.2, k.1, i.3)" in lines
     assert "C: auto_unroll_max_step=512 at i.0 (unrolls j.1, i.2)" in lines
-    run_program(program, _inputs(task))
+    run_program(program, task_inputs(task))
