@@ -132,7 +132,7 @@ def build_graph(
         target,
     )
     if log:
-        origin = "".join(f"; {n} convolutions from {source}" for source, n in used.items())
+        origin = "".join(f"; {n} kernels from {source}" for source, n in used.items())
         origin += f"; {winograd} convolutions by Winograd F(2x2, 3x3)" if winograd else ""
         origin += f"; {pointwise} 1x1 convolutions (by input-channel chunks)" if pointwise else ""
         log(

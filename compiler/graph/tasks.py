@@ -8,7 +8,8 @@ each convolution with the kernel that computes it.
   conv marked `pointwise`) with the graph's channel blocks (`conv_task`); Winograd convs have
   none. `template_tasks` lists a model's distinct ones with their use counts.
 - The auto-scheduler's workload `graph_group`: a fused group (a convolution with its bias,
-  residual add, ReLU or clip, in the graph's packed layouts) keyed by its spec (JSON: its
+  residual add, ReLU or clip, in the graph's packed layouts, or a dense layer with its bias,
+  residual add or GELU: `tunable`) keyed by its spec (JSON: its
   inputs' shapes and its nodes with local tensor names) and rebuilt from it with the graph's
   own operator computes (`build_ops.group_tensors`). This module registers it in the
   auto-scheduler's workload registry; tasks carry the registering module to measurement
@@ -147,9 +148,13 @@ def records_keep_direct(records: ApplyHistoryBest | None, direct: ConvTask | Non
 
 
 # ----------------------------------------------------------- the auto-scheduler's workload
+TUNED_OPS = ("Conv", "Dense")  # the anchors of the groups the auto-scheduler tunes
+
+
 def tunable(group: Group) -> bool:
-    """Groups the auto-scheduler tunes: those with a convolution (dense, depthwise or grouped)."""
-    return any(n.op == "Conv" for n in group.nodes)
+    """Groups the auto-scheduler tunes: those with a convolution (dense, depthwise or grouped)
+    or a dense layer (a MatMul or Gemm by a constant weight, packed by `passes.cpu_layout`)."""
+    return any(n.op in TUNED_OPS for n in group.nodes)
 
 
 def group_spec(group: Group, shapes: dict) -> str:

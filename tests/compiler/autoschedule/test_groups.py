@@ -12,7 +12,7 @@ from compiler.graph.build import Group, Node
 from compiler.graph.build_onnx import compile_model
 from compiler.graph.tasks import WORKLOAD, describe, graph_group, group_spec, group_tasks
 from compiler.tune.database import Database
-from compiler.zoo import _Builder
+from compiler.zoo import _Builder, encoder
 from vta.cli import main
 
 
@@ -61,14 +61,12 @@ def test_group_tasks_count_repeated_groups(tmp_path):
     assert all(w == WORKLOAD for (w, _), _ in tasks)
 
 
-def test_tuned_groups_compile_into_the_model(tmp_path):
-    """Records of the groups' workloads make the compiled model's kernels (and it computes
-    what the default schedules compute)."""
+def tune_and_compile(path, db, inputs: dict) -> tuple[dict, dict, dict]:
+    """The model's group tasks tuned 2 trials each into `db`, then compiled without and with
+    the records: (the tuned build's manifest, its outputs, the untuned build's outputs)."""
     from compiler.autoschedule import auto_schedule
     from compiler.tune.measure import CPURunner, LocalBuilder, measure_option
 
-    path = residual_block(tmp_path)
-    db = tmp_path / "r.db"
     # a fused group's program takes seconds to lower and compile: the default 10 s build
     # timeout failed both trials once while the suite and tuning runs loaded the 2 cores
     option = measure_option(LocalBuilder(timeout=120), CPURunner(threads=1, pool=None))
@@ -79,11 +77,39 @@ def test_tuned_groups_compile_into_the_model(tmp_path):
     option.close()
     plain = compile_model(path, target="llvm")
     tuned = compile_model(path, target="llvm", db=str(db))
-    assert tuned.manifest["tuned_from"]["auto-scheduler records"] == 2
     assert "auto-scheduler records" not in plain.manifest["tuned_from"]
+    return tuned.manifest, tuned.run(inputs), plain.run(inputs)
+
+
+def test_tuned_groups_compile_into_the_model(tmp_path):
+    """Records of the groups' workloads make the compiled model's kernels (and it computes
+    what the default schedules compute)."""
     x = {"x": np.random.default_rng(0).standard_normal((1, 16, 8, 8), np.float32)}
-    name = plain.outputs[0].name
-    np.testing.assert_allclose(tuned.run(x)[name], plain.run(x)[name], rtol=1e-5, atol=1e-5)
+    manifest, tuned, plain = tune_and_compile(residual_block(tmp_path), tmp_path / "r.db", x)
+    assert manifest["tuned_from"]["auto-scheduler records"] == 2
+    for name in plain:
+        np.testing.assert_allclose(tuned[name], plain[name], rtol=1e-5, atol=1e-5)
+
+
+def test_an_encoders_dense_groups_are_tasks_whose_records_make_its_kernels(tmp_path):
+    """A transformer's dense layers (a MatMul by a constant weight with its bias, residual or
+    GELU epilogue) are group tasks; their records make the compiled encoder's dense kernels,
+    which compute what the default schedules compute."""
+    path = tmp_path / "encoder.onnx"
+    path.write_bytes(encoder(layers=1, hidden=32, heads=2, ffn=64, tokens=8, vocab=50))
+    tasks = group_tasks(path)
+    # Q, K, V and the output projection share one task; the feed-forward layers one each
+    assert [(describe(spec).split(" on ")[0], n) for (_, (spec,)), n in tasks] == [
+        ("Dense+Add", 4),
+        ("Dense+Add+Gelu", 1),
+        ("Dense+Add", 1),
+    ]
+    ids = np.random.default_rng(0).integers(1, 50, (1, 8))
+    ids[:, -2:] = 0  # padding: the attention's mask
+    manifest, tuned, plain = tune_and_compile(path, tmp_path / "e.db", {"ids": ids})
+    assert manifest["tuned_from"]["auto-scheduler records"] == 3  # one kernel per task
+    for name in plain:
+        np.testing.assert_allclose(tuned[name], plain[name], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -98,7 +124,7 @@ def test_vta_tune_model_with_ansor_then_run_with_its_records(tmp_path, capsys):
     assert re.search(r"Conv\(3x3/1(, Winograd)?\)\+Add\+Relu on \[1, \d+, 8, 8, \d+\] x1:", out)
     compiled = tmp_path / "block"
     assert main(["compile", str(path), "-o", str(compiled), "--db", str(db)]) == 0
-    assert "2 convolutions from auto-scheduler records" in capsys.readouterr().err
+    assert "2 kernels from auto-scheduler records" in capsys.readouterr().err
     x = np.random.default_rng(0).standard_normal((1, 16, 8, 8), np.float32)
     np.savez(tmp_path / "x.npz", x=x)
     for model, out in ((compiled, "tuned.npz"), (path, "plain.npz")):

@@ -95,7 +95,7 @@ def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 tasks" in out and "conv2d_NCHWc(16, 8, 8, 16, 3, 3, 2," in out
     assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "c"), "--db", db]) == 0
-    assert "1 convolutions from records" in capsys.readouterr().err
+    assert "1 kernels from records" in capsys.readouterr().err
 
 
 def test_unpadded_convolutions_are_tuning_tasks(tmp_path):
