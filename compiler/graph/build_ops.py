@@ -696,8 +696,8 @@ class Group:
 
 
 def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
-    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc or conv2d_1x1_NCHWc,
-    else the default."""
+    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, conv2d_1x1_NCHWc or
+    packed dense layer, else the default."""
     found: dict[int, Any] = {}
     stack = [outs]  # iterative: a group's tensors may chain deeper than Python recurses
     while stack:
@@ -718,6 +718,8 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
     if tag.DEPTHWISE_CONV2D_NCHWC in tags:
         return x86.schedule_depthwise_conv2d_NCHWc(outs)
     if tag.DENSE_PACK in tags:
+        if knobs:
+            return x86.schedule_dense_pack_knobs(outs, **knobs)
         return x86.schedule_dense_pack(outs)
     if tag.POOL in tags:
         return x86.schedule_pool(outs)

@@ -16,7 +16,7 @@ from .graph_module import GraphModule
 
 if TYPE_CHECKING:
     from ..tune.tuner import TuningHistory
-    from .tasks import ConvTask
+    from .tasks import TemplateTask
 
 Log = Callable[[str], None]
 
@@ -65,16 +65,19 @@ def load_model(
     return module
 
 
-def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[ConvTask, int]]:
-    """The model's distinct convolution tuning tasks (with the graph's channel blocks;
-    convolutions the build computes by Winograd have none, 1x1 ones it computes by
-    input-channel chunks have the pointwise template's) and how many kernels of the graph
-    each one makes (`tasks.template_tasks` of the CPU-layout passes' groups); `log` gets the
-    table of all the fused graph's distinct kernels first."""
+def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[TemplateTask, int]]:
+    """The model's distinct template tuning tasks (convolutions with the graph's channel
+    blocks: those the build computes by Winograd have none, 1x1 ones it computes by
+    input-channel chunks have the pointwise template's; dense layers with the graph's panel
+    width) and how many kernels of the graph each one makes (`tasks.template_tasks` of the
+    CPU-layout passes' groups, read in the target's scope as the build reads them); `log`
+    gets the table of all the fused graph's distinct kernels first."""
+    from ..codegen.target import target_scope
     from .tasks import model_groups, template_tasks
 
     cpu = model_groups(path, target, log)
-    return template_tasks(cpu.groups, cpu.shapes)
+    with target_scope(target):
+        return template_tasks(cpu.groups, cpu.shapes)
 
 
 def tune_model(
@@ -87,8 +90,8 @@ def tune_model(
     build_timeout: float = 30.0,
     log: Log = print,
     threads: int | None = None,
-) -> list[tuple[ConvTask, int, TuningHistory]]:
-    """Tune every convolution task of the model in turn on this CPU, resuming from and
+) -> list[tuple[TemplateTask, int, TuningHistory]]:
+    """Tune every template task of the model (`model_tasks`) in turn on this CPU, resuming from and
     recording to `db` (needed: its records make the compiled model), each kernel timed with
     `threads` threads (None: the thread pool's size, `codegen.parallel.default_threads`, which
     the compiled model runs its kernels on); `log` gets the kernel table and the task list

@@ -6,7 +6,8 @@ each convolution with the kernel that computes it.
 
 - Template tasks: a group's convolution is a `conv2d_NCHWc` task (or `conv2d_1x1_NCHWc` for a
   conv marked `pointwise`) with the graph's channel blocks (`conv_task`); Winograd convs have
-  none. `template_tasks` lists a model's distinct ones with their use counts.
+  none. A dense layer in one reduction is a `matmul` task with the graph's panel width
+  (`dense_task`). `template_tasks` lists a model's distinct ones with their use counts.
 - The auto-scheduler's workload `graph_group`: a fused group (a convolution with its bias,
   residual add, ReLU or clip, in the graph's packed layouts, or a dense layer with its bias,
   residual add or GELU: `tunable`) keyed by its spec (JSON: its
@@ -36,38 +37,40 @@ from ..autoschedule.workload import register_workload
 from ..errors import TuningError
 from ..schedule.schedule import create_schedule
 from ..te.tensor import Tensor
+from ..topi import x86
 from ..tune.dispatch import ApplyHistoryBest
 from ..tune.task import create_task
 from .build_ops import Group, Node, group_tensors, schedule_group
 
 DIRECT, POINTWISE = "conv2d_NCHWc", "conv2d_1x1_NCHWc"  # the convolution templates
+MATMUL = "matmul"  # the dense layers' template (B packed)
 WORKLOAD = "graph_group"  # the auto-scheduler's workload of a fused group
 AUTO_SCHEDULED = "auto-scheduler records"  # the origin of a kernel scheduled by a program
 
 
 # ------------------------------------------------------------------------- template tasks
-class ConvTask(NamedTuple):
-    """A group's convolution tuning task: the template (`conv2d_NCHWc`, or `conv2d_1x1_NCHWc`
-    for a conv marked `pointwise`), its args, the graph's channel blocks and the padding on
-    every side (None: the template's default kh // 2)."""
+class TemplateTask(NamedTuple):
+    """A group's template tuning task: the template (`conv2d_NCHWc`, `conv2d_1x1_NCHWc` for a
+    conv marked `pointwise`, `matmul` for a dense layer), its args, the graph's blocks and
+    the padding on every side (None: the template's default kh // 2)."""
 
     template: str
-    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride (pointwise: c, h, w, f)
-    blocks: tuple[int, int]  # ic_bn, oc_bn
+    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride (pointwise: c, h, w, f; matmul: m, n, k)
+    blocks: tuple[int, ...]  # ic_bn, oc_bn (matmul: the panel width bn)
     padding: int | None
 
     def task_args(self, blocks: bool = True) -> tuple:
-        """The template's arguments: with the graph's blocks fixed, or (0, 0) = free."""
+        """The template's arguments: with the graph's blocks fixed, or 0s = free."""
         tail = () if self.padding is None else (self.padding,)
         if blocks:
             return (*self.args, *self.blocks, *tail)
-        return (*self.args, 0, 0, *tail) if tail else self.args
+        return (*self.args, *(0 for _ in self.blocks), *tail) if tail else self.args
 
     def label(self) -> str:
         return f"{self.template}{self.task_args()}"
 
 
-def conv_task(group: Group, shapes: dict) -> ConvTask | None:
+def conv_task(group: Group, shapes: dict) -> TemplateTask | None:
     """The group's tuning task for a batch-1, group-1, undilated convolution with a square
     kernel, equal strides and the same zero padding on every side, else None."""
     for n in group.nodes:
@@ -88,37 +91,75 @@ def conv_task(group: Group, shapes: dict) -> ConvTask | None:
             return None
         args = (data[1] * data[4], data[2], data[3], w[0] * w[5])
         if n.attrs.get("pointwise"):
-            return ConvTask(POINTWISE, args, (data[4], w[5]), None)
+            return TemplateTask(POINTWISE, args, (data[4], w[5]), None)
         padding = None if pads[0] == kh // 2 else pads[0]
-        return ConvTask(DIRECT, (*args, kh, kw, stride[0]), (data[4], w[5]), padding)
+        return TemplateTask(DIRECT, (*args, kh, kw, stride[0]), (data[4], w[5]), padding)
     return None
 
 
-def template_tasks(groups: list[Group], shapes: dict) -> list[tuple[ConvTask, int]]:
-    """The distinct convolution tuning tasks of the groups (after the CPU-layout passes) and
+def dense_task(group: Group, shapes: dict) -> TemplateTask | None:
+    """The group's `matmul` task for a float32 dense layer whose panels tile its columns and
+    whose K is one reduction (`x86.reduction_streams`: the rows fill the register tile),
+    with the graph's panel width, else None."""
+    for n in group.nodes:
+        if n.op != "Dense":
+            continue
+        (m, k), bn, units = shapes[n.inputs[0]], shapes[n.inputs[1]][2], n.attrs["units"]
+        if units % bn or group.dtype_of(n.inputs[0]) != "float32":
+            return None
+        if x86.reduction_streams(m, k, bn) > 1:
+            return None
+        return TemplateTask(MATMUL, (m, units, k), (bn,), None)
+    return None
+
+
+def template_task(group: Group, shapes: dict) -> TemplateTask | None:
+    """The group's template tuning task: its convolution's or its dense layer's, or None."""
+    return conv_task(group, shapes) or dense_task(group, shapes)
+
+
+def template_tasks(groups: list[Group], shapes: dict) -> list[tuple[TemplateTask, int]]:
+    """The distinct template tuning tasks of the groups (after the CPU-layout passes) and
     how many groups use each, in the groups' order."""
-    counts: dict[ConvTask, int] = {}
+    counts: dict[TemplateTask, int] = {}
     for g in groups:
-        task = conv_task(g, shapes)
+        task = template_task(g, shapes)
         if task:
             counts[task] = counts.get(task, 0) + 1
     return list(counts.items())
 
 
-def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float, str, str] | None:
+def _blocks(template: str, cfg: Any) -> tuple[int, ...]:
+    """A template config's blocks, as `TemplateTask.blocks` names them."""
+    if template == MATMUL:
+        return (cfg["tile_x"].size[1],)
+    return (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1])
+
+
+def tuned_knobs(
+    records: ApplyHistoryBest, task: TemplateTask
+) -> tuple[dict, float, str, str] | None:
     """The task's template knobs from the first records source holding a record with the
-    graph's channel blocks (tuned with them fixed, or freely with these blocks among the
-    configs tried; measured with the build's thread count if any source has one): (knobs,
-    cost in seconds, the source's name, the thread-count note: `dispatch.thread_note`), or
-    None."""
+    graph's blocks (tuned with them fixed, or freely with these blocks among the configs
+    tried; measured with the build's thread count if any source has one): (knobs, cost in
+    seconds, the source's name, the thread-count note: `dispatch.thread_note`), or None."""
     variants = (task.task_args(), task.task_args(blocks=False))
     found = records.query(
         [create_task(task.template, args, "llvm") for args in variants],
-        lambda cfg: (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1]) == task.blocks,
+        lambda cfg: _blocks(task.template, cfg) == task.blocks,
     )
     if found is None:
         return None
     best = found.config
+    if task.template == MATMUL:
+        knobs = {
+            "tile_y": best["tile_y"].size[1],
+            "tile_k": best["tile_k"].size[1],
+            "unroll_k": best["unroll_k"].val,
+            "order": tuple(best["order"].perm),
+            "parallel": best["ann_outer"].anns[0] == "parallel",
+        }
+        return knobs, found.cost, found.source, found.note
     if task.template == POINTWISE:
         return {"tile_p": best["tile_p"].size[1]}, found.cost, found.source, found.note
     knobs = {
@@ -131,7 +172,7 @@ def tuned_knobs(records: ApplyHistoryBest, task: ConvTask) -> tuple[dict, float,
     return knobs, found.cost, found.source, found.note
 
 
-def records_keep_direct(records: ApplyHistoryBest | None, direct: ConvTask | None) -> bool:
+def records_keep_direct(records: ApplyHistoryBest | None, direct: TemplateTask | None) -> bool:
     """Whether the first records source holding a record of a 1x1 conv's direct task or of
     its pointwise one holds only the direct one (records tuned before the pointwise kernel
     existed; the AVX-512 records shipped)."""
@@ -277,7 +318,7 @@ class GroupSchedule(NamedTuple):
     source they came from (None: the default) and, when the record was measured with another
     thread count than the build's, the note saying so (`dispatch.thread_note`)."""
 
-    task: ConvTask | None
+    task: TemplateTask | None
     knobs: dict | None
     program: Any
     origin: str | None
@@ -290,7 +331,7 @@ def group_schedule(records: ApplyHistoryBest | None, group: Group, shapes: dict)
     auto-scheduler program (the whole group, its fused epilogue included) measured faster
     than that record (or there is none). A record measured with the build's thread count
     wins over one measured with another, whatever their costs (they are not comparable)."""
-    task = conv_task(group, shapes)
+    task = template_task(group, shapes)
     found = tuned_knobs(records, task) if task and records else None
     if records and tunable(group):
         program = records.program(KIND, WORKLOAD, (group_spec(group, shapes),), "llvm")
@@ -317,10 +358,11 @@ def kernel_signature(g: Group, shapes: dict) -> str:
 
 __all__ = [
     "AUTO_SCHEDULED",
-    "ConvTask",
     "GroupSchedule",
+    "TemplateTask",
     "WORKLOAD",
     "conv_task",
+    "dense_task",
     "describe",
     "graph_group",
     "group_schedule",
@@ -330,6 +372,7 @@ __all__ = [
     "group_workloads",
     "kernel_signature",
     "model_groups",
+    "template_task",
     "template_tasks",
     "tunable",
 ]

@@ -24,6 +24,7 @@ from .dense import (
     reduction_streams,
     schedule_dense,
     schedule_dense_pack,
+    schedule_dense_pack_knobs,
 )
 from .depthwise_conv2d import schedule_depthwise_conv2d_nchw, schedule_depthwise_conv2d_NCHWc
 from .injective import schedule_injective, schedule_injective_from_existing
@@ -56,6 +57,7 @@ __all__ = [
     "schedule_conv2d_nchw",
     "schedule_dense",
     "schedule_dense_pack",
+    "schedule_dense_pack_knobs",
     "schedule_depthwise_conv2d_nchw",
     "schedule_injective",
     "schedule_injective_from_existing",

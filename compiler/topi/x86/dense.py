@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -234,6 +235,54 @@ def _schedule_gemm(s: Schedule, gemm: Tensor, out: Tensor, tile_m: int) -> None:
     s[out].parallel(s[out].fuse(jo, io))
     s[acc].compute_at(s[out], s[out].leaf_iter_vars[0])
     register_tile(s, acc)
+
+
+def schedule_dense_pack_knobs(
+    outs: Tensor | list[Tensor],
+    tile_y: int,
+    tile_k: int,
+    unroll_k: bool,
+    order: Sequence[int],
+    parallel: bool,
+) -> Schedule:
+    """schedule_dense_pack with the `matmul` template's knobs (a GEMM in one reduction, not
+    in streams): tile_y x bn output tiles, their loops (panels, row tiles) permuted by `order`
+    and fused, parallel when `parallel`; K split by tile_k outside the tile's rows (unrolled)
+    and lanes (vectorized), its inner part unrolled when `unroll_k`."""
+    outs = as_outputs(outs)
+    s = te.create_schedule([o.op for o in outs])
+    out = outs[0]
+
+    def callback(op):
+        if op.tag == tag.DENSE_PACK:
+            gemm = op.output(0)
+            if gemm.ndim != 2:
+                raise OperatorError("schedule_dense_pack_knobs: the GEMM's K is in streams")
+            acc = accumulator(s, gemm, out)
+            bn = gemm.op.input_tensors[1].shape[2]
+            io, jo, ii, ji = s[out].tile(*s[out].op.axis, tile_y, bn)
+            outer = [(jo, io)[p] for p in order]
+            s[out].reorder(*outer, ii, ji)
+            s[out].vectorize(ji)
+            tile = s[out].fuse(*outer)
+            if parallel:
+                s[out].parallel(tile)
+            s[acc].compute_at(s[out], tile)
+            ai, aj = s[acc].op.axis
+            ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=tile_k)
+            s[acc].reorder(ko, ki, ai, aj)
+            if unroll_k:
+                s[acc].unroll(ki)
+            s[acc].unroll(ai)
+            s[acc].vectorize(aj)
+        elif op.tag == PACKED:
+            x, _, z = s[op].op.axis
+            s[op].vectorize(z)
+            if parallel:
+                s[op].parallel(x)
+
+    traverse_inline(s, out.op, callback)
+    return s
 
 
 def schedule_dense(outs: Tensor | list[Tensor]) -> Schedule:

@@ -1,9 +1,10 @@
 """CPU (target "llvm") templates on topi's fast x86 computes, as AutoTVM's dense_pack and
 conv2d_NCHWc templates: each returns (schedule, args) for compiler.build.
 
-* `matmul`: topi.x86.matmul_pack (B packed [N/bn, K, bn]); knobs: the register tile rows
-  (tile_y) and columns = bn (tile_x), the K split and its unrolling, the order of the panel
-  and row-tile loops, parallel or not.
+* `matmul`: topi.x86.matmul_pack (B packed [N/bn, K, bn]; given packed when bn is fixed, as
+  a network's dense layer holds its weight); knobs: the register tile rows (tile_y) and
+  columns = bn (tile_x), the K split and its unrolling, the order of the panel and row-tile
+  loops, parallel or not (`x86.schedule_dense_pack_knobs`).
 * `conv2d_NCHWc`: topi.nn.conv2d_NCHWc on packed data [1, C/ic_bn, H, W, ic_bn] and kernel
   [F/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]; knobs: the channel blocks ic_bn (tile_ic) and oc_bn
   (tile_oc), the register tile's output rows (tile_oh: 1-4, the last row tile partial where
@@ -26,57 +27,54 @@ import numpy as np
 
 from ... import te
 from ...topi import nn, testing, x86
-from ...topi.x86.utils import accumulator
 from ..task import register_reference, register_template
 
 VECTOR_BLOCKS = (8, 16, 32, 64)  # float32 lanes per block: half, one, two or four zmm
 
 
 @register_template("matmul", "llvm", extents=("n", "m", "k"))
-def matmul(cfg, n: int, m: int, k: int):
-    """C[n, m] = A[n, k] @ B[k, m] (float32), B read through its packed copy."""
-    cfg.define_split("tile_y", n, num_outputs=2, max_factor=16)
-    cfg.define_split("tile_x", m, num_outputs=2, filter=lambda e: e.size[1] in VECTOR_BLOCKS)
+def matmul(cfg, n: int, m: int, k: int, bn: int = 0):
+    """C[n, m] = A[n, k] @ B[k, m] (float32), B read through its packed copy; with the panel
+    width `bn` given (a network's dense layer: `passes.cpu_layout` packed its weight once),
+    B arrives packed as [m / bn, k, bn]. The rows' tile need not divide n (the last one
+    partial: the default schedule's 6 rows on AVX2)."""
+    cfg.define_split("tile_y", n, num_outputs=2, policy="any", max_factor=16)
+    cfg.define_split(
+        "tile_x",
+        m,
+        num_outputs=2,
+        filter=lambda e: e.size[1] == bn if bn else e.size[1] in VECTOR_BLOCKS,
+    )
     cfg.define_split("tile_k", k, num_outputs=2, max_factor=16)
     cfg.define_knob("unroll_k", [False, True])
     cfg.define_reorder("order", 2)  # (panels, row tiles): a panel of B stays in L2 when outer
     cfg.define_annotate("ann_outer", 1, "try_parallel")
     cfg.add_flop(2 * n * m * k)
-    rows, bn = cfg["tile_y"].size[1], cfg["tile_x"].size[1]
+    width = cfg["tile_x"].size[1]
 
     a = te.placeholder((n, k), "float32", "A")
-    b = te.placeholder((k, m), "float32", "B")
-    c = x86.matmul_pack(a, b, bn=bn)
-    s = te.create_schedule(c.op)
-    parallel = cfg["ann_outer"].anns[0] == "parallel"
-    packed = c.op.input_tensors[1]  # T_packed_B
-    panel, _, lane = s[packed].op.axis
-    s[packed].vectorize(lane)
-    if parallel:
-        s[packed].parallel(panel)
-
-    acc = accumulator(s, c, c)
-    io, jo, ii, ji = s[c].tile(*s[c].op.axis, rows, bn)
-    outer = [jo, io]
-    s[c].reorder(*[outer[p] for p in cfg["order"].perm], ii, ji)
-    s[c].vectorize(ji)
-    tile = s[c].fuse(*[outer[p] for p in cfg["order"].perm])
-    if parallel:
-        s[c].parallel(tile)
-    s[acc].compute_at(s[c], tile)
-    ai, aj = s[acc].op.axis
-    ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=cfg["tile_k"].size[1])
-    s[acc].reorder(ko, ki, ai, aj)
-    if cfg["unroll_k"].val:
-        s[acc].unroll(ki)
-    s[acc].unroll(ai)
-    s[acc].vectorize(aj)
+    if bn:
+        b = te.placeholder((m // bn, k, bn), "float32", "B_packed")
+        c = x86.matmul_packed(a, b, m, streams=1)
+    else:
+        b = te.placeholder((k, m), "float32", "B")
+        c = x86.matmul_pack(a, b, bn=width)
+    s = x86.schedule_dense_pack_knobs(
+        c,
+        cfg["tile_y"].size[1],
+        cfg["tile_k"].size[1],
+        cfg["unroll_k"].val,
+        cfg["order"].perm,
+        cfg["ann_outer"].anns[0] == "parallel",
+    )
     return s, [a, b, c]
 
 
 @register_reference("matmul")
-def matmul_reference(inputs, n, m, k):
+def matmul_reference(inputs, n, m, k, bn=0):
     a, b = inputs
+    if bn:  # packed [m / bn, k, bn] -> [k, m]
+        b = b.transpose(1, 0, 2).reshape(k, m)
     return [a @ b]
 
 

@@ -130,6 +130,34 @@ def test_conv2d_NCHWc_schedules_match_the_reference(args, knobs):
     check_outputs(task, inputs, [out], rtol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "rows, tile_k, unroll_k, order, parallel",
+    [
+        (3, 8, True, [1, 0], "none"),
+        (8, 5, False, [0, 1], "parallel"),
+        (1, 10, True, [0, 1], "none"),
+        (5, 4, True, [0, 1], "parallel"),  # 24 rows: the last tile of 5 partial
+    ],
+)
+def test_matmul_on_packed_weights_matches_the_reference(rows, tile_k, unroll_k, order, parallel):
+    """With the panel width given (a network's dense layer), B arrives packed [m / bn, k, bn]."""
+    task = create_task("matmul", (24, 64, 40, 16), "llvm")
+    knobs = {
+        "tile_y": [-(-24 // rows), rows],
+        "tile_x": [4, 16],
+        "tile_k": [40 // tile_k, tile_k],
+        "unroll_k": unroll_k,
+        "order": order,
+        "ann_outer": [parallel],
+    }
+    kernel = compiler_build(task, task.instantiate(task.config_space.from_json(knobs)))
+    assert kernel.arg_specs[1][0] == (4, 40, 16)
+    inputs = random_arrays(kernel.arg_specs[:2])
+    out = np.zeros(*kernel.arg_specs[2])
+    kernel(*inputs, out)
+    check_outputs(task, inputs, [out], rtol=1e-4)
+
+
 @pytest.mark.parametrize("tile_p", [1, 5, 12])
 def test_conv2d_1x1_NCHWc_schedules_match_the_reference(tile_p):
     # 7x7 = 49 positions: tiles of 5 and 12 leave a partial last tile
