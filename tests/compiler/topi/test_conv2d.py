@@ -7,12 +7,13 @@ import pytest
 
 from compiler import te, topi
 from compiler.codegen.parallel import get_num_threads, set_num_threads
-from compiler.codegen.target import Target, cpu_facts, target_scope
+from compiler.codegen.target import cpu_facts, target_scope
 from compiler.driver import build, lower
 from compiler.errors import OperatorError
 from compiler.topi import testing, x86
 from compiler.topi.utils import vector_lanes
 from compiler.topi.x86.utils import reduction_unroll
+from testkit.isa import host_runs
 
 # (batch, in_ch, size, out_ch, kernel, stride, padding, dilation)
 CASES = [
@@ -145,7 +146,7 @@ def test_chunks_outside_keeps_the_tile_sums_in_registers(rng, isa):
     blocks = re.split(r"\n(?=[\w.]+:)", mod.get_source("ll"))
     sums = [bl for bl in blocks if "fmuladd.v" in bl]
     assert sums and not any("store <" in bl for bl in sums)
-    if ("avx512f" if isa == "avx512" else "avx2") in Target.parse("llvm").features:
+    if host_runs(isa):
         y = np.zeros([int(d) for d in Y.shape], np.float32)
         mod(ap, wp, y)
         ref = testing.conv2d_nchw_python(a, w, 1, 1)
@@ -172,7 +173,7 @@ def test_channel_steps_unrolled_on_16_register_targets(rng, isa, schedule):
         assert reduction_unroll(16) == (4 if isa == "avx2" else 1)
     assert ("for ic_block.outer in range(4)" in ir) == (isa == "avx2")
     assert ("for ic_block in range(16)" in ir) == (isa == "avx512")
-    if ("avx512f" if isa == "avx512" else "avx2") in Target.parse("llvm").features:
+    if host_runs(isa):
         y = np.zeros([int(d) for d in Y.shape], np.float32)
         mod(ap, wp, y)
         ref = np.maximum(testing.conv2d_nchw_python(a, w, 2, 1), 0)
