@@ -91,15 +91,18 @@ def tune_model(
     log: Log = print,
     threads: int | None = None,
 ) -> list[tuple[TemplateTask, int, TuningHistory]]:
-    """Tune every template task of the model (`model_tasks`) in turn on this CPU, resuming from and
-    recording to `db` (needed: its records make the compiled model), each kernel timed with
-    `threads` threads (None: the thread pool's size, `codegen.parallel.default_threads`, which
-    the compiled model runs its kernels on); `log` gets the kernel table and the task list
-    before tuning. Returns (task, kernels using it, history) each."""
-    from ..tune import tune_tasks
+    """Tune every template task of the model (`model_tasks`) in turn on this CPU, resuming
+    from and recording to `db` (needed: its records make the compiled model), a task's
+    default schedule first where the template holds it (`tasks.default_config`), each kernel
+    timed with `threads` threads (None: the thread pool's size, `codegen.parallel
+    .default_threads`, which the compiled model runs its kernels on); `log` gets the kernel
+    table and the task list before tuning. Returns (task, kernels using it, history) each."""
+    from ..codegen.target import target_scope
+    from ..tune import MeasureInput, tune_tasks
     from ..tune.database import Database
     from ..tune.measure import CPURunner, LocalBuilder, measure_option
     from ..tune.task import create_task
+    from .tasks import default_config
 
     if target.split()[0] != "llvm":
         raise CompilerError(f"tuning a model supports --target llvm or vta, not {target!r}")
@@ -110,11 +113,22 @@ def tune_model(
     for k, (task, weight) in enumerate(found, 1):
         log(f"  [{k}/{len(found)}] {task.label()} x{weight}")
     tasks = [create_task(t.template, t.task_args(), "llvm") for t, _ in found]
+    with target_scope(target):
+        defaults = [default_config(t) for t, _ in found]
     option = measure_option(
         LocalBuilder(timeout=build_timeout), CPURunner(threads=threads, pool=None)
     )
     try:
         with Database(db) as records:
+            # a task's default schedule measured first (unless resuming): its best record is
+            # then at least as fast as the build's default, as measured
+            first = [
+                MeasureInput(t, t.config_space.from_json(knobs))
+                for t, knobs in zip(tasks, defaults, strict=True)
+                if knobs and not records.records(t.workload_key, t.target)
+            ]
+            if first:
+                records.add_batch(option.measure(first))
             histories = tune_tasks(tasks, n_trial, option, tuner=tuner, database=records, seed=seed)
     finally:
         option.close()

@@ -38,6 +38,7 @@ from ..errors import TuningError
 from ..schedule.schedule import create_schedule
 from ..te.tensor import Tensor
 from ..topi import x86
+from ..topi.x86.utils import reduction_unroll, register_block
 from ..tune.dispatch import ApplyHistoryBest
 from ..tune.task import create_task
 from .build_ops import Group, Node, group_tensors, schedule_group
@@ -111,6 +112,25 @@ def dense_task(group: Group, shapes: dict) -> TemplateTask | None:
             return None
         return TemplateTask(MATMUL, (m, units, k), (bn,), None)
     return None
+
+
+def default_config(task: TemplateTask) -> dict | None:
+    """The task's template config (knob values, as records hold them) that schedules it as
+    the build's default does, in the current target's scope: a dense layer's
+    (`x86.schedule_dense_pack`: the register tile's rows, K in `reduction_unroll` steps
+    unrolled, panels outside the row tiles, parallel); None for a convolution."""
+    if task.template != MATMUL:
+        return None
+    (m, n, k), (bn,) = task.args, task.blocks
+    rows, step = min(register_block()[0], m), reduction_unroll(k)
+    return {
+        "tile_y": [-(-m // rows), rows],
+        "tile_x": [n // bn, bn],
+        "tile_k": [k // step, step],
+        "unroll_k": step > 1,
+        "order": [0, 1],
+        "ann_outer": ["parallel"],
+    }
 
 
 def template_task(group: Group, shapes: dict) -> TemplateTask | None:
@@ -362,6 +382,7 @@ __all__ = [
     "TemplateTask",
     "WORKLOAD",
     "conv_task",
+    "default_config",
     "dense_task",
     "describe",
     "graph_group",

@@ -269,10 +269,11 @@ def schedule_dense_pack_knobs(
                 s[out].parallel(tile)
             s[acc].compute_at(s[out], tile)
             ai, aj = s[acc].op.axis
-            ko, ki = s[acc].split(s[acc].op.reduce_axis[0], factor=tile_k)
-            s[acc].reorder(ko, ki, ai, aj)
-            if unroll_k:
-                s[acc].unroll(ki)
+            k = s[acc].op.reduce_axis[0]
+            steps = s[acc].split(k, factor=tile_k) if tile_k > 1 else (k,)
+            s[acc].reorder(*steps, ai, aj)
+            if unroll_k and tile_k > 1:
+                s[acc].unroll(steps[1])
             s[acc].unroll(ai)
             s[acc].vectorize(aj)
         elif op.tag == PACKED:
