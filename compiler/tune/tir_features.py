@@ -243,6 +243,11 @@ def _fit(z: np.ndarray, nests: Sequence[LoopNest], rank: int) -> _Recipe | None:
     return recipe if recipe.matches(z, nests) else None
 
 
+def _affine_rank(z: np.ndarray) -> int:
+    """The dimension of the affine span of the rows of `z`, plus one."""
+    return int(np.linalg.matrix_rank(np.hstack([z, np.ones((len(z), 1))])))
+
+
 class StructureCache:
     """LoopNest arrays of many configs of one task, lowering only a few probes per structure.
 
@@ -297,6 +302,14 @@ class StructureCache:
         kept, nests = lower_each(self.lower, self.space.indices(digits).tolist())
         return self.z(digits[kept]), nests
 
+    def _more(self, key: tuple, rank: int, z: np.ndarray, nests: list[LoopNest]):
+        """The probes with 2 rank + 4 more, or (z, None) if one has another structure."""
+        more_z, more = self._probe(key, 2 * rank + 4)
+        structure = _Structure.of(nests[0])
+        if any(_Structure.of(n) != structure for n in more):
+            return z, None
+        return np.vstack([z, more_z]), nests + more
+
     def _learn(self, key: tuple) -> tuple[_Structure, _Recipe] | None:
         z, nests = self._probe(key, self.probes)
         if not nests:
@@ -304,14 +317,21 @@ class StructureCache:
         structure = _Structure.of(nests[0])
         if any(_Structure.of(n) != structure for n in nests):
             return None
+        rank = self._class_rank(key)
+        # a recipe is affine in the split factors: only probes that span the class's factors
+        # decide it for every member (fewer may agree with another class's recipe by chance)
+        spans = _affine_rank(z) >= rank
+        if not spans:
+            z, nests = self._more(key, rank, z, nests)
+        if nests is None:
+            return None
         for recipe in self._recipes:
             if recipe.matches(z, nests):
                 return structure, recipe
-        rank = self._class_rank(key)
-        more_z, more = self._probe(key, 2 * rank + 4)
-        z, nests = np.vstack([z, more_z]), nests + more
-        if any(_Structure.of(n) != structure for n in nests):
-            return None
+        if spans:
+            z, nests = self._more(key, rank, z, nests)
+            if nests is None:
+                return None
         recipe = _fit(z, nests, rank)
         if recipe is None:
             return None

@@ -55,7 +55,12 @@ def test_structure_cache_reproduces_lowering_exactly(op, args):
     np.testing.assert_array_equal(fast[::20], lowered)
     # one recipe serves many classes (every annotation, unroll and split factor > 1)
     assert len(cache._recipes) <= len(cache._classes) / 4
-    assert all(entry is not None for entry in cache._classes.values())
+    # every matmul class has one; a conv class has none where the template's K steps per
+    # iteration (4 on 16-register targets, the largest divisor up to 4) make a loop's extent
+    # not monomial in the factors: those configs are lowered one by one (a third served on AVX2)
+    keys = cache._keys(task.config_space.digits(index)).tolist()
+    served = np.mean([cache._classes[tuple(k)] is not None for k in keys])
+    assert served == 1.0 if op == "matmul" else served > 0.3
     # configs are told apart (some differ only in a loop of extent 1: the same program)
     assert len({tuple(r) for r in fast.tolist()}) > 0.4 * len(set(index.tolist()))
 
