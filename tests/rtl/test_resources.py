@@ -5,6 +5,7 @@ gives; the fit rules; and fresh yosys runs of the tiny preset and of cores whose
 differs from BLOCK_IN agree with the model."""
 
 import json
+import math
 import shutil
 
 import pytest
@@ -17,6 +18,18 @@ from vta.errors import ConfigError
 
 RUNS = load()
 GOAL_PCT = 10.0  # mean absolute error on held-out runs
+
+
+def same_fit(a, b) -> bool:
+    """Equal models, coefficients to 1e-9 relatively (least squares' last digits follow the
+    host's BLAS kernels: an AVX2 host and an AVX-512 one differ there)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_fit(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(same_fit, a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def _config(run: dict) -> VTAConfig:
@@ -48,7 +61,7 @@ def test_the_committed_model_is_the_refit_of_the_committed_data(tmp_path):
     """`python -m hw.resource_fit` on the data reproduces hw/data/resource_model.json."""
     out = tmp_path / "model.json"
     assert resource_fit.main(["--model", str(out)]) == 0
-    assert json.loads(out.read_text()) == resources.load_model()
+    assert same_fit(json.loads(out.read_text()), resources.load_model())
 
 
 def test_runs_of_unequal_blocks_check_the_model_without_fitting_it(tmp_path):
@@ -58,10 +71,8 @@ def test_runs_of_unequal_blocks_check_the_model_without_fitting_it(tmp_path):
     beyond = [r for r in every if not resource_fit.fitted(r)]
     assert beyond and all(r["config"]["log_block_out"] is not None for r in beyond)
     model = resources.load_model()
-    assert (
-        model["targets"]
-        == resource_fit.fit([r for r in every if resource_fit.fitted(r)])["targets"]
-    )
+    refit = resource_fit.fit([r for r in every if resource_fit.fitted(r)])
+    assert same_fit(model["targets"], refit["targets"])
     assert sum(e["runs"] for e in model["extrapolation"]["lut"].values()) == len(beyond)
     for run in beyond:
         est = resources.estimate(VTAConfig.from_dict({**run["config"], "name": "r"}))
