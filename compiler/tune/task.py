@@ -207,8 +207,9 @@ def _check_arguments(op: str, template: Template, args: tuple) -> None:
     try:
         sig.bind(None, *args)
     except TypeError:
-        params = [p for p in list(sig.parameters.values())[1:]]
-        names = ", ".join(p.name for p in params if p.kind is not p.VAR_KEYWORD)
+        params = [p for p in list(sig.parameters.values())[1:] if p.kind is not p.VAR_KEYWORD]
+        names = ", ".join(p.name for p in params if p.default is p.empty)
+        names += "".join(f"[, {p.name}]" for p in params if p.default is not p.empty)
         raise TuningError(
             f"workload {op}{list(args)}: {op} takes arguments ({names}); got {len(args)}"
         ) from None

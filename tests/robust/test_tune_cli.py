@@ -41,8 +41,8 @@ def test_bad_option_values_are_usage_errors(capsys, option, message):
 @pytest.mark.parametrize(
     "workload, message",
     [
-        ("matmul:8,8", "matmul takes arguments (n, m, k); got 2"),
-        ("matmul:8,8,8,8", "got 4"),
+        ("matmul:8,8", "matmul takes arguments (n, m, k[, bn]); got 2"),
+        ("matmul:8,8,8,8,8", "got 5"),
         (
             "matmul:-1,8,8",
             "workload 'matmul:-1,8,8': matmul argument n = -1: must be in 1..2**62-1",
