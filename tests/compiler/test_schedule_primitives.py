@@ -160,6 +160,21 @@ def test_math_intrinsics_scalar_and_vector(rng, name, ref):
         np.testing.assert_allclose(c, ref(a).astype(np.float32), rtol=2e-6, atol=1e-7)
 
 
+def _scalar_and_vector(fn, x: np.ndarray):
+    """`fn` over `x` built scalar, then vectorized by 16: both outputs and the last module."""
+    A = te.placeholder(x.shape, str(x.dtype), name="A")
+    C = te.compute(x.shape, lambda i: fn(A[i]), name="C")
+    s = te.create_schedule(C.op)
+    outs = []
+    for vector in (False, True):
+        if vector:
+            s[C].split(C.op.axis[0], factor=16)
+            s[C].vectorize(s[C].leaf_iter_vars[-1])
+        outs.append(np.zeros_like(x))
+        mod = build_run(s, [A, C], [x, outs[-1]])
+    return outs, mod
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fast_erf_is_arithmetic_within_its_bound(dtype):
     """fast_erf: scalar and vectorized alike within 5e-7 of erf in float32, tiny, large,
@@ -171,16 +186,9 @@ def test_fast_erf_is_arithmetic_within_its_bound(dtype):
                         -np.logspace(-9, 1.5, 60), [0.0, np.inf, -np.inf, np.nan]])  # fmt: skip
     x = np.resize(x, 1136).astype(dtype)
     want = np.array([math.erf(v) for v in x.tolist()])
-    A = te.placeholder(x.shape, dtype, name="A")
-    C = te.compute(x.shape, lambda i: te.fast_erf(A[i]), name="C")
-    s = te.create_schedule(C.op)
-    for vector in (False, True):
-        if vector:
-            s[C].split(C.op.axis[0], factor=16)
-            s[C].vectorize(s[C].leaf_iter_vars[-1])
-        c = np.zeros_like(x)
-        mod = build_run(s, [A, C], [x, c])
-        bound = (0.0, 5e-7) if dtype == "float32" else (1e-15, 0.0)
+    outs, mod = _scalar_and_vector(te.fast_erf, x)
+    bound = (0.0, 5e-7) if dtype == "float32" else (1e-15, 0.0)
+    for c in outs:
         np.testing.assert_allclose(c, want, rtol=bound[0], atol=bound[1], equal_nan=True)
     if dtype == "float32":
         assert "erff" not in mod.get_source("ll-raw")
@@ -198,16 +206,9 @@ def test_fast_exp_is_arithmetic_within_its_bound(dtype):
         want = np.exp(x.astype(np.float64)).astype(dtype)  # float32's overflows to inf
     if dtype == "float32":
         want[x < -86.6] = 0.0
-    A = te.placeholder(x.shape, dtype, name="A")
-    C = te.compute(x.shape, lambda i: te.fast_exp(A[i]), name="C")
-    s = te.create_schedule(C.op)
-    for vector in (False, True):
-        if vector:
-            s[C].split(C.op.axis[0], factor=16)
-            s[C].vectorize(s[C].leaf_iter_vars[-1])
-        c = np.zeros_like(x)
-        mod = build_run(s, [A, C], [x, c])
-        rtol = 2 * 2.0**-24 if dtype == "float32" else 1e-15
+    outs, mod = _scalar_and_vector(te.fast_exp, x)
+    rtol = 2 * 2.0**-24 if dtype == "float32" else 1e-15
+    for c in outs:
         np.testing.assert_allclose(c, want, rtol=rtol, atol=0.0, equal_nan=True)
     if dtype == "float32":
         assert "expf" not in mod.get_source("ll-raw")
