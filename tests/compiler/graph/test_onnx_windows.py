@@ -15,6 +15,16 @@ RNG = np.random.default_rng(0)
 VOLUME = RNG.normal(size=(1, 4, 5, 6, 7)).astype(np.float32)
 
 
+def check_volume_conv(tmp_path, op: str, weight: tuple, outputs: int, attrs, bias) -> None:
+    """A seeded one-node `op` with a (3, 2, 3) kernel of `weight` = (dim 0, dim 1 before
+    grouping) on VOLUME, with a bias of `outputs` where asked, against onnxruntime."""
+    group = attrs.get("group", 1)
+    consts = {"w": RNG.normal(size=(weight[0], weight[1] // group, 3, 2, 3)).astype(np.float32)}
+    if bias:
+        consts["b"] = RNG.normal(size=(outputs,)).astype(np.float32)
+    check(tmp_path, one_node(op, {"x": VOLUME}, attrs, consts), {"x": VOLUME}, rtol=1e-4)
+
+
 @pytest.mark.parametrize(
     "attrs, bias",
     [({}, False),
@@ -24,11 +34,7 @@ VOLUME = RNG.normal(size=(1, 4, 5, 6, 7)).astype(np.float32)
      ({"auto_pad": "SAME_LOWER", "group": 4}, True)],
 )  # fmt: skip
 def test_conv_3d(tmp_path, attrs, bias):
-    group = attrs.get("group", 1)
-    consts = {"w": RNG.normal(size=(8, 4 // group, 3, 2, 3)).astype(np.float32)}
-    if bias:
-        consts["b"] = RNG.normal(size=(8,)).astype(np.float32)
-    check(tmp_path, one_node("Conv", {"x": VOLUME}, attrs, consts), {"x": VOLUME}, rtol=1e-4)
+    check_volume_conv(tmp_path, "Conv", (8, 4), 8, attrs, bias)
 
 
 POOLS = [
@@ -84,12 +90,7 @@ def test_conv_transpose_1d(tmp_path, attrs):
      ({"auto_pad": "SAME_UPPER", "strides": [2, 2, 2]}, True)],
 )  # fmt: skip
 def test_conv_transpose_3d(tmp_path, attrs, bias):
-    group = attrs.get("group", 1)
-    consts = {"w": RNG.normal(size=(4, 6 // group, 3, 2, 3)).astype(np.float32)}
-    if bias:
-        consts["b"] = RNG.normal(size=(6,)).astype(np.float32)
-    model = one_node("ConvTranspose", {"x": VOLUME}, attrs, consts)
-    check(tmp_path, model, {"x": VOLUME}, rtol=1e-4)
+    check_volume_conv(tmp_path, "ConvTranspose", (4, 6), 6, attrs, bias)
 
 
 def test_conv_transpose_output_shape_past_the_full_output(tmp_path):
