@@ -696,8 +696,8 @@ class Group:
 
 
 def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
-    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, conv2d_1x1_NCHWc or
-    packed dense layer, else the default."""
+    """The group's anchor's schedule: tuned `knobs` for a conv2d_NCHWc, conv2d_1x1_NCHWc,
+    packed dense layer or attention, else the default."""
     found: dict[int, Any] = {}
     stack = [outs]  # iterative: a group's tensors may chain deeper than Python recurses
     while stack:
@@ -726,6 +726,8 @@ def schedule_group(outs: Tensor, knobs: dict | None = None) -> Schedule:
     if tag.SOFTMAX in tags:
         return x86.schedule_softmax(outs)
     if tag.ATTENTION in tags:
+        if knobs:
+            return x86.schedule_attention_knobs(outs, **knobs)
         return x86.schedule_attention(outs)
     if tag.NORMALIZE in tags:
         return x86.schedule_normalize(outs)

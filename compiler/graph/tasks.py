@@ -7,7 +7,8 @@ each convolution with the kernel that computes it.
 - Template tasks: a group's convolution is a `conv2d_NCHWc` task (or `conv2d_1x1_NCHWc` for a
   conv marked `pointwise`) with the graph's channel blocks (`conv_task`); Winograd convs have
   none. A dense layer in one reduction is a `matmul` task with the graph's panel width
-  (`dense_task`). `template_tasks` lists a model's distinct ones with their use counts.
+  (`dense_task`); an attention kernel an `attention` task (`attention_task`).
+  `template_tasks` lists a model's distinct ones with their use counts.
 - The auto-scheduler's workload `graph_group`: a fused group (a convolution with its bias,
   residual add, ReLU or clip, in the graph's packed layouts, or a dense layer with its bias,
   residual add or GELU: `tunable`) keyed by its spec (JSON: its
@@ -41,10 +42,12 @@ from ..topi import x86
 from ..topi.x86.utils import reduction_unroll, register_block
 from ..tune.dispatch import ApplyHistoryBest
 from ..tune.task import create_task
+from ..tune.templates.cpu import attention_knobs
 from .build_ops import Group, Node, group_tensors, schedule_group
 
 DIRECT, POINTWISE = "conv2d_NCHWc", "conv2d_1x1_NCHWc"  # the convolution templates
 MATMUL = "matmul"  # the dense layers' template (B packed)
+ATTENTION = "attention"  # the fused attention kernel's template
 WORKLOAD = "graph_group"  # the auto-scheduler's workload of a fused group
 AUTO_SCHEDULED = "auto-scheduler records"  # the origin of a kernel scheduled by a program
 
@@ -52,12 +55,14 @@ AUTO_SCHEDULED = "auto-scheduler records"  # the origin of a kernel scheduled by
 # ------------------------------------------------------------------------- template tasks
 class TemplateTask(NamedTuple):
     """A group's template tuning task: the template (`conv2d_NCHWc`, `conv2d_1x1_NCHWc` for a
-    conv marked `pointwise`, `matmul` for a dense layer), its args, the graph's blocks and
-    the padding on every side (None: the template's default kh // 2)."""
+    conv marked `pointwise`, `matmul` for a dense layer, `attention`), its args, the graph's
+    blocks and the padding on every side (None: the template's default kh // 2)."""
 
     template: str
-    args: tuple[int, ...]  # c, h, w, f, kh, kw, stride (pointwise: c, h, w, f; matmul: m, n, k)
-    blocks: tuple[int, ...]  # ic_bn, oc_bn (matmul: the panel width bn)
+    # c, h, w, f, kh, kw, stride (pointwise: c, h, w, f; matmul: m, n, k; attention: heads,
+    # tq, tk, d, dv, masked)
+    args: tuple[int, ...]
+    blocks: tuple[int, ...]  # ic_bn, oc_bn (matmul: the panel width bn; attention: none)
     padding: int | None
 
     def task_args(self, blocks: bool = True) -> tuple:
@@ -114,11 +119,33 @@ def dense_task(group: Group, shapes: dict) -> TemplateTask | None:
     return None
 
 
+def attention_task(group: Group, shapes: dict) -> TemplateTask | None:
+    """The group's `attention` task for a float32 attention kernel: its batch and head axes as
+    one of heads, query rows, keys, widths, and whether it has a mask (any mask tunes as the
+    template's mask over the keys, the schedule being the same), else None."""
+    for n in group.nodes:
+        if n.op != "Attention" or group.dtype_of(n.inputs[0]) != "float32":
+            continue
+        *batch, tq, d = shapes[n.inputs[0]]
+        tk, dv = shapes[n.inputs[1]][-1], shapes[n.inputs[2]][-1]
+        heads = int(np.prod(batch, dtype=np.int64))
+        return TemplateTask(ATTENTION, (heads, tq, tk, d, dv, int(len(n.inputs) > 3)), (), None)
+    return None
+
+
 def default_config(task: TemplateTask) -> dict | None:
     """The task's template config (knob values, as records hold them) that schedules it as
     the build's default does, in the current target's scope: a dense layer's
     (`x86.schedule_dense_pack`: the register tile's rows, K in `reduction_unroll` steps
-    unrolled, panels outside the row tiles, parallel); None for a convolution."""
+    unrolled, panels outside the row tiles, parallel), an attention's
+    (`x86.default_attention_knobs`); None for a convolution."""
+    if task.template == ATTENTION:
+        tq = task.args[1]
+        knobs = x86.default_attention_knobs(tq)
+        return {
+            "tile_q": [tq // knobs["rows"], knobs["rows"]],
+            **{k: knobs[k] for k in ("score_vectors", "context_vectors", "unroll", "parallel")},
+        }
     if task.template != MATMUL:
         return None
     (m, n, k), (bn,) = task.args, task.blocks
@@ -134,8 +161,9 @@ def default_config(task: TemplateTask) -> dict | None:
 
 
 def template_task(group: Group, shapes: dict) -> TemplateTask | None:
-    """The group's template tuning task: its convolution's or its dense layer's, or None."""
-    return conv_task(group, shapes) or dense_task(group, shapes)
+    """The group's template tuning task: its convolution's, its dense layer's or its
+    attention's, or None."""
+    return conv_task(group, shapes) or dense_task(group, shapes) or attention_task(group, shapes)
 
 
 def template_tasks(groups: list[Group], shapes: dict) -> list[tuple[TemplateTask, int]]:
@@ -153,6 +181,8 @@ def _blocks(template: str, cfg: Any) -> tuple[int, ...]:
     """A template config's blocks, as `TemplateTask.blocks` names them."""
     if template == MATMUL:
         return (cfg["tile_x"].size[1],)
+    if template == ATTENTION:
+        return ()
     return (cfg["tile_ic"].size[1], cfg["tile_oc"].size[1])
 
 
@@ -163,7 +193,7 @@ def tuned_knobs(
     graph's blocks (tuned with them fixed, or freely with these blocks among the configs
     tried; measured with the build's thread count if any source has one): (knobs, cost in
     seconds, the source's name, the thread-count note: `dispatch.thread_note`), or None."""
-    variants = (task.task_args(), task.task_args(blocks=False))
+    variants = dict.fromkeys((task.task_args(), task.task_args(blocks=False)))
     found = records.query(
         [create_task(task.template, args, "llvm") for args in variants],
         lambda cfg: _blocks(task.template, cfg) == task.blocks,
@@ -180,6 +210,8 @@ def tuned_knobs(
             "parallel": best["ann_outer"].anns[0] == "parallel",
         }
         return knobs, found.cost, found.source, found.note
+    if task.template == ATTENTION:
+        return attention_knobs(best), found.cost, found.source, found.note
     if task.template == POINTWISE:
         return {"tile_p": best["tile_p"].size[1]}, found.cost, found.source, found.note
     knobs = {
@@ -381,6 +413,7 @@ __all__ = [
     "GroupSchedule",
     "TemplateTask",
     "WORKLOAD",
+    "attention_task",
     "conv_task",
     "default_config",
     "dense_task",

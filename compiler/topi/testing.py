@@ -99,6 +99,13 @@ def softmax_python(a: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def attention_python(q, k, v, mask, scale: float) -> np.ndarray:
+    """softmax(q k * scale + mask) v over the keys (k transposed: [..., D, Tk]; mask None or
+    broadcasting to the scores)."""
+    scores = np.matmul(q, k) * np.float32(scale)
+    return np.matmul(softmax_python(scores if mask is None else scores + mask, -1), v)
+
+
 def batch_norm_python(x, gamma, beta, mean, var, axis=1, epsilon=1e-5) -> np.ndarray:
     shape = [1] * x.ndim
     shape[axis] = -1

@@ -1,7 +1,12 @@
 """Default x86 schedules (derived from the target's facts: AVX-512, AVX2), and the
 packed-layout computes they are built for."""
 
-from .attention import schedule_attention
+from .attention import (
+    ATTENTION_PARALLEL,
+    default_attention_knobs,
+    schedule_attention,
+    schedule_attention_knobs,
+)
 from .conv2d import (
     PARALLEL,
     channel_block,
@@ -34,7 +39,10 @@ from .softmax import schedule_softmax
 from .winograd import schedule_conv2d_winograd_NCHWc
 
 __all__ = [
+    "ATTENTION_PARALLEL",
+    "default_attention_knobs",
     "schedule_attention",
+    "schedule_attention_knobs",
     "schedule_normalize",
     "schedule_conv2d_winograd_NCHWc",
     "PARALLEL",

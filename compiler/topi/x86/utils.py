@@ -34,10 +34,12 @@ def reduction_unroll(extent: int) -> int:
     return largest_divisor(extent, 4) if cpu_facts().vector_registers <= 16 else 1
 
 
-def reduce_steps(s: Schedule, acc: Tensor, k: IterVar) -> list[IterVar]:
-    """The reduction loop `k` of `acc` in steps of `reduction_unroll` iterations, a step's
-    iterations unrolled: [steps, iterations], or [k] where a step takes one."""
-    factor = reduction_unroll(int(k.dom.extent.value))
+def reduce_steps(s: Schedule, acc: Tensor, k: IterVar, most: int | None = None) -> list[IterVar]:
+    """The reduction loop `k` of `acc` in steps of `reduction_unroll` iterations (or of the
+    largest divisor of its extent up to `most`), a step's iterations unrolled: [steps,
+    iterations], or [k] where a step takes one."""
+    extent = int(k.dom.extent.value)
+    factor = reduction_unroll(extent) if most is None else largest_divisor(extent, most)
     if factor == 1:
         return [k]
     step, lane = s[acc].split(k, factor=factor)

@@ -16,8 +16,12 @@ conv2d_NCHWc templates: each returns (schedule, args) for compiler.build.
 * `conv2d_1x1_NCHWc`: topi.nn.conv2d_1x1_NCHWc (a pointwise conv in partial sums over
   chunks of input channels) in the same layouts; knobs: the channel blocks and the register
   tile's positions (tile_p).
+* `attention`: topi.nn.attention, the fused kernel (scores, masked softmax and context in one
+  loop over blocks of query rows); knobs: the block's query rows (tile_q), the vectors of a
+  register tile's row in the scores and in the context product, the reductions' unrolled
+  steps, and what runs in parallel (`x86.schedule_attention_knobs`).
 
-Both spaces hold the fast hand-written schedules (scripts/bench_cpu.py) and poor ones (half
+The spaces hold the fast hand-written schedules (scripts/bench_cpu.py) and poor ones (half
 vectors, register tiles that spill, scalar reductions), so the search has something to learn.
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import te
+from ...errors import TuningError
 from ...topi import nn, testing, x86
 from ..task import register_reference, register_template
 
@@ -208,3 +213,43 @@ def conv2d_1x1_NCHWc(cfg, c: int, h: int, w: int, f: int, ic_bn: int = 0, oc_bn:
 @register_reference("conv2d_1x1_NCHWc")
 def conv2d_1x1_NCHWc_reference(inputs, c, h, w, f, ic_bn=0, oc_bn=0):
     return conv2d_NCHWc_reference(inputs, c, h, w, f, 1, 1, 1, ic_bn, oc_bn, 0)
+
+
+@register_template("attention", "llvm", extents=("heads", "tq", "tk", "d", "dv"))
+def attention(cfg, heads: int, tq: int, tk: int, d: int, dv: int, masked: int = 1):
+    """softmax(q k / sqrt(d) + mask) v (float32) for q [1, heads, tq, d], the keys transposed
+    [1, heads, d, tk], v [1, heads, tk, dv] and, where `masked` is 1, an additive mask over
+    the keys [1, 1, 1, tk] (an encoder's padding mask); 0: no mask."""
+    if masked not in (0, 1):
+        raise TuningError(f"attention: masked is 0 or 1, not {masked}")
+    cfg.define_split("tile_q", tq, num_outputs=2, max_factor=16)
+    cfg.define_knob("score_vectors", [1, 2, 4])
+    cfg.define_knob("context_vectors", [1, 2, 4])
+    cfg.define_knob("unroll", [1, 2, 4, 8])
+    cfg.define_knob("parallel", list(x86.ATTENTION_PARALLEL))
+    cfg.add_flop(2 * heads * tq * tk * (d + dv))
+
+    q = te.placeholder((1, heads, tq, d), "float32", "q")
+    k = te.placeholder((1, heads, d, tk), "float32", "k")
+    v = te.placeholder((1, heads, tk, dv), "float32", "v")
+    mask = [te.placeholder((1, 1, 1, tk), "float32", "mask")] if masked else []
+    out = nn.attention(q, k, v, *(mask or [None]), float(1 / np.sqrt(d)))
+    s = x86.schedule_attention_knobs(out, **attention_knobs(cfg))
+    return s, [q, k, v, *mask, out]
+
+
+def attention_knobs(cfg) -> dict:
+    """An `attention` config's knobs as `x86.schedule_attention_knobs` takes them."""
+    return {
+        "rows": cfg["tile_q"].size[1],
+        "score_vectors": cfg["score_vectors"].val,
+        "context_vectors": cfg["context_vectors"].val,
+        "unroll": cfg["unroll"].val,
+        "parallel": cfg["parallel"].val,
+    }
+
+
+@register_reference("attention")
+def attention_reference(inputs, heads, tq, tk, d, dv, masked=1):
+    q, k, v, *mask = inputs
+    return [testing.attention_python(q, k, v, mask[0] if mask else None, 1 / np.sqrt(d))]

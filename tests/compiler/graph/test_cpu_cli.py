@@ -99,19 +99,22 @@ def test_tune_model_then_compile_uses_the_records(tmp_path, capsys):
     assert "1 kernels from records" in capsys.readouterr().err
 
 
-def test_tune_encoder_then_its_dense_kernels_use_the_records(tmp_path, capsys):
-    """A transformer's dense layers are `matmul` tasks with the graph's panel width; their
-    records make the compiled encoder's dense kernels, which compute what the defaults do."""
+def test_tune_encoder_then_its_dense_and_attention_kernels_use_the_records(tmp_path, capsys):
+    """A transformer's dense layers are `matmul` tasks with the graph's panel width, its fused
+    attention an `attention` task; their records make the compiled encoder's dense and
+    attention kernels, which compute what the defaults do."""
     path = tmp_path / "e.onnx"
     path.write_bytes(encoder(layers=1, hidden=64, heads=2, ffn=128, tokens=8, vocab=50))
     db = str(tmp_path / "r.db")
     args = ["tune", str(path), "--n-trial", "2", "--batch-size", "2", "--db", db]
     assert main(args) == 0
     out = capsys.readouterr().out
-    # Q, K, V and the output projection share a task; the feed-forward layers one each
-    assert "3 tunable tasks" in out
+    # Q, K, V and the output projection share a task; the feed-forward layers one each; the
+    # attention (2 heads of 8 tokens, 32 wide, masked) one
+    assert "4 tunable tasks" in out
     assert re.search(r"matmul\(8, 64, 64, \d+\) x4", out)
     assert re.search(r"matmul\(8, 128, 64, \d+\) x1", out)
+    assert "attention(2, 8, 8, 32, 32, 1) x1" in out
     ids = np.random.default_rng(0).integers(1, 50, (1, 8))
     ids[:, -2:] = 0  # padding: the attention's mask
     np.savez(tmp_path / "in.npz", ids=ids)
@@ -122,7 +125,7 @@ def test_tune_encoder_then_its_dense_kernels_use_the_records(tmp_path, capsys):
         outputs[name] = tmp_path / f"{name}.npz"
         argv = ["run", folder, "--inputs", str(tmp_path / "in.npz")]
         assert main([*argv, "--output", str(outputs[name])]) == 0
-    assert "; 3 kernels from records" in capsys.readouterr().err
+    assert "; 4 kernels from records" in capsys.readouterr().err
     tuned, plain = np.load(outputs["tuned"]), np.load(outputs["plain"])
     for name in plain.files:
         np.testing.assert_allclose(tuned[name], plain[name], rtol=1e-5, atol=1e-5)

@@ -196,3 +196,82 @@ def test_conv2d_1x1_NCHWc_schedules_match_the_reference(tile_p):
     out = np.zeros(*kernel.arg_specs[2])
     kernel(*inputs, out)
     check_outputs(task, inputs, [out], rtol=1e-4)
+
+
+def _attention_knobs(rows, score_vectors, context_vectors, unroll, parallel, tq=12):
+    return {
+        "tile_q": [tq // rows, rows],
+        "score_vectors": score_vectors,
+        "context_vectors": context_vectors,
+        "unroll": unroll,
+        "parallel": parallel,
+    }
+
+
+@pytest.mark.parametrize(
+    "args, knobs",
+    [
+        # 20 keys and 6 value columns: vectors narrower than the knob's, partial partial sums
+        ((2, 12, 20, 8, 6, 1), _attention_knobs(3, 4, 1, 8, "heads")),
+        ((2, 12, 20, 8, 6, 1), _attention_knobs(12, 1, 4, 2, "none")),
+        ((3, 12, 32, 16, 16, 0), _attention_knobs(1, 2, 2, 1, "blocks")),
+        ((1, 12, 64, 5, 32, 1), _attention_knobs(6, 4, 4, 4, "blocks")),
+    ],
+)
+def test_attention_schedules_match_the_reference(args, knobs):
+    task = create_task("attention", args, "llvm")
+    kernel = compiler_build(task, task.instantiate(task.config_space.from_json(knobs)))
+    n_in = 3 + args[-1]
+    inputs = random_arrays(kernel.arg_specs[:n_in])
+    out = np.zeros(*kernel.arg_specs[n_in])
+    kernel(*inputs, out)
+    check_outputs(task, inputs, [out], rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "target", ["llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f", "llvm -mcpu=skylake-avx512"]
+)
+@pytest.mark.parametrize("args", [(4, 128, 128, 64, 64, 1), (2, 12, 20, 8, 6, 0)])
+def test_an_attention_tasks_default_config_is_the_default_schedule(target, args):
+    """`vta tune MODEL.onnx` measures it first: the search starts from the build's default."""
+    from compiler.codegen.target import target_scope
+    from compiler.driver import lower
+    from compiler.graph.tasks import TemplateTask, default_config
+    from compiler.topi import x86
+
+    attention = TemplateTask("attention", args, (), None)
+    task = create_task("attention", attention.task_args(), target)
+    with target_scope(target):
+        knobs = default_config(attention)
+        s, tensors = task.instantiate(task.config_space.from_json(knobs))
+        default = x86.schedule_attention(tensors[-1])
+        assert str(lower(s, tensors, "f")) == str(lower(default, tensors, "f"))
+        # the block's rows: the largest divisor of the query rows up to what the target's
+        # registers leave room for (6 on AVX2, 14 on AVX-512)
+        room = 6 if "haswell" in target else 14
+        assert knobs["tile_q"][1] == {128: {6: 4, 14: 8}, 12: {6: 6, 14: 12}}[args[1]][room]
+
+
+def test_bad_attention_knobs_are_refused():
+    from compiler.errors import ScheduleError, TuningError
+    from compiler.topi import nn, x86
+
+    q, k, v = (te.placeholder(s, "float32", n) for n, s in
+               (("q", (2, 12, 8)), ("k", (2, 8, 16)), ("v", (2, 16, 8))))  # fmt: skip
+    out = nn.attention(q, k, v, None, 0.5)
+    good = {"rows": 4, "score_vectors": 2, "context_vectors": 2, "unroll": 4, "parallel": "heads"}
+    x86.schedule_attention_knobs(out, **good)
+    for bad, message in [
+        ({"rows": 5}, "5 rows a block do not divide 12"),
+        ({"rows": 0}, "0 rows a block"),
+        ({"score_vectors": 0}, "must be positive"),
+        ({"unroll": -1}, "must be positive"),
+        ({"parallel": "threads"}, "parallel 'threads' is not one of"),
+    ]:
+        with pytest.raises(ScheduleError, match=message):
+            x86.schedule_attention_knobs(out, **{**good, **bad})
+    task = create_task("attention", (2, 12, 16, 8, 8, 1), "llvm")
+    with pytest.raises(TuningError):  # 5 rows: not a divisor, so not in the space
+        task.config_space.from_json(_attention_knobs(5, 2, 2, 4, "blocks"))
+    with pytest.raises(TuningError, match="masked is 0 or 1, not 2"):
+        len(create_task("attention", (2, 12, 16, 8, 8, 2), "llvm").config_space)
