@@ -48,8 +48,9 @@ def conv2d_nchw_python(
     """The toolkit's one numpy convolution (references, the graph's reference executor, the
     quantized accelerator's oracle): a [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH,
     OW] in a's dtype (exact for integers). One matrix product per kernel offset (BLAS for
-    floats; about twice as fast in float64 as one product over all windows), or, for a few
-    input channels (a network's first conv), one product over the unrolled windows."""
+    floats; about twice as fast in float64 as one product over all windows; a scaling per
+    channel for depthwise weights), or, for a few input channels (a network's first conv), one
+    product over the unrolled windows."""
     top, left, bottom, right = get_pad_tuple(padding, w.shape[2:])
     (sh, sw), (dh, dw) = pair(stride), pair(dilation)
     n, c, h, wd = a.shape
@@ -64,12 +65,16 @@ def conv2d_nchw_python(
     x = np.pad(a, ((0, 0), (0, 0), (top, bottom), (left, right)))
     x = x.reshape(n, groups, cg, *x.shape[2:])
     wg = w.reshape(groups, oc // groups, cg, kh, kw)
-    acc = np.zeros((n, groups, oc // groups, oh, ow), np.result_type(a, w))
+    acc = np.zeros((n, groups, oc // groups, oh * ow), np.result_type(a, w))
     for i in range(kh):
         for j in range(kw):
             y, z = i * dh, j * dw
             patch = x[..., y : y + sh * (oh - 1) + 1 : sh, z : z + sw * (ow - 1) + 1 : sw]
-            acc += np.einsum("ngchw,goc->ngohw", patch, wg[..., i, j], optimize=True)
+            patch = patch.reshape(n, groups, cg, oh * ow)
+            if cg == 1 and oc == groups:  # depthwise: one weight per channel
+                acc += patch * wg[None, :, :, 0, i, j, None]
+            else:
+                acc += np.matmul(wg[..., i, j], patch)
     return acc.reshape(n, oc, oh, ow).astype(a.dtype)
 
 
