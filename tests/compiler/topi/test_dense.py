@@ -94,6 +94,10 @@ AVX512 = "llvm -mcpu=skylake-avx512"
         (AVX2, 1, 512, 1022, 2, 32),  # K splits in 2: 2 streams x 4 vectors
         (AVX2, 1, 512, 3135, 2, 64),
         (AVX2, 6, 512, 3136, 2, 16),
+        (AVX2, 128, 768, 768, 2, 24),  # 24 divides the columns: the 4 x 3-vector tile
+        (AVX2, 128, 3072, 3072, 2, 24),
+        (AVX2, 128, 256, 768, 2, 16),  # it does not: 6 x 2 vectors
+        (AVX512, 128, 768, 768, 2, 64),  # 4 x 6 vectors load as much per FMA as 6 x 4
     ],
 )
 def test_panel_width_adapts_to_rows_registers_reduction_and_threads(
@@ -173,3 +177,27 @@ def test_register_tile_unrolls_reduction_steps_on_16_register_targets(rng, targe
         c = np.zeros(C.shape, np.float32)
         mod(a, b, c)
         np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m, k", [(128, 768), (30, 70)])
+def test_wide_register_tile(rng, m, k):
+    """On AVX2 a layer whose columns 24 divides takes 24-wide panels and 4-row register tiles
+    (3 vectors a row); a partial last row tile (30 rows) and a K the unrolled steps do not
+    divide (70) compute the same product, bias and relu fused."""
+    from compiler.codegen.target import target_scope
+    from compiler.driver import build, lower
+
+    a, w, bias, ref = operands(rng, m, 48, k, True)
+    with target_scope(AVX2):
+        bn = x86.panel_width(m, 48, k, 2)
+        assert (bn, x86.dense.tile_rows(bn)) == (24, 4)
+        wp = x86.pack_weight(w, bn)
+        X, W, B = (te.placeholder(x.shape, name=nm) for x, nm in ((a, "X"), (wp, "W"), (bias, "B")))
+        Y = topi.nn.relu(x86.matmul_packed(X, W, 48, bias=B))
+        s = x86.schedule_dense_pack(Y)
+        assert ".inner in range(4)" in str(lower(s, [X, W, B, Y], "mm"))
+        mod = build(s, [X, W, B, Y], target=AVX2)
+    if host_runs("avx2"):
+        got = np.zeros(Y.shape, np.float32)
+        mod(a, wp, bias, got)
+        np.testing.assert_allclose(got, np.maximum(ref + bias, 0), rtol=1e-4, atol=1e-4)
