@@ -2,7 +2,8 @@
 study's --peers): the xgb-rank tuned float32 matmul 1024^3 against numpy with OpenBLAS's AVX-512
 kernel (1 and 2 threads) and the tuned ResNet-18 conv2d_NCHWc layers against a one-node
 onnxruntime Conv (2 threads), timed as `benchmarks.cpu` times its kernels (best of >= 20
-calls lasting >= 0.2 s).
+calls lasting >= 0.2 s); and the zoo's encoder4's fused attention kernel tuned as `vta tune
+MODEL.onnx` tunes it against its default schedule (`attention_row`).
 
 What is compared: our conv kernel takes data and weights already packed in NCHWc (a compiled
 network keeps activations in NCHWc between layers and packs weights once, as TVM's alter-layout
@@ -17,30 +18,36 @@ MAX_FOREIGN cores is measured again after a pause (the least loaded measurement 
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from compiler import te
+from compiler.codegen.target import target_scope
 from compiler.driver import build
+from compiler.graph.tasks import TemplateTask, default_config, model_groups, template_tasks
 from compiler.runtime import Module, set_num_threads
 from compiler.topi import x86
 from compiler.tune import (
     CPURunner,
     LocalBuilder,
+    MeasureInput,
     MeasureOption,
     Task,
     create_task,
     measure_option,
     tune,
 )
+from compiler.tune.database import Database
 from compiler.tune.measure import Kernel, compiler_build, random_arrays
 from compiler.tune.space import ConfigEntity
 from compiler.tune.templates.resnet18 import LAYERS, resnet18_task_args  # registers the templates
 
-from .harness import ForeignLoad, geomean, timeit
+from .harness import ForeignLoad, alternate, geomean, pooled, round_ratio, timeit
 from .peers import conv_model, numpy_matmul, ort_session
 
 RETIMED = 3  # the tuner's best configs re-timed here; the fastest is reported
@@ -62,16 +69,38 @@ def retime(kernel: Kernel, threads: int, reps: int = 20, min_time: float = 0.2) 
 
 
 def tuned_kernel(
-    task: Task, trials: int, option: MeasureOption, seed: int, threads: int
+    task: Task,
+    trials: int,
+    option: MeasureOption,
+    seed: int,
+    threads: int,
+    first: ConfigEntity | None = None,
 ) -> tuple[ConfigEntity, Kernel]:
-    """Tune `task` (xgb-rank, batches of 8), then build its RETIMED best configs and keep the
-    fastest here: (config, kernel)."""
+    """Tune `task` (xgb-rank, batches of 8; `first` measured before the search and counted
+    among its trials, as `vta tune MODEL.onnx` measures a task's default config), then build
+    its RETIMED best configs and keep the fastest here: (config, kernel)."""
     seen: list[tuple[float, ConfigEntity]] = []
+    database = None
+    if first is not None:
+        database = Database()
+        (record,) = option.measure([MeasureInput(task, first)])
+        database.add_batch([record])
+        if record.ok and record.costs:
+            seen.append((task.flop / record.cost, first))
 
     def keep(tuner, inputs, results) -> None:
         seen.extend((tuner.throughput(r), i.config) for i, r in zip(inputs, results, strict=True))
 
-    tune(task, trials, option, callbacks=[keep], progress=False, seed=seed, batch_size=8)
+    tune(
+        task,
+        trials,
+        option,
+        callbacks=[keep],
+        database=database,
+        progress=False,
+        seed=seed,
+        batch_size=8,
+    )
     best = sorted((pair for pair in seen if pair[0] > 0), key=lambda pair: -pair[0])[:RETIMED]
     kernels = [(c, compiler_build(task, task.instantiate(c))) for _, c in best]
     return min(kernels, key=lambda ck: min(retime(ck[1], threads, min_time=0.1)))
@@ -173,6 +202,82 @@ def peers(matmul_trials: int, conv_layers: Sequence[str], conv_trials: int, seed
     finally:
         option.close()
     return out
+
+
+def encoder_attention(model: bytes) -> TemplateTask:
+    """The `attention` task of an encoder (ONNX bytes: the zoo's), as `vta tune MODEL.onnx`
+    extracts it (its layers share one)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "encoder.onnx"
+        path.write_bytes(model)
+        cpu = model_groups(path, "llvm")
+    with target_scope("llvm"):
+        found = template_tasks(cpu.groups, cpu.shapes)
+    (task,) = [t for t, _ in found if t.template == "attention"]
+    return task
+
+
+def attention_row(model: bytes, trials: int, seed: int, threads: int = 2, rounds: int = 5) -> dict:
+    """An encoder's attention task tuned as `vta tune MODEL.onnx` tunes it (its default config
+    measured first, then xgb-rank up to `trials` in all), the fastest of its best configs
+    re-timed, against the default schedule's kernel on the same inputs in `rounds`
+    alternating rounds on `threads` threads; ratio: the default's time over the tuned one's
+    (the median of the rounds' ratios)."""
+    att = encoder_attention(model)
+    task = create_task(att.template, att.task_args(), "llvm")
+    with target_scope("llvm"):
+        default = task.config_space.from_json(default_config(att))
+    option = measure_option(
+        LocalBuilder(timeout=30, n_parallel=2), CPURunner(min_repeat_ms=10, threads=threads)
+    )
+    try:
+        config, kernel = tuned_kernel(task, trials, option, seed, threads, first=default)
+    finally:
+        option.close()
+    plain = compiler_build(task, task.instantiate(default))
+    args = arrays_for(kernel)
+    *inputs, out = args
+    want = np.zeros_like(out)
+    plain(*inputs, want)
+    set_num_threads(threads)
+    with ForeignLoad() as load:
+        per_round = alternate(
+            rounds,
+            {
+                "tuned": lambda: timeit(kernel, args, 20, 0.1),
+                "default": lambda: timeit(plain, (*inputs, want), 20, 0.1),
+            },
+        )
+    kernel(*args)
+    tuned, untuned = pooled(per_round["tuned"]), pooled(per_round["default"])
+    return {
+        "task": att.label(),
+        "trials": trials,
+        "threads": threads,
+        "tuned_ms": min(tuned) * 1e3,
+        "default_ms": min(untuned) * 1e3,
+        "tuned_median_ms": float(np.median(tuned)) * 1e3,
+        "default_median_ms": float(np.median(untuned)) * 1e3,
+        "ratio": round_ratio(per_round["tuned"], per_round["default"]),
+        "max_rel_err": float(np.abs(out - want).max() / np.abs(want).max()),
+        "config": config.to_json(),
+        "default_config": default.to_json(),
+        "foreign_cores": load.cores,
+    }
+
+
+def print_attention(r: dict) -> None:
+    """The attention row as lines for people."""
+    print(
+        f"tuned attention {r['task']} ({r['trials']} trials, {r['threads']} threads) vs its "
+        "default schedule, best (median) ms"
+    )
+    print(
+        f"  tuned {r['tuned_ms']:.3f} ({r['tuned_median_ms']:.3f}), default {r['default_ms']:.3f} "
+        f"({r['default_median_ms']:.3f}): {r['ratio']:.2f}x (foreign {r['foreign_cores']:.2f}, "
+        f"max rel err {r['max_rel_err']:.1e})"
+    )
+    print(f"  tuned {r['config']}\n  default {r['default_config']}")
 
 
 def print_peers(pr: dict) -> None:

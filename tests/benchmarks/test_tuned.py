@@ -2,9 +2,17 @@
 
 import numpy as np
 
-from benchmarks.tuned import arrays_for, layout_kernels, print_peers, tuned_kernel
+from benchmarks.tuned import (
+    arrays_for,
+    attention_row,
+    layout_kernels,
+    print_attention,
+    print_peers,
+    tuned_kernel,
+)
 from compiler.topi import testing
 from compiler.tune import CPURunner, LocalBuilder, create_task, measure_option
+from compiler.zoo import encoder
 
 
 def test_layout_kernels_pack_and_unpack_like_numpy():
@@ -55,3 +63,16 @@ def test_print_peers(capsys):
     out = capsys.readouterr().out
     assert "1 thread(s): ours 50.0 GFLOPS, numpy SkylakeX 60.0: 0.83x (foreign 0.10)" in out
     assert "geomean" not in out
+
+
+def test_attention_row_tunes_the_encoders_attention_from_its_default(capsys):
+    """The encoder's attention task, its default config measured first: the tuned kernel
+    computes what the default one does."""
+    model = encoder(layers=1, hidden=64, heads=2, ffn=128, tokens=16, vocab=50)
+    row = attention_row(model, trials=4, seed=0, threads=1, rounds=1)
+    assert row["task"] == "attention(2, 16, 16, 32, 32, 1)"
+    assert row["max_rel_err"] < 1e-5
+    assert row["tuned_ms"] > 0 and row["default_ms"] > 0 and row["ratio"] > 0
+    print_attention(row)
+    out = capsys.readouterr().out
+    assert "tuned attention attention(2, 16, 16, 32, 32, 1) (4 trials, 1 threads)" in out
