@@ -1,7 +1,7 @@
 """ONNX models on the CPU, the entry points the `vta run`, `vta compile` and `vta tune
 MODEL.onnx` commands call (plain arguments; the accelerator's are in `accel_api.py`): load a
-compiled model folder or compile an .onnx file, and find and tune a model's
-convolution tasks."""
+compiled model folder or compile an .onnx file, and find and tune a model's template tasks
+(convolutions, dense layers, attention)."""
 
 from __future__ import annotations
 
@@ -69,9 +69,10 @@ def model_tasks(path: str | Path, target: str, log: Log = print) -> list[tuple[T
     """The model's distinct template tuning tasks (convolutions with the graph's channel
     blocks: those the build computes by Winograd have none, 1x1 ones it computes by
     input-channel chunks have the pointwise template's; dense layers with the graph's panel
-    width) and how many kernels of the graph each one makes (`tasks.template_tasks` of the
-    CPU-layout passes' groups, read in the target's scope as the build reads them); `log`
-    gets the table of all the fused graph's distinct kernels first."""
+    width; attention kernels) and how many kernels of the graph each one makes
+    (`tasks.template_tasks` of the CPU-layout passes' groups, read in the target's scope as
+    the build reads them); `log` gets the table of all the fused graph's distinct kernels
+    first."""
     from ..codegen.target import target_scope
     from .tasks import model_groups, template_tasks
 
