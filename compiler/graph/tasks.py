@@ -39,7 +39,8 @@ from ..errors import TuningError
 from ..schedule.schedule import create_schedule
 from ..te.tensor import Tensor
 from ..topi import x86
-from ..topi.x86.utils import reduction_unroll, register_block
+from ..topi.x86.dense import tile_rows
+from ..topi.x86.utils import reduction_unroll
 from ..tune.dispatch import ApplyHistoryBest
 from ..tune.task import create_task
 from ..tune.templates.cpu import attention_knobs
@@ -136,8 +137,8 @@ def attention_task(group: Group, shapes: dict) -> TemplateTask | None:
 def default_config(task: TemplateTask) -> dict | None:
     """The task's template config (knob values, as records hold them) that schedules it as
     the build's default does, in the current target's scope: a dense layer's
-    (`x86.schedule_dense_pack`: the register tile's rows, K in `reduction_unroll` steps
-    unrolled, panels outside the row tiles, parallel), an attention's
+    (`x86.schedule_dense_pack`: the register tile's rows for its panel (`tile_rows`), K in
+    `reduction_unroll` steps unrolled, panels outside the row tiles, parallel), an attention's
     (`x86.default_attention_knobs`); None for a convolution."""
     if task.template == ATTENTION:
         tq = task.args[1]
@@ -149,7 +150,7 @@ def default_config(task: TemplateTask) -> dict | None:
     if task.template != MATMUL:
         return None
     (m, n, k), (bn,) = task.args, task.blocks
-    rows, step = min(register_block()[0], m), reduction_unroll(k)
+    rows, step = min(tile_rows(bn), m), reduction_unroll(k)
     return {
         "tile_y": [-(-m // rows), rows],
         "tile_x": [n // bn, bn],

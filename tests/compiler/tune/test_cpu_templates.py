@@ -164,25 +164,27 @@ def test_matmul_on_packed_weights_matches_the_reference(rows, tile_k, unroll_k, 
     check_outputs(task, inputs, [out], rtol=1e-4)
 
 
+@pytest.mark.parametrize("bn", [16, 24])  # 24: AVX2's 3-vector panel, a 4-row register tile
 @pytest.mark.parametrize(
     "target", ["llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f", "llvm -mcpu=skylake-avx512"]
 )
-def test_a_dense_tasks_default_config_is_the_default_schedule(target):
+def test_a_dense_tasks_default_config_is_the_default_schedule(target, bn):
     """`vta tune MODEL.onnx` measures it first: the search starts from the build's default."""
     from compiler.codegen.target import target_scope
     from compiler.driver import lower
     from compiler.graph.tasks import TemplateTask, default_config
     from compiler.topi import x86
 
-    dense = TemplateTask("matmul", (20, 64, 36), (16,), None)  # 20 rows: a partial row tile
+    n = 3 * bn
+    dense = TemplateTask("matmul", (20, n, 36), (bn,), None)  # 20 rows: a partial row tile
     task = create_task("matmul", dense.task_args(), target)
     with target_scope(target):
         s, args = task.instantiate(task.config_space.from_json(default_config(dense)))
         a, b = (
             te.placeholder((20, 36), "float32", "A"),
-            te.placeholder((4, 36, 16), "float32", "B_packed"),
+            te.placeholder((3, 36, bn), "float32", "B_packed"),
         )
-        c = x86.matmul_packed(a, b, 64, streams=1)
+        c = x86.matmul_packed(a, b, n, streams=1)
         assert str(lower(s, args, "f")) == str(lower(x86.schedule_dense_pack(c), [a, b, c], "f"))
 
 
