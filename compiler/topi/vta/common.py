@@ -1,5 +1,6 @@
-"""Parts shared by the accelerator operators: the fused ALU epilogue (bias, shift, clip, relu)
-and the scheduling of the epilogue, the bias load and the output store."""
+"""Parts shared by the accelerator operators: the fused ALU epilogue (bias, shift, clip, relu),
+the scheduling of the epilogue, the bias load and the output store, and of the GEMM stage's
+input and weight loads (their templates' and the auto-scheduler's)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,23 @@ def schedule_epilogue(
                 s[cached].pragma(s[cached].op.axis[0], env.dma_copy)
     s[acc].compute_at(s[out], at)
     s[out].pragma(store_at, env.dma_copy)
+
+
+def schedule_gemm(s: Schedule, acc: te.Tensor, at: Any, gemm_axis: Any, env: Environment) -> None:
+    """Load the GEMM stage's input tiles (its padded copy, if it reads one) and weight tiles by
+    DMA into the input and weight buffers at loop `at` of the stage, and tensorize the stage
+    with the GEMM intrinsic from `gemm_axis` in."""
+    data, kernel = acc.op.input_tensors
+    if getattr(data.op, "tag", "") == "pad":
+        s[data].set_scope(env.inp_scope)
+        cdata = data
+    else:
+        cdata = s.cache_read(data, env.inp_scope, [acc])
+    ckernel = s.cache_read(kernel, env.wgt_scope, [acc])
+    for t in (cdata, ckernel):
+        s[t].compute_at(s[acc], at)
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    s[acc].tensorize(gemm_axis, env.gemm)
 
 
 def vthread_split(s: Schedule, out: te.Tensor, axis: Any, n: int) -> tuple[list, Any]:

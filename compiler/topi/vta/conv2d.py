@@ -11,7 +11,7 @@ from ... import te
 from ...errors import LoweringError
 from ...schedule.schedule import Schedule
 from ...vta.environment import Environment, get_env
-from .common import epilogue, schedule_epilogue, vthread_split
+from .common import epilogue, schedule_epilogue, schedule_gemm, vthread_split
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,11 @@ def fits(wl: Conv2DWorkload, k: Conv2DKnobs, env: Environment) -> bool:
     )
 
 
-def knob_space(wl: Conv2DWorkload, env: Environment | None = None) -> list[Conv2DKnobs]:
-    """Every knob setting whose tiles divide the workload and fit the buffers."""
+def knob_space(
+    wl: Conv2DWorkload, env: Environment | None = None, nthreads: tuple[int, ...] = (1, 2)
+) -> list[Conv2DKnobs]:
+    """Every knob setting whose tiles divide the workload and fit the buffers, with `nthreads`
+    virtual threads over output channels and over rows each."""
     env = env or get_env()
     out = []
     for tb, th, tw, tci, tco, oc_t, h_t in itertools.product(
@@ -196,8 +199,8 @@ def knob_space(wl: Conv2DWorkload, env: Environment | None = None) -> list[Conv2
         _divisors(wl.ow),
         _divisors(wl.ci),
         _divisors(wl.co),
-        (1, 2),
-        (1, 2),
+        nthreads,
+        nthreads,
     ):
         k = Conv2DKnobs(tb, th, tw, tci, tco, oc_t, h_t)
         if (wl.co // tco) % oc_t or (wl.oh // th) % h_t or not fits(wl, k, env):
@@ -234,7 +237,6 @@ def schedule_conv2d_packed(
     acc = next(t for t in _stages(out) if getattr(t.op, "tag", "") == "conv2d_packed")
     wl: Conv2DWorkload = acc.op.attrs["workload"]
     k = knobs or default_knobs(wl, env)
-    data, kernel = acc.op.input_tensors
     b, co, h, w, bi, ci = s[out].op.axis
     b0, b1 = s[out].split(b, k.tile_b)
     co0, co1 = s[out].split(co, k.tile_co)
@@ -244,21 +246,11 @@ def schedule_conv2d_packed(
     v_h, h0 = vthread_split(s, out, h0, k.h_nthread)
     s[out].reorder(*v_oc, *v_h, b0, h0, co0, w0, b1, co1, h1, w1, bi, ci)
     schedule_epilogue(s, out, acc, w0, co1, env)
-
-    if getattr(data.op, "tag", "") == "pad":
-        s[data].set_scope(env.inp_scope)
-        cdata = data
-    else:
-        cdata = s.cache_read(data, env.inp_scope, [acc])
-    ckernel = s.cache_read(kernel, env.wgt_scope, [acc])
     ab, aco, ai, aj, abi, aci = s[acc].op.axis
     k_o, d_i, d_j, k_i = s[acc].op.reduce_axis
     ko0, ko1 = s[acc].split(k_o, k.tile_ci)
     s[acc].reorder(ab, ko0, ko1, aj, d_j, d_i, aco, ai, abi, aci, k_i)
-    for t in (cdata, ckernel):
-        s[t].compute_at(s[acc], ko0)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    s[acc].tensorize(abi, env.gemm)
+    schedule_gemm(s, acc, ko0, abi, env)
     return s
 
 

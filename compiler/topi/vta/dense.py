@@ -9,7 +9,7 @@ from ... import te
 from ...errors import LoweringError
 from ...schedule.schedule import Schedule
 from ...vta.environment import Environment, get_env
-from .common import epilogue, schedule_epilogue, vthread_split
+from .common import epilogue, schedule_epilogue, schedule_gemm, vthread_split
 
 
 @dataclass(frozen=True)
@@ -63,21 +63,15 @@ def schedule_dense_packed(
     s = te.create_schedule(out.op)
     alu = out.op.input_tensors[0]
     acc = alu if alu.op.tag == "dense_packed" else alu.op.input_tensors[0]
-    data, weight = acc.op.input_tensors
     b, co, bi, ci = s[out].op.axis
     b0, b1 = s[out].split(b, k.tile_b)
     co0, co1 = s[out].split(co, k.tile_co)
     v_oc, co0 = vthread_split(s, out, co0, k.oc_nthread)
     s[out].reorder(*v_oc, b0, co0, b1, co1, bi, ci)
     schedule_epilogue(s, out, acc, co0, b1, env)
-    cdata = s.cache_read(data, env.inp_scope, [acc])
-    cweight = s.cache_read(weight, env.wgt_scope, [acc])
     ab, aco, abi, aci = s[acc].op.axis
     k_o, k_i = s[acc].op.reduce_axis
     ko0, ko1 = s[acc].split(k_o, k.tile_ci)
     s[acc].reorder(ko0, ko1, ab, aco, abi, aci, k_i)
-    for t in (cdata, cweight):
-        s[t].compute_at(s[acc], ko0)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    s[acc].tensorize(abi, env.gemm)
+    schedule_gemm(s, acc, ko0, abi, env)
     return s
