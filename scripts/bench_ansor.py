@@ -5,6 +5,7 @@ ResNet-18 (benchmarks.ansor).
 
     ./scripts/bench ansor --json /tmp/ansor.json --plot /tmp/sched.png
     ./scripts/bench ansor --no-scheduler --hide-avx512  # as on an AVX2-only host
+    ./scripts/bench ansor --vta C2 C9 C12 --trials 16 32  # the accelerator (benchmarks.ansor_vta)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import _bench_path  # noqa: F401 - the repository root on sys.path, for benchmar
 
 from benchmarks import hostisa
 from benchmarks.ansor import COST_TASKS, OPERATORS, plot_scheduler, print_result, run
+from benchmarks.ansor_vta import print_vta, run_vta
 from compiler.codegen.abi import default_threads
 from compiler.tune.cost_model import MIN_SAMPLES
 from compiler.tune.measure import MAX_THREADS
@@ -56,6 +58,14 @@ def main() -> None:
         " size, %(default)s here)",
     )
     hostisa.add_option(p)
+    p.add_argument(
+        "--vta",
+        nargs="+",
+        metavar="LAYER",
+        choices=[f"C{k}" for k in range(2, 13)],
+        help="only the accelerator: these ResNet-18 layers, auto-scheduler against the template"
+        " tuner in simulated cycles",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the figures as JSON to this file")
     p.add_argument("--plot", help="write the task-scheduler curves to this PNG")
@@ -64,6 +74,12 @@ def main() -> None:
         p.error(f"--search-batch must be at least {MIN_SAMPLES} (the cost model's first fit)")
     if not 1 <= args.threads <= MAX_THREADS:
         p.error(f"--threads must be 1 to {MAX_THREADS}")
+    if args.vta:
+        result = run_vta(args.vta, sorted(args.trials), args.seed)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result))
+        print_vta(result)
+        return
     hostisa.apply_option(p, args)
     result = run(
         args.ops,

@@ -27,6 +27,7 @@ from ..codegen.nvptx_arch import is_cuda_target
 from ..errors import CompilerError
 from ..schedule.schedule import Schedule, Stage
 from ..te.tensor import ComputeOp
+from ..tune.task import target_kind
 from . import blocking, dag, partial
 from . import register_tile as rt
 from .partial import factorizations
@@ -392,6 +393,10 @@ def annotate(
         from .gpu import annotate_gpu
 
         return annotate_gpu(sketch, rng)
+    if target_kind(sketch.task.target) == "vta":
+        from .accel import annotate_vta
+
+        return annotate_vta(sketch, rng)
     guided = bool(rng.random() < GUIDED) if guided is None else guided
     threads = threads or default_threads()
     steps = fill_tile_sizes(sketch, rng, guided)
@@ -711,6 +716,10 @@ def mutate(
         from .gpu import mutate_gpu
 
         return mutate_gpu(program, rng)
+    if target_kind(program.task.target) == "vta":
+        from .accel import mutate_vta
+
+        return mutate_vta(program, rng)
     funcs = list(MUTATIONS)
     k = rng.choice(len(funcs), p=np.array(list(MUTATIONS.values())))
     if funcs[k] is mutate_parallel:
@@ -748,4 +757,8 @@ def crossover(a: Program, b: Program, rng: np.random.Generator) -> Program | Non
         from .gpu import if_fits
 
         return if_fits(child)
+    if target_kind(a.task.target) == "vta":
+        from . import accel
+
+        return accel.if_fits(child)
     return child

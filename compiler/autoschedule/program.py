@@ -16,7 +16,7 @@ from ..errors import TuningError
 from ..schedule.schedule import Schedule, create_schedule
 from ..te.tensor import PlaceholderOp, Tensor
 from ..tune.dispatch import register_program_kind
-from ..tune.task import workload_key
+from ..tune.task import running_target, workload_key
 from . import dag
 from .steps import Step, replay, step_from_json
 from .workload import REFERENCES, WORKLOADS, import_workload, workload_module, workload_tensors
@@ -38,7 +38,8 @@ class SearchTask:
 
     @cached_property
     def tensors(self) -> list[Tensor]:
-        return workload_tensors(self.name, self.args)
+        with running_target(self.target):  # an accelerator definition reads its configuration
+            return workload_tensors(self.name, self.args)
 
     @property
     def outputs(self) -> list[Tensor]:
@@ -100,12 +101,14 @@ class Program:
     def schedule(self) -> tuple[Schedule, list[Tensor]]:
         """Replay the steps onto a fresh schedule: (schedule, build arguments)."""
         s = self.task.initial_schedule()
-        replay(s, self.steps)
+        with running_target(self.task.target):  # accelerator steps read its configuration
+            replay(s, self.steps)
         return s, list(self.task.tensors)
 
     def lines(self) -> list[str]:
         s = self.task.initial_schedule()
-        return replay(s, self.steps)
+        with running_target(self.task.target):
+            return replay(s, self.steps)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())

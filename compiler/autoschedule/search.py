@@ -25,7 +25,9 @@ from ..tune.cost_model import XGBCostModel
 from ..tune.features import PROGRAM_FEATURE_LENGTH
 from ..tune.host import HOST_FEATURES, host_row, with_host
 from ..tune.record import MeasureInput, Record
+from ..tune.task import target_kind
 from ..tune.tuner import Tuner
+from . import accel
 from .annotate import annotate, crossover, mutate
 from .features import featurize
 from .program import Program, SearchTask
@@ -74,6 +76,8 @@ class AnsorTuner(Tuner):
         self.measured: list[tuple[Program, float]] = []
         self._hosts: list[np.ndarray] = []  # the host columns of each measured program
         self.search_seconds = 0.0  # time spent proposing (generate, mutate, predict)
+        vta = target_kind(task.target) == "vta"  # the accelerator's tilings: counted features
+        self._featurize = accel.featurize if vta else featurize
 
     # ---------------------------------------------------------------- features and scores
     def features(self, programs: Sequence[Program]) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +85,7 @@ class AnsorTuner(Tuner):
         (`Tuner.host_row`), and whether each program lowers."""
         todo = list({p.key: p for p in programs if p.key not in self._rows}.values())
         if todo:
-            rows, valid = featurize(todo)
+            rows, valid = self._featurize(todo)
             for p, row, ok in zip(todo, rows, valid, strict=True):
                 self._rows[p.key] = row if ok else None
         valid = np.array([self._rows[p.key] is not None for p in programs], bool)

@@ -21,7 +21,7 @@ index is below 0 is a sketch. Rules, in the order they are tried (CPU):
   skip              anything else is left for the annotation
 
 On a GPU (target cuda) tiling a stage also stages its inputs in shared memory
-(`gpu.sketch_steps`).
+(`gpu.sketch_steps`). The accelerator (target vta) has rules of its own (`accel.VTA_RULES`).
 
 Tile sizes are left open (`None`); `annotate.py` fills them. `register_sketch_rule` adds a
 user rule (optionally before an existing one).
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from ..codegen.nvptx_arch import is_cuda_target as is_gpu
 from ..errors import TuningError
 from ..schedule.schedule import Schedule, Stage
+from ..tune.task import running_target, target_kind
 from . import dag
 from .gpu import sketch_steps as gpu_sketch_steps
 from .layout import pack_steps
@@ -278,22 +279,28 @@ def unregister_sketch_rule(name: str) -> None:
 
 def generate_sketches(task: SearchTask, rules: list[SketchRule] | None = None) -> list[Program]:
     """Every sketch the rules derive for the task (at most MAX_SKETCHES), in derivation order."""
+    if rules is None and target_kind(task.target) == "vta":
+        from .accel import VTA_RULES, conv_workload
+
+        conv_workload(task)  # refuses the workloads the accelerator's rules do not place
+        rules = VTA_RULES
     rules = RULES if rules is None else rules
     start = DeriveState(task, [], len(task.initial_schedule().stages) - 1)
     queue, done = [start], []
-    while queue:
-        state = queue.pop(0)
-        if state.index < 0:
-            done.append(state.steps)
-            continue
-        for rule in rules:
-            cond = rule.condition(state)
-            if cond == Cond.PASS:
+    with running_target(task.target):  # accelerator steps read its configuration
+        while queue:
+            state = queue.pop(0)
+            if state.index < 0:
+                done.append(state.steps)
                 continue
-            queue.extend(rule.apply(state))
-            if cond == Cond.APPLY_AND_SKIP_REST:
-                break
-        if len(done) + len(queue) > 64 * MAX_SKETCHES:
-            raise TuningError(f"sketch generation for {task.name} does not terminate")
+            for rule in rules:
+                cond = rule.condition(state)
+                if cond == Cond.PASS:
+                    continue
+                queue.extend(rule.apply(state))
+                if cond == Cond.APPLY_AND_SKIP_REST:
+                    break
+            if len(done) + len(queue) > 64 * MAX_SKETCHES:
+                raise TuningError(f"sketch generation for {task.name} does not terminate")
     unique = list({repr(steps): steps for steps in done}.values())[:MAX_SKETCHES]
     return [Program(task, steps, sketch=k) for k, steps in enumerate(unique)]

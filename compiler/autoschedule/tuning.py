@@ -3,7 +3,9 @@ after another, or a model's fused convolution groups (the graph's `graph_group` 
 extracted by `compiler.graph.tasks.group_tasks` and handed in by the caller) sharing a budget
 of `n_trial` per task, allocated by the gradient task scheduler.
 
-Targets: llvm, and cuda where a GPU exists to time the programs (workloads only).
+Targets: llvm, cuda where a GPU exists to time the programs, and vta (the accelerator's
+conv2d_packed and dense_packed, `accel.py`, measured as the template tuner measures them);
+on cuda and vta workloads only.
 """
 
 from __future__ import annotations
@@ -25,17 +27,32 @@ from ..tune.measure import (
     Runner,
     measure_option,
 )
+from ..tune.task import target_kind
 from ..tune.tuner import TuningHistory
+from ..tune.workloads import workload_measure_option
 from . import auto_schedule
 from .program import SearchTask
 from .task_scheduler import ScheduleResult, TaskScheduler, network_tasks
 
 
 def _measure_option(
-    target: str, model: bool, build_timeout: float, threads: int | None
+    target: str,
+    model: bool,
+    build_timeout: float,
+    threads: int | None,
+    device: str = "sim",
+    check: bool = False,
 ) -> MeasureOption:
     """CPU programs are timed with `threads` threads (None: the thread pool's size, as a
-    compiled network runs them: `CPURunner`)."""
+    compiled network runs them: `CPURunner`); the accelerator's Programs in `device`'s cycles
+    (`sim`: the timing-only simulator unless `check`), as the template tuner measures them."""
+    if target_kind(target) == "vta":
+        if model:
+            raise TuningError(
+                "--tuner ansor does not tune a model's accelerator kernels yet (they are "
+                "emitted as fused Programs, not tensor expressions): use the template tuner"
+            )
+        return workload_measure_option(target, device, check, build_timeout=build_timeout)
     if is_cuda_target(target):
         if model:
             raise TuningError("--tuner ansor tunes models for --target llvm only")
@@ -48,7 +65,7 @@ def _measure_option(
     elif target.split()[:1] == ["llvm"]:
         runner = CPURunner(threads=threads, pool=None)
     else:
-        raise TuningError(f"--tuner ansor supports --target llvm or cuda, not {target!r}")
+        raise TuningError(f"--tuner ansor supports --target llvm, cuda or vta, not {target!r}")
     return measure_option(LocalBuilder(timeout=build_timeout), runner)
 
 
@@ -62,11 +79,14 @@ def tune_workloads(
     early_stopping: int | None = None,
     build_timeout: float = 30.0,
     threads: int | None = None,
+    device: str = "sim",
+    check: bool = False,
 ) -> tuple[list[TuningHistory], str]:
     """Search each workload (op, args) for `n_trial` measurements in turn, recording to `db`,
-    CPU programs timed with `threads` threads (None: the thread pool's size); returns the
+    CPU programs timed with `threads` threads (None: the thread pool's size), accelerator
+    Programs in `device`'s cycles (checked against the reference if `check`); returns the
     histories (the best program is `best_config`) and the throughputs' unit."""
-    option = _measure_option(target, False, build_timeout, threads)
+    option = _measure_option(target, False, build_timeout, threads, device, check)
     database = Database(db) if db else None
     try:
         if not workloads:

@@ -6,8 +6,9 @@ Workloads are written OP:ARG,ARG,... (e.g. matmul:256,256,256), or a ResNet-18 l
 (C1..C12; C2..C12 for the accelerator's conv2d_packed); --list FILE reads one workload per
 line. `--target cuda [--arch sm_80]` tunes GPU kernels, which needs a CUDA GPU. MODEL.onnx
 tunes the model's convolution tasks (--target llvm or vta; --db needed). `--tuner ansor` runs
-the template-free auto-scheduler (--target llvm or cuda): workloads one after another, or a
-model's fused convolution groups under the gradient task scheduler.
+the template-free auto-scheduler: workloads one after another (--target llvm, cuda, or vta:
+C2..C12 and conv2d_packed/dense_packed:SIZES), or a model's fused convolution groups under
+the gradient task scheduler (--target llvm).
 """
 
 from __future__ import annotations
@@ -196,6 +197,8 @@ def _ansor(args: argparse.Namespace, target: str, names: list[str]) -> int:
         early_stopping=args.early_stopping,
         build_timeout=args.build_timeout,
         threads=args.threads,
+        device=args.device,
+        check=args.check,
     )
     for name, history in zip(names, histories, strict=True):
         best = format_throughput(history.best_throughput, unit)

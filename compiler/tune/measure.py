@@ -33,6 +33,7 @@ from ..errors import TuningError
 from ..runtime import load_module, set_num_threads
 from ..runtime.cuda import time_module
 from ..te import PlaceholderOp
+from ..vta.environment import target_config
 from .gpu_build import GPUArtifact, cuda_build
 from .host import host_of
 from .pool import LocalPool, Outcome
@@ -107,9 +108,9 @@ def compiler_build(task: Task, instance: Any) -> Any:
     if isinstance(instance, Program):  # a template that emits its Program directly
         return instance
     schedule, args = instance
+    if target_kind(task.target) == "vta":  # the configuration the target names
+        return build(schedule, args, target="vta", config=target_config(task.target)).program
     module = build(schedule, args, target=task.target)
-    if target_kind(task.target) == "vta":
-        return module.program
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.so")
         module.export_library(path)

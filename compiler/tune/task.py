@@ -35,7 +35,8 @@ def current_target() -> str | None:
 
 
 @contextmanager
-def _running(target: str) -> Iterator[None]:
+def running_target(target: str) -> Iterator[None]:
+    """Make `target` the running task's target (`current_target`) inside the block."""
     token = _TARGET.set(target)
     try:
         yield
@@ -119,7 +120,7 @@ class Task:
     @cached_property
     def config_space(self) -> ConfigSpace:
         space = ConfigSpace()
-        with _running(self.target):
+        with running_target(self.target):
             self.template(space, *self.args)
         space.check_size()
         return space
@@ -137,7 +138,7 @@ class Task:
         """Run the template for one config: the schedule/program it returns."""
         if isinstance(config, int):
             config = self.config_space.get(config)
-        with _running(self.target):
+        with running_target(self.target):
             return self.template(config, *self.args)
 
     def reference(self, inputs: list) -> list:

@@ -54,6 +54,10 @@ def test_ansor_cli_rejects_bad_input(tmp_path, capsys):
     assert main(["tune", "nosuchop:1,2", "--tuner", "ansor", "--n-trial", "1"]) == 1
     assert "unknown auto-scheduler workload 'nosuchop'" in capsys.readouterr().err
     assert main(["tune", "matmul:8,8,8", "--tuner", "ansor", "--target", "vta"]) == 1
-    assert "supports --target llvm or cuda" in capsys.readouterr().err
+    assert "conv2d_packed and dense_packed on the accelerator, not 'matmul'" in (
+        capsys.readouterr().err
+    )
+    assert main(["tune", "matmul:8,8,8", "--tuner", "ansor", "--target", "opencl"]) == 1
+    assert "supports --target llvm, cuda or vta" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["tune", "matmul:8,8,8", "--tuner", "nosuch"])
