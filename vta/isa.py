@@ -189,11 +189,22 @@ SHARED_BUFFERS: dict[MemType, tuple[Module, Module]] = {
 
 def route(opcode: int, memory_type: int = -1) -> Module:
     """The module that executes an instruction (fetch routes on opcode and memory type only)."""
+    if 0 <= opcode < len(_ROUTES) and -1 <= memory_type < len(MemType):
+        return _ROUTES[opcode][memory_type]  # memory_type -1 reads the last entry
+    return _route(opcode, memory_type)
+
+
+def _route(opcode: int, memory_type: int) -> Module:
     if opcode == Opcode.STORE:
         return Module.STORE
     if opcode == Opcode.LOAD and LOAD_ROUTES.get(memory_type) == Module.LOAD:
         return Module.LOAD
     return Module.COMPUTE
+
+
+# `route` by opcode, then memory type (-1 last): list indexing, cheaper than the comparisons
+# with enum members (each member read is an attribute lookup through the enum class)
+_ROUTES = [[_route(op, m) for m in (*MemType, -1)] for op in Opcode]
 
 
 def route_array(opcode: np.ndarray, memory_type: np.ndarray) -> np.ndarray:
