@@ -197,7 +197,8 @@ def add_accelerator(p: argparse.ArgumentParser, run: bool) -> None:
         "--candidates",
         type=int_at_least(1),
         default=8,
-        help="--target vta: knob settings timed per layer",
+        help="--target vta: knob settings timed per layer at most (the estimate's first 4, "
+        "the rest where those disagree by more than 1%%)",
     )
 
 

@@ -1,9 +1,14 @@
-"""The accelerator's knob candidates: one setting per distinct Program."""
+"""The accelerator's knob candidates: one setting per distinct Program, the estimate's first
+ones timed and the rest only where those disagree."""
 
-from compiler.graph.accel import _program_of, knob_candidates
+import numpy as np
+import pytest
+
+from compiler.graph.accel import _program_of, knob_candidates, search_structure
 from compiler.topi.vta.conv2d import Conv2DWorkload
 from compiler.topi.vta.fused import Epilogue, estimate_space, fused_builder, fused_knob_space
 from vta.config import VTAConfig
+from vta.device import get_device
 
 CFG = VTAConfig.load("pynq")
 WL = Conv2DWorkload(1, 4, 56, 56, 4, 3, 3, 1, 1)  # ResNet-18's 64-channel 3x3 layer
@@ -37,3 +42,21 @@ def test_candidates_are_distinct_programs_in_estimate_order():
     scores = [est[k] for k in tried]
     assert scores == sorted(scores)
     assert scores[0] == min(est.values())
+
+
+@pytest.mark.parametrize(
+    "timings, timed, best",
+    [
+        ([1000, 1004, 1009, 1001, 900, 900, 900, 900], 4, 0),  # the first 4 agree within 1%
+        ([1000, 1004, 1030, 1001, 990, 1020, 950, 950], 8, 6),  # they do not: all are timed
+    ],
+)
+def test_the_rest_are_timed_only_where_the_first_candidates_disagree(
+    monkeypatch, timings, timed, best
+):
+    candidates = knob_candidates(WL, EP, CFG, 8, None)
+    script = iter(timings)
+    monkeypatch.setattr(type(get_device("sim")), "stream_cycles", lambda *_: next(script))
+    knobs, (program,), cycles = search_structure(((WL, EP.structure()), candidates, [EP], CFG))
+    assert cycles == timings[:timed] and knobs == candidates[best]
+    assert np.array_equal(program.insns, fused_builder(WL, EP, knobs, CFG).build().insns)
