@@ -170,8 +170,9 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def fits(wl: Conv2DWorkload, k: Conv2DKnobs, env: Environment) -> bool:
-    """Do the tiles of every virtual thread fit the input, weight and accumulator buffers?"""
+def buffer_fill(wl: Conv2DWorkload, k: Conv2DKnobs, env: Environment) -> dict[str, float]:
+    """The share of the input, weight and accumulator buffers (by scope) that the tiles of
+    every virtual thread take (a row of the accumulator's for the bias)."""
     threads = k.oc_nthread * k.h_nthread
     ih = (k.tile_h - 1) * wl.stride + wl.kh
     iw = (k.tile_w - 1) * wl.stride + wl.kw
@@ -180,10 +181,15 @@ def fits(wl: Conv2DWorkload, k: Conv2DKnobs, env: Environment) -> bool:
         env.wgt_scope: k.tile_co * k.tile_ci * wl.kh * wl.kw,
         env.acc_scope: k.tile_b * k.tile_co * (k.tile_h * k.tile_w + 1),
     }
-    return all(
-        rows * threads * env.elem_bytes(scope) <= env.capacity(scope)
+    return {
+        scope: rows * threads * env.elem_bytes(scope) / env.capacity(scope)
         for scope, rows in need.items()
-    )
+    }
+
+
+def fits(wl: Conv2DWorkload, k: Conv2DKnobs, env: Environment) -> bool:
+    """Do the tiles of every virtual thread fit the input, weight and accumulator buffers?"""
+    return all(share <= 1 for share in buffer_fill(wl, k, env).values())
 
 
 def knob_space(
