@@ -61,6 +61,7 @@ from ..tune.features import PROGRAM_FEATURE_LENGTH
 from ..tune.task import current_target, target_kind
 from ..tune.templates.vta import CLIP, SHIFT, conv2d_packed_reference
 from ..vta.environment import Environment, get_env, target_config
+from .gpu_steps import Bind
 from .program import Program, SearchTask
 from .sketch import Cond, DeriveState, SketchRule
 from .steps import Reorder, Split, Step, _leaf, register_step, stage_named
@@ -161,21 +162,6 @@ class Gemm(Step):
         return f"{self.stage}: loads at {at.name}, tensorize {axis.name} with the GEMM"
 
 
-@register_step
-@dataclass(frozen=True)
-class VirtualThread(Step):
-    """Bind loop #iter to a virtual thread (`cthread`: the accelerator's threads)."""
-
-    KIND: ClassVar[str] = "VTH"
-    iter: int
-
-    def apply(self, s: Schedule, steps: list[Step]) -> str:
-        st = stage_named(s, self.stage)
-        iv = _leaf(st, self.iter)
-        st.bind(iv, te.thread_axis(VTHREAD))
-        return f"{self.stage}: bind {iv.name} -> {VTHREAD}"
-
-
 # ---------------------------------------------------------------------------------- sketch
 def _tag(d: DeriveState) -> str:
     return getattr(d.stage.op, "tag", "")
@@ -218,7 +204,7 @@ def _store_apply(d: DeriveState) -> list[DeriveState]:
     parts = [3 if ax in threaded else 2 for ax in range(n_outer)]
     start = [sum(parts[:ax]) for ax in range(n_outer)]
     vthreads = [start[ax] for ax in sorted(threaded)]
-    steps += [VirtualThread(name, pos) for pos in vthreads]
+    steps += [Bind(name, pos, VTHREAD) for pos in vthreads]
     lanes = sum(parts) + np.arange(2)
     out = []
     for order in store_orders(n_outer):

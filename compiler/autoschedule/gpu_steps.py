@@ -1,7 +1,8 @@
-"""Transformation steps of GPU programs: thread binding, cache reads into shared memory, the
-storage scope of a stage computed inside a thread's loops, and the split that follows the
-thread count of a tiled stage (cooperative fetching). Registered with `steps.register_step`,
-so they replay, print and serialize like the CPU's steps.
+"""Transformation steps of GPU programs: thread binding (also to the accelerator's virtual
+threads), cache reads into shared memory, the storage scope of a stage computed inside a
+thread's loops, and the split that follows the thread count of a tiled stage (cooperative
+fetching). Registered with `steps.register_step`, so they replay, print and serialize like
+the CPU's steps.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from ..schedule.schedule import Schedule
 from ..te.tensor import thread_axis
 from .steps import Split, Step, _leaf, register_step, split_loop, stage_named
 
-THREAD_TAGS = ("blockIdx.x", "vthread", "threadIdx.x")
+THREAD_TAGS = ("blockIdx.x", "vthread", "threadIdx.x", "cthread")  # cthread: the accelerator's
 
 
 @register_step
 @dataclass(frozen=True)
 class Bind(Step):
-    """Bind loop #iter to a thread axis (blockIdx.x, vthread or threadIdx.x)."""
+    """Bind loop #iter to a thread axis (blockIdx.x, vthread or threadIdx.x on a GPU; cthread,
+    a virtual thread of the accelerator)."""
 
     KIND: ClassVar[str] = "BI"
     iter: int
