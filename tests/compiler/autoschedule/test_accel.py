@@ -124,3 +124,6 @@ def test_vta_tune_with_ansor_writes_records(tmp_path, capsys):
     assert "after 4 trials" in out and "tensorize" in out and "cthread" in out
     with Database(db) as d:
         assert len(d.records(f'["ansor:conv2d_packed",[{args}]]', "vta")) == 4
+    model = ["tune", str(tmp_path / "m.onnx"), "--target", "vta", "--tuner", "ansor"]
+    assert main([*model, "--db", str(db)]) == 1  # refused before the model is read
+    assert "does not tune a model's accelerator kernels yet" in capsys.readouterr().err
