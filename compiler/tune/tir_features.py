@@ -6,8 +6,10 @@ variable's coefficient in the flattened index. Lowering costs ~10 ms, far too sl
 so `StructureCache` lowers only a few probes per loop *structure*: with perfect splits every
 loop extent and index stride is a monomial in the split factors, i.e. log2 of it is affine in
 the split knobs' log2 factors. A recipe fitted on probes (least squares, checked exact) gives
-the nest of any config of that structure with one matrix product; configs whose structure has
-no exact recipe are lowered one by one.
+the nest of any config of that structure with one matrix product. Where a template makes
+extents piecewise in a factor (a step taken as the largest divisor of it up to 4), a structure
+is refined by that factor's residue until each piece has an exact recipe; configs whose
+structure still has none are lowered one by one.
 """
 
 from __future__ import annotations
@@ -248,14 +250,39 @@ def _affine_rank(z: np.ndarray) -> int:
     return int(np.linalg.matrix_rank(np.hstack([z, np.ones((len(z), 1))])))
 
 
+def _one_structure(nests: Sequence[LoopNest]) -> _Structure | None:
+    """The structure all `nests` share, or None."""
+    structure = _Structure.of(nests[0])
+    return structure if all(_Structure.of(n) == structure for n in nests[1:]) else None
+
+
+@dataclass(frozen=True)
+class _Refined:
+    """A class split by the residues of one split knob's factors (`knob`: its position among
+    the split knobs): each residue is a subclass of its own."""
+
+    knob: int
+
+
+_Entry = tuple[_Structure, _Recipe] | _Refined | None
+
+
 class StructureCache:
     """LoopNest arrays of many configs of one task, lowering only a few probes per structure.
 
     `lower(index) -> LoopNest` lowers one config (raising if it is invalid). A structure class
     is the set of configs sharing the digits of every knob that is not a split, and which split
     factors are 1 (a loop of extent 1 vanishes, which can turn a fused loop's div/mod index
-    into an affine one or untouch a buffer).
+    into an affine one or untouch a buffer). A class no recipe fits is refined by the residues
+    of the split knob whose residues separate its probes into pieces that each fit. A factor's
+    residue is its gcd with RESIDUE_MODULUS and, up to SMALL_FACTOR, the factor itself: a
+    template that steps a loop by the largest divisor of a factor up to 4 (the x86 register
+    tiles' unrolled reductions on 16-register targets) makes extents monomial within a residue
+    but not across residues, and leaves a loop of extent 1 where the factor is the step.
     """
+
+    RESIDUE_MODULUS = 12  # divisibility by 2, 3 and 4
+    SMALL_FACTOR = 4
 
     def __init__(self, space: ConfigSpace, lower: Any, seed: int = 0, probes: int = 2):
         self.space = space
@@ -264,11 +291,25 @@ class StructureCache:
         self.probes = probes
         knobs = list(space.knobs.values())
         self._split = np.array([isinstance(k, SplitKnob) for k in knobs])
+        self._split_cols = np.flatnonzero(self._split)
         self._z_tables = [k.features for k in knobs if isinstance(k, SplitKnob)]
         # per split knob: each candidate's pattern of unit factors, as a small integer
         self._units = [(t == 0) @ (1 << np.arange(t.shape[1])) for t in self._z_tables]
+        # per split knob: each candidate's residue class (its factors' gcds with the modulus)
+        self._residues = [
+            self._residue_classes(np.array(k.candidates)) for k in knobs if isinstance(k, SplitKnob)
+        ]
+        self._base = int((~self._split).sum()) + len(self._units)
         self._recipes: list[_Recipe] = []
-        self._classes: dict[tuple, tuple[_Structure, _Recipe] | None] = {}
+        self._classes: dict[tuple, _Entry] = {}
+        # a refined class's probes, passed on to the subclasses they belong to
+        self._seeds: dict[tuple, tuple[np.ndarray, list[LoopNest]]] = {}
+
+    def _residue_classes(self, factors: np.ndarray) -> np.ndarray:
+        """Each candidate's residue class (n,) from its factors (n, n_out), as a small integer."""
+        small = np.where(factors <= self.SMALL_FACTOR, factors, 0)
+        residues = np.hstack([np.gcd(factors, self.RESIDUE_MODULUS), small])
+        return np.unique(residues, axis=0, return_inverse=True)[1].ravel()
 
     def z(self, digits: np.ndarray) -> np.ndarray:
         """Split knobs' log2 factors of each config, (n, n_z)."""
@@ -284,9 +325,13 @@ class StructureCache:
         return np.column_stack([digits[:, ~self._split], *units]).astype(np.int64)
 
     def _members(self, key: tuple) -> list[np.ndarray]:
-        """Per split knob, the candidates with the class's unit-factor pattern."""
-        patterns = key[len(key) - len(self._units) :]
-        return [np.flatnonzero(u == p) for u, p in zip(self._units, patterns, strict=True)]
+        """Per split knob, the candidates of the class: its unit-factor pattern, then the
+        residues of the refinements (pairs of knob and residue after the base key)."""
+        patterns = key[self._base - len(self._units) : self._base]
+        members = [np.flatnonzero(u == p) for u, p in zip(self._units, patterns, strict=True)]
+        for j, residue in zip(key[self._base :: 2], key[self._base + 1 :: 2], strict=True):
+            members[j] = members[j][self._residues[j][members[j]] == residue]
+        return members
 
     def _class_rank(self, key: tuple) -> int:
         tables = [t[m] for t, m in zip(self._z_tables, self._members(key), strict=True)]
@@ -295,67 +340,102 @@ class StructureCache:
         )
 
     def _probe(self, key: tuple, n: int) -> tuple[np.ndarray, list[LoopNest]]:
+        """The digits and nests of up to `n` valid members; each split knob's residues are
+        taken in turn (every residue among the first probes), its members at random."""
         digits = np.empty((n, len(self._split)), dtype=np.int64)
-        digits[:, ~self._split] = key[: len(key) - len(self._units)]
-        for j, members in zip(np.flatnonzero(self._split), self._members(key), strict=True):
-            digits[:, j] = self.rng.choice(members, size=n)
+        digits[:, ~self._split] = key[: self._base - len(self._units)]
+        for j, members in enumerate(self._members(key)):
+            residues = self._residues[j][members]
+            order = self.rng.permutation(np.unique(residues))
+            for row in range(n):
+                pool = members[residues == order[row % len(order)]]
+                digits[row, self._split_cols[j]] = self.rng.choice(pool)
         kept, nests = lower_each(self.lower, self.space.indices(digits).tolist())
-        return self.z(digits[kept]), nests
+        return digits[kept], nests
 
-    def _more(self, key: tuple, rank: int, z: np.ndarray, nests: list[LoopNest]):
-        """The probes with 2 rank + 4 more, or (z, None) if one has another structure."""
-        more_z, more = self._probe(key, 2 * rank + 4)
-        structure = _Structure.of(nests[0])
-        if any(_Structure.of(n) != structure for n in more):
-            return z, None
-        return np.vstack([z, more_z]), nests + more
+    def _more(self, key: tuple, rank: int, digits: np.ndarray, nests: list[LoopNest]):
+        """The probes topped up to `probes` + 2 rank + 4."""
+        more_digits, more = self._probe(key, max(0, self.probes + 2 * rank + 4 - len(nests)))
+        return np.vstack([digits, more_digits]), nests + more
 
-    def _learn(self, key: tuple) -> tuple[_Structure, _Recipe] | None:
-        z, nests = self._probe(key, self.probes)
+    def _learn(self, key: tuple) -> _Entry:
+        digits, nests = self._seeds.pop(key, None) or self._probe(key, self.probes)
         if not nests:
-            return None
-        structure = _Structure.of(nests[0])
-        if any(_Structure.of(n) != structure for n in nests):
             return None
         rank = self._class_rank(key)
         # a recipe is affine in the split factors: only probes that span the class's factors
         # decide it for every member (fewer may agree with another class's recipe by chance)
-        spans = _affine_rank(z) >= rank
+        spans = _affine_rank(self.z(digits)) >= rank
         if not spans:
-            z, nests = self._more(key, rank, z, nests)
-        if nests is None:
-            return None
-        for recipe in self._recipes:
-            if recipe.matches(z, nests):
-                return structure, recipe
+            digits, nests = self._more(key, rank, digits, nests)
+        structure = _one_structure(nests)
+        if structure is not None:
+            z = self.z(digits)
+            for recipe in self._recipes:
+                if recipe.matches(z, nests):
+                    return structure, recipe
         if spans:
-            z, nests = self._more(key, rank, z, nests)
-            if nests is None:
-                return None
-        recipe = _fit(z, nests, rank)
+            digits, nests = self._more(key, rank, digits, nests)
+            structure = _one_structure(nests)
+        recipe = None if structure is None else _fit(self.z(digits), nests, rank)
         if recipe is None:
-            return None
+            return self._refinement(key, digits, nests)
         self._recipes.append(recipe)
         return structure, recipe
+
+    def _refinement(self, key: tuple, digits: np.ndarray, nests: list[LoopNest]) -> _Entry:
+        """The first split knob not yet refined whose residues part the probes into pieces of
+        one structure and an exact affine fit each, or None (configs lowered one by one)."""
+        refined = set(key[self._base :: 2])
+        z = self.z(digits)
+        for j, members in enumerate(self._members(key)):
+            if j in refined or len(np.unique(self._residues[j][members])) < 2:
+                continue
+            residues = self._residues[j][digits[:, self._split_cols[j]]]
+            pieces = [np.flatnonzero(residues == r) for r in np.unique(residues)]
+            if len(pieces) > 1 and all(
+                _one_structure(part := [nests[i] for i in rows]) is not None
+                and _fit(z[rows], part, 0) is not None
+                for rows in pieces
+            ):
+                for rows in pieces:
+                    sub = (*key, j, int(residues[rows[0]]))
+                    self._seeds[sub] = digits[rows], [nests[i] for i in rows]
+                return _Refined(j)
+        return None
 
     def arrays(
         self, digits: np.ndarray
     ) -> list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]]:
         """Per structure class: (rows, (extents, annotations, strides)) or (rows, None) when
         the class has no recipe (its configs must be lowered one by one)."""
-        keys = self._keys(digits)
+        out: list = []
+        self._serve(self._keys(digits), np.arange(len(digits)), digits, out)
+        return out
+
+    def _serve(self, keys: np.ndarray, rows: np.ndarray, digits: np.ndarray, out: list) -> None:
+        """Append `arrays` entries of the configs `rows` (their class keys: `keys`) to `out`."""
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        out = []
         for c, key in enumerate(map(tuple, uniq.tolist())):
-            rows = np.flatnonzero(inverse.ravel() == c)
+            sel = rows[inverse.ravel() == c]
             if key not in self._classes:
                 self._classes[key] = self._learn(key)
             entry = self._classes[key]
-            if entry is None:
-                out.append((rows, None))
-                continue
-            structure, recipe = entry
-            ext, strides = recipe.predict(self.z(digits[rows]), structure.names)
-            ann = np.broadcast_to(np.array(structure.ann, dtype=np.int64), ext.shape)
-            out.append((rows, (ext, ann, strides)))
-        return out
+            if isinstance(entry, _Refined):
+                j = entry.knob
+                residues = self._residues[j][digits[sel, self._split_cols[j]]]
+                sub = np.column_stack(
+                    [
+                        np.tile(np.array(key, np.int64), (len(sel), 1)),
+                        np.full(len(sel), j),
+                        residues,
+                    ]
+                )
+                self._serve(sub, sel, digits, out)
+            elif entry is None:
+                out.append((sel, None))
+            else:
+                structure, recipe = entry
+                ext, strides = recipe.predict(self.z(digits[sel]), structure.names)
+                ann = np.broadcast_to(np.array(structure.ann, dtype=np.int64), ext.shape)
+                out.append((sel, (ext, ann, strides)))

@@ -10,7 +10,7 @@ import compiler.tune.templates  # noqa: F401 - registers the llvm templates
 from compiler import te
 from compiler.tune import Featurizer, create_task
 from compiler.tune.measure import LibraryKernel, check_outputs, compiler_build, random_arrays
-from compiler.tune.tir_features import loop_nest, lower_for_features
+from compiler.tune.tir_features import _Refined, loop_nest, lower_for_features
 
 
 def test_loop_nest_of_a_lowered_matmul():
@@ -42,27 +42,60 @@ def test_loop_nest_of_a_lowered_matmul():
     }
 
 
+AVX2 = "llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f"
+AVX512 = "llvm -mcpu=skylake-avx512"
+
+
+def _served(cache, digits) -> float:
+    """The share of configs a structure cache's recipes serve (the rest are lowered)."""
+    rows = [len(r) for r, arrays in cache.arrays(digits) if arrays is not None]
+    return sum(rows) / len(digits)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512])
 @pytest.mark.parametrize(
-    "op, args", [("matmul", (128, 128, 128)), ("conv2d_NCHWc", (32, 14, 14, 32, 3, 3))]
+    "op, args, n", [("matmul", (128, 128, 128), 600), ("conv2d_NCHWc", (32, 14, 14, 32, 3, 3), 300)]
 )
-def test_structure_cache_reproduces_lowering_exactly(op, args):
-    task = create_task(op, args, "llvm")
+def test_structure_cache_reproduces_lowering_exactly(op, args, n, target):
+    from compiler.codegen.target import target_scope
+
+    task = create_task(op, args, target)
     featurize = Featurizer(task)
-    index = task.config_space.sample(np.random.default_rng(0), 600)
-    fast = featurize(index)
+    index = task.config_space.sample(np.random.default_rng(0), n)
+    with target_scope(target):  # the templates' schedules as on that instruction set
+        fast = featurize(index)
+        lowered = featurize._lowered_rows(index[::10])
     cache = featurize._structures
-    lowered = featurize._lowered_rows(index[::20])
-    np.testing.assert_array_equal(fast[::20], lowered)
-    # one recipe serves many classes (every annotation, unroll and split factor > 1)
-    assert len(cache._recipes) <= len(cache._classes) / 4
-    # every matmul class has one; a conv class has none where the template's K steps per
-    # iteration (4 on 16-register targets, the largest divisor up to 4) make a loop's extent
-    # not monomial in the factors: those configs are lowered one by one (a third served on AVX2)
-    keys = cache._keys(task.config_space.digits(index)).tolist()
-    served = np.mean([cache._classes[tuple(k)] is not None for k in keys])
-    assert served == 1.0 if op == "matmul" else served > 0.3
+    np.testing.assert_array_equal(fast[::10], lowered)
+    # one recipe serves many classes (every annotation, unroll and split factor > 1); on
+    # 16-register targets the conv's refined classes fit a recipe per residue of the block
+    assert len(cache._recipes) <= len(cache._classes) / (4 if op == "matmul" else 2)
+    # every config is served, on 16-register targets too, where the conv template's K steps
+    # per iteration (the largest divisor of the channel block up to 4) make extents monomial
+    # only within a residue of the block: those classes are refined by it
+    assert _served(cache, task.config_space.digits(index)) == 1.0
     # configs are told apart (some differ only in a loop of extent 1: the same program)
     assert len({tuple(r) for r in fast.tolist()}) > 0.4 * len(set(index.tolist()))
+
+
+def test_structure_cache_serves_an_avx2_resnet_conv_exactly():
+    """ResNet-18's C6 on AVX2: the classes that mix 2-channel blocks (K steps of 2) with
+    blocks of 4 and more (steps of 4) are refined by the block's residue, found from their
+    probes; recipes then serve every config, with the features of lowering each one."""
+    from compiler.codegen.target import target_scope
+
+    task = create_task("conv2d_NCHWc", (128, 28, 28, 128, 3, 3, 1), AVX2)
+    featurize = Featurizer(task)
+    space = task.config_space
+    index = space.sample(np.random.default_rng(1), 200)
+    with target_scope(AVX2):
+        fast = featurize(index)
+        lowered = featurize._lowered_rows(index[::5])
+    cache = featurize._structures
+    refined = {e.knob for e in cache._classes.values() if isinstance(e, _Refined)}
+    assert list(space.knobs).index("tile_ic") in refined
+    assert _served(cache, space.digits(index)) == 1.0
+    np.testing.assert_array_equal(fast[::5], lowered)
 
 
 def test_built_kernel_survives_pickling_and_matches_numpy():
