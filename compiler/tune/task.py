@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen.target import target_scope
 from ..errors import TuningError
 from ..te.tensor import MAX_EXTENT
 from .space import ConfigEntity, ConfigSpace
@@ -36,10 +37,16 @@ def current_target() -> str | None:
 
 @contextmanager
 def running_target(target: str) -> Iterator[None]:
-    """Make `target` the running task's target (`current_target`) inside the block."""
+    """Make `target` the running task's target (`current_target`) inside the block; an llvm
+    target is also the codegen's scope (`target_scope`), so the x86 schedules a template calls
+    derive from its CPU, not from the host's."""
     token = _TARGET.set(target)
     try:
-        yield
+        if target_kind(target) == "llvm":
+            with target_scope(target):
+                yield
+        else:
+            yield
     finally:
         _TARGET.reset(token)
 

@@ -310,3 +310,22 @@ def test_bad_attention_knobs_are_refused():
         task.config_space.from_json(_attention_knobs(5, 2, 2, 4, "blocks"))
     with pytest.raises(TuningError, match="masked is 0 or 1, not 2"):
         len(create_task("attention", (2, 12, 16, 8, 8, 2), "llvm").config_space)
+
+
+@pytest.mark.parametrize(
+    "target", ["llvm -mcpu=haswell -mattr=+avx2,+fma,-avx512f", "llvm -mcpu=skylake-avx512"]
+)
+def test_a_task_schedules_for_its_target_not_the_host(target):
+    """Templates call the x86 schedules, which read the CPU facts of the codegen's scope: a task
+    for another CPU than the host's must get that CPU's (one of the two targets is not this
+    host's, whichever host runs the test)."""
+    from compiler.codegen.target import target_scope
+    from compiler.driver import lower
+
+    task = create_task("conv2d_NCHWc", (32, 14, 14, 32, 3, 3, 1), target)
+    space = task.config_space
+    config = next(c for c in map(space.get, range(len(space))) if c["tile_ic"].size[1] == 8)
+    s, args = task.instantiate(config)
+    with target_scope(target):
+        scoped, scoped_args = task.instantiate(config)
+    assert str(lower(s, args, "f")) == str(lower(scoped, scoped_args, "f"))
